@@ -1,0 +1,111 @@
+import { parseArgs } from 'node:util';
+import { loadConfig } from './config.js';
+import type { DatabaseHandle } from './db/client.js';
+import { openDatabase } from './db/client.js';
+import { migrate } from './db/migrate.js';
+import { openRuntime } from './runtime.js';
+import { createTenant, ENVIRONMENTS, rotateKeys, ROTATION_EXPIRY_SECONDS, setSettings } from './modules/tenants/service.js';
+import type { Environment } from './http/context.js';
+
+/**
+ * Operator command line. Same database configuration as the server (DATABASE_URL, or the
+ * embedded database in DATA_DIR). Every command can print JSON with --json.
+ */
+type Command = (args: string[], handle: DatabaseHandle) => Promise<unknown>;
+
+const USAGE = `Usage: npm run --silent cli -- <command> [options]
+
+  tenant create --name NAME [--json]          create a business with sandbox and live key pairs
+  tenant settings --tenant ID --set KEY=JSON  set a per-business setting (fees, limits, quotas)
+  keys rotate --tenant ID --env sandbox|live [--expire-in 0|3600|86400|604800] [--json]
+  migrate                                     apply pending database migrations
+`;
+
+function fail(message: string): never {
+  console.error(`${message}\n\n${USAGE}`);
+  process.exit(2);
+}
+
+function print(value: unknown, json: boolean, text: () => string) {
+  console.log(json ? JSON.stringify(value) : text());
+}
+
+const commands: Record<string, Command> = {
+  'tenant create': async (args, handle) => {
+    const { values } = parseArgs({ args, options: { name: { type: 'string' }, json: { type: 'boolean' } } });
+    const name = values.name?.trim();
+    if (!name) fail('tenant create needs --name');
+    const tenant = await createTenant(handle.db, name);
+    print(tenant, Boolean(values.json), () =>
+      [
+        `Created business "${name}" (tenant id ${tenant.tenant_id}). Secret keys are shown only now.`,
+        ...ENVIRONMENTS.map((env) => `  ${env}: ${tenant[env].secret_key}  (public ${tenant[env].public_key})`),
+      ].join('\n'),
+    );
+  },
+  'tenant settings': async (args, handle) => {
+    const { values } = parseArgs({
+      args,
+      options: { tenant: { type: 'string' }, set: { type: 'string', multiple: true }, json: { type: 'boolean' } },
+    });
+    if (!values.tenant || !values.set?.length) fail('tenant settings needs --tenant and at least one --set KEY=JSON');
+    const patch: Record<string, unknown> = {};
+    for (const pair of values.set) {
+      const eq = pair.indexOf('=');
+      if (eq < 1) fail(`--set ${pair}: use KEY=JSON`);
+      try {
+        patch[pair.slice(0, eq)] = JSON.parse(pair.slice(eq + 1));
+      } catch {
+        fail(`--set ${pair}: the value must be JSON (quote strings: key='"text"')`);
+      }
+    }
+    const settings = await setSettings(handle.db, values.tenant, patch);
+    print(settings, Boolean(values.json), () => JSON.stringify(settings, null, 2));
+  },
+  'keys rotate': async (args, handle) => {
+    const { values } = parseArgs({
+      args,
+      options: {
+        tenant: { type: 'string' },
+        env: { type: 'string' },
+        'expire-in': { type: 'string', default: '0' },
+        json: { type: 'boolean' },
+      },
+    });
+    const env = values.env as Environment;
+    const expireIn = Number(values['expire-in']);
+    if (!values.tenant || !ENVIRONMENTS.includes(env)) fail('keys rotate needs --tenant and --env sandbox|live');
+    if (!(ROTATION_EXPIRY_SECONDS as readonly number[]).includes(expireIn)) fail('--expire-in must be 0, 3600, 86400 or 604800');
+    const pair = await rotateKeys(handle.db, values.tenant, env, expireIn);
+    print(pair, Boolean(values.json), () =>
+      `New ${env} keys (shown only now):\n  secret ${pair.secret_key}\n  public ${pair.public_key}\nOld keys expire at ${pair.old_keys_expire_at}`,
+    );
+  },
+  migrate: async () => undefined,
+};
+
+async function main() {
+  const argv = process.argv.slice(2);
+  const name = [`${argv[0]} ${argv[1]}`, argv[0]].find((n) => n && n in commands);
+  if (!name) fail(argv.length ? `Unknown command: ${argv.join(' ')}` : 'No command given');
+  const rest = argv.slice(name.split(' ').length);
+  const config = loadConfig(process.env, { LOG_LEVEL: 'silent' });
+  if (name === 'migrate') {
+    const handle = await openDatabase(config);
+    const applied = await migrate(handle);
+    console.log(applied.length ? `Applied: ${applied.join(', ')}` : 'Database is up to date');
+    await handle.close();
+    return;
+  }
+  const { handle } = await openRuntime(config);
+  try {
+    await commands[name]!(rest, handle);
+  } finally {
+    await handle.close();
+  }
+}
+
+main().catch((err: unknown) => {
+  console.error(err instanceof Error ? err.message : err);
+  process.exit(1);
+});

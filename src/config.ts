@@ -1,0 +1,64 @@
+import { z } from 'zod';
+
+/**
+ * Every setting the program reads, validated once at start-up. Nothing else reads process.env.
+ * Defaults suit `npm start` on a laptop: embedded database in ./data, plain HTTP on loopback.
+ */
+const csv = z
+  .string()
+  .transform((s) =>
+    s
+      .split(',')
+      .map((x) => x.trim())
+      .filter(Boolean),
+  );
+
+const ConfigSchema = z.object({
+  PROFILE: z.enum(['development', 'production']).default('development'),
+  PORT: z.coerce.number().int().min(0).max(65535).default(3000),
+  HOST: z.string().default('127.0.0.1'),
+  ROLE: z.enum(['api', 'worker', 'all']).default('all'),
+  DATABASE_URL: z.string().optional(),
+  DATA_DIR: z.string().default('./data'),
+  DB_POOL_SIZE: z.coerce.number().int().min(1).max(200).default(20),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  /** PEM files: when both are set the server speaks TLS itself and sends HSTS. */
+  TLS_CERT_FILE: z.string().optional(),
+  TLS_KEY_FILE: z.string().optional(),
+  /** Proxy addresses whose X-Forwarded-Proto is believed (production profile). */
+  TRUSTED_PROXIES: csv.default([]),
+  /**
+   * 32 bytes, base64: encrypts secrets at rest (stored idempotent responses holding keys, webhook
+   * secrets, card data). Unset in development: a key is generated once into DATA_DIR.
+   */
+  SECRETS_KEY: z.string().optional(),
+  IDEMPOTENCY_TTL_HOURS: z.coerce.number().int().min(1).max(24 * 30).default(24),
+  RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(1).default(6000),
+  PUBLIC_BASE_URL: z.string().optional(),
+  SUPPORTED_CURRENCIES: csv.default(['NGN', 'USD', 'EUR', 'GBP', 'GHS', 'KES', 'UGX', 'ZAR', 'XOF', 'XAF', 'MXN']),
+  /** Currencies every business may hold without activating a `<ccy>_account` feature. */
+  HOME_CURRENCIES: csv.default(['NGN', 'USD']),
+  /** Whether `npm start` creates a demo business on an empty database. */
+  DEMO_TENANT: z
+    .enum(['true', 'false'])
+    .default('true')
+    .transform((v) => v === 'true'),
+});
+
+export type Config = z.infer<typeof ConfigSchema>;
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Partial<Config> = {}): Config {
+  const parsed = ConfigSchema.safeParse(env);
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((i) => `  ${i.path.join('.')}: ${i.message}`);
+    throw new Error(`Invalid configuration:\n${lines.join('\n')}`);
+  }
+  const config = { ...parsed.data, ...overrides };
+  if ((config.TLS_CERT_FILE === undefined) !== (config.TLS_KEY_FILE === undefined)) {
+    throw new Error('Invalid configuration: TLS_CERT_FILE and TLS_KEY_FILE must be set together');
+  }
+  if (config.PROFILE === 'production' && !config.SECRETS_KEY) {
+    throw new Error('Invalid configuration: SECRETS_KEY is required with PROFILE=production');
+  }
+  return config;
+}

@@ -1,0 +1,50 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { sql } from 'kysely';
+import type { DatabaseHandle } from './client.js';
+
+const MIGRATIONS_DIR = join(dirname(fileURLToPath(import.meta.url)), 'migrations');
+/** Any fixed number: serializes migrations when several processes start against one PostgreSQL. */
+const MIGRATION_LOCK = 72_310_001;
+
+/**
+ * Applies every `migrations/*.sql` not yet applied, in file-name order, each in its own
+ * transaction. Files are plain SQL written for PostgreSQL 15 (and so PGlite's 18 too).
+ * Module ranges keep parallel work from colliding: 0001-0099 foundation, 0100 ledger and
+ * accounts, 0200 KYC and features, 0300 webhooks, 0400 payouts and collections, 0500 cards,
+ * 0600 dashboard.
+ */
+export async function migrate(handle: DatabaseHandle): Promise<string[]> {
+  const files = readdirSync(MIGRATIONS_DIR)
+    .filter((f) => f.endsWith('.sql'))
+    .sort();
+  await handle.exec(`create table if not exists schema_migrations (
+    name text primary key, applied_at timestamptz not null default now())`);
+  const applied: string[] = [];
+  const run = async () => {
+    const done = new Set(
+      (await sql<{ name: string }>`select name from schema_migrations`.execute(handle.db)).rows.map((r) => r.name),
+    );
+    for (const file of files) {
+      if (done.has(file)) continue;
+      const body = readFileSync(join(MIGRATIONS_DIR, file), 'utf8');
+      const name = file.replace(/'/g, "''");
+      await handle.exec(`begin;\n${body}\n;insert into schema_migrations (name) values ('${name}');\ncommit;`);
+      applied.push(file);
+    }
+  };
+  if (handle.kind === 'postgres') {
+    await handle.db.connection().execute(async (conn) => {
+      await sql`select pg_advisory_lock(${MIGRATION_LOCK})`.execute(conn);
+      try {
+        await run();
+      } finally {
+        await sql`select pg_advisory_unlock(${MIGRATION_LOCK})`.execute(conn);
+      }
+    });
+  } else {
+    await run();
+  }
+  return applied;
+}

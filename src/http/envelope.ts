@@ -1,0 +1,116 @@
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import { AppError, type ErrorDetail } from './errors.js';
+import { ReplayResponse } from './idempotency.js';
+
+/** `{data, error: null}`: every success response. */
+export function envelope<T extends z.ZodType>(data: T) {
+  return z.object({ data, error: z.null() });
+}
+
+export function ok<T>(data: T): { data: T; error: null } {
+  return { data, error: null };
+}
+
+export const ErrorBody = z
+  .object({
+    data: z.null(),
+    error: z.object({
+      code: z.string(),
+      message: z.string(),
+      request_id: z.string(),
+      details: z.array(z.object({ field: z.string(), code: z.string(), message: z.string() })),
+    }),
+  })
+  .meta({ id: 'Error' });
+
+interface ZodLikeIssue {
+  keyword: string;
+  instancePath: string;
+  message: string;
+  params: { keys?: string[]; input?: unknown; expected?: unknown };
+}
+
+/** Zod issues → `details`, one entry per invalid field, paths dotted (`address.state`). */
+function detailsFromValidation(issues: ZodLikeIssue[], context: string | undefined): ErrorDetail[] {
+  const details: ErrorDetail[] = [];
+  for (const issue of issues) {
+    const base = issue.instancePath.replace(/^\//, '').split('/').filter(Boolean).join('.');
+    if (issue.keyword === 'unrecognized_keys') {
+      for (const key of issue.params.keys ?? []) {
+        details.push({ field: (base ? `${base}.${key}` : key), code: 'unknown_field', message: 'Unknown field' });
+      }
+      continue;
+    }
+    const missing = issue.keyword === 'invalid_type' && issue.params.input === undefined;
+    details.push({
+      field: base || context || 'body',
+      code: missing ? 'required' : issue.keyword === 'custom' ? 'invalid' : issue.keyword,
+      message: missing ? 'Required' : issue.message,
+    });
+  }
+  return details;
+}
+
+function errorBody(request: FastifyRequest, code: string, message: string, details: ErrorDetail[] = []) {
+  return { data: null, error: { code, message, request_id: String(request.id), details } };
+}
+
+export function sendError(request: FastifyRequest, reply: FastifyReply, err: AppError) {
+  for (const [name, value] of Object.entries(err.headers)) reply.header(name, value);
+  return reply.code(err.status).send(errorBody(request, err.code, err.message, err.details));
+}
+
+const DB_DOWN_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', '57P01', '57P02', '57P03', '08006', '08001', '08003']);
+
+/** Maps every failure to the envelope. Nothing internal (stack, SQL, names) reaches the client. */
+export function registerErrorHandling(app: FastifyInstance): void {
+  app.setErrorHandler((error: FastifyError & { code?: string }, request, reply) => {
+    if (error instanceof AppError) return sendError(request, reply, error);
+    if (error instanceof ReplayResponse) {
+      return reply
+        .header('Idempotency-Replayed', 'true')
+        .code(error.status)
+        .type('application/json; charset=utf-8')
+        .send(error.bodyText);
+    }
+    if (hasZodFastifySchemaValidationErrors(error)) {
+      const issues = error.validation as unknown as ZodLikeIssue[];
+      const details = detailsFromValidation(issues, error.validationContext);
+      const where = error.validationContext === 'querystring' ? 'query parameters' : error.validationContext;
+      return sendError(request, reply, new AppError('validation_failed', `Invalid ${where ?? 'request'}`, details));
+    }
+    switch (error.code) {
+      case 'FST_ERR_CTP_BODY_TOO_LARGE':
+        return sendError(request, reply, new AppError('payload_too_large', 'The request body is too large'));
+      case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+        return sendError(request, reply, new AppError('unsupported_media_type', 'Send the body as application/json'));
+      case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      case 'FST_ERR_CTP_INVALID_JSON_BODY':
+        return sendError(request, reply, new AppError('invalid_json', 'The body is not valid JSON'));
+      case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+        return sendError(request, reply, new AppError('bad_request', 'Content-Length does not match the body'));
+    }
+    if (error.statusCode === 400 && error.name === 'SyntaxError') {
+      return sendError(request, reply, new AppError('invalid_json', 'The body is not valid JSON'));
+    }
+    if (error.code && DB_DOWN_CODES.has(error.code)) {
+      request.log.error({ err: error }, 'database unavailable');
+      return sendError(
+        request,
+        reply,
+        new AppError('service_unavailable', 'The service is briefly unavailable, retry shortly', [], { 'Retry-After': '5' }),
+      );
+    }
+    if (typeof error.statusCode === 'number' && error.statusCode >= 400 && error.statusCode < 500) {
+      return sendError(request, reply, new AppError('bad_request', 'The request could not be processed'));
+    }
+    request.log.error({ err: error }, 'unhandled error');
+    return sendError(request, reply, new AppError('internal_error', 'Something went wrong on our side'));
+  });
+
+  app.setNotFoundHandler((request, reply) =>
+    sendError(request, reply, new AppError('not_found', `No route ${request.method} ${request.url.split('?')[0]}`)),
+  );
+}

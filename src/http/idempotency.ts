@@ -1,0 +1,214 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { sql, type ColumnType } from 'kysely';
+import type { Db, Queryable, Trx } from '../db/client.js';
+import { canonicalJson } from '../lib/json.js';
+import { sha256Hex, type Sealer } from '../lib/crypto.js';
+import { newId } from '../lib/ids.js';
+import { AppError } from './errors.js';
+import { ok } from './envelope.js';
+
+interface IdempotencyKeysTable {
+  tenant_id: string;
+  environment: string;
+  key: string;
+  fingerprint: string;
+  state: 'in_progress' | 'completed';
+  locked_until: ColumnType<Date, Date | string, Date | string>;
+  claim_token: string;
+  response_status: number | null;
+  response_body: string | null;
+  response_sealed: ColumnType<boolean, boolean | undefined, boolean>;
+  created_at: ColumnType<Date, never, never>;
+  expires_at: ColumnType<Date, Date | string, Date | string>;
+}
+
+declare module '../db/types.js' {
+  interface Database {
+    idempotency_keys: IdempotencyKeysTable;
+  }
+}
+
+const LEASE_SECONDS = 60;
+const KEY_RE = /^[\x20-\x7e]{1,255}$/;
+/** Business outcomes that are stored and replayed; anything else (400, 401, 403, 429, 5xx) is not. */
+const STORED_ERROR_STATUSES = new Set([404, 409, 412, 422]);
+
+export interface IdempotencyOptions {
+  /** The response holds a secret (new keys, webhook secrets): sealed at rest. */
+  sensitive?: boolean;
+  /** Success status (200 unless the contract says otherwise). */
+  status?: number;
+}
+
+/** Reads and checks the Idempotency-Key header of a POST. */
+export function idempotencyKeyOf(request: FastifyRequest): string {
+  const header = request.headers['idempotency-key'];
+  const key = Array.isArray(header) ? header[0] : header;
+  if (key === undefined || key === '') {
+    throw new AppError('missing_idempotency_key', 'POST requests need an Idempotency-Key header');
+  }
+  if (!KEY_RE.test(key)) {
+    throw new AppError('invalid_idempotency_key', 'Idempotency-Key must be 1-255 printable ASCII characters');
+  }
+  return key;
+}
+
+/**
+ * Section 4 of the contract. The key is claimed in its own short transaction; then the work, its
+ * outcome and the record's completion commit together in one transaction. A crash or an
+ * unexpected error releases the claim (or its lease runs out), so a retry runs afresh.
+ */
+export class Idempotency {
+  constructor(
+    private readonly db: Db,
+    private readonly sealer: Sealer,
+    private readonly ttlHours: number,
+  ) {}
+
+  async run<T>(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    operation: string,
+    work: (trx: Trx) => Promise<T>,
+    options: IdempotencyOptions = {},
+  ): Promise<{ data: T; error: null }> {
+    const { tenantId, environment } = request.ctx;
+    const key = idempotencyKeyOf(request);
+    const fingerprint = sha256Hex(`${operation}\n${canonicalJson(request.params ?? {})}\n${canonicalJson(request.body ?? null)}`);
+    const scope = { tenant_id: tenantId, environment, key };
+    const claimToken = await this.claim(scope, fingerprint);
+    const sealContext = `${tenantId}:${environment}:${key}`;
+    const status = options.status ?? 200;
+
+    try {
+      reply.code(status);
+      const text = await this.db.transaction().execute(async (trx) => {
+        const data = await work(trx);
+        // Serialized by the route's response schema, so a replay is byte for byte the same.
+        const serialized = reply.serialize(ok(data)) as string;
+        await this.complete(trx, scope, claimToken, status, serialized, options.sensitive, sealContext);
+        return serialized;
+      });
+      reply.type('application/json; charset=utf-8');
+      return text as unknown as { data: T; error: null };
+    } catch (err) {
+      if (err instanceof AppError && STORED_ERROR_STATUSES.has(err.status) && err.code !== 'idempotency_request_in_progress') {
+        const payload = {
+          data: null,
+          error: { code: err.code, message: err.message, request_id: String(request.id), details: err.details },
+        };
+        await this.complete(this.db, scope, claimToken, err.status, JSON.stringify(payload), false, sealContext);
+        throw err;
+      }
+      await this.release(scope, claimToken).catch((releaseErr: unknown) => {
+        request.log.error({ err: releaseErr }, 'could not release idempotency claim; its lease will expire');
+      });
+      throw err;
+    }
+  }
+
+  /** Returns this request's claim token, or throws the replay / conflict outcome. */
+  private async claim(scope: { tenant_id: string; environment: string; key: string }, fingerprint: string): Promise<string> {
+    const token = newId();
+    // One statement: insert, or take over a key whose retention ended or whose holder's lease ran
+    // out on the same request. Concurrent duplicates block on the row and then see the winner's claim.
+    const claimed = await sql<{ claim_token: string }>`
+      insert into idempotency_keys
+        (tenant_id, environment, key, fingerprint, state, locked_until, claim_token, expires_at)
+      values (${scope.tenant_id}, ${scope.environment}, ${scope.key}, ${fingerprint}, 'in_progress',
+        now() + make_interval(secs => ${LEASE_SECONDS}), ${token},
+        now() + make_interval(hours => ${this.ttlHours}))
+      on conflict (tenant_id, environment, key) do update set
+        fingerprint = excluded.fingerprint, state = 'in_progress', locked_until = excluded.locked_until,
+        claim_token = excluded.claim_token, expires_at = excluded.expires_at,
+        response_status = null, response_body = null, response_sealed = false, created_at = now()
+      where idempotency_keys.expires_at < now()
+        or (idempotency_keys.state = 'in_progress' and idempotency_keys.locked_until < now()
+            and idempotency_keys.fingerprint = excluded.fingerprint)
+      returning claim_token`.execute(this.db);
+    if (claimed.rows.length > 0) return token;
+
+    const existing = await this.db
+      .selectFrom('idempotency_keys')
+      .selectAll()
+      .select(sql<number>`greatest(1, ceil(extract(epoch from locked_until - now())))::int`.as('retry_after'))
+      .where('tenant_id', '=', scope.tenant_id)
+      .where('environment', '=', scope.environment)
+      .where('key', '=', scope.key)
+      .executeTakeFirst();
+    if (!existing) return this.claim(scope, fingerprint); // it expired and was swept in between
+    if (existing.fingerprint !== fingerprint) {
+      throw new AppError('idempotency_key_reused', 'This Idempotency-Key was used for a different request');
+    }
+    if (existing.state === 'completed' && existing.response_status !== null && existing.response_body !== null) {
+      const context = `${scope.tenant_id}:${scope.environment}:${scope.key}`;
+      const text = existing.response_sealed ? this.sealer.open(existing.response_body, context) : existing.response_body;
+      throw new ReplayResponse(existing.response_status, text);
+    }
+    throw new AppError(
+      'idempotency_request_in_progress',
+      'A request with this Idempotency-Key is still being processed; retry shortly',
+      [],
+      { 'Retry-After': String(existing.retry_after) },
+    );
+  }
+
+  private async complete(
+    db: Queryable,
+    scope: { tenant_id: string; environment: string; key: string },
+    token: string,
+    status: number,
+    text: string,
+    sensitive: boolean | undefined,
+    sealContext: string,
+  ): Promise<void> {
+    const result = await db
+      .updateTable('idempotency_keys')
+      .set({
+        state: 'completed',
+        response_status: status,
+        response_body: sensitive ? this.sealer.seal(text, sealContext) : text,
+        response_sealed: Boolean(sensitive),
+      })
+      .where('tenant_id', '=', scope.tenant_id)
+      .where('environment', '=', scope.environment)
+      .where('key', '=', scope.key)
+      .where('claim_token', '=', token)
+      .executeTakeFirst();
+    if (result.numUpdatedRows !== 1n) {
+      // Our lease ran out and another request took the key over: roll our work back.
+      throw new AppError('idempotency_request_in_progress', 'This request took too long and was superseded', [], {
+        'Retry-After': '1',
+      });
+    }
+  }
+
+  private async release(scope: { tenant_id: string; environment: string; key: string }, token: string) {
+    await this.db
+      .deleteFrom('idempotency_keys')
+      .where('tenant_id', '=', scope.tenant_id)
+      .where('environment', '=', scope.environment)
+      .where('key', '=', scope.key)
+      .where('claim_token', '=', token)
+      .where('state', '=', 'in_progress')
+      .execute();
+  }
+
+  /** Deletes records past their retention (the cleanup worker calls this). */
+  async sweep(batch = 1000): Promise<number> {
+    const result = await sql`
+      delete from idempotency_keys where ctid in (
+        select ctid from idempotency_keys where expires_at < now() limit ${batch})`.execute(this.db);
+    return Number(result.numAffectedRows ?? 0n);
+  }
+}
+
+/** Thrown by a claim that finds a finished request: the route answers with the stored response. */
+export class ReplayResponse extends Error {
+  constructor(
+    readonly status: number,
+    readonly bodyText: string,
+  ) {
+    super('idempotent replay');
+  }
+}

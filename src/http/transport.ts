@@ -1,0 +1,47 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { Config } from '../config.js';
+import { parseJsonPreservingNumbers } from '../lib/json.js';
+import { AppError } from './errors.js';
+
+export const BODY_LIMIT = 1024 * 1024;
+const REQUEST_ID_RE = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/** A client's X-Request-Id is echoed when it is sane; otherwise we make one. */
+export function requestIdFrom(request: { headers: Record<string, string | string[] | undefined> }, fallback: () => string) {
+  const sent = request.headers['x-request-id'];
+  return typeof sent === 'string' && REQUEST_ID_RE.test(sent) ? sent : fallback();
+}
+
+function isTls(request: FastifyRequest): boolean {
+  return (request.raw.socket as { encrypted?: boolean }).encrypted === true;
+}
+
+/**
+ * Body parsing (JSON only, numbers kept exact), request ids, HSTS on TLS, and the production
+ * profile's HTTPS rule: plain HTTP is refused unless a trusted proxy says the client used HTTPS.
+ */
+export function registerTransport(app: FastifyInstance, config: Config): void {
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, body, done) => {
+    const text = body as string;
+    if (text.trim() === '') return done(null, undefined);
+    try {
+      done(null, parseJsonPreservingNumbers(text));
+    } catch {
+      done(new AppError('invalid_json', 'The body is not valid JSON'), undefined);
+    }
+  });
+
+  const trusted = new Set(config.TRUSTED_PROXIES);
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('X-Request-Id', request.id);
+    if (isTls(request)) {
+      reply.header('Strict-Transport-Security', 'max-age=31536000; includeSubDomains');
+      return;
+    }
+    if (config.PROFILE !== 'production' || !request.url.startsWith('/v1/')) return;
+    const viaTrustedProxy =
+      trusted.has(request.socket.remoteAddress ?? '') && request.headers['x-forwarded-proto'] === 'https';
+    if (!viaTrustedProxy) throw new AppError('https_required', 'Use HTTPS');
+  });
+}

@@ -1,0 +1,158 @@
+import { sql, type ColumnType, type Insertable, type Selectable, type Updateable } from 'kysely';
+import type { Queryable } from '../../db/client.js';
+import type { RequestContext } from '../../http/context.js';
+import { paginate, type Page } from '../../http/pagination.js';
+import type { Address } from '../../lib/validators.js';
+import type { ListCustomersQuery } from './schema.js';
+
+type JsonAddress = ColumnType<Address, string, string>;
+
+export interface CustomersTable {
+  id: string;
+  tenant_id: string;
+  environment: string;
+  type: 'individual' | 'business';
+  status: ColumnType<string, string | undefined, string>;
+  email: string;
+  phone: string;
+  first_name: string | null;
+  middle_name: string | null;
+  last_name: string | null;
+  gender: string | null;
+  date_of_birth: string | null;
+  business_name: string | null;
+  business_description: string | null;
+  business_type: string | null;
+  business_industry: string | null;
+  registration_number: string | null;
+  external_id: string | null;
+  address: JsonAddress;
+  kyc_status: ColumnType<string, string | undefined, string>;
+  created_at: ColumnType<Date, never, never>;
+  updated_at: ColumnType<Date, never, Date>;
+}
+
+export interface AssociatedPersonsTable {
+  id: string;
+  tenant_id: string;
+  environment: string;
+  customer_id: string;
+  type: ColumnType<string, string | undefined, string>;
+  status: ColumnType<string, string | undefined, string>;
+  first_name: string;
+  middle_name: string | null;
+  last_name: string;
+  email: string;
+  phone: string;
+  gender: string;
+  date_of_birth: string;
+  address: JsonAddress;
+  kyc_status: ColumnType<string, string | undefined, string>;
+  created_at: ColumnType<Date, never, never>;
+  updated_at: ColumnType<Date, never, Date>;
+}
+
+declare module '../../db/types.js' {
+  interface Database {
+    customers: CustomersTable;
+    associated_persons: AssociatedPersonsTable;
+  }
+}
+
+export type CustomerRow = Selectable<CustomersTable>;
+export type PersonRow = Selectable<AssociatedPersonsTable>;
+type Scope = Pick<RequestContext, 'tenantId' | 'environment'>;
+
+export async function insertCustomer(db: Queryable, row: Insertable<CustomersTable>) {
+  await db.insertInto('customers').values(row).execute();
+}
+
+export async function insertPerson(db: Queryable, row: Insertable<AssociatedPersonsTable>) {
+  await db.insertInto('associated_persons').values(row).execute();
+}
+
+export async function findCustomer(db: Queryable, ctx: Scope, id: string, forUpdate = false) {
+  let q = db
+    .selectFrom('customers')
+    .selectAll()
+    .where('tenant_id', '=', ctx.tenantId)
+    .where('environment', '=', ctx.environment)
+    .where('id', '=', id);
+  if (forUpdate) q = q.forUpdate();
+  return q.executeTakeFirst();
+}
+
+export async function personsOf(db: Queryable, customerIds: string[]): Promise<PersonRow[]> {
+  if (customerIds.length === 0) return [];
+  return db.selectFrom('associated_persons').selectAll().where('customer_id', 'in', customerIds).orderBy('id').execute();
+}
+
+export async function updateCustomer(db: Queryable, ctx: Scope, id: string, patch: Updateable<CustomersTable>) {
+  await db
+    .updateTable('customers')
+    .set({ ...patch, updated_at: new Date() })
+    .where('tenant_id', '=', ctx.tenantId)
+    .where('environment', '=', ctx.environment)
+    .where('id', '=', id)
+    .execute();
+}
+
+export async function updatePerson(db: Queryable, customerId: string, id: string, patch: Updateable<AssociatedPersonsTable>) {
+  const result = await db
+    .updateTable('associated_persons')
+    .set({ ...patch, updated_at: new Date() })
+    .where('customer_id', '=', customerId)
+    .where('id', '=', id)
+    .executeTakeFirst();
+  return result.numUpdatedRows > 0n;
+}
+
+/** Another customer of the same type with this email or external id, if any. */
+export async function findDuplicate(
+  db: Queryable,
+  ctx: Scope,
+  type: CustomersTable['type'],
+  email: string | undefined,
+  externalId: string | null | undefined,
+  exceptId?: string,
+) {
+  if (!email && !externalId) return undefined;
+  let q = db
+    .selectFrom('customers')
+    .select(['id', 'email', 'external_id'])
+    .where('tenant_id', '=', ctx.tenantId)
+    .where('environment', '=', ctx.environment)
+    .where((eb) =>
+      eb.or([
+        ...(email ? [eb.and([eb('type', '=', type), eb(sql`lower(email)`, '=', email.toLowerCase())])] : []),
+        ...(externalId ? [eb('external_id', '=', externalId)] : []),
+      ]),
+    );
+  if (exceptId) q = q.where('id', '<>', exceptId);
+  return q.executeTakeFirst();
+}
+
+export async function listCustomers(db: Queryable, ctx: Scope, query: ListCustomersQuery): Promise<Page<CustomerRow>> {
+  let base = db
+    .selectFrom('customers')
+    .where('tenant_id', '=', ctx.tenantId)
+    .where('environment', '=', ctx.environment);
+  if (query.email) base = base.where(sql`lower(email)`, '=', query.email.toLowerCase());
+  if (query.status) base = base.where('status', '=', query.status);
+  if (query.type) base = base.where('type', '=', query.type);
+  if (query.kyc_status) base = base.where('kyc_status', '=', query.kyc_status);
+  if (query.keyword) {
+    const like = `%${query.keyword.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+    base = base.where((eb) =>
+      eb.or([
+        eb('first_name', 'ilike', like),
+        eb('last_name', 'ilike', like),
+        eb('email', 'ilike', like),
+        eb('business_name', 'ilike', like),
+        eb(sql`id::text`, '=', query.keyword!.toLowerCase()),
+      ]),
+    );
+  }
+  const order = query.sort?.toLowerCase().endsWith('asc') ? 'asc' : 'desc';
+  return paginate<CustomerRow>(db, base, 'customers.id', query, (qb) => qb.selectAll(), order);
+}

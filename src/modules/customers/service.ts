@@ -1,0 +1,235 @@
+import type { Db, Queryable, Trx } from '../../db/client.js';
+import { isUniqueViolation } from '../../db/errors.js';
+import type { RequestContext } from '../../http/context.js';
+import { AppError, notFound } from '../../http/errors.js';
+import type { Page } from '../../http/pagination.js';
+import { newId } from '../../lib/ids.js';
+import { recordEvent } from '../webhooks/outbox.js';
+import * as repo from './repo.js';
+import type { CreateCustomerBody, CustomerResponse, ListCustomersQuery, UpdateCustomerBody } from './schema.js';
+
+type Scope = Pick<RequestContext, 'tenantId' | 'environment'>;
+
+function toPersonResponse(p: repo.PersonRow): CustomerResponse['associated_persons'][number] {
+  return {
+    id: p.id,
+    first_name: p.first_name,
+    middle_name: p.middle_name,
+    last_name: p.last_name,
+    email: p.email,
+    phone: p.phone,
+    gender: p.gender,
+    date_of_birth: p.date_of_birth,
+    status: p.status,
+    type: p.type,
+    address: p.address,
+    kyc_status: p.kyc_status,
+    date_added: p.created_at.toISOString(),
+  };
+}
+
+export function toCustomerResponse(c: repo.CustomerRow, persons: repo.PersonRow[]): CustomerResponse {
+  return {
+    id: c.id,
+    type: c.type,
+    status: c.status,
+    email: c.email,
+    phone: c.phone,
+    first_name: c.first_name,
+    middle_name: c.middle_name,
+    last_name: c.last_name,
+    gender: c.gender,
+    date_of_birth: c.date_of_birth,
+    business_name: c.business_name,
+    business_description: c.business_description,
+    business_type: c.business_type,
+    business_industry: c.business_industry,
+    registration_number: c.registration_number,
+    industry_code: '',
+    external_id: c.external_id,
+    address: c.address,
+    kyc_status: c.kyc_status,
+    kyc: [],
+    associated_persons: persons.map(toPersonResponse),
+    date_added: c.created_at.toISOString(),
+    date_updated: c.updated_at.toISOString(),
+  };
+}
+
+async function assertNoDuplicate(
+  db: Queryable,
+  ctx: Scope,
+  type: 'individual' | 'business',
+  email: string | undefined,
+  externalId: string | undefined,
+  exceptId?: string,
+) {
+  const dup = await repo.findDuplicate(db, ctx, type, email, externalId, exceptId);
+  if (!dup) return;
+  const field = externalId && dup.external_id === externalId ? 'external_id' : 'email';
+  throw new AppError('customer_exists', `A customer with this ${field} already exists`, [
+    { field, code: 'duplicate', message: `Already used by customer ${dup.id}` },
+  ]);
+}
+
+/** Runs a write and turns a lost uniqueness race into the same 409 a pre-check gives. */
+async function guardUnique<T>(fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (err) {
+    if (isUniqueViolation(err)) throw new AppError('customer_exists', 'A customer with this email or external_id already exists');
+    throw err;
+  }
+}
+
+export async function createCustomer(trx: Trx, ctx: Scope, body: CreateCustomerBody): Promise<CustomerResponse> {
+  await assertNoDuplicate(trx, ctx, body.type, body.email, body.external_id);
+  const id = newId();
+  const scope = { tenant_id: ctx.tenantId, environment: ctx.environment };
+  const common = {
+    id,
+    ...scope,
+    type: body.type,
+    email: body.email,
+    phone: body.phone,
+    external_id: body.external_id ?? null,
+    address: JSON.stringify(body.address),
+  };
+  await guardUnique(async () => {
+    if (body.type === 'individual') {
+      await repo.insertCustomer(trx, {
+        ...common,
+        first_name: body.first_name,
+        middle_name: body.middle_name ?? null,
+        last_name: body.last_name,
+        gender: body.gender,
+        date_of_birth: body.date_of_birth,
+      });
+    } else {
+      await repo.insertCustomer(trx, {
+        ...common,
+        business_name: body.business_name,
+        business_description: body.business_description,
+        business_type: body.business_type,
+        business_industry: body.business_industry,
+        registration_number: body.registration_number,
+      });
+      for (const p of body.associated_persons) {
+        await repo.insertPerson(trx, {
+          id: newId(),
+          ...scope,
+          customer_id: id,
+          first_name: p.first_name,
+          middle_name: p.middle_name ?? null,
+          last_name: p.last_name,
+          email: p.email,
+          phone: p.phone,
+          gender: p.gender,
+          date_of_birth: p.date_of_birth,
+          address: JSON.stringify(p.address),
+        });
+      }
+    }
+  });
+  const customer = await getCustomer(trx, ctx, id);
+  await recordEvent(trx, ctx, 'customer.created', customer);
+  return customer;
+}
+
+export async function getCustomer(db: Queryable, ctx: Scope, id: string): Promise<CustomerResponse> {
+  const row = await repo.findCustomer(db, ctx, id);
+  if (!row) throw notFound('Customer');
+  return toCustomerResponse(row, await repo.personsOf(db, [id]));
+}
+
+/** The customer row for other modules (KYC, accounts, cards): 404 when not this business's. */
+export async function requireCustomer(db: Queryable, ctx: Scope, id: string, forUpdate = false) {
+  const row = await repo.findCustomer(db, ctx, id, forUpdate);
+  if (!row) throw notFound('Customer');
+  return row;
+}
+
+export async function listCustomers(db: Queryable, ctx: Scope, query: ListCustomersQuery): Promise<Page<CustomerResponse>> {
+  const page = await repo.listCustomers(db, ctx, query);
+  const persons = await repo.personsOf(
+    db,
+    page.items.filter((c) => c.type === 'business').map((c) => c.id),
+  );
+  return {
+    ...page,
+    items: page.items.map((c) => toCustomerResponse(c, persons.filter((p) => p.customer_id === c.id))),
+  };
+}
+
+const INDIVIDUAL_ONLY = ['first_name', 'middle_name', 'last_name', 'gender', 'date_of_birth'] as const;
+const BUSINESS_ONLY = [
+  'business_name',
+  'business_description',
+  'business_type',
+  'business_industry',
+  'registration_number',
+  'associated_persons',
+] as const;
+const NEW_PERSON_REQUIRED = ['first_name', 'last_name', 'email', 'phone', 'gender', 'date_of_birth', 'address'] as const;
+
+/** PUT: the path decides the customer; only the fields sent change. */
+export async function updateCustomer(db: Db, ctx: Scope, id: string, body: UpdateCustomerBody) {
+  return db.transaction().execute((trx) => applyUpdate(trx, ctx, id, body));
+}
+
+async function applyUpdate(trx: Trx, ctx: Scope, id: string, body: UpdateCustomerBody) {
+  const mismatch = (['customer_id', 'id'] as const).filter((f) => body[f] !== undefined && body[f] !== id);
+  if (mismatch.length > 0) {
+    throw new AppError(
+      'validation_failed',
+      'The customer id in the body differs from the path',
+      mismatch.map((field) => ({ field, code: 'mismatch', message: 'Must equal the customer_id of the path' })),
+    );
+  }
+  const current = await repo.findCustomer(trx, ctx, id, true);
+  if (!current) throw notFound('Customer');
+
+  const wrongType = (current.type === 'individual' ? BUSINESS_ONLY : INDIVIDUAL_ONLY).filter((f) => body[f] !== undefined);
+  const personDetails = (body.associated_persons ?? []).flatMap((p, i) =>
+    p.id ? [] : NEW_PERSON_REQUIRED.filter((f) => p[f] === undefined).map((f) => ({ field: `associated_persons.${i}.${f}`, code: 'required', message: 'Required for a new associated person' })),
+  );
+  if (wrongType.length > 0 || personDetails.length > 0) {
+    throw new AppError('validation_failed', 'The request has invalid fields', [
+      ...wrongType.map((field) => ({ field, code: 'not_allowed', message: `Not a field of a ${current.type} customer` })),
+      ...personDetails,
+    ]);
+  }
+  await assertNoDuplicate(trx, ctx, current.type, body.email, body.external_id, id);
+
+  const { customer_id: _c, id: _i, associated_persons, address, ...fields } = body;
+  await guardUnique(() =>
+    repo.updateCustomer(trx, ctx, id, { ...fields, ...(address ? { address: JSON.stringify(address) } : {}) }),
+  );
+  for (const [i, p] of (associated_persons ?? []).entries()) {
+    const { id: personId, address: personAddress, ...personFields } = p;
+    const patch = { ...personFields, ...(personAddress ? { address: JSON.stringify(personAddress) } : {}) };
+    if (personId) {
+      if (!(await repo.updatePerson(trx, id, personId, patch))) {
+        throw new AppError('not_found', 'Associated person not found', [
+          { field: `associated_persons.${i}.id`, code: 'not_found', message: 'No such associated person on this customer' },
+        ]);
+      }
+    } else {
+      await repo.insertPerson(trx, {
+        id: newId(),
+        tenant_id: ctx.tenantId,
+        environment: ctx.environment,
+        customer_id: id,
+        first_name: p.first_name!,
+        middle_name: p.middle_name ?? null,
+        last_name: p.last_name!,
+        email: p.email!,
+        phone: p.phone!,
+        gender: p.gender!,
+        date_of_birth: p.date_of_birth!,
+        address: JSON.stringify(personAddress),
+      });
+    }
+  }
+  return getCustomer(trx, ctx, id);
+}

@@ -1,0 +1,100 @@
+import type { ColumnType, Selectable } from 'kysely';
+import type { Queryable } from '../../db/client.js';
+import type { Environment } from '../../http/context.js';
+
+export interface TenantsTable {
+  id: string;
+  name: string;
+  settings: ColumnType<TenantSettings, string | undefined, string>;
+  created_at: ColumnType<Date, never, never>;
+}
+
+export interface ApiKeysTable {
+  id: string;
+  tenant_id: string;
+  environment: Environment;
+  kind: 'secret' | 'public';
+  key_hash: Buffer;
+  prefix: string;
+  last4: string;
+  pair_id: string;
+  created_at: ColumnType<Date, never, never>;
+  expires_at: Date | null;
+  revoked_at: Date | null;
+}
+
+/** Per-business overrides of configuration defaults; other modules read their own keys. */
+export type TenantSettings = Record<string, unknown>;
+
+declare module '../../db/types.js' {
+  interface Database {
+    tenants: TenantsTable;
+    api_keys: ApiKeysTable;
+  }
+}
+
+export type ApiKeyRow = Selectable<ApiKeysTable>;
+
+export async function insertTenant(db: Queryable, id: string, name: string): Promise<void> {
+  await db.insertInto('tenants').values({ id, name }).execute();
+}
+
+export async function findTenant(db: Queryable, id: string) {
+  return db.selectFrom('tenants').selectAll().where('id', '=', id).executeTakeFirst();
+}
+
+export async function countTenants(db: Queryable): Promise<number> {
+  const row = await db.selectFrom('tenants').select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow();
+  return Number(row.n);
+}
+
+export async function updateSettings(db: Queryable, id: string, settings: TenantSettings): Promise<void> {
+  await db.updateTable('tenants').set({ settings: JSON.stringify(settings) }).where('id', '=', id).execute();
+}
+
+export async function insertKey(db: Queryable, row: Omit<ApiKeyRow, 'created_at'>): Promise<void> {
+  await db.insertInto('api_keys').values(row).execute();
+}
+
+export async function findKeyByHash(db: Queryable, hash: Buffer) {
+  return db
+    .selectFrom('api_keys')
+    .innerJoin('tenants', 'tenants.id', 'api_keys.tenant_id')
+    .select([
+      'api_keys.id',
+      'api_keys.tenant_id',
+      'api_keys.environment',
+      'api_keys.kind',
+      'api_keys.key_hash',
+      'api_keys.expires_at',
+      'api_keys.revoked_at',
+      'tenants.settings',
+    ])
+    .where('api_keys.key_hash', '=', hash)
+    .executeTakeFirst();
+}
+
+/** Keys of one environment still in use (not revoked, not expired), newest first. */
+export async function listLiveKeys(db: Queryable, tenantId: string, environment: Environment) {
+  return db
+    .selectFrom('api_keys')
+    .selectAll()
+    .where('tenant_id', '=', tenantId)
+    .where('environment', '=', environment)
+    .where('revoked_at', 'is', null)
+    .where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', new Date())]))
+    .orderBy('created_at', 'desc')
+    .execute();
+}
+
+/** Sets the expiry of every current key of the environment (rotation): the old pair ends then. */
+export async function expireKeys(db: Queryable, tenantId: string, environment: Environment, at: Date) {
+  await db
+    .updateTable('api_keys')
+    .set({ expires_at: at })
+    .where('tenant_id', '=', tenantId)
+    .where('environment', '=', environment)
+    .where('revoked_at', 'is', null)
+    .where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', at)]))
+    .execute();
+}

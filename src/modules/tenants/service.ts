@@ -1,0 +1,135 @@
+import type { Db, Queryable } from '../../db/client.js';
+import type { Environment } from '../../http/context.js';
+import { constantTimeEqual, randomBase62, sha256 } from '../../lib/crypto.js';
+import { newId } from '../../lib/ids.js';
+import * as repo from './repo.js';
+
+export const ENVIRONMENTS: readonly Environment[] = ['sandbox', 'live'];
+/** 43 base62 characters = 256 bits of randomness. */
+const KEY_RANDOM_CHARS = 43;
+
+export interface KeyPair {
+  public_key: string;
+  secret_key: string;
+}
+
+export interface CreatedTenant {
+  tenant_id: string;
+  sandbox: KeyPair;
+  live: KeyPair;
+}
+
+/** Shown for a stored key after creation: never the whole secret. */
+export function maskKey(prefix: string, last4: string): string {
+  return `${prefix}…${last4}`;
+}
+
+async function createKeyPair(db: Queryable, tenantId: string, environment: Environment): Promise<KeyPair> {
+  const pairId = newId();
+  const pair = {} as KeyPair;
+  for (const kind of ['public', 'secret'] as const) {
+    const prefix = `${kind === 'secret' ? 'sk' : 'pk'}_${environment}_`;
+    const key = prefix + randomBase62(KEY_RANDOM_CHARS);
+    await repo.insertKey(db, {
+      id: newId(),
+      tenant_id: tenantId,
+      environment,
+      kind,
+      key_hash: sha256(key),
+      prefix,
+      last4: key.slice(-4),
+      pair_id: pairId,
+      expires_at: null,
+      revoked_at: null,
+    });
+    pair[kind === 'secret' ? 'secret_key' : 'public_key'] = key;
+  }
+  return pair;
+}
+
+export async function createTenant(db: Db, name: string): Promise<CreatedTenant> {
+  return db.transaction().execute(async (trx) => {
+    const tenantId = newId();
+    await repo.insertTenant(trx, tenantId, name);
+    const sandbox = await createKeyPair(trx, tenantId, 'sandbox');
+    const live = await createKeyPair(trx, tenantId, 'live');
+    return { tenant_id: tenantId, sandbox, live };
+  });
+}
+
+export const ROTATION_EXPIRY_SECONDS = [0, 3600, 86_400, 604_800] as const;
+
+/**
+ * Replaces the environment's key pair. The old pair keeps working until `expireInSeconds` from
+ * now (0 = at once). The new secret key is returned here and never again.
+ */
+export async function rotateKeys(
+  db: Db,
+  tenantId: string,
+  environment: Environment,
+  expireInSeconds: number,
+): Promise<KeyPair & { old_keys_expire_at: string }> {
+  return db.transaction().execute(async (trx) => {
+    const at = new Date(Date.now() + expireInSeconds * 1000);
+    await repo.expireKeys(trx, tenantId, environment, at);
+    const pair = await createKeyPair(trx, tenantId, environment);
+    return { ...pair, old_keys_expire_at: at.toISOString() };
+  });
+}
+
+export type KeyLookup =
+  | {
+      ok: true;
+      tenantId: string;
+      environment: Environment;
+      kind: 'secret' | 'public';
+      settings: repo.TenantSettings;
+      expiresAt: Date | null;
+    }
+  | { ok: false; reason: 'invalid' | 'expired' };
+
+const KEY_SHAPE = /^(sk|pk)_(sandbox|live)_[0-9A-Za-z]{20,100}$/;
+
+export async function lookupKey(db: Queryable, key: string, now = new Date()): Promise<KeyLookup> {
+  if (!KEY_SHAPE.test(key)) return { ok: false, reason: 'invalid' };
+  const hash = sha256(key);
+  const row = await repo.findKeyByHash(db, hash);
+  if (!row || !constantTimeEqual(row.key_hash, hash) || row.revoked_at) return { ok: false, reason: 'invalid' };
+  if (row.expires_at && row.expires_at <= now) return { ok: false, reason: 'expired' };
+  return {
+    ok: true,
+    tenantId: row.tenant_id,
+    environment: row.environment,
+    kind: row.kind,
+    settings: row.settings,
+    expiresAt: row.expires_at,
+  };
+}
+
+export async function listKeys(db: Queryable, tenantId: string, environment: Environment) {
+  const rows = await repo.listLiveKeys(db, tenantId, environment);
+  return rows.map((r) => ({
+    id: r.id,
+    kind: r.kind,
+    masked: maskKey(r.prefix, r.last4),
+    created_at: r.created_at.toISOString(),
+    expires_at: r.expires_at ? r.expires_at.toISOString() : null,
+  }));
+}
+
+export async function getTenant(db: Queryable, tenantId: string) {
+  return repo.findTenant(db, tenantId);
+}
+
+export async function countTenants(db: Queryable) {
+  return repo.countTenants(db);
+}
+
+/** Merges operator-set settings (fees, limits, quotas) into the business's settings. */
+export async function setSettings(db: Db, tenantId: string, patch: repo.TenantSettings) {
+  const tenant = await repo.findTenant(db, tenantId);
+  if (!tenant) throw new Error(`No business ${tenantId}`);
+  const merged = { ...tenant.settings, ...patch };
+  await repo.updateSettings(db, tenantId, merged);
+  return merged;
+}

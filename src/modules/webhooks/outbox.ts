@@ -1,0 +1,104 @@
+import type { ColumnType } from 'kysely';
+import type { Queryable } from '../../db/client.js';
+import type { RequestContext } from '../../http/context.js';
+import { newId } from '../../lib/ids.js';
+
+/** The closed list of event types (contract section 14). */
+export const EVENT_TYPES = [
+  'customer.created',
+  'customer.kyc.status.pending',
+  'customer.kyc.status.manual_review',
+  'customer.kyc.status.approved',
+  'customer.kyc.status.rejected',
+  'feature.activated',
+  'account.created',
+  'account.status.updated',
+  'payee.setup.pending',
+  'payee.setup.completed',
+  'payee.setup.failed',
+  'transfer.status.pending',
+  'transfer.status.processing',
+  'transfer.status.completed',
+  'transfer.status.failed',
+  'transfer.status.returned',
+  'collection.status.pending',
+  'collection.status.completed',
+  'collection.status.failed',
+  'collection.status.expired',
+  'cards.application.update',
+  'cards.status.update',
+  'cards.transaction.funding',
+  'cards.transaction.payment',
+  'cards.transaction.withdraw',
+  'cards.transaction.declined',
+  'fx.order.completed',
+  'fx.order.cancelled',
+  'fx.order.expired',
+] as const;
+export type EventType = (typeof EVENT_TYPES)[number];
+
+export interface EventsTable {
+  id: string;
+  tenant_id: string;
+  environment: string;
+  event_type: string;
+  event_category: string;
+  event_group_id: string;
+  payload: ColumnType<EventPayload, string, never>;
+  created_at: ColumnType<Date, never, never>;
+}
+
+declare module '../../db/types.js' {
+  interface Database {
+    events: EventsTable;
+  }
+}
+
+export interface EventPayload {
+  event_id: string;
+  tenant_id: string;
+  environment: string;
+  timestamp: string;
+  event_type: EventType;
+  event_category: string;
+  event_group_id: string;
+  event_data: unknown;
+}
+
+/**
+ * Writes an event to the outbox. Call it with the transaction that makes the change it reports:
+ * the event then exists exactly when the change does (no event for rolled-back work, none lost).
+ * `groupId` ties events of one resource together (its id by default).
+ */
+export async function recordEvent(
+  trx: Queryable,
+  ctx: Pick<RequestContext, 'tenantId' | 'environment'>,
+  eventType: EventType,
+  data: { id?: string } & object,
+  groupId?: string,
+): Promise<EventPayload> {
+  const id = newId();
+  const payload: EventPayload = {
+    event_id: id,
+    tenant_id: ctx.tenantId,
+    environment: ctx.environment,
+    timestamp: new Date().toISOString(),
+    event_type: eventType,
+    event_category: eventType.split('.')[0] as string,
+    event_group_id: groupId ?? data.id ?? id,
+    event_data: data,
+  };
+  await trx
+    .insertInto('events')
+    .values({
+      id,
+      tenant_id: ctx.tenantId,
+      environment: ctx.environment,
+      event_type: eventType,
+      event_category: payload.event_category,
+      event_group_id: payload.event_group_id,
+      payload: JSON.stringify(payload),
+    })
+    .execute();
+  return payload;
+}

@@ -1,0 +1,27 @@
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { join } from 'node:path';
+import type { Config } from './config.js';
+import { openDatabase, type DatabaseHandle } from './db/client.js';
+import { migrate } from './db/migrate.js';
+import { Sealer } from './lib/crypto.js';
+
+/**
+ * What both the server and the operator CLI need: the configured database, migrated, and the
+ * key that seals secrets at rest. In development without SECRETS_KEY a key is generated once
+ * into DATA_DIR (mode 0600) so stored secrets survive restarts.
+ */
+export async function openRuntime(config: Config): Promise<{ handle: DatabaseHandle; sealer: Sealer }> {
+  const handle = await openDatabase(config);
+  await migrate(handle);
+  return { handle, sealer: new Sealer(config.SECRETS_KEY ?? localSecretsKey(config.DATA_DIR)) };
+}
+
+function localSecretsKey(dataDir: string): string {
+  const file = join(dataDir, 'secrets.key');
+  if (existsSync(file)) return readFileSync(file, 'utf8').trim();
+  mkdirSync(dataDir, { recursive: true });
+  const key = randomBytes(32).toString('base64');
+  writeFileSync(file, `${key}\n`, { mode: 0o600 });
+  return key;
+}

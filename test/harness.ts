@@ -1,0 +1,136 @@
+import { readFileSync } from 'node:fs';
+import type { OutgoingHttpHeaders } from 'node:http';
+import { randomBytes } from 'node:crypto';
+import type { FastifyInstance } from 'fastify';
+import pg from 'pg';
+import { inject } from 'vitest';
+import { buildApp } from '../src/app.js';
+import { loadConfig, type Config } from '../src/config.js';
+import { openPGlite, openPostgres, type DatabaseHandle } from '../src/db/client.js';
+import { Sealer } from '../src/lib/crypto.js';
+import { newId } from '../src/lib/ids.js';
+import { createTenant, type CreatedTenant } from '../src/modules/tenants/service.js';
+import { withDatabase } from './global-setup.js';
+
+export interface TestResponse<T = any> {
+  status: number;
+  headers: OutgoingHttpHeaders;
+  body: T;
+  text: string;
+}
+
+export interface RequestOptions {
+  key?: string | null;
+  idempotencyKey?: string | null;
+  headers?: Record<string, string>;
+}
+
+export type TestApp = Awaited<ReturnType<typeof startTestApp>>;
+
+/** A fresh database for this test file: a clone of the run's migrated template. */
+export async function openTestDatabase(): Promise<DatabaseHandle> {
+  const url = process.env.DATABASE_URL;
+  if (url) {
+    const name = `fsapi_${inject('runId')}_${newId().replace(/-/g, '').slice(-16)}`;
+    const admin = new pg.Client({ connectionString: url });
+    await admin.connect();
+    await admin.query(`create database ${name} template ${inject('pgTemplate')}`);
+    await admin.end();
+    const handle = openPostgres(withDatabase(url, name), 10);
+    const close = handle.close;
+    return {
+      ...handle,
+      async close() {
+        await close();
+        const cleanup = new pg.Client({ connectionString: url });
+        await cleanup.connect();
+        await cleanup.query(`drop database if exists ${name} with (force)`);
+        await cleanup.end();
+      },
+    };
+  }
+  const dump = readFileSync(inject('pgliteDump'));
+  return openPGlite({ loadDataDir: new Blob([dump]) });
+}
+
+/**
+ * The real app on a fresh database, called over HTTP through Fastify's inject (the whole
+ * request pipeline: parsing, hooks, auth, validation, serialization).
+ */
+export async function startTestApp(overrides: Partial<Config> = {}) {
+  const handle = await openTestDatabase();
+  const config = loadConfig({}, { LOG_LEVEL: 'silent', DEMO_TENANT: false, ...overrides });
+  const sealer = new Sealer(randomBytes(32).toString('base64'));
+  const app: FastifyInstance = await buildApp({ config, db: handle.db, dbKind: handle.kind, sealer, logger: false });
+  await app.ready();
+
+  async function request<T = any>(
+    method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE',
+    url: string,
+    body?: unknown,
+    options: RequestOptions = {},
+  ): Promise<TestResponse<T>> {
+    const headers: Record<string, string> = { ...options.headers };
+    if (options.key) headers['api-key'] = options.key;
+    if (method === 'POST' && options.idempotencyKey !== null) {
+      headers['idempotency-key'] = options.idempotencyKey ?? newId();
+    }
+    let payload: string | undefined;
+    if (body !== undefined) {
+      payload = typeof body === 'string' ? body : JSON.stringify(body);
+      headers['content-type'] ??= 'application/json';
+    }
+    const res = await app.inject({ method, url, headers, ...(payload !== undefined ? { payload } : {}) });
+    let parsed: unknown = undefined;
+    try {
+      parsed = res.body ? JSON.parse(res.body) : undefined;
+    } catch {
+      parsed = undefined;
+    }
+    return { status: res.statusCode, headers: res.headers, body: parsed as T, text: res.body };
+  }
+
+  return {
+    app,
+    db: handle.db,
+    dbKind: handle.kind,
+    handle,
+    config,
+    sealer,
+    request,
+    /** A new business with sandbox and live key pairs. */
+    tenant: (name = 'Test Business'): Promise<CreatedTenant> => createTenant(handle.db, name),
+    async close() {
+      await app.close();
+      await handle.close();
+    },
+  };
+}
+
+/** Client bound to one API key, for readable tests. */
+export function clientFor(t: TestApp, key: string) {
+  return {
+    get: <T = any>(url: string, o: RequestOptions = {}) => t.request<T>('GET', url, undefined, { key, ...o }),
+    post: <T = any>(url: string, body?: unknown, o: RequestOptions = {}) => t.request<T>('POST', url, body, { key, ...o }),
+    put: <T = any>(url: string, body?: unknown, o: RequestOptions = {}) => t.request<T>('PUT', url, body, { key, ...o }),
+    patch: <T = any>(url: string, body?: unknown, o: RequestOptions = {}) => t.request<T>('PATCH', url, body, { key, ...o }),
+    delete: <T = any>(url: string, o: RequestOptions = {}) => t.request<T>('DELETE', url, undefined, { key, ...o }),
+  };
+}
+export type Client = ReturnType<typeof clientFor>;
+
+/** The contract's example customer (section 14). */
+export function johnDoe(overrides: Record<string, unknown> = {}) {
+  return {
+    first_name: 'John',
+    last_name: 'Doe',
+    middle_name: 'Michael',
+    email: `john.doe+${newId().slice(-8)}@example.com`,
+    phone: '+2348012345678',
+    type: 'individual',
+    gender: 'male',
+    date_of_birth: '1990-01-15',
+    address: { address_line1: '12 Marina Road', city: 'Lagos', country: 'NG', postal_code: '101001', state: 'NG-LA' },
+    ...overrides,
+  };
+}
