@@ -98,7 +98,7 @@ async function runScenario(ops: Op[]) {
       const part = o.kind === 'post' ? Math.max(1, Math.floor((h.amount * o.fraction) / 100)) : 0;
       const result = await t.db
         .transaction()
-        .execute((trx) => (o.kind === 'post' ? ledger.postHold(trx, scope, h.id, BigInt(part)) : ledger.voidHold(trx, scope, h.id)))
+        .execute(async (trx): Promise<unknown> => (o.kind === 'post' ? ledger.postHold(trx, scope, h.id, BigInt(part)) : ledger.voidHold(trx, scope, h.id)))
         .catch((e: unknown) => e);
       if (!h.open) {
         expect((result as AppError).code).toBe('invalid_state_transition');
