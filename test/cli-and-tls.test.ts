@@ -46,7 +46,7 @@ describe('operator CLI', () => {
     const bad = spawnSync('npx', ['tsx', 'src/cli.ts', 'tenant', 'create'], { env, encoding: 'utf8' });
     expect(bad.status).toBe(2);
     expect(bad.stderr).toContain('--name');
-  }, 60_000);
+  }, 180_000);
 });
 
 describe('TLS', () => {
