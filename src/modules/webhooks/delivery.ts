@@ -192,7 +192,9 @@ export async function deliveryTick(deps: DeliveryDeps, partial: Partial<Delivery
   const ids = await deps.db.transaction().execute((trx) => queue.claimDueDeliveries(trx, options.deliveryBatch, leaseMs, token));
   if (ids.length === 0) return false;
   const work = await queue.loadDeliveryWork(deps.db, ids);
-  await Promise.all(work.map((w) => deliverOne(deps, options, w, token)));
+  const results = await Promise.allSettled(work.map((w) => deliverOne(deps, options, w, token)));
+  // A delivery that failed here (database down while recording) is retaken when its lease ends.
+  for (const r of results) if (r.status === 'rejected') deps.log?.error({ err: r.reason }, 'webhook delivery failed');
   return ids.length === options.deliveryBatch;
 }
 
