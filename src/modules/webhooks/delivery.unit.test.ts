@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { decide, DEFAULT_DELIVERY_OPTIONS, DEFAULT_RETRY_DELAYS_MS } from './delivery.js';
 import { parseRetryAfter, type SendResult } from './sender.js';
 import { signatureHeader } from './signing.js';
-import { isBlockedAddress } from './url-safety.js';
+import { isBlockedAddress, isLinkLocal } from './url-safety.js';
 
 const result = (statusCode: number | null, retryAfterMs: number | null = null): SendResult => ({
   statusCode, headers: null, excerpt: null, error: statusCode === null ? 'ECONNREFUSED' : null, durationMs: 1, retryAfterMs,
@@ -52,6 +52,12 @@ describe('isBlockedAddress', () => {
       expect(isBlockedAddress(a), a).toBe(true);
     }
     for (const a of ['8.8.8.8', '93.184.216.34', '172.32.0.1', '2606:4700::1111']) expect(isBlockedAddress(a), a).toBe(false);
+    expect(isBlockedAddress('::ffff:7f00:1')).toBe(true);
+  });
+
+  it('marks only link-local as refused in sandbox', () => {
+    for (const a of ['169.254.169.254', 'fe80::1', '::ffff:169.254.169.254']) expect(isLinkLocal(a), a).toBe(true);
+    for (const a of ['127.0.0.1', '10.0.0.1', '::1', '8.8.8.8']) expect(isLinkLocal(a), a).toBe(false);
   });
 });
 
