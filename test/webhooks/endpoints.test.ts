@@ -120,6 +120,12 @@ describe('POST /v1/webhooks/endpoints', () => {
     expect(broken.body.error.code).toBe('invalid_json');
   });
 
+  it('answers 413 payload_too_large over 1 MiB', async () => {
+    const res = await api.post('/v1/webhooks/endpoints', { url: `https://example.com/${'a'.repeat(1_100_000)}` });
+    expect(res.status).toBe(413);
+    expect(res.body.error.code).toBe('payload_too_large');
+  });
+
   it('caps endpoints per environment with 422 limit_exceeded', async () => {
     const b = await t.tenant('Many Hooks');
     const c = clientFor(t, b.sandbox.secret_key);

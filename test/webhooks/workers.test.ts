@@ -1,12 +1,12 @@
 import { sql } from 'kysely';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { fanOutTick } from '../../src/modules/webhooks/delivery.js';
+import { fanOutTick, runWebhookTick } from '../../src/modules/webhooks/delivery.js';
 import { claimDueDeliveries } from '../../src/modules/webhooks/queue-repo.js';
 import { newId } from '../../src/lib/ids.js';
 import { startWorkers } from '../../src/workers/index.js';
 import { clientFor, johnDoe, startTestApp, type TestApp } from '../harness.js';
-import { startReceiver, until } from './receiver.js';
+import { sleep, startReceiver, until } from './receiver.js';
 
 let t: TestApp;
 beforeAll(async () => {
@@ -56,5 +56,43 @@ describe('webhook jobs', () => {
         expect(rest.filter((id) => held.includes(id))).toEqual([]);
       });
     });
+  });
+});
+
+describe('holding and moving up deliveries', () => {
+  const slow = { retryDelaysMs: [3_600_000], jitter: 0, timeoutMs: 5000 };
+
+  it('holds deliveries of a disabled endpoint and sends them when it is enabled again', async () => {
+    const rx = await startReceiver();
+    const api = clientFor(t, (await t.tenant('Pause Co')).sandbox.secret_key);
+    const ep = (await api.post('/v1/webhooks/endpoints', { url: rx.url })).body.data;
+    await api.post('/v1/customers', johnDoe());
+    while (await fanOutTick(t.db));
+    await api.patch(`/v1/webhooks/endpoints/${ep.id}`, { status: 'disabled' });
+    await runWebhookTick({ db: t.db, sealer: t.sealer }, slow);
+    await sleep(50);
+    expect(rx.received).toHaveLength(0);
+    expect((await api.get('/v1/webhooks/history')).body.data.items[0].status).toBe('pending');
+    await api.patch(`/v1/webhooks/endpoints/${ep.id}`, { status: 'enabled' });
+    await until(() => rx.received.length >= 1, () => runWebhookTick({ db: t.db, sealer: t.sealer }, slow));
+    await rx.close();
+  });
+
+  it('moves a waiting retry up to now on resend, keeping its schedule', async () => {
+    const rx = await startReceiver((_r, n) => (n === 1 ? { status: 500 } : { status: 200 }));
+    const api = clientFor(t, (await t.tenant('Resend Co')).sandbox.secret_key);
+    await api.post('/v1/webhooks/endpoints', { url: rx.url });
+    await api.post('/v1/customers', johnDoe());
+    await until(() => rx.received.length >= 1, () => runWebhookTick({ db: t.db, sealer: t.sealer }, slow));
+    await until(async () => (await api.get('/v1/webhooks/history')).body.data.items[0].status === 'retrying', () => sleep(10));
+    const [d] = (await api.get('/v1/webhooks/history')).body.data.items;
+    expect(Date.parse(d.next_attempt) - Date.now()).toBeGreaterThan(3_500_000);
+    const res = await api.post(`/v1/webhooks/event/send/${d.id}`);
+    expect(res.body.data.status).toBe('retrying');
+    await until(() => rx.received.length >= 2, () => runWebhookTick({ db: t.db, sealer: t.sealer }, slow));
+    await until(async () => (await api.get(`/v1/webhooks/event/${d.id}`)).body.data.status === 'sent', () => sleep(10));
+    const calls = (await api.get(`/v1/webhooks/calls/${d.id}`)).body.data.items;
+    expect(calls.map((c: any) => [c.attempt, c.trigger, c.status_code])).toEqual([[2, 'scheduled', 200], [1, 'scheduled', 500]]);
+    await rx.close();
   });
 });
