@@ -25,6 +25,7 @@ import { customerRoutes } from './modules/customers/routes.js';
 import { fundAccountRoutes } from './modules/simulations/fund-account.js';
 import { transactionRoutes } from './modules/transactions/routes.js';
 import { transferRoutes } from './modules/transfers/routes.js';
+import { webhookRoutes } from './modules/webhooks/routes.js';
 
 export interface RouteSummary {
   method: string;
@@ -133,5 +134,6 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   await app.register(transferRoutes(deps));
   await app.register(transactionRoutes(deps));
   await app.register(fundAccountRoutes(deps));
+  await app.register(webhookRoutes(deps));
   return app;
 }
