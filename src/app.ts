@@ -20,6 +20,8 @@ import { BODY_LIMIT, registerTransport, requestIdFrom } from './http/transport.j
 import type { Sealer } from './lib/crypto.js';
 import { newId } from './lib/ids.js';
 import { customerRoutes } from './modules/customers/routes.js';
+import { featureRoutes } from './modules/features/routes.js';
+import { kycRoutes } from './modules/kyc/routes.js';
 
 export interface RouteSummary {
   method: string;
@@ -123,5 +125,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   app.get('/v1/openapi.json', { schema: { hide: true }, config: { noAuth: true } }, async () => app.swagger());
 
   await app.register(customerRoutes(deps));
+  await app.register(kycRoutes(deps));
+  await app.register(featureRoutes(deps));
   return app;
 }
