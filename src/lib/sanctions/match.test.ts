@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { jaro, jaroWinkler, MATCH_THRESHOLD, nameKey, nameSimilarity, normalizeName } from './match.js';
+import { jaro, jaroWinkler, MATCH_THRESHOLD, nameKey, nameSimilarity, normalizeName, tokenSubsetSimilarity } from './match.js';
 import { parseCsv, parseSdnCsv, sanctionsList, SanctionsList } from './list.js';
 
 describe('Jaro-Winkler', () => {
@@ -59,5 +59,16 @@ describe('OFAC SDN CSV list', () => {
     expect(list.screen('Grey Marlin')).toEqual([]);
     expect(list.screen('John Michael Doe')).toEqual([]);
     expect(new SanctionsList([], 0.9).screen('x')).toEqual([]);
+  });
+});
+
+describe('token subset', () => {
+  it('matches when the list carries a middle name the customer omits, and the reverse', () => {
+    const listed = nameKey('KOVALENKO, Dmytro Ivanovych');
+    expect(nameSimilarity('Dmytro Kovalenko', listed)).toBeGreaterThanOrEqual(MATCH_THRESHOLD);
+    expect(nameSimilarity('Dmitro Kovalenko', listed)).toBeGreaterThanOrEqual(MATCH_THRESHOLD);
+    expect(nameSimilarity('Olena Kovalenko', listed)).toBeLessThan(MATCH_THRESHOLD);
+    expect(nameSimilarity('Dmytro Shevchenko', listed)).toBeLessThan(MATCH_THRESHOLD);
+    expect(tokenSubsetSimilarity(['kovalenko'], ['dmytro', 'kovalenko'])).toBe(0);
   });
 });

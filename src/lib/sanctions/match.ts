@@ -10,7 +10,8 @@
  * Threshold: MATCH_THRESHOLD = 0.92 by default (SANCTIONS_MATCH_THRESHOLD). At 0.92, one typo or
  * transliteration difference in a two-token name still matches ("Mohammed" / "Muhammad" pairs
  * with the same surname score about 0.93-0.95), while different people who share a surname stay
- * below it. A match only sends the case to manual review: false positives cost an operator a
+ * below it. A token-subset score (tokenSubsetSimilarity) covers middle names present on one side
+ * only. A match only sends the case to manual review: false positives cost an operator a
  * look, false negatives cost much more, so the threshold leans to matching.
  */
 export const MATCH_THRESHOLD = 0.92;
@@ -77,9 +78,34 @@ export function candidateKeys(name: string): string[] {
   return [...keys].filter(Boolean);
 }
 
+/**
+ * Token-subset score: every token of the shorter name (at least two tokens) paired with its most
+ * similar unused token of the longer one, averaged. Catches a middle name present on one side only
+ * ("Dmytro Kovalenko" against "KOVALENKO, Dmytro Ivanovych").
+ */
+export function tokenSubsetSimilarity(a: string[], b: string[]): number {
+  const [short, long] = a.length <= b.length ? [a, b] : [b, a];
+  if (short.length < 2) return 0;
+  const used = new Set<number>();
+  let total = 0;
+  for (const token of short) {
+    let best = 0;
+    let bestIndex = -1;
+    long.forEach((other, i) => {
+      if (used.has(i)) return;
+      const score = jaroWinkler(token, other);
+      if (score > best) [best, bestIndex] = [score, i];
+    });
+    if (bestIndex >= 0) used.add(bestIndex);
+    total += best;
+  }
+  return total / short.length;
+}
+
 /** Best similarity between a customer name and one listed name key (already normalised). */
 export function nameSimilarity(name: string, listedKey: string): number {
   let best = 0;
   for (const key of candidateKeys(name)) best = Math.max(best, jaroWinkler(key, listedKey));
+  if (best < 1) best = Math.max(best, tokenSubsetSimilarity(normalizeName(name), listedKey.split(' ')));
   return best;
 }

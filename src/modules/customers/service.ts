@@ -1,3 +1,4 @@
+import type { Config } from '../../config.js';
 import type { Db, Queryable, Trx } from '../../db/client.js';
 import { isUniqueViolation } from '../../db/errors.js';
 import type { RequestContext } from '../../http/context.js';
@@ -180,11 +181,11 @@ const BUSINESS_ONLY = [
 const NEW_PERSON_REQUIRED = ['first_name', 'last_name', 'email', 'phone', 'gender', 'date_of_birth', 'address'] as const;
 
 /** PUT: the path decides the customer; only the fields sent change. */
-export async function updateCustomer(db: Db, ctx: Scope, id: string, body: UpdateCustomerBody) {
-  return db.transaction().execute((trx) => applyUpdate(trx, ctx, id, body));
+export async function updateCustomer(db: Db, ctx: Scope, id: string, body: UpdateCustomerBody, config?: Config) {
+  return db.transaction().execute((trx) => applyUpdate(trx, ctx, id, body, config));
 }
 
-async function applyUpdate(trx: Trx, ctx: Scope, id: string, body: UpdateCustomerBody) {
+async function applyUpdate(trx: Trx, ctx: Scope, id: string, body: UpdateCustomerBody, config?: Config) {
   const mismatch = (['customer_id', 'id'] as const).filter((f) => body[f] !== undefined && body[f] !== id);
   if (mismatch.length > 0) {
     throw new AppError(
@@ -239,7 +240,7 @@ async function applyUpdate(trx: Trx, ctx: Scope, id: string, body: UpdateCustome
     }
   }
   // Compliance checks run again on every change: a hit sends an open or approved case to review.
-  await recheckAfterCustomerChange(trx, ctx, id);
+  await recheckAfterCustomerChange(trx, ctx, id, config);
   return getCustomer(trx, ctx, id);
 }
 
