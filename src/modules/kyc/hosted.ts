@@ -15,6 +15,8 @@ import * as service from './service.js';
  * The link's token is the only credential: 43 base62 characters (256 bits), stored as a hash,
  * valid for KYC_LINK_TTL_MINUTES and for its own customer and level only. Not under /v1 (no API
  * key); requests are JSON, so a cross-site form cannot post here without a CORS preflight.
+ * No Idempotency-Key here (a browser page): a repeated upload stores another copy, which the
+ * review ignores, and a repeated submit meets the case already under review (409).
  */
 const TokenParams = z.strictObject({ token: z.string().max(100) });
 const HostedUploadBody = z.strictObject({

@@ -33,6 +33,9 @@ export function baseUrlOf(deps: Deps, req: FastifyRequest): string {
 export function kycRoutes(deps: Deps): FastifyPluginAsyncZod {
   const policy = policyFrom(deps.config);
   return async (app) => {
+    // Read the sanctions list now: a missing or unreadable SANCTIONS_LIST_FILE stops start-up
+    // instead of failing the first verification.
+    policy.sanctions();
     // The reference's older `/v1/risk/...` paths are aliases: same operation, same idempotency name.
     for (const url of ['/v1/customers/kyc/start', '/v1/risk/start-kyc']) {
       app.post(
