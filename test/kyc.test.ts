@@ -102,6 +102,9 @@ describe('POST /v1/customers/kyc/upload-document', () => {
     const tooBig = await api.post('/v1/customers/kyc/upload-document', passport(id, { content: big.toString('base64') }));
     expect(tooBig.status).toBe(413);
     expect(tooBig.body.error.code).toBe('payload_too_large');
+    const atLimit = await api.post('/v1/customers/kyc/upload-document', passport(id, { content: big.subarray(0, 10 * 1024 * 1024).toString('base64') }));
+    expect(atLimit.status).toBe(200);
+    expect(atLimit.body.data.size_bytes).toBe(10 * 1024 * 1024);
     const huge = await api.post('/v1/customers/kyc/upload-document', passport(id, { content: 'A'.repeat(16 * 1024 * 1024) }));
     expect(huge.status).toBe(413);
     const elsewhere = await api.post('/v1/customers', { ...johnDoe(), first_name: 'x'.repeat(2 * 1024 * 1024) });
@@ -160,6 +163,17 @@ describe('POST /v1/customers/kyc/start-s2s and status', () => {
     const inter = await a.post('/v1/customers/kyc/start-s2s', { customer_id: id, kyc_level: 'intermediate' });
     expect(inter.status).toBe(412);
     expect(inter.body.error.details.map((d: { field: string }) => d.field)).toEqual(['proof_of_address']);
+    const poa = { customer_id: id, metadata: { idDocType: 'PROOF_OF_ADDRESS', country: 'NGA' }, content: PDF_B64, filename: 'bill.pdf' };
+    expect((await a.post('/v1/customers/kyc/upload-document', poa)).status).toBe(200);
+    expect((await a.post('/v1/customers/kyc/start-s2s', { customer_id: id, kyc_level: 'intermediate' })).status).toBe(200);
+    expect((await a.get(`/v1/customers/${id}/kyc/status?level=intermediate`)).body.data.reviewResult.reviewAnswer).toBe('approved');
+    expect((await a.get(`/v1/customers/${id}`)).body.data.kyc.map((k: { type: string; status: string }) => `${k.type}:${k.status}`).sort()).toEqual([
+      'basic:approved',
+      'intermediate:approved',
+    ]);
+    const late = await a.post('/v1/customers/kyc/upload-document', selfie(id));
+    expect(late.status).toBe(409);
+    expect(late.body.error.code).toBe('kyc_already_completed');
   });
 
   it('rejects last name Reject with labels, and a retry can start again', async () => {

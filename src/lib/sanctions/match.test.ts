@@ -60,6 +60,10 @@ describe('OFAC SDN CSV list', () => {
     expect(list.screen('John Michael Doe')).toEqual([]);
     expect(new SanctionsList([], 0.9).screen('x')).toEqual([]);
   });
+
+  it('fails loudly when the configured file cannot be read', () => {
+    expect(() => sanctionsList('/nonexistent/sdn.csv')).toThrow();
+  });
 });
 
 describe('token subset', () => {

@@ -146,42 +146,56 @@ export async function syncCustomerKycStatus(
 
 const BUSINESS_DOCS = new Set(['REGISTRATION_CERTIFICATE']);
 
-/** Validates and stores one document (content type by magic bytes; size limit; type fits the customer). */
-export async function uploadDocument(trx: Trx, ctx: Scope, body: UploadDocumentBody, maxBytes: number) {
-  const customer = await requireCustomer(trx, ctx, body.customer_id);
-  await assertNotCompleted(trx, ctx, customer.id, 'intermediate');
-  const meta = body.metadata;
-  const details: { field: string; code: string; message: string }[] = [];
+type Detail = { field: string; code: string; message: string };
+
+/** Metadata rules that depend on the customer and today's date (every problem listed at once). */
+function metadataProblems(customerType: 'individual' | 'business', meta: UploadDocumentBody['metadata']): Detail[] {
+  const details: Detail[] = [];
   const bad = (field: string, code: string, message: string) => details.push({ field, code, message });
-  if ((customer.type === 'business') !== BUSINESS_DOCS.has(meta.idDocType)) {
-    bad('metadata.idDocType', 'invalid', `${meta.idDocType} is not a document for a ${customer.type} customer`);
+  if ((customerType === 'business') !== BUSINESS_DOCS.has(meta.idDocType)) {
+    bad('metadata.idDocType', 'invalid', `${meta.idDocType} is not a document for a ${customerType} customer`);
   }
   if (meta.idDocType === 'SELFIE' && meta.idDocSubType) bad('metadata.idDocSubType', 'not_allowed', 'Omit idDocSubType for a SELFIE');
   const today = new Date().toISOString().slice(0, 10);
   if (meta.validUntil && meta.validUntil < today) bad('metadata.validUntil', 'expired', 'The document has expired');
   if (meta.issuedDate && meta.issuedDate > today) bad('metadata.issuedDate', 'invalid', 'Must not be in the future');
   if (meta.dob && meta.dob > today) bad('metadata.dob', 'invalid', 'Must not be in the future');
-  if (details.length) throw new AppError('validation_failed', 'The document is not valid for this customer', details);
+  return details;
+}
 
+/** Decodes the content and decides its type by magic bytes; the name's extension must agree. */
+function decodeDocument(body: UploadDocumentBody, maxBytes: number) {
+  const invalid = (message: string, detail: Detail) => new AppError('validation_failed', message, [detail]);
   const bytes = decodeBase64Strict(body.content);
-  if (!bytes) throw new AppError('validation_failed', 'Document content is not valid base64', [{ field: 'content', code: 'invalid', message: 'Must be base64' }]);
+  if (!bytes) throw invalid('Document content is not valid base64', { field: 'content', code: 'invalid', message: 'Must be base64' });
   if (bytes.length > maxBytes) {
     throw new AppError('payload_too_large', `The document exceeds the maximum size of ${Math.floor(maxBytes / 1024 / 1024)} MB`);
   }
   const sniffed = sniffFileType(bytes);
   if (!sniffed) {
-    throw new AppError('validation_failed', 'Unsupported file type; allowed types are JPEG, PNG and PDF', [
-      { field: 'content', code: 'unsupported_type', message: 'The file content is not a JPEG, PNG or PDF' },
-    ]);
+    throw invalid('Unsupported file type; allowed types are JPEG, PNG and PDF', {
+      field: 'content',
+      code: 'unsupported_type',
+      message: 'The file content is not a JPEG, PNG or PDF',
+    });
   }
   if (typeOfExtension(body.filename) !== sniffed) {
-    throw new AppError('validation_failed', 'The file name does not match its content', [
-      { field: 'filename', code: 'mismatch', message: `The content is ${sniffed}; use a matching extension` },
-    ]);
+    throw invalid('The file name does not match its content', { field: 'filename', code: 'mismatch', message: `The content is ${sniffed}; use a matching extension` });
   }
-  if (meta.idDocType === 'SELFIE' && sniffed === 'application/pdf') {
-    throw new AppError('validation_failed', 'A selfie must be an image', [{ field: 'content', code: 'invalid', message: 'Use a JPEG or PNG image' }]);
+  if (body.metadata.idDocType === 'SELFIE' && sniffed === 'application/pdf') {
+    throw invalid('A selfie must be an image', { field: 'content', code: 'invalid', message: 'Use a JPEG or PNG image' });
   }
+  return { bytes, sniffed };
+}
+
+/** Validates and stores one document (content type by magic bytes; size limit; type fits the customer). */
+export async function uploadDocument(trx: Trx, ctx: Scope, body: UploadDocumentBody, maxBytes: number) {
+  const customer = await requireCustomer(trx, ctx, body.customer_id);
+  await assertNotCompleted(trx, ctx, customer.id, 'intermediate');
+  const meta = body.metadata;
+  const problems = metadataProblems(customer.type, meta);
+  if (problems.length) throw new AppError('validation_failed', 'The document is not valid for this customer', problems);
+  const { bytes, sniffed } = decodeDocument(body, maxBytes);
   const id = newId();
   await repo.insertDocument(trx, {
     id,
