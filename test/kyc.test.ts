@@ -260,3 +260,23 @@ describe('POST /v1/simulations/kyc/{customer_id}', () => {
     expect((await other.post(`/v1/simulations/kyc/${id}`, { outcome: 'approved' })).status).toBe(404);
   });
 });
+
+describe('concurrency', () => {
+  it('parallel submissions decide a case exactly once', async () => {
+    const a = await freshApi();
+    const id = await createCustomer(a, johnDoe());
+    await a.post('/v1/customers/kyc/upload-document', passport(id));
+    await a.post('/v1/customers/kyc/upload-document', selfie(id));
+    const results = await Promise.all(Array.from({ length: 5 }, () => a.post('/v1/customers/kyc/start-s2s', { customer_id: id })));
+    expect(results.filter((r) => r.status === 200)).toHaveLength(1);
+    for (const r of results.filter((x) => x.status !== 200)) expect(r.body.error.code).toBe('kyc_already_completed');
+    expect(await events('customer.kyc.status.approved', id)).toHaveLength(1);
+    const activations = await Promise.all(
+      Array.from({ length: 4 }, () =>
+        a.post('/v1/risk/features/activate', { customer_id: id, feature_id: 'virtual_cards', provider_data: { annual_remuneration: 1, estimated_monthly_limit: 1, ip_address: '::1' } }),
+      ),
+    );
+    expect(activations.every((r) => r.status === 200)).toBe(true);
+    expect(await events('feature.activated', id)).toHaveLength(1);
+  });
+});
