@@ -1,4 +1,4 @@
-import type { ColumnType, Insertable, Selectable, Updateable } from 'kysely';
+import { sql, type ColumnType, type Insertable, type Selectable, type Updateable } from 'kysely';
 import type { Queryable } from '../../db/client.js';
 import type { RequestContext } from '../../http/context.js';
 import { paginate, type Page, type PageQuery } from '../../http/pagination.js';
@@ -113,7 +113,10 @@ export async function findCaseByTokenHash(db: Queryable, hash: Buffer) {
 }
 
 export async function insertDocument(db: Queryable, row: Insertable<KycDocumentsTable>) {
-  await db.insertInto('kyc_documents').values(row).execute();
+  // Sent as base64 text and decoded by the server: PGlite serialises a large binary parameter
+  // about ten times slower (8 s against 0.8 s for 10 MB); PostgreSQL is fast either way.
+  const content = sql<Buffer>`decode(${row.content.toString('base64')}, 'base64')`;
+  await db.insertInto('kyc_documents').values({ ...row, content }).execute();
 }
 
 const META_COLUMNS = [
