@@ -1,5 +1,5 @@
 import type { FastifyRequest } from 'fastify';
-import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import type { FastifyPluginAsyncZod, ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { Deps } from '../../app.js';
 import { notFound } from '../../http/errors.js';
 import { envelope, ok } from '../../http/envelope.js';
@@ -96,8 +96,9 @@ export function kycRoutes(deps: Deps): FastifyPluginAsyncZod {
 
     // Uploads carry no amounts: plain JSON.parse instead of the exact-number parser, which takes
     // seconds on a 14 MB body. Content-type parsers are scoped to this nested plugin.
-    await app.register(async (uploads) => {
-      useFastJsonParser(uploads);
+    await app.register(async (scope) => {
+      useFastJsonParser(scope);
+      const uploads = scope.withTypeProvider<ZodTypeProvider>();
       for (const url of ['/v1/customers/kyc/upload-document', '/v1/risk/upload-document']) {
         uploads.post(
           url,
