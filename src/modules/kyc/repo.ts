@@ -8,7 +8,7 @@ type Json<T> = ColumnType<T, string | undefined, string>;
 export type CaseStatus = 'init' | 'pending' | 'manual_review' | 'approved' | 'rejected';
 
 export interface ComplianceCheck {
-  check: 'age' | 'country' | 'duplicate' | 'sanctions' | 'connector';
+  check: 'age' | 'country' | 'duplicate' | 'sanctions' | 'document';
   subject: string;
   result: 'pass' | 'fail' | 'hit';
   detail?: unknown;
@@ -167,4 +167,18 @@ export async function customersWithDocumentNumber(
     .limit(10)
     .execute();
   return rows.map((r) => r.customer_id);
+}
+
+/** Name and date of birth as printed on the customer's documents (where the client gave them). */
+export async function documentIdentities(db: Queryable, ctx: Scope, customerId: string) {
+  return db
+    .selectFrom('kyc_documents')
+    .select(['id', 'doc_type', 'first_name', 'last_name', 'dob'])
+    .where('tenant_id', '=', ctx.tenantId)
+    .where('environment', '=', ctx.environment)
+    .where('customer_id', '=', customerId)
+    .where((eb) => eb.or([eb('dob', 'is not', null), eb('last_name', 'is not', null)]))
+    .orderBy('id', 'desc')
+    .limit(50)
+    .execute();
 }
