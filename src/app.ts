@@ -26,6 +26,8 @@ import { fundAccountRoutes } from './modules/simulations/fund-account.js';
 import { transactionRoutes } from './modules/transactions/routes.js';
 import { transferRoutes } from './modules/transfers/routes.js';
 import { webhookRoutes } from './modules/webhooks/routes.js';
+import { featureRoutes } from './modules/features/routes.js';
+import { kycRoutes } from './modules/kyc/routes.js';
 
 export interface RouteSummary {
   method: string;
@@ -135,5 +137,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   await app.register(transactionRoutes(deps));
   await app.register(fundAccountRoutes(deps));
   await app.register(webhookRoutes(deps));
+  await app.register(kycRoutes(deps));
+  await app.register(featureRoutes(deps));
   return app;
 }
