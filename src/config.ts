@@ -36,6 +36,13 @@ const ConfigSchema = z.object({
   RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(1).default(6000),
   PUBLIC_BASE_URL: z.string().optional(),
   SUPPORTED_CURRENCIES: csv.default(['NGN', 'USD', 'EUR', 'GBP', 'GHS', 'KES', 'UGX', 'ZAR', 'XOF', 'XAF', 'MXN']),
+  /** FX: spread over the mid rate (basis points) and fee on the amount paid; per business: settings fx_spread_bps / fx_fee_bps. */
+  FX_SPREAD_BPS: z.coerce.number().int().min(0).max(5000).default(50),
+  FX_FEE_BPS: z.coerce.number().int().min(0).max(5000).default(0),
+  /** How long a quote locks its rate. */
+  FX_QUOTE_TTL_SECONDS: z.coerce.number().int().min(1).max(3600).default(30),
+  /** How long a limit order waits for its target rate before it expires. */
+  FX_LIMIT_ORDER_TTL_HOURS: z.coerce.number().int().min(1).max(24 * 90).default(24 * 7),
   /** Currencies every business may hold without activating a `<ccy>_account` feature. */
   HOME_CURRENCIES: csv.default(['NGN', 'USD']),
   /** Whether `npm start` creates a demo business on an empty database. */
