@@ -21,6 +21,7 @@ import type { Sealer } from './lib/crypto.js';
 import { newId } from './lib/ids.js';
 import { accountRoutes } from './modules/accounts/routes.js';
 import { customerRoutes } from './modules/customers/routes.js';
+import { fxRoutes } from './modules/fx/routes.js';
 import { fundAccountRoutes } from './modules/simulations/fund-account.js';
 import { transactionRoutes } from './modules/transactions/routes.js';
 import { transferRoutes } from './modules/transfers/routes.js';
@@ -131,5 +132,6 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   await app.register(transferRoutes(deps));
   await app.register(transactionRoutes(deps));
   await app.register(fundAccountRoutes(deps));
+  await app.register(fxRoutes(deps));
   return app;
 }

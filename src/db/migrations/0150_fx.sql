@@ -67,6 +67,8 @@ create table fx_orders (
   -- ledger hold on the source while a limit order waits
   hold_id uuid,
   ledger_transaction_id uuid,
+  -- the source account's per-account transaction (GET /v1/transactions/{id})
+  transaction_id uuid,
   rejection_reason text,
   executed_at timestamptz,
   expires_at timestamptz,

@@ -64,6 +64,7 @@ export interface FxOrdersTable {
   quote_id: string | null;
   hold_id: string | null;
   ledger_transaction_id: string | null;
+  transaction_id: string | null;
   rejection_reason: string | null;
   executed_at: Date | null;
   expires_at: Date | null;
@@ -112,8 +113,13 @@ export async function upsertSandboxRate(db: Queryable, ctx: Scope, base: string,
   return row.updated_at;
 }
 
-export async function insertQuote(db: Queryable, row: Insertable<FxQuotesTable>): Promise<QuoteRow> {
-  return db.insertInto('fx_quotes').values(row).returningAll().executeTakeFirstOrThrow();
+/** The database clock sets expires_at (now + ttl), the same clock that useQuote compares with. */
+export async function insertQuote(db: Queryable, row: Omit<Insertable<FxQuotesTable>, 'expires_at'>, ttlSeconds: number): Promise<QuoteRow> {
+  return db
+    .insertInto('fx_quotes')
+    .values({ ...row, expires_at: sql<Date>`now() + make_interval(secs => ${ttlSeconds})` })
+    .returningAll()
+    .executeTakeFirstOrThrow();
 }
 
 export async function findQuote(db: Queryable, ctx: Scope, id: string, forUpdate = false): Promise<QuoteRow | undefined> {
@@ -156,10 +162,12 @@ export async function findOrder(db: Queryable, ctx: Scope, id: string, forUpdate
   return q.executeTakeFirst();
 }
 
-export async function updateOrder(db: Queryable, id: string, patch: Updateable<FxOrdersTable>): Promise<OrderRow> {
+export async function updateOrder(db: Queryable, ctx: Scope, id: string, patch: Updateable<FxOrdersTable>): Promise<OrderRow> {
   return db
     .updateTable('fx_orders')
     .set({ ...patch, updated_at: sql<Date>`now()` })
+    .where('tenant_id', '=', ctx.tenantId)
+    .where('environment', '=', ctx.environment)
     .where('id', '=', id)
     .returningAll()
     .executeTakeFirstOrThrow();

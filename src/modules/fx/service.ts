@@ -1,4 +1,3 @@
-import { sql } from 'kysely';
 import type { Config } from '../../config.js';
 import type { Queryable, Trx } from '../../db/client.js';
 import type { RequestContext } from '../../http/context.js';
@@ -111,23 +110,39 @@ export function convertAmount(amount: bigint, from: string, to: string, rate: st
 }
 
 /**
- * The four legs of a conversion, for one ledger posting: the payer's account gives `given` of
- * `givenCurrency` to that currency's fx_position account, the other currency's fx_position
- * account gives `received` to the receiving account. Each currency sums to zero.
+ * The legs of a conversion, for ONE ledger posting: the payer's account gives `given` (+ `fee`)
+ * of `givenCurrency`; `given` goes to that currency's fx_position account and the fee to
+ * `feeAccountId`; the other currency's fx_position account gives `received` to the receiving
+ * account. Each currency sums to zero, so no minor unit is created or lost.
  */
 export async function conversionLegs(
   trx: Queryable,
   scope: Scope,
-  input: { fromAccountId: string; givenCurrency: string; given: bigint; toAccountId: string; receivedCurrency: string; received: bigint },
+  input: {
+    fromAccountId: string;
+    givenCurrency: string;
+    given: bigint;
+    toAccountId: string;
+    receivedCurrency: string;
+    received: bigint;
+    fee?: bigint;
+    feeAccountId?: string;
+  },
 ): Promise<ledger.Leg[]> {
+  const fee = input.fee ?? 0n;
   const positionGiven = await ledger.systemAccount(trx, scope, 'fx_position', input.givenCurrency);
   const positionReceived = await ledger.systemAccount(trx, scope, 'fx_position', input.receivedCurrency);
-  return [
-    { accountId: input.fromAccountId, amount: -input.given, currency: input.givenCurrency },
+  const legs: ledger.Leg[] = [
+    { accountId: input.fromAccountId, amount: -(input.given + fee), currency: input.givenCurrency },
     { accountId: positionGiven, amount: input.given, currency: input.givenCurrency },
     { accountId: positionReceived, amount: -input.received, currency: input.receivedCurrency },
     { accountId: input.toAccountId, amount: input.received, currency: input.receivedCurrency },
   ];
+  if (fee > 0n) {
+    if (!input.feeAccountId) throw new ledger.LedgerInvariantError('a conversion fee needs a fee account');
+    legs.push({ accountId: input.feeAccountId, amount: fee, currency: input.givenCurrency });
+  }
+  return legs;
 }
 
 export async function listRates(db: Queryable, ctx: SettingsScope, config: Config, query: RatesQuery) {
@@ -219,8 +234,6 @@ export async function createQuote(trx: Trx, ctx: SettingsScope, config: Config, 
     rate: formatRate(rate),
     spread_bps: spreadBps,
     fee_bps: feeBps,
-    // The database clock decides expiry, here and where the quote is used.
-    expires_at: sql<Date>`now() + make_interval(secs => ${config.FX_QUOTE_TTL_SECONDS})`,
-  });
+  }, config.FX_QUOTE_TTL_SECONDS);
   return toQuoteResponse(row);
 }
