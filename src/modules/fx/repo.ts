@@ -196,21 +196,28 @@ export async function listOrders(db: Queryable, ctx: Scope, query: ListOrdersQue
 }
 
 /**
- * A batch of waiting limit orders for the worker, least recently checked first, locked with
- * SKIP LOCKED so several workers share the queue. Orders checked within the last second wait.
+ * Waiting limit orders for the worker, least recently checked first, not yet checked since
+ * `since` (the start of the worker's tick, database clock), locked with SKIP LOCKED so several
+ * workers share the queue.
  */
-export async function claimWaitingOrders(db: Queryable, limit: number): Promise<OrderRow[]> {
+export async function claimWaitingOrders(db: Queryable, since: Date, limit: number): Promise<OrderRow[]> {
   return db
     .selectFrom('fx_orders')
     .selectAll()
     .where('status', '=', 'pending')
-    .where((eb) => eb.or([eb('checked_at', 'is', null), eb('checked_at', '<', sql<Date>`now() - interval '1 second'`)]))
+    .where((eb) => eb.or([eb('checked_at', 'is', null), eb('checked_at', '<', since)]))
     .orderBy(sql`checked_at nulls first`)
     .orderBy('id')
     .limit(limit)
     .forUpdate()
     .skipLocked()
     .execute();
+}
+
+/** The database clock, so the worker compares checked_at with the clock that wrote it. */
+export async function databaseNow(db: Queryable): Promise<Date> {
+  const { rows } = await sql<{ now: Date }>`select now() as now`.execute(db);
+  return rows[0]!.now;
 }
 
 export async function markChecked(db: Queryable, ids: string[]): Promise<void> {

@@ -94,7 +94,7 @@ export function fxRoutes(deps: Deps): FastifyPluginAsyncZod {
           summary: 'Cancel an order',
           description: 'Only a pending (limit) order can be cancelled; its hold is released.',
           params: OrderIdParams,
-          body: z.strictObject({}).optional(),
+          body: z.strictObject({}).nullish(),
           response: { 200: envelope(OrderResponse) },
         },
       },

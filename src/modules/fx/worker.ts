@@ -44,13 +44,13 @@ async function execute(trx: Trx, order: repo.OrderRow, mid: bigint, rate: bigint
 }
 
 /**
- * Looks at the least recently checked waiting limit order, in its own transaction (claimed with
+ * Looks at the least recently checked waiting limit order not yet seen since `since`, in its own transaction (claimed with
  * FOR UPDATE SKIP LOCKED): expires it after expires_at, executes it when the customer rate has
  * reached target_rate (sell: rate >= target; buy: rate <= target), otherwise notes the check.
  */
-export async function processNextLimitOrder(db: Db): Promise<LimitOutcome> {
+export async function processNextLimitOrder(db: Db, since: Date): Promise<LimitOutcome> {
   return db.transaction().execute(async (trx) => {
-    const [order] = await repo.claimWaitingOrders(trx, 1);
+    const [order] = await repo.claimWaitingOrders(trx, since, 1);
     if (!order) return 'idle';
     const scope = { tenantId: order.tenant_id, environment: order.environment as Environment };
     if (order.expires_at && order.expires_at.getTime() <= Date.now()) {
@@ -70,14 +70,23 @@ export async function processNextLimitOrder(db: Db): Promise<LimitOutcome> {
 
 const BATCH = 50;
 
-/** The background job: up to BATCH orders per tick; says "more" when the batch was full. */
+/**
+ * The background job: each tick looks at every waiting order once (up to BATCH, then says
+ * "more" so the loop continues at once), each order in its own short transaction.
+ */
 export function limitOrderJob(db: Db): Job {
+  let since: Date | undefined;
   return {
     name: 'fx-limit-orders',
     intervalMs: 1_000,
     async tick() {
+      // A continuing tick keeps its start time, so a long queue is walked once, not re-read.
+      since ??= await repo.databaseNow(db);
       for (let i = 0; i < BATCH; i++) {
-        if ((await processNextLimitOrder(db)) === 'idle') return false;
+        if ((await processNextLimitOrder(db, since)) === 'idle') {
+          since = undefined;
+          return false;
+        }
       }
       return true;
     },
