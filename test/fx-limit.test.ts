@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { reconcile } from '../src/ledger/index.js';
 import { limitOrderJob } from '../src/modules/fx/worker.js';
 import { balances, eventsOf, newCustomer, openAccount, runLimitWorker } from './fx-helpers.js';
-import { clientFor, startTestApp, type Client, type TestApp } from './harness.js';
+import { clientFor, startTestApp, type TestApp } from './harness.js';
 
 /** Limit orders: the hold, execution by the worker when the simulated rate reaches the target, cancel, expiry. */
 let t: TestApp;

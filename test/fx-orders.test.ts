@@ -172,6 +172,8 @@ describe('market orders', () => {
       [sell('1', { source_id: 'nope' }), 'source_id'],
       [sell('1', { wallet: 'x' }), 'wallet'],
       [sell('1', { order_type: 'limit', target_rate: '-3' }), 'target_rate'],
+      [sell('1', { order_type: 'limit', target_rate: '1e3' }), 'target_rate'],
+      [sell('9999999999999.99'), 'amount'],
     ];
     for (const [body, field] of bad) {
       const res = await api.post('/v1/fx/orders', body);

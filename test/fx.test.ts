@@ -74,6 +74,15 @@ describe('supported currencies and rates', () => {
   });
 });
 
+describe('OpenAPI', () => {
+  it('documents the FX routes', async () => {
+    const doc = (await t.request('GET', '/v1/openapi.json')).body;
+    for (const path of ['/v1/fx/rates', '/v1/fx/supported-currencies', '/v1/fx/quote', '/v1/fx/orders', '/v1/fx/orders/{order_id}', '/v1/fx/orders/{order_id}/cancel', '/v1/simulations/fx/rates']) {
+      expect(doc.paths[path], path).toBeDefined();
+    }
+  });
+});
+
 describe('POST /v1/simulations/fx/rates', () => {
   it('sets the sandbox mid rate of a pair and its reverse, for this business and environment only', async () => {
     const res = await api.post('/v1/simulations/fx/rates', { base: 'USD', quote: 'KES', rate: '130' });
@@ -143,6 +152,8 @@ describe('POST /v1/fx/quote', () => {
       [{ to_currency: 'NGN', amount: '10', direction: 'SELL' }, 'from_currency', 'validation_failed'],
       [{ from_currency: 'USD', to_currency: 'NGN', amount: '10', direction: 'SELL', crypto: 1 }, 'crypto', 'validation_failed'],
       [{ from_currency: 'NGN', to_currency: 'USD', amount: '0.01', direction: 'SELL' }, 'amount', 'invalid_amount'],
+      [{ from_currency: 'USD', to_currency: 'UGX', amount: '9999999999999.99', direction: 'SELL' }, 'amount', 'invalid_amount'],
+      [{ from_currency: 'USD', to_currency: 'NGN', amount: '1000000000000000', direction: 'SELL' }, 'amount', 'invalid_amount'],
     ];
     for (const [body, field, code] of cases) {
       const res = await api.post('/v1/fx/quote', body);

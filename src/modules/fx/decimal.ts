@@ -87,6 +87,19 @@ export function feeFor(amount: bigint, bps: number): bigint {
   return bps <= 0 ? 0n : divRound(amount * BigInt(bps), BPS_ONE, 'up');
 }
 
+/** Amounts stay within 15 significant digits (the contract's amount limit), far inside int8. */
+export const MAX_MINOR = 10n ** 15n - 1n;
+
+/** 400 invalid_amount unless a converted amount is at least one minor unit and within MAX_MINOR. */
+export function assertConvertible(...amounts: bigint[]): void {
+  for (const value of amounts) {
+    if (value <= 0n || value > MAX_MINOR) {
+      const why = value <= 0n ? 'Converts to less than one minor unit' : 'The converted amount is too large';
+      throw new AppError('invalid_amount', `amount: ${why.toLowerCase()}`, [{ field: 'amount', code: 'invalid_amount', message: why }]);
+    }
+  }
+}
+
 /**
  * Rate from base to quote in the direction of the order: `sell` gives `amount` of the base and
  * receives quote units (rounded down); `buy` receives `amount` of the base and pays quote units

@@ -1,13 +1,12 @@
 import { sql } from 'kysely';
 import type { Trx } from '../../db/client.js';
 import type { RequestContext } from '../../http/context.js';
-import { AppError } from '../../http/errors.js';
 import * as ledger from '../../ledger/index.js';
 import { formatAmount } from '../../lib/money.js';
 import * as accounts from '../accounts/service.js';
 import * as transactions from '../transactions/service.js';
 import { recordEvent } from '../webhooks/outbox.js';
-import { counterAmount, feeFor, formatRate, rateFromDb } from './decimal.js';
+import { assertConvertible, counterAmount, feeFor, formatRate, rateFromDb } from './decimal.js';
 import * as repo from './repo.js';
 import type { OrderResponse } from './schema.js';
 import { conversionLegs } from './service.js';
@@ -35,12 +34,9 @@ export function priceOrder(order: SideOf & { amount: bigint }, rate: bigint, fee
   const counter = counterAmount(order.side, order.amount, order.base, order.quote, rate);
   const given = order.side === 'sell' ? order.amount : counter;
   const received = order.side === 'sell' ? counter : order.amount;
-  if (received <= 0n || given <= 0n) {
-    throw new AppError('invalid_amount', 'amount: too small to convert', [
-      { field: 'amount', code: 'invalid_amount', message: 'Converts to less than one minor unit' },
-    ]);
-  }
-  return { counter, given, received, fee: feeFor(given, feeBps) };
+  const fee = feeFor(given, feeBps);
+  assertConvertible(given, received, given + fee);
+  return { counter, given, received, fee };
 }
 
 /**

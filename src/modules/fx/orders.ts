@@ -9,7 +9,7 @@ import { parseAmount } from '../../lib/money.js';
 import * as accounts from '../accounts/service.js';
 import { requireCustomer } from '../customers/service.js';
 import { recordEvent } from '../webhooks/outbox.js';
-import { counterAmount, customerRate, feeFor, formatRate, parseRate, rateFromDb } from './decimal.js';
+import { assertConvertible, counterAmount, customerRate, feeFor, formatRate, parseRate, rateFromDb } from './decimal.js';
 import { executeConversion, priceOrder, sourceCurrency, toOrderResponse, destinationCurrency } from './execution.js';
 import * as repo from './repo.js';
 import type { CreateOrderBody, ListOrdersQuery, OrderResponse } from './schema.js';
@@ -173,6 +173,8 @@ async function placeLimitOrder(
   target: bigint,
 ): Promise<OrderResponse> {
   const maxGiven = common.side === 'sell' ? common.amount : counterAmount('buy', common.amount, common.base, common.quote, target);
+  const maxFee = feeFor(maxGiven, common.fee_bps);
+  assertConvertible(maxGiven, maxGiven + maxFee);
   const currency = sourceCurrency(common);
   const position = await ledger.systemAccount(trx, ctx, 'fx_position', currency);
   let hold: ledger.Hold;
@@ -180,7 +182,7 @@ async function placeLimitOrder(
     hold = await ledger.hold(trx, ctx, {
       debitAccountId: common.source_id,
       creditAccountId: position,
-      amount: maxGiven + feeFor(maxGiven, common.fee_bps),
+      amount: maxGiven + maxFee,
       currency,
       kind: 'fx_limit_order',
       reference: common.id,

@@ -6,7 +6,7 @@ import * as ledger from '../../ledger/index.js';
 import { formatAmount, isKnownCurrency, parseAmount } from '../../lib/money.js';
 import { newId } from '../../lib/ids.js';
 import { SandboxRateSource, StaticRateSource, type RateBook, type RateSource } from '../../rails/fx.js';
-import { convert, counterAmount, customerRate, feeFor, formatRate, invertRate, parseRate, rateFromDb } from './decimal.js';
+import { assertConvertible, convert, counterAmount, customerRate, feeFor, formatRate, invertRate, parseRate, rateFromDb } from './decimal.js';
 import { CURRENCY_NAMES } from './currencies.js';
 import * as repo from './repo.js';
 import type { QuoteBody, QuoteResponse, RatesQuery, SimulateRateBody } from './schema.js';
@@ -218,9 +218,7 @@ export async function createQuote(trx: Trx, ctx: SettingsScope, config: Config, 
   const side = body.direction === 'BUY' ? 'buy' : 'sell';
   const rate = customerRate(mid.mid, spreadBps, side);
   const toAmount = counterAmount(side, amount, body.from_currency, body.to_currency, rate);
-  if (toAmount <= 0n) {
-    throw new AppError('invalid_amount', 'amount: too small to convert', [{ field: 'amount', code: 'invalid_amount', message: `Converts to less than one minor unit of ${body.to_currency}` }]);
-  }
+  assertConvertible(toAmount);
   const row = await repo.insertQuote(trx, {
     id: newId(),
     tenant_id: ctx.tenantId,
