@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'kysely';
+import { convertAmount, getRate } from '../src/modules/fx/service.js';
 import type { CreatedTenant } from '../src/modules/tenants/service.js';
 import { clientFor, startTestApp, type Client, type TestApp } from './harness.js';
 
@@ -71,6 +72,18 @@ describe('supported currencies and rates', () => {
     await t.db.updateTable('tenants').set({ settings: JSON.stringify({ fx_spread_bps: 0 }) }).where('id', '=', tenant.tenant_id).execute();
     const res = await clientFor(t, tenant.sandbox.public_key).get('/v1/fx/rates?currency_pairs=USD/NGN&direction=SELL');
     expect(res.body.data[0]).toMatchObject({ rate: '1550.00', spread_bps: 0 });
+  });
+});
+
+describe('service functions for other modules (international payouts)', () => {
+  it('gives the current rate of a pair and converts exactly by the rounding rule', async () => {
+    const scope = { tenantId: biz.tenant_id, environment: 'sandbox' as const, settings: {} };
+    const r = await getRate(t.db, scope, t.config, 'EUR', 'NGN');
+    expect(r).toMatchObject({ base: 'EUR', quote: 'NGN', side: 'sell', spreadBps: 50 });
+    expect(r.midRate).toBe('1684.782608695652'); // 1550 / 0.92, half-up at 12 decimals
+    expect(convertAmount(1001n, 'USD', 'UGX', '3700.5')).toBe(37042n); // 37042.005 rounds down
+    expect(convertAmount(1001n, 'USD', 'UGX', '3700.5', 'up')).toBe(37043n);
+    await expect(getRate(t.db, scope, t.config, 'EUR', 'KWD')).rejects.toMatchObject({ code: 'validation_failed' });
   });
 });
 

@@ -9,11 +9,11 @@ import { parseAmount } from '../../lib/money.js';
 import * as accounts from '../accounts/service.js';
 import { requireCustomer } from '../customers/service.js';
 import { recordEvent } from '../webhooks/outbox.js';
-import { assertConvertible, counterAmount, customerRate, feeFor, formatRate, parseRate, rateFromDb } from './decimal.js';
+import { assertConvertible, counterAmount, customerRate, feeFor, formatRate, parseRate } from './decimal.js';
 import { executeConversion, priceOrder, sourceCurrency, toOrderResponse, destinationCurrency } from './execution.js';
 import * as repo from './repo.js';
 import type { CreateOrderBody, ListOrdersQuery, OrderResponse } from './schema.js';
-import { assertPair, pricing, rateBook } from './service.js';
+import { assertPair, lockQuote, pricing, rateBook, redeemQuote, type LockedQuote } from './service.js';
 
 /**
  * FX orders. `sell`: the customer gives `amount` of the pair's base from the source account and
@@ -31,29 +31,25 @@ interface Terms {
   quote: string;
   amount: bigint;
   targetRate: bigint | null;
-  quoteRow?: repo.QuoteRow;
+  quoteRow?: LockedQuote;
 }
 
 /** The order's terms from its quote: anything the body repeats must agree with the quote. */
 async function termsFromQuote(trx: Trx, ctx: Scope, body: CreateOrderBody, quoteId: string, orderId: string): Promise<Terms> {
-  const q = await repo.findQuote(trx, ctx, quoteId, true);
-  if (!q) throw new AppError('not_found', 'Quote not found', [{ field: 'quote_id', code: 'not_found', message: 'No such quote' }]);
+  const q = await lockQuote(trx, ctx, quoteId);
   const side = q.direction === 'BUY' ? 'buy' : 'sell';
   const details: ErrorDetail[] = [];
   const mismatch = (field: string, message: string) => details.push({ field, code: 'mismatch', message });
   if (body.order_type === 'limit') mismatch('order_type', 'An order with a quote_id is a market order');
   if (body.target_rate !== undefined) mismatch('target_rate', 'Only limit orders take a target_rate');
-  if (body.pair && (body.pair.base !== q.from_currency || body.pair.quote !== q.to_currency)) {
-    mismatch('pair', `The quote is for ${q.from_currency}/${q.to_currency}`);
+  if (body.pair && (body.pair.base !== q.fromCurrency || body.pair.quote !== q.toCurrency)) {
+    mismatch('pair', `The quote is for ${q.fromCurrency}/${q.toCurrency}`);
   }
   if (body.side && body.side !== side) mismatch('side', `The quote is a ${q.direction} quote`);
-  if (body.amount !== undefined && parseAmount(body.amount, q.from_currency) !== q.amount) mismatch('amount', 'Differs from the quoted amount');
+  if (body.amount !== undefined && parseAmount(body.amount, q.fromCurrency) !== q.amount) mismatch('amount', 'Differs from the quoted amount');
   if (details.length > 0) throw validationError(details, 'The order does not match its quote');
-  if (!(await repo.useQuote(trx, ctx, q.id, orderId))) {
-    if (q.used_at) throw new AppError('quote_used', 'This quote was already used by an order');
-    throw new AppError('quote_expired', 'This quote has expired; request a new one');
-  }
-  return { orderType: 'market', side, base: q.from_currency, quote: q.to_currency, amount: q.amount, targetRate: null, quoteRow: q };
+  await redeemQuote(trx, ctx, q.id, orderId);
+  return { orderType: 'market', side, base: q.fromCurrency, quote: q.toCurrency, amount: q.amount, targetRate: null, quoteRow: q };
 }
 
 async function termsFromBody(trx: Trx, ctx: Scope, config: Config, body: CreateOrderBody): Promise<Terms> {
@@ -120,7 +116,7 @@ export async function createOrder(trx: Trx, ctx: RequestContext, config: Config,
   const id = newId();
   const terms = body.quote_id ? await termsFromQuote(trx, ctx, body, body.quote_id, id) : await termsFromBody(trx, ctx, config, body);
   const { source, destination } = await loadAccounts(trx, ctx, body, terms);
-  const { spreadBps, feeBps } = terms.quoteRow ? { spreadBps: terms.quoteRow.spread_bps, feeBps: terms.quoteRow.fee_bps } : pricing(ctx, config);
+  const { spreadBps, feeBps } = terms.quoteRow ?? pricing(ctx, config);
   const common = {
     id,
     tenant_id: ctx.tenantId,
@@ -144,8 +140,8 @@ export async function createOrder(trx: Trx, ctx: RequestContext, config: Config,
   let mid: bigint;
   let rate: bigint;
   if (terms.quoteRow) {
-    mid = rateFromDb(terms.quoteRow.mid_rate);
-    rate = rateFromDb(terms.quoteRow.rate);
+    mid = parseRate(terms.quoteRow.midRate);
+    rate = parseRate(terms.quoteRow.rate);
   } else {
     mid = assertPair(config, await rateBook(trx, ctx), terms.base, terms.quote, ['pair.base', 'pair.quote']).mid;
     rate = customerRate(mid, spreadBps, terms.side);

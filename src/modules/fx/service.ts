@@ -235,3 +235,53 @@ export async function createQuote(trx: Trx, ctx: SettingsScope, config: Config, 
   }, config.FX_QUOTE_TTL_SECONDS);
   return toQuoteResponse(row);
 }
+
+/** A quote's locked terms, for an order or an international transfer that uses it. */
+export interface LockedQuote {
+  id: string;
+  fromCurrency: string;
+  toCurrency: string;
+  direction: 'BUY' | 'SELL';
+  /** from_currency minor units */
+  amount: bigint;
+  /** to_currency minor units: received (SELL) or paid (BUY) */
+  toAmount: bigint;
+  rate: string;
+  midRate: string;
+  spreadBps: number;
+  feeBps: number;
+}
+
+function toLockedQuote(q: repo.QuoteRow): LockedQuote {
+  return {
+    id: q.id,
+    fromCurrency: q.from_currency,
+    toCurrency: q.to_currency,
+    direction: q.direction,
+    amount: q.amount,
+    toAmount: q.to_amount,
+    rate: formatRate(rateFromDb(q.rate)),
+    midRate: formatRate(rateFromDb(q.mid_rate)),
+    spreadBps: q.spread_bps,
+    feeBps: q.fee_bps,
+  };
+}
+
+/** A quote of this business and environment, locked until the caller commits (404 otherwise). */
+export async function lockQuote(trx: Trx, ctx: Scope, quoteId: string): Promise<LockedQuote> {
+  const q = await repo.findQuote(trx, ctx, quoteId, true);
+  if (!q) throw new AppError('not_found', 'Quote not found', [{ field: 'quote_id', code: 'not_found', message: 'No such quote' }]);
+  return toLockedQuote(q);
+}
+
+/**
+ * Marks a locked quote used by `usedBy` (an order or transfer id), at most once and only before
+ * it expires (database clock): else 409 quote_used / quote_expired. Rolled back with the caller's
+ * transaction, so a failed order (422) leaves the quote usable.
+ */
+export async function redeemQuote(trx: Trx, ctx: Scope, quoteId: string, usedBy: string): Promise<void> {
+  if (await repo.useQuote(trx, ctx, quoteId, usedBy)) return;
+  const q = await repo.findQuote(trx, ctx, quoteId);
+  if (q?.used_at) throw new AppError('quote_used', 'This quote was already used');
+  throw new AppError('quote_expired', 'This quote has expired; request a new one');
+}
