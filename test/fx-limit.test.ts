@@ -141,6 +141,23 @@ describe('limit orders', () => {
     expect(await balances(api, usd)).toEqual({ balance: '100.00', available: '100.00' });
   });
 
+  it('refuses a limit order that could never settle (400) and rejects one whose proceeds outgrow the amount limit', async () => {
+    const { api, customer, usd, ngn, limit } = await setup();
+    const tiny = await limit('sell', '1.00', '0.000001');
+    expect(tiny.status).toBe(400);
+    expect(tiny.body.error.code).toBe('invalid_amount');
+    const rich = await openAccount(api, 'USD', customer, '1000000.00');
+    const o = (await api.post('/v1/fx/orders', {
+      customer_id: customer, order_type: 'limit', pair: { base: 'USD', quote: 'NGN' }, amount: '1000000', target_rate: '1', source_id: rich, destination_id: ngn,
+    })).body.data;
+    expect(o.status).toBe('pending');
+    await api.post('/v1/simulations/fx/rates', { base: 'USD', quote: 'NGN', rate: '999999999' });
+    await runLimitWorker(t);
+    expect((await api.get(`/v1/fx/orders/${o.id}`)).body.data).toMatchObject({ status: 'rejected', rejection_reason: 'invalid_amount' });
+    expect(await balances(api, rich)).toEqual({ balance: '1000000.00', available: '1000000.00' });
+    expect((await balances(api, usd)).available).toBe('100.00');
+  });
+
   it('executes each order once with several workers at the same time', async () => {
     const { api, limit } = await setup();
     const ids: string[] = [];

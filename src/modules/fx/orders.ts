@@ -9,7 +9,7 @@ import { parseAmount } from '../../lib/money.js';
 import * as accounts from '../accounts/service.js';
 import { requireCustomer } from '../customers/service.js';
 import { recordEvent } from '../webhooks/outbox.js';
-import { assertConvertible, counterAmount, customerRate, feeFor, formatRate, parseRate } from './decimal.js';
+import { customerRate, formatRate, parseRate } from './decimal.js';
 import { executeConversion, priceOrder, sourceCurrency, toOrderResponse, destinationCurrency } from './execution.js';
 import * as repo from './repo.js';
 import type { CreateOrderBody, ListOrdersQuery, OrderResponse } from './schema.js';
@@ -31,6 +31,8 @@ interface Terms {
   quote: string;
   amount: bigint;
   targetRate: bigint | null;
+  /** The mid rate the order was priced from (the quote's, or the market's now). */
+  mid: bigint;
   quoteRow?: LockedQuote;
 }
 
@@ -49,19 +51,18 @@ async function termsFromQuote(trx: Trx, ctx: Scope, body: CreateOrderBody, quote
   if (body.amount !== undefined && parseAmount(body.amount, q.fromCurrency) !== q.amount) mismatch('amount', 'Differs from the quoted amount');
   if (details.length > 0) throw validationError(details, 'The order does not match its quote');
   await redeemQuote(trx, ctx, q.id, orderId);
-  return { orderType: 'market', side, base: q.fromCurrency, quote: q.toCurrency, amount: q.amount, targetRate: null, quoteRow: q };
+  return { orderType: 'market', side, base: q.fromCurrency, quote: q.toCurrency, amount: q.amount, targetRate: null, mid: parseRate(q.midRate), quoteRow: q };
 }
 
 async function termsFromBody(trx: Trx, ctx: Scope, config: Config, body: CreateOrderBody): Promise<Terms> {
-  const missing = (['order_type', 'pair', 'amount'] as const).filter((f) => body[f] === undefined);
-  if (body.order_type === 'limit' && body.target_rate === undefined) missing.push('target_rate' as never);
-  const details: ErrorDetail[] = missing.map((field) => ({ field, code: 'required', message: 'Required' }));
+  const required = ['order_type', 'pair', 'amount', ...(body.order_type === 'limit' ? ['target_rate' as const] : [])] as const;
+  const details: ErrorDetail[] = required.filter((f) => body[f] === undefined).map((field) => ({ field, code: 'required', message: 'Required' }));
   if (body.order_type === 'market' && body.target_rate !== undefined) {
     details.push({ field: 'target_rate', code: 'invalid', message: 'Only limit orders take a target_rate' });
   }
   if (details.length > 0) throw validationError(details);
   const { base, quote } = body.pair!;
-  assertPair(config, await rateBook(trx, ctx), base, quote, ['pair.base', 'pair.quote']);
+  const { mid } = assertPair(config, await rateBook(trx, ctx), base, quote, ['pair.base', 'pair.quote']);
   return {
     orderType: body.order_type!,
     side: body.side ?? 'sell',
@@ -69,6 +70,7 @@ async function termsFromBody(trx: Trx, ctx: Scope, config: Config, body: CreateO
     quote,
     amount: parseAmount(body.amount, base),
     targetRate: body.order_type === 'limit' ? parseRate(body.target_rate, 'target_rate') : null,
+    mid,
   };
 }
 
@@ -137,40 +139,31 @@ export async function createOrder(trx: Trx, ctx: RequestContext, config: Config,
   };
   if (terms.orderType === 'limit') return placeLimitOrder(trx, ctx, config, common, terms.targetRate!);
 
-  let mid: bigint;
-  let rate: bigint;
-  if (terms.quoteRow) {
-    mid = parseRate(terms.quoteRow.midRate);
-    rate = parseRate(terms.quoteRow.rate);
-  } else {
-    mid = assertPair(config, await rateBook(trx, ctx), terms.base, terms.quote, ['pair.base', 'pair.quote']).mid;
-    rate = customerRate(mid, spreadBps, terms.side);
-  }
+  const rate = terms.quoteRow ? parseRate(terms.quoteRow.rate) : customerRate(terms.mid, spreadBps, terms.side);
   const priced = priceOrder(terms, rate, feeBps);
   const order = await repo.insertOrder(trx, { ...common, status: 'pending' });
   try {
-    const done = await executeConversion(trx, ctx, order, source, destination, { ...priced, mid, rate });
+    const done = await executeConversion(trx, ctx, order, source, destination, { ...priced, mid: terms.mid, rate });
     return toOrderResponse(done);
   } catch (err) {
     throw insufficient(err);
   }
 }
 
+type NewOrder = Pick<
+  repo.OrderRow,
+  'id' | 'tenant_id' | 'environment' | 'customer_id' | 'order_type' | 'side' | 'base' | 'quote' | 'amount' | 'spread_bps' | 'fee_bps' | 'source_type' | 'source_id' | 'destination_type' | 'destination_id' | 'quote_id'
+>;
+
 /**
- * A limit order reserves the most it can cost now (a ledger hold on the source account toward
- * its fx_position account): `amount` for a sell, the cost at the target rate for a buy, plus the
- * fee. The worker voids the hold and books the conversion in one transaction.
+ * A limit order reserves the most it can cost (a ledger hold on the source account toward its
+ * fx_position account): `amount` for a sell, the cost at the target rate for a buy (the worker
+ * only buys at that rate or better), plus the fee. Priced at the target here so an order that
+ * could never settle (too small, too large) is refused now. The worker voids the hold and books
+ * the conversion in one transaction.
  */
-async function placeLimitOrder(
-  trx: Trx,
-  ctx: Scope,
-  config: Config,
-  common: Omit<repo.OrderRow, 'status' | 'converted_amount' | 'rate' | 'mid_rate' | 'target_rate' | 'fee' | 'hold_id' | 'ledger_transaction_id' | 'transaction_id' | 'rejection_reason' | 'executed_at' | 'expires_at' | 'checked_at' | 'created_at' | 'updated_at'>,
-  target: bigint,
-): Promise<OrderResponse> {
-  const maxGiven = common.side === 'sell' ? common.amount : counterAmount('buy', common.amount, common.base, common.quote, target);
-  const maxFee = feeFor(maxGiven, common.fee_bps);
-  assertConvertible(maxGiven, maxGiven + maxFee);
+async function placeLimitOrder(trx: Trx, ctx: Scope, config: Config, common: NewOrder, target: bigint): Promise<OrderResponse> {
+  const atTarget = priceOrder(common, target, common.fee_bps);
   const currency = sourceCurrency(common);
   const position = await ledger.systemAccount(trx, ctx, 'fx_position', currency);
   let hold: ledger.Hold;
@@ -178,7 +171,7 @@ async function placeLimitOrder(
     hold = await ledger.hold(trx, ctx, {
       debitAccountId: common.source_id,
       creditAccountId: position,
-      amount: maxGiven + maxFee,
+      amount: atTarget.given + atTarget.fee,
       currency,
       kind: 'fx_limit_order',
       reference: common.id,

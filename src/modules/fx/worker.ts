@@ -5,7 +5,7 @@ import * as ledger from '../../ledger/index.js';
 import type { Job } from '../../workers/index.js';
 import * as accounts from '../accounts/service.js';
 import { customerRate, rateFromDb } from './decimal.js';
-import { executeConversion, priceOrder } from './execution.js';
+import { executeConversion, priceOrder, type Priced } from './execution.js';
 import { closePendingOrder } from './orders.js';
 import * as repo from './repo.js';
 import { rateBook } from './service.js';
@@ -36,10 +36,19 @@ async function execute(trx: Trx, order: repo.OrderRow, mid: bigint, rate: bigint
     await closePendingOrder(trx, scope, order, 'rejected', reason);
     return 'rejected';
   }
+  let priced: Priced;
+  try {
+    priced = priceOrder(order, rate, order.fee_bps);
+  } catch (err) {
+    // A much better rate than the target can push the proceeds past the amount limit.
+    if (!(err instanceof AppError)) throw err;
+    await closePendingOrder(trx, scope, order, 'rejected', err.code);
+    return 'rejected';
+  }
   // The hold reserved the most this order can cost (sell: amount; buy: the cost at the target
   // rate, which the current better-or-equal rate never exceeds), so the posting cannot fail.
   if (order.hold_id) await ledger.voidHold(trx, scope, order.hold_id);
-  await executeConversion(trx, scope, { ...order, hold_id: null }, source!, destination!, { ...priceOrder(order, rate, order.fee_bps), mid, rate });
+  await executeConversion(trx, scope, order, source!, destination!, { ...priced, mid, rate });
   return 'completed';
 }
 
