@@ -214,6 +214,11 @@ export async function claimWaitingOrders(db: Queryable, since: Date, limit: numb
     .execute();
 }
 
+/** One waiting order by id, locked for settling; undefined if it is no longer pending or another worker holds it. */
+export async function claimPendingOrder(db: Queryable, id: string): Promise<OrderRow | undefined> {
+  return db.selectFrom('fx_orders').selectAll().where('id', '=', id).where('status', '=', 'pending').forUpdate().skipLocked().executeTakeFirst();
+}
+
 /** The database clock, so the worker compares checked_at with the clock that wrote it. */
 export async function databaseNow(db: Queryable): Promise<Date> {
   const { rows } = await sql<{ now: Date }>`select now() as now`.execute(db);

@@ -8,6 +8,7 @@ import { customerRate, rateFromDb } from './decimal.js';
 import { executeConversion, priceOrder, type Priced } from './execution.js';
 import { closePendingOrder } from './orders.js';
 import * as repo from './repo.js';
+import type { RateBook } from '../../rails/fx.js';
 import { rateBook } from './service.js';
 
 export type LimitOutcome = 'idle' | 'waiting' | 'completed' | 'expired' | 'rejected';
@@ -52,36 +53,64 @@ async function execute(trx: Trx, order: repo.OrderRow, mid: bigint, rate: bigint
   return 'completed';
 }
 
+type Due = 'expire' | { mid: bigint; rate: bigint } | null;
+
+/** What a waiting order needs now: expiry, execution at the current rate, or nothing. */
+function dueAction(order: repo.OrderRow, book: RateBook, now: number): Due {
+  if (order.expires_at && order.expires_at.getTime() <= now) return 'expire';
+  const mid = book.mid(order.base, order.quote);
+  if (!mid || order.target_rate === null) return null;
+  const target = rateFromDb(order.target_rate);
+  const rate = customerRate(mid.mid, order.spread_bps, order.side);
+  return (order.side === 'sell' ? rate >= target : rate <= target) ? { mid: mid.mid, rate } : null;
+}
+
+const scopeOf = (o: repo.OrderRow) => ({ tenantId: o.tenant_id, environment: o.environment as Environment });
+
 /**
- * Looks at the least recently checked waiting limit order not yet seen since `since`, in its own transaction (claimed with
- * FOR UPDATE SKIP LOCKED): expires it after expires_at, executes it when the customer rate has
- * reached target_rate (sell: rate >= target; buy: rate <= target), otherwise notes the check.
+ * One cheap scan transaction: claims up to `limit` waiting orders not checked since `since`
+ * (FOR UPDATE SKIP LOCKED, so workers split the queue), notes them all checked, and returns the
+ * ids of those that are due. Each due order is then settled in its own transaction, so one
+ * failure never rolls back the others (a failed one is simply due again on the next pass).
  */
-export async function processNextLimitOrder(db: Db, since: Date): Promise<LimitOutcome> {
+export async function scanWaitingOrders(db: Db, since: Date, limit: number): Promise<{ claimed: number; due: string[] }> {
   return db.transaction().execute(async (trx) => {
-    const [order] = await repo.claimWaitingOrders(trx, since, 1);
-    if (!order) return 'idle';
-    const scope = { tenantId: order.tenant_id, environment: order.environment as Environment };
-    if (order.expires_at && order.expires_at.getTime() <= Date.now()) {
-      await closePendingOrder(trx, scope, order, 'expired');
-      return 'expired';
+    const orders = await repo.claimWaitingOrders(trx, since, limit);
+    const books = new Map<string, RateBook>();
+    const due: string[] = [];
+    for (const order of orders) {
+      const key = `${order.tenant_id}:${order.environment}`;
+      if (!books.has(key)) books.set(key, await rateBook(trx, scopeOf(order)));
+      if (dueAction(order, books.get(key)!, Date.now())) due.push(order.id);
     }
-    const mid = (await rateBook(trx, scope)).mid(order.base, order.quote);
-    const target = order.target_rate === null ? null : rateFromDb(order.target_rate);
-    if (mid && target !== null) {
-      const rate = customerRate(mid.mid, order.spread_bps, order.side);
-      if (order.side === 'sell' ? rate >= target : rate <= target) return execute(trx, order, mid.mid, rate);
-    }
-    await repo.markChecked(trx, [order.id]);
-    return 'waiting';
+    await repo.markChecked(trx, orders.map((o) => o.id));
+    return { claimed: orders.length, due };
   });
 }
 
-const BATCH = 50;
+/**
+ * Settles one due order in its own transaction, re-checked under its row lock (the rate may have
+ * moved back, or another worker or a cancel got there first): expires it after expires_at, or
+ * executes it when the customer rate has reached target_rate (sell: rate >= target; buy: rate <= target).
+ */
+export async function settleLimitOrder(db: Db, id: string): Promise<LimitOutcome> {
+  return db.transaction().execute(async (trx) => {
+    const order = await repo.claimPendingOrder(trx, id);
+    if (!order) return 'idle';
+    const action = dueAction(order, await rateBook(trx, scopeOf(order)), Date.now());
+    if (action === 'expire') {
+      await closePendingOrder(trx, scopeOf(order), order, 'expired');
+      return 'expired';
+    }
+    return action ? execute(trx, order, action.mid, action.rate) : 'waiting';
+  });
+}
+
+const BATCH = 200;
 
 /**
- * The background job: each tick looks at every waiting order once (up to BATCH, then says
- * "more" so the loop continues at once), each order in its own short transaction.
+ * The background job: each pass looks at every waiting order once, BATCH per scan (a full batch
+ * says "more", so the loop continues at once), and settles the due ones.
  */
 export function limitOrderJob(db: Db): Job {
   let since: Date | undefined;
@@ -89,15 +118,12 @@ export function limitOrderJob(db: Db): Job {
     name: 'fx-limit-orders',
     intervalMs: 1_000,
     async tick() {
-      // A continuing tick keeps its start time, so a long queue is walked once, not re-read.
+      // A continuing pass keeps its start time, so a long queue is walked once, not re-read.
       since ??= await repo.databaseNow(db);
-      for (let i = 0; i < BATCH; i++) {
-        if ((await processNextLimitOrder(db, since)) === 'idle') {
-          since = undefined;
-          return false;
-        }
-      }
-      return true;
+      const { claimed, due } = await scanWaitingOrders(db, since, BATCH);
+      for (const id of due) await settleLimitOrder(db, id);
+      if (claimed < BATCH) since = undefined;
+      return claimed === BATCH;
     },
   };
 }
