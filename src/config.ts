@@ -45,6 +45,12 @@ const ConfigSchema = z.object({
   FX_LIMIT_ORDER_TTL_HOURS: z.coerce.number().int().min(1).max(24 * 90).default(24 * 7),
   /** Currencies every business may hold without activating a `<ccy>_account` feature. */
   HOME_CURRENCIES: csv.default(['NGN', 'USD']),
+  /**
+   * PostgreSQL group commit for transfers: up to this many transfers share one commit (each in its
+   * own savepoint); 1 turns it off. LANES: batches in flight at once.
+   */
+  TRANSFER_BATCH_SIZE: z.coerce.number().int().min(1).max(1000).default(32),
+  TRANSFER_BATCH_LANES: z.coerce.number().int().min(1).max(64).default(4),
   /** Whether `npm start` creates a demo business on an empty database. */
   DEMO_TENANT: z
     .enum(['true', 'false'])
