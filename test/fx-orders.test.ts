@@ -253,6 +253,8 @@ describe('quoted orders', () => {
     const foreign = (await other.post('/v1/fx/quote', { from_currency: 'USD', to_currency: 'NGN', amount: '1', direction: 'SELL' })).body.data;
     const res = await api.post('/v1/fx/orders', { quote_id: foreign.quote_id, source_id: usd, destination_id: ngn });
     expect(res.status).toBe(404);
+    expect(res.body.error.details[0].field).toBe('quote_id');
+    expect((await live.post('/v1/fx/orders', { quote_id: q.quote_id, source_id: usd, destination_id: ngn })).status).toBe(404);
     expect((await api.post('/v1/fx/orders', { quote_id: q.quote_id, source_id: usd, destination_id: ngn })).status).toBe(200);
   });
 });

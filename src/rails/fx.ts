@@ -19,6 +19,11 @@ export interface RateBook {
 
 export interface RateSource {
   readonly name: string;
+  /**
+   * Called inside the caller's database transaction (`db` is that transaction): a live provider
+   * answers from rates it keeps fresh in the background (a worker job), never from a network call
+   * here, so no transaction waits on the network.
+   */
   book(db: Queryable, scope: LedgerScope): Promise<RateBook>;
 }
 
