@@ -171,6 +171,25 @@ describe('limit orders', () => {
     }
   });
 
+  it('settles a race between cancel and execution exactly one way', async () => {
+    const { api, usd, ngn, limit } = await setup();
+    const o = (await limit('sell', '10.00', '1600')).body.data;
+    await api.post('/v1/simulations/fx/rates', { base: 'USD', quote: 'NGN', rate: '1700' });
+    const [cancel] = await Promise.all([api.post(`/v1/fx/orders/${o.id}/cancel`), runLimitWorker(t)]);
+    const final = (await api.get(`/v1/fx/orders/${o.id}`)).body.data;
+    if (cancel.status === 200) {
+      expect(final.status).toBe('cancelled');
+      expect(await balances(api, usd)).toEqual({ balance: '100.00', available: '100.00' });
+      expect(await eventsOf(t, o.id)).toEqual(['fx.order.cancelled']);
+    } else {
+      expect(cancel.body.error.code).toBe('invalid_state_transition');
+      expect(final.status).toBe('completed');
+      expect(await balances(api, usd)).toEqual({ balance: '90.00', available: '90.00' });
+      expect((await balances(api, ngn)).balance).toBe(`${20000 + 16915}.00`);
+      expect(await eventsOf(t, o.id)).toEqual(['fx.order.completed']);
+    }
+  });
+
   it('keeps every ledger reconciled', async () => {
     const report = await reconcile(t.db);
     expect(report.ok, JSON.stringify(report)).toBe(true);

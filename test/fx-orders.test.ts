@@ -220,6 +220,17 @@ describe('quoted orders', () => {
     expect(res.body.data).toMatchObject({ side: 'buy', amount: '2.00', converted_amount: q.to_currency_amount });
   });
 
+  it('lets exactly one of several concurrent orders use a quote', async () => {
+    const q = await quote('SELL', '1.00');
+    const results = await Promise.all(
+      Array.from({ length: 4 }, () => api.post('/v1/fx/orders', { quote_id: q.quote_id, source_id: usd, destination_id: ngn })),
+    );
+    expect(results.map((r) => r.status).sort()).toEqual([200, 409, 409, 409]);
+    expect(results.filter((r) => r.status === 409).every((r) => r.body.error.code === 'quote_used')).toBe(true);
+    const used = await api.get(`/v1/fx/orders?search=${q.quote_id}`);
+    expect(used.body.data.total_items).toBe(1);
+  });
+
   it('answers 409 quote_expired after expires_at', async () => {
     const q = await quote();
     await t.db.updateTable('fx_quotes').set({ expires_at: new Date(Date.now() - 1000) } as never).where('id', '=', q.quote_id).execute();
