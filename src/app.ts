@@ -22,6 +22,7 @@ import { newId } from './lib/ids.js';
 import { accountApplicationRoutes } from './modules/account-applications/routes.js';
 import { accountRoutes } from './modules/accounts/routes.js';
 import { customerRoutes } from './modules/customers/routes.js';
+import { fxRoutes } from './modules/fx/routes.js';
 import { fundAccountRoutes } from './modules/simulations/fund-account.js';
 import { transactionRoutes } from './modules/transactions/routes.js';
 import { transferRoutes } from './modules/transfers/routes.js';
@@ -139,5 +140,6 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   await app.register(webhookRoutes(deps));
   await app.register(kycRoutes(deps));
   await app.register(featureRoutes(deps));
+  await app.register(fxRoutes(deps));
   return app;
 }

@@ -36,6 +36,13 @@ const ConfigSchema = z.object({
   RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(1).default(6000),
   PUBLIC_BASE_URL: z.string().optional(),
   SUPPORTED_CURRENCIES: csv.default(['NGN', 'USD', 'EUR', 'GBP', 'GHS', 'KES', 'UGX', 'ZAR', 'XOF', 'XAF', 'MXN']),
+  /** FX: spread over the mid rate (basis points) and fee on the amount paid; per business: settings fx_spread_bps / fx_fee_bps. */
+  FX_SPREAD_BPS: z.coerce.number().int().min(0).max(5000).default(50),
+  FX_FEE_BPS: z.coerce.number().int().min(0).max(5000).default(0),
+  /** How long a quote locks its rate. */
+  FX_QUOTE_TTL_SECONDS: z.coerce.number().int().min(1).max(3600).default(30),
+  /** How long a limit order waits for its target rate before it expires. */
+  FX_LIMIT_ORDER_TTL_HOURS: z.coerce.number().int().min(1).max(24 * 90).default(24 * 7),
   /** Currencies every business may hold without activating a `<ccy>_account` feature. */
   HOME_CURRENCIES: csv.default(['NGN', 'USD']),
   /** KYC compliance: minimum age, and per-country exceptions as `CC:AGE` pairs (e.g. `US:21`). */
@@ -69,6 +76,12 @@ const ConfigSchema = z.object({
       }
     }, 'Must be a JSON object')
     .optional(),
+  /**
+   * PostgreSQL group commit for transfers: up to this many transfers share one commit (each in its
+   * own savepoint); 1 turns it off. LANES: batches in flight at once.
+   */
+  TRANSFER_BATCH_SIZE: z.coerce.number().int().min(1).max(1000).default(32),
+  TRANSFER_BATCH_LANES: z.coerce.number().int().min(1).max(64).default(4),
   /** Whether `npm start` creates a demo business on an empty database. */
   DEMO_TENANT: z
     .enum(['true', 'false'])

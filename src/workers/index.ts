@@ -4,6 +4,7 @@ import type { Db } from '../db/client.js';
 import { Idempotency } from '../http/idempotency.js';
 import type { Sealer } from '../lib/crypto.js';
 import { webhookJobs, type DeliveryOptions } from '../modules/webhooks/delivery.js';
+import { limitOrderJob } from '../modules/fx/worker.js';
 
 export interface WorkerDeps {
   config: Config;
@@ -70,6 +71,7 @@ export function startWorkers(deps: WorkerDeps, options: WorkerOptions = {}) {
   const jobs: Job[] = [
     { name: 'idempotency-sweep', intervalMs: 60_000, tick: async () => (await idempotency.sweep()) > 0 },
     ...webhookJobs({ db: deps.db, sealer: deps.sealer, log: deps.log }, options.webhooks),
+    limitOrderJob(deps.db),
   ];
   return runJobs(jobs, deps.log);
 }
