@@ -1,6 +1,7 @@
 import { expect } from 'vitest';
 import { limitOrderJob } from '../src/modules/fx/worker.js';
 import { johnDoe, type Client, type TestApp } from './harness.js';
+import { enableAccountCurrency } from './kyc-helpers.js';
 
 /** Factories for the FX tests: customers, accounts with money, balances, the worker. */
 export async function newCustomer(api: Client): Promise<string> {
@@ -10,6 +11,7 @@ export async function newCustomer(api: Client): Promise<string> {
 }
 
 export async function openAccount(api: Client, currency: string, customerId: string | null, fund?: string): Promise<string> {
+  if (customerId) await enableAccountCurrency(api, customerId, currency);
   const res = await api.post('/v1/accounts', { currency, label: `fx ${currency}`, ...(customerId ? { customer_id: customerId } : {}) });
   expect(res.status, JSON.stringify(res.body)).toBe(200);
   const id = res.body.data.id as string;

@@ -53,3 +53,24 @@ export function business(persons: Record<string, unknown>[]) {
     associated_persons: persons,
   };
 }
+
+/** KYC approved through the sandbox simulation (idempotent: a second call is a 409 we ignore). */
+export async function approveKyc(api: Client, customerId: string, level: 'basic' | 'intermediate' = 'basic') {
+  const res = await api.post(`/v1/simulations/kyc/${customerId}`, { outcome: 'approved', level });
+  if (res.status !== 200 && res.body?.error?.code !== 'kyc_already_completed') {
+    throw new Error(`KYC approval failed: ${res.text}`);
+  }
+}
+
+/** Approves KYC if needed and activates the feature, as a business would before using it. */
+export async function activateFeature(api: Client, customerId: string, featureId: string, providerData: Record<string, unknown> = {}) {
+  await approveKyc(api, customerId);
+  const res = await api.post('/v1/risk/features/activate', { feature_id: featureId, customer_id: customerId, provider_data: providerData });
+  if (res.status !== 200) throw new Error(`activating ${featureId} failed: ${res.text}`);
+}
+
+/** Home currencies by default (HOME_CURRENCIES): other customer accounts need `<ccy>_account`. */
+export async function enableAccountCurrency(api: Client, customerId: string, currency: string) {
+  if (['NGN', 'USD'].includes(currency)) return;
+  await activateFeature(api, customerId, `${currency.toLowerCase()}_account`, { source_of_funds: 'salary' });
+}
