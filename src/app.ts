@@ -20,6 +20,7 @@ import { BODY_LIMIT, registerTransport, requestIdFrom } from './http/transport.j
 import type { Sealer } from './lib/crypto.js';
 import { newId } from './lib/ids.js';
 import { customerRoutes } from './modules/customers/routes.js';
+import { externalAccountRoutes } from './modules/external-accounts/routes.js';
 
 export interface RouteSummary {
   method: string;
@@ -123,5 +124,6 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   app.get('/v1/openapi.json', { schema: { hide: true }, config: { noAuth: true } }, async () => app.swagger());
 
   await app.register(customerRoutes(deps));
+  await app.register(externalAccountRoutes(deps));
   return app;
 }

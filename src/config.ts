@@ -38,6 +38,20 @@ const ConfigSchema = z.object({
   SUPPORTED_CURRENCIES: csv.default(['NGN', 'USD', 'EUR', 'GBP', 'GHS', 'KES', 'UGX', 'ZAR', 'XOF', 'XAF', 'MXN']),
   /** Currencies every business may hold without activating a `<ccy>_account` feature. */
   HOME_CURRENCIES: csv.default(['NGN', 'USD']),
+  /** Sandbox rails: how long a payout, a payee verification or a mobile money prompt takes to settle on its own. */
+  SANDBOX_RAIL_DELAY_MS: z.coerce.number().int().min(0).max(86_400_000).default(5000),
+  /** Collections not paid within this many minutes expire. */
+  COLLECTION_EXPIRY_MINUTES: z.coerce.number().int().min(1).max(60 * 24 * 30).default(60 * 24),
+  /**
+   * Default payout fee and limit per rail (a business's `payout_rails` setting overrides it):
+   * JSON {"<rail>": {"fee_percent": "0.5", "fee_flat": "0", "max_amount": "1000000"}}, amounts in
+   * the source currency's major units. Rails not named use "*".
+   */
+  PAYOUT_RAIL_DEFAULTS: z
+    .string()
+    .default('{"*":{"fee_percent":"0.5","fee_flat":"0","max_amount":"1000000"}}'),
+  /** Default collection fee (percent of the amount), overridable by the `collection_fee_percent` setting. */
+  COLLECTION_FEE_PERCENT: z.string().regex(/^\d{1,2}(\.\d{1,4})?$/).default('1.5'),
   /** Whether `npm start` creates a demo business on an empty database. */
   DEMO_TENANT: z
     .enum(['true', 'false'])
