@@ -19,8 +19,12 @@ import { registerRateLimit } from './http/rate-limit.js';
 import { BODY_LIMIT, registerTransport, requestIdFrom } from './http/transport.js';
 import type { Sealer } from './lib/crypto.js';
 import { newId } from './lib/ids.js';
+import { accountRoutes } from './modules/accounts/routes.js';
 import { customerRoutes } from './modules/customers/routes.js';
 import { externalAccountRoutes } from './modules/external-accounts/routes.js';
+import { fundAccountRoutes } from './modules/simulations/fund-account.js';
+import { transactionRoutes } from './modules/transactions/routes.js';
+import { transferRoutes } from './modules/transfers/routes.js';
 
 export interface RouteSummary {
   method: string;
@@ -125,5 +129,9 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
 
   await app.register(customerRoutes(deps));
   await app.register(externalAccountRoutes(deps));
+  await app.register(accountRoutes(deps));
+  await app.register(transferRoutes(deps));
+  await app.register(transactionRoutes(deps));
+  await app.register(fundAccountRoutes(deps));
   return app;
 }
