@@ -23,6 +23,7 @@ import { accountRoutes } from './modules/accounts/routes.js';
 import { customerRoutes } from './modules/customers/routes.js';
 import { externalAccountRoutes } from './modules/external-accounts/routes.js';
 import { fundAccountRoutes } from './modules/simulations/fund-account.js';
+import { payoutSimulationRoutes } from './modules/simulations/payouts.js';
 import { transactionRoutes } from './modules/transactions/routes.js';
 import { transferRoutes } from './modules/transfers/routes.js';
 
@@ -133,5 +134,6 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   await app.register(transferRoutes(deps));
   await app.register(transactionRoutes(deps));
   await app.register(fundAccountRoutes(deps));
+  await app.register(payoutSimulationRoutes(deps));
   return app;
 }

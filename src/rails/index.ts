@@ -10,3 +10,5 @@ export type { PayeeDetails, PayoutConnector, PayoutInstruction, PayoutState, Rai
 export function payoutConnector(environment: Environment, config: Pick<Config, 'SANDBOX_RAIL_DELAY_MS'>): PayoutConnector {
   return environment === 'sandbox' ? new SandboxPayouts(config.SANDBOX_RAIL_DELAY_MS) : new ManualPayouts();
 }
+
+export { SandboxFxRates, applySpread, convertMinor, type FxRateProvider } from './fx-rates.js';

@@ -106,3 +106,8 @@ export async function claimDuePayouts(db: Queryable, limit: number, leaseSeconds
     returning tenant_id, environment, transfer_id`.execute(db);
   return result.rows;
 }
+
+/** Operator lookup by transfer id alone (the CLI has no API key to scope it). */
+export async function findPayoutByTransfer(db: Queryable, transferId: string) {
+  return db.selectFrom('rail_payouts').selectAll().where('transfer_id', '=', transferId).executeTakeFirst();
+}

@@ -4,6 +4,7 @@ import type { Db } from '../db/client.js';
 import { Idempotency } from '../http/idempotency.js';
 import type { Sealer } from '../lib/crypto.js';
 import { verifyDuePayees } from '../modules/external-accounts/service.js';
+import { dispatchPendingPayouts, settleDueSandboxPayouts } from '../modules/transfers/payout-lifecycle.js';
 
 export interface WorkerDeps {
   config: Config;
@@ -65,6 +66,8 @@ export function startWorkers(deps: WorkerDeps) {
   const jobs: Job[] = [
     { name: 'idempotency-sweep', intervalMs: 60_000, tick: async () => (await idempotency.sweep()) > 0 },
     { name: 'payee-verification', intervalMs: 1000, tick: () => verifyDuePayees(deps.db, deps.config) },
+    { name: 'payout-dispatch', intervalMs: 1000, tick: () => dispatchPendingPayouts(deps.db, deps.config) },
+    { name: 'rail-settlement', intervalMs: 1000, tick: () => settleDueSandboxPayouts(deps.db) },
   ];
   return runJobs(jobs, deps.log);
 }
