@@ -24,6 +24,9 @@ import { customerRoutes } from './modules/customers/routes.js';
 import { externalAccountRoutes } from './modules/external-accounts/routes.js';
 import { fundAccountRoutes } from './modules/simulations/fund-account.js';
 import { payoutSimulationRoutes } from './modules/simulations/payouts.js';
+import { collectionSimulationRoutes } from './modules/simulations/collections.js';
+import { collectionRoutes } from './modules/collections/routes.js';
+import { checkoutRoutes } from './modules/collections/checkout.js';
 import { transactionRoutes } from './modules/transactions/routes.js';
 import { transferRoutes } from './modules/transfers/routes.js';
 
@@ -135,5 +138,8 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   await app.register(transactionRoutes(deps));
   await app.register(fundAccountRoutes(deps));
   await app.register(payoutSimulationRoutes(deps));
+  await app.register(collectionRoutes(deps));
+  await app.register(collectionSimulationRoutes(deps));
+  await app.register(checkoutRoutes(deps));
   return app;
 }

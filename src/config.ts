@@ -62,7 +62,7 @@ const ConfigSchema = z.object({
   /** Spread taken on the FX leg of international payouts, in basis points of the mid rate. */
   PAYOUT_FX_SPREAD_BPS: z.coerce.number().int().min(0).max(2000).default(50),
   /** Default collection fee (percent of the amount), overridable by the `collection_fee_percent` setting. */
-  COLLECTION_FEE_PERCENT: z.string().regex(/^\d{1,2}(\.\d{1,4})?$/).default('1.5'),
+  COLLECTION_FEE_PERCENT: z.string().regex(/^\d{1,2}(\.\d{1,2})?$/).default('1.5'),
   /** Whether `npm start` creates a demo business on an empty database. */
   DEMO_TENANT: z
     .enum(['true', 'false'])
