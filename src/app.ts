@@ -19,6 +19,7 @@ import { registerRateLimit } from './http/rate-limit.js';
 import { BODY_LIMIT, registerTransport, requestIdFrom } from './http/transport.js';
 import type { Sealer } from './lib/crypto.js';
 import { newId } from './lib/ids.js';
+import { accountApplicationRoutes } from './modules/account-applications/routes.js';
 import { accountRoutes } from './modules/accounts/routes.js';
 import { customerRoutes } from './modules/customers/routes.js';
 import { externalAccountRoutes } from './modules/external-accounts/routes.js';
@@ -133,6 +134,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
 
   await app.register(customerRoutes(deps));
   await app.register(externalAccountRoutes(deps));
+  await app.register(accountApplicationRoutes(deps));
   await app.register(accountRoutes(deps));
   await app.register(transferRoutes(deps));
   await app.register(transactionRoutes(deps));

@@ -38,6 +38,11 @@ export interface IdempotencyOptions<T = unknown> {
   sensitive?: boolean;
   /** Success status (200 unless the contract says otherwise), or a function of the result. */
   status?: number | ((data: T) => number);
+  /**
+   * Runs the unit (work + completion) in a transaction; default: a transaction of its own. A
+   * group commit (db/group-commit.ts) passes its own to share one commit among many requests.
+   */
+  executor?: (unit: (trx: Trx) => Promise<string>) => Promise<string>;
 }
 
 /** Reads and checks the Idempotency-Key header of a POST. */
@@ -81,7 +86,9 @@ export class Idempotency {
     let status = typeof options.status === 'number' ? options.status : 200;
 
     try {
-      const text = await this.db.transaction().execute(async (trx) => {
+      reply.code(status);
+      const execute = options.executor ?? ((unit: (trx: Trx) => Promise<string>) => this.db.transaction().execute(unit));
+      const text = await execute(async (trx) => {
         const data = await work(trx);
         if (typeof options.status === 'function') status = options.status(data);
         reply.code(status);
