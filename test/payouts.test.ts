@@ -96,6 +96,16 @@ describe('domestic payout', () => {
     await reconciled();
   });
 
+  it('a retried payout with the same Idempotency-Key holds the money once', async () => {
+    const src = await account('NGN', '1000.00');
+    const dest = await payee();
+    const first = await api.post('/v1/transfer', payout(src, dest, '300.00'), { idempotencyKey: `po-${src}` });
+    const again = await api.post('/v1/transfers', payout(src, dest, '300.00'), { idempotencyKey: `po-${src}` });
+    expect(again.headers['idempotency-replayed']).toBe('true');
+    expect(again.body.data.id).toBe(first.body.data.id);
+    expect(await acct(src)).toMatchObject({ balance: '1000.00', available_balance: '698.50' });
+  });
+
   it('a payout that fails after the funds were held gives the money back exactly once', async () => {
     const src = await account('NGN', '500.00');
     const res = await api.post('/v1/transfer', payout(src, await payee(), '200.00'));
@@ -245,5 +255,37 @@ describe('payout errors change nothing', () => {
     const ok = await fees.post('/v1/transfer', body('150.00'));
     expect(ok.body.data.fee).toBe('25.00');
     expect((await fees.get(`/v1/accounts/${src}`)).body.data.available_balance).toBe('825.00');
+  });
+});
+
+describe('live: the manual connector, settled by an operator', () => {
+  it('waits for the operator, who settles or fails from the CLI path', async () => {
+    const { operatorOutcome } = await import('../src/modules/transfers/payout-operator.js');
+    const liveCustomer = (await live.post('/v1/customers', johnDoe())).body.data.id;
+    const src = (await live.post('/v1/accounts', { currency: 'NGN', label: 'live', customer_id: liveCustomer })).body.data.id;
+    // No funding simulation in live: credit the account straight through the ledger for the test.
+    const ls = { tenantId, environment: 'live' as const };
+    await t.db.transaction().execute(async (trx) =>
+      ledger.post(trx, ls, { kind: 'funding', legs: [{ accountId: await ledger.systemAccount(trx, ls, 'settlement', 'NGN'), amount: -100000n, currency: 'NGN' }, { accountId: src, amount: 100000n, currency: 'NGN' }] }),
+    );
+    const dest = (await live.post('/v1/external-accounts', { payee_type: 'bank_account', account_number: nuban(), account_name: 'Live Payee', currency: 'NGN', customer_id: liveCustomer, institution_id: gtb.id })).body.data.id;
+    await verifyDuePayees(t.db, cfg);
+    expect((await live.get(`/v1/external-accounts/${dest}`)).body.data.status).toBe('active');
+    const body = { ...payout(src, dest, '100.00'), customer_id: liveCustomer };
+    const a = (await live.post('/v1/transfer', body)).body.data.id;
+    const b = (await live.post('/v1/transfer', body)).body.data.id;
+    await dispatchPendingPayouts(t.db, cfg);
+    await settleDueSandboxPayouts(t.db);
+    expect((await live.get(`/v1/transfers/${a}`)).body.data.transfer_status).toBe('processing');
+    expect((await operatorOutcome(t.db, cfg, a, 'settled', null)).transfer_status).toBe('completed');
+    await expect(operatorOutcome(t.db, cfg, a, 'settled', null)).rejects.toMatchObject({ code: 'invalid_state_transition' });
+    expect((await operatorOutcome(t.db, cfg, b, 'failed', 'Beneficiary bank offline')).failure_reason).toBe('Beneficiary bank offline');
+    expect((await live.get(`/v1/accounts/${src}`)).body.data).toMatchObject({ balance: '899.50', available_balance: '899.50' });
+    await expect(operatorOutcome(t.db, cfg, '0190a5b0-0000-7000-8000-000000000000', 'settled', null)).rejects.toMatchObject({ code: 'not_found' });
+    const sandboxSrc = await account('NGN', '200.00');
+    const sandboxId = (await api.post('/v1/transfer', payout(sandboxSrc, await payee(), '150.00'))).body.data.id;
+    await dispatchPendingPayouts(t.db, cfg);
+    await expect(operatorOutcome(t.db, cfg, sandboxId, 'settled', null)).rejects.toMatchObject({ code: 'invalid_state_transition' });
+    expect((await ledger.reconcile(t.db, tenantId)).ok).toBe(true);
   });
 });
