@@ -289,3 +289,35 @@ describe('live: the manual connector, settled by an operator', () => {
     expect((await ledger.reconcile(t.db, tenantId)).ok).toBe(true);
   });
 });
+
+describe('races and delays', () => {
+  it('a payout settles on its own only after the sandbox delay', async () => {
+    const src = await account('NGN', '500.00');
+    const id = (await api.post('/v1/transfer', payout(src, await payee(), '100.00'))).body.data.id;
+    await dispatchPendingPayouts(t.db, { SANDBOX_RAIL_DELAY_MS: 60_000 });
+    await settleDueSandboxPayouts(t.db);
+    expect((await api.get(`/v1/transfers/${id}`)).body.data.transfer_status).toBe('processing');
+    await t.db.updateTable('rail_payouts').set({ settle_after: new Date(Date.now() - 1) }).where('transfer_id', '=', id).execute();
+    await settleDueSandboxPayouts(t.db);
+    expect((await api.get(`/v1/transfers/${id}`)).body.data.transfer_status).toBe('completed');
+  });
+
+  it('concurrent outcomes for one payout: exactly one wins, the money moves once', async () => {
+    const src = await account('NGN', '1000.00');
+    const id = (await api.post('/v1/transfer', payout(src, await payee(), '200.00'))).body.data.id;
+    await dispatchPendingPayouts(t.db, cfg);
+    const results = await Promise.all([
+      api.post(`/v1/simulations/transfers/${id}/complete`),
+      api.post(`/v1/simulations/transfers/${id}/fail`),
+      api.post(`/v1/simulations/transfers/${id}/complete`),
+      settleDueSandboxPayouts(t.db).then(() => ({ status: 0 })),
+    ]);
+    const statuses = results.slice(0, 3).map((r) => r.status);
+    const final = (await api.get(`/v1/transfers/${id}`)).body.data.transfer_status;
+    expect(['completed', 'failed']).toContain(final);
+    expect(statuses.filter((s) => s === 200).length).toBeLessThanOrEqual(1);
+    expect(statuses.every((s) => s === 200 || s === 409)).toBe(true);
+    expect(await acct(src)).toMatchObject(final === 'completed' ? { balance: '799.00', available_balance: '799.00' } : { balance: '1000.00', available_balance: '1000.00' });
+    await reconciled();
+  });
+});
