@@ -244,3 +244,22 @@ describe('access and errors', () => {
     expect((await api.get(`/v1/collections?customer_id=${customerId}&status=pending`)).status).toBe(200);
   });
 });
+
+describe('races', () => {
+  it('concurrent outcomes for one collection: exactly one wins, the money moves once', async () => {
+    const dest = await account('USD');
+    const c = (await api.post('/v1/collections', collection(dest, ['card']))).body.data;
+    const results = await Promise.all([
+      api.post(`/v1/simulations/collections/${c.id}/complete`),
+      api.post(`/v1/simulations/collections/${c.id}/fail`),
+      checkout(c.payment_link, { card_number: '4242424242424242' }),
+      api.post(`/v1/simulations/collections/${c.id}/expire`),
+    ]);
+    expect(results.filter((r) => r.status === 200).length).toBe(1);
+    expect(results.every((r) => r.status === 200 || r.status === 409)).toBe(true);
+    const final = (await api.get(`/v1/collections/${c.id}`)).body.data.status;
+    expect(await acct(dest)).toMatchObject({ balance: final === 'completed' ? '49.25' : '0.00' });
+    expect((await eventsOf(c.id)).length).toBe(2);
+    await reconciled();
+  });
+});

@@ -24,6 +24,8 @@ create table collections (
   -- Bank transfer: the reference the payer quotes; an inbound payment with it completes the collection.
   payment_reference text,
   instruction text,
+  -- Bank transfer: where to pay {account_number, account_name, bank_name} (the destination account's details).
+  bank_instructions jsonb,
   payer_phone text,
   -- Hosted checkout: the session token of the payment link, sealed (deps.sealer) like every secret at rest.
   checkout_token text,

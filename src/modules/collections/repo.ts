@@ -4,6 +4,12 @@ import type { RequestContext } from '../../http/context.js';
 import { paginate, type Page } from '../../http/pagination.js';
 import type { ListCollectionsQuery, ListSavedCardsQuery } from './schema.js';
 
+export interface BankInstructions {
+  account_number: string;
+  account_name: string | null;
+  bank_name: string | null;
+}
+
 export type CollectionStatus = 'pending' | 'completed' | 'failed' | 'expired';
 export type Method = 'card' | 'bank_transfer' | 'mobile_money';
 
@@ -28,6 +34,7 @@ export interface CollectionsTable {
   failure_reason: string | null;
   payment_reference: string | null;
   instruction: string | null;
+  bank_instructions: ColumnType<BankInstructions | null, string | null, never>;
   payer_phone: string | null;
   checkout_token: string | null;
   saved_card_id: string | null;

@@ -37,10 +37,9 @@ export function sessionMatches(sealer: Sealer, row: repo.CollectionRow, session:
   return constantTimeEqual(Buffer.from(sealer.open(row.checkout_token, sealContext(row.id))), Buffer.from(session));
 }
 
-export function toResponse(d: Pick<CollectionDeps, 'sealer' | 'baseUrl'>, row: repo.CollectionRow, bank?: { account_number: string; account_name: string | null; bank_name: string | null }): CollectionResponse {
+export function toResponse(d: Pick<CollectionDeps, 'sealer' | 'baseUrl'>, row: repo.CollectionRow): CollectionResponse {
   const link = row.status === 'pending' ? paymentLink(d, row) : null;
-  const meta = row.metadata as Record<string, unknown>;
-  const bankTransfer = (bank ?? (meta._bank as typeof bank)) ?? null;
+  const bankTransfer = row.bank_instructions;
   return {
     id: row.id, transaction_id: row.id, kind: row.kind, status: row.status, transaction_status: row.status, detailed_status: row.detailed_status,
     method: row.method, amount: formatAmount(row.amount, row.currency), currency: row.currency, country: row.country,
@@ -52,7 +51,7 @@ export function toResponse(d: Pick<CollectionDeps, 'sealer' | 'baseUrl'>, row: r
       ? { ...bankTransfer, reference: row.payment_reference, amount: formatAmount(row.amount, row.currency), currency: row.currency }
       : null,
     failure_code: row.failure_code, failure_reason: row.failure_reason,
-    metadata: Object.fromEntries(Object.entries(meta).filter(([k]) => !k.startsWith('_'))),
+    metadata: row.metadata,
     account_transaction_id: row.transaction_id,
     expires_at: row.expires_at.toISOString(), date_created: row.created_at.toISOString(), date_updated: row.updated_at.toISOString(),
   };
@@ -128,11 +127,17 @@ export async function insertPending(trx: Queryable, ctx: Scope, d: CollectionDep
     payer_phone: c.payerPhone ?? null,
     checkout_token: c.method === 'card' ? d.sealer.seal(randomBase62(43), sealContext(id)) : null,
     saved_card_id: null, ledger_transaction_id: null, transaction_id: null,
-    metadata: { ...(c.metadata ?? {}), ...(c.bank && c.method === 'bank_transfer' ? { _bank: c.bank } : {}) },
+    bank_instructions: c.bank && c.method === 'bank_transfer' ? c.bank : null,
+    metadata: c.metadata ?? {},
     expires_at: expires, completed_at: null, created_at: now, updated_at: now,
   };
   const { created_at: _created, updated_at: _updated, ...insertable } = row;
-  await repo.insertCollection(trx, { ...insertable, methods: JSON.stringify(row.methods), metadata: JSON.stringify(row.metadata) });
+  await repo.insertCollection(trx, {
+    ...insertable,
+    methods: JSON.stringify(row.methods),
+    metadata: JSON.stringify(row.metadata),
+    bank_instructions: row.bank_instructions ? JSON.stringify(row.bank_instructions) : null,
+  });
   await recordEvent(trx, ctx, 'collection.status.pending', toResponse(d, row));
   return row;
 }
