@@ -180,7 +180,10 @@ describe('mobile money collections', () => {
   it('the payer approves or declines the prompt', async () => {
     const dest = await account('USD');
     expect((await api.post('/v1/collections', collection(dest, ['mobile_money']))).status).toBe(400);
-    const body = collection(dest, ['mobile_money'], { source: { source_type: 'external', methods: ['mobile_money'], phone_number: '+233241234567' } });
+    const wrongCountry = await api.post('/v1/collections', collection(dest, ['mobile_money'], { source: { source_type: 'external', methods: ['mobile_money'], phone_number: '+233241234567' } }));
+    expect(wrongCountry.status).toBe(400);
+    expect(wrongCountry.body.error.details[0].field).toBe('source.phone_number');
+    const body = collection(dest, ['mobile_money'], { country: 'GH', source: { source_type: 'external', methods: ['mobile_money'], phone_number: '+233241234567' } });
     const a = (await api.post('/v1/collections', body)).body.data;
     expect(a.instruction).toContain('+233241234567');
     expect((await api.post(`/v1/simulations/collections/${a.id}/complete`, {})).body.data.status).toBe('completed');

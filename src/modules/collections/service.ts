@@ -6,7 +6,7 @@ import type { Page } from '../../http/pagination.js';
 import { constantTimeEqual, randomBase62, type Sealer } from '../../lib/crypto.js';
 import { newId } from '../../lib/ids.js';
 import { formatAmount, parseAmount } from '../../lib/money.js';
-import { Phone } from '../../lib/validators.js';
+import { checkMobileMoneyNumber } from '../../lib/payee-validation.js';
 import * as accounts from '../accounts/service.js';
 import { requireCustomer } from '../customers/service.js';
 import { computeFee } from '../transfers/fees.js';
@@ -149,9 +149,11 @@ export async function createCollection(trx: Queryable, ctx: Scope, d: Collection
   const method = pickMethod(body.source.methods);
   let phone: string | null = null;
   if (method === 'mobile_money') {
-    const parsed = Phone.safeParse(body.source.phone_number ?? '');
-    if (!parsed.success) throw validationError([{ field: 'source.phone_number', code: 'invalid', message: 'The payer\'s wallet number in E.164 format (e.g. +233241234567)' }]);
-    phone = parsed.data;
+    const check = checkMobileMoneyNumber(body.source.phone_number ?? '', body.country, []);
+    if (!check.ok) {
+      throw validationError([{ field: 'source.phone_number', code: body.source.phone_number ? 'invalid' : 'required', message: `The payer's mobile wallet number in ${body.country}, E.164 (${check.reason})` }]);
+    }
+    phone = check.e164;
   }
   const account = await destinationAccount(trx, ctx, body.destination, body.currency);
   const bank = { account_number: account.account_number, account_name: account.bank_details.account_name ?? null, bank_name: account.bank_details.bank_name ?? null };

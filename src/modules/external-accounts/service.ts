@@ -86,7 +86,7 @@ function columnsOf(body: CreateExternalAccountBody) {
     bank_name: body.bank_name ?? inst?.name ?? null,
     address,
   };
-  const identifier = [cols.routing_number, cols.sort_code, cols.iban ?? cols.account_number ?? cols.phone_number].filter(Boolean).join('/');
+  const identifier = [cols.routing_number, cols.sort_code, cols.bic, cols.iban ?? cols.account_number ?? cols.phone_number].filter(Boolean).join('/');
   return { cols, dedupeKey: `${body.payee_type}:${body.currency}:${inst?.id ?? ''}:${identifier}` };
 }
 
