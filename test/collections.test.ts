@@ -266,3 +266,19 @@ describe('races', () => {
     await reconciled();
   });
 });
+
+describe('secrets at rest', () => {
+  it('keeps the checkout session out of events and stored idempotent responses', async () => {
+    const dest = await account('USD');
+    const res = await api.post('/v1/collections', collection(dest, ['card']), { idempotencyKey: `col-${dest}` });
+    const session = new URL(res.body.data.payment_link).searchParams.get('session')!;
+    const replay = await api.post('/v1/collections', collection(dest, ['card']), { idempotencyKey: `col-${dest}` });
+    expect(replay.headers['idempotency-replayed']).toBe('true');
+    expect(replay.body.data.payment_link).toBe(res.body.data.payment_link);
+    const text = (rows: unknown) => JSON.stringify(rows, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v));
+    const stored = text(await t.db.selectFrom('idempotency_keys').selectAll().execute());
+    const events = text(await t.db.selectFrom('events').selectAll().execute());
+    const rows = text(await t.db.selectFrom('collections').selectAll().execute());
+    for (const dump of [stored, events, rows]) expect(dump).not.toContain(session);
+  });
+});

@@ -43,7 +43,9 @@ export function collectionRoutes(deps: Deps): FastifyPluginAsyncZod {
           response: { 200: envelope(CollectionResponse) },
         },
       },
-      (req, reply) => deps.idempotency.run(req, reply, 'collections.create', (trx) => service.createCollection(trx, req.ctx, collectionDeps(deps, req), req.body)),
+      // sensitive: the stored response holds the checkout session token (sealed at rest).
+      (req, reply) =>
+        deps.idempotency.run(req, reply, 'collections.create', (trx) => service.createCollection(trx, req.ctx, collectionDeps(deps, req), req.body), { sensitive: true }),
     );
 
     app.get(
@@ -69,7 +71,10 @@ export function collectionRoutes(deps: Deps): FastifyPluginAsyncZod {
     app.post(
       '/v1/collections/cards/payment-intents',
       { schema: { tags, summary: 'Create a card payment intent', description: 'With `card_token` the saved card is charged at once.', body: CreatePaymentIntentBody, response: { 200: envelope(PaymentIntentResponse) } } },
-      (req, reply) => deps.idempotency.run(req, reply, 'collections.payment_intents.create', (trx) => cards.createPaymentIntent(trx, req.ctx, collectionDeps(deps, req), req.body)),
+      (req, reply) =>
+        deps.idempotency.run(req, reply, 'collections.payment_intents.create', (trx) => cards.createPaymentIntent(trx, req.ctx, collectionDeps(deps, req), req.body), {
+          sensitive: true,
+        }),
     );
 
     app.post(

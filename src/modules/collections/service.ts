@@ -138,7 +138,9 @@ export async function insertPending(trx: Queryable, ctx: Scope, d: CollectionDep
     metadata: JSON.stringify(row.metadata),
     bank_instructions: row.bank_instructions ? JSON.stringify(row.bank_instructions) : null,
   });
-  await recordEvent(trx, ctx, 'collection.status.pending', toResponse(d, row));
+  // The payment link is a bearer capability for the payer: it goes back in the API response only,
+  // never into the outbox (events are stored and delivered in clear).
+  await recordEvent(trx, ctx, 'collection.status.pending', { ...toResponse(d, row), payment_link: null, raw_payment_link: null });
   return row;
 }
 
