@@ -140,7 +140,8 @@ export async function insertPending(trx: Queryable, ctx: Scope, d: CollectionDep
   });
   // The payment link is a bearer capability for the payer: it goes back in the API response only,
   // never into the outbox (events are stored and delivered in clear).
-  await recordEvent(trx, ctx, 'collection.status.pending', { ...toResponse(d, row), payment_link: null, raw_payment_link: null });
+  const eventData: CollectionResponse = { ...toResponse(d, row), payment_link: null, raw_payment_link: null };
+  await recordEvent(trx, ctx, 'collection.status.pending', eventData);
   return row;
 }
 
