@@ -23,7 +23,12 @@ import { accountApplicationRoutes } from './modules/account-applications/routes.
 import { accountRoutes } from './modules/accounts/routes.js';
 import { customerRoutes } from './modules/customers/routes.js';
 import { fxRoutes } from './modules/fx/routes.js';
+import { externalAccountRoutes } from './modules/external-accounts/routes.js';
 import { fundAccountRoutes } from './modules/simulations/fund-account.js';
+import { payoutSimulationRoutes } from './modules/simulations/payouts.js';
+import { collectionSimulationRoutes } from './modules/simulations/collections.js';
+import { collectionRoutes } from './modules/collections/routes.js';
+import { checkoutRoutes } from './modules/collections/checkout.js';
 import { transactionRoutes } from './modules/transactions/routes.js';
 import { transferRoutes } from './modules/transfers/routes.js';
 import { webhookRoutes } from './modules/webhooks/routes.js';
@@ -132,6 +137,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   app.get('/v1/openapi.json', { schema: { hide: true }, config: { noAuth: true } }, async () => app.swagger());
 
   await app.register(customerRoutes(deps));
+  await app.register(externalAccountRoutes(deps));
   await app.register(accountApplicationRoutes(deps));
   await app.register(accountRoutes(deps));
   await app.register(transferRoutes(deps));
@@ -141,5 +147,9 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   await app.register(kycRoutes(deps));
   await app.register(featureRoutes(deps));
   await app.register(fxRoutes(deps));
+  await app.register(payoutSimulationRoutes(deps));
+  await app.register(collectionRoutes(deps));
+  await app.register(collectionSimulationRoutes(deps));
+  await app.register(checkoutRoutes(deps));
   return app;
 }

@@ -5,6 +5,7 @@ import { openDatabase } from './db/client.js';
 import { migrate } from './db/migrate.js';
 import { openRuntime } from './runtime.js';
 import { reconcile } from './ledger/index.js';
+import { operatorOutcome } from './modules/transfers/payout-operator.js';
 import { createTenant, ENVIRONMENTS, rotateKeys, ROTATION_EXPIRY_SECONDS, setSettings } from './modules/tenants/service.js';
 import type { Environment } from './http/context.js';
 import { AppError } from './http/errors.js';
@@ -25,6 +26,8 @@ const USAGE = `Usage: npm run --silent cli -- <command> [options]
   kyc review --tenant ID --customer ID --outcome approved|rejected [--env live|sandbox] [--level basic|intermediate] [--json]
                                               decide a KYC case waiting in manual review (default --env live)
   migrate                                     apply pending database migrations
+  payouts settle|fail|return --transfer ID [--reason TEXT] [--json]
+                                              record a live (manual connector) payout's result
   ledger reconcile [--tenant ID] [--json]     prove zero-sum per transaction and balance = sum of entries (exit 1 on a mismatch)
 `;
 
@@ -125,8 +128,19 @@ const commands: Record<string, Command> = {
       throw err;
     }
   },
+  'payouts settle': (args, handle) => payoutOutcome(args, handle, 'settled'),
+  'payouts fail': (args, handle) => payoutOutcome(args, handle, 'failed'),
+  'payouts return': (args, handle) => payoutOutcome(args, handle, 'returned'),
   migrate: async () => undefined,
 };
+
+async function payoutOutcome(args: string[], handle: DatabaseHandle, outcome: 'settled' | 'failed' | 'returned') {
+  const { values } = parseArgs({ args, options: { transfer: { type: 'string' }, reason: { type: 'string' }, json: { type: 'boolean' } } });
+  if (!values.transfer) fail('payouts settle|fail|return needs --transfer ID');
+  const config = loadConfig(process.env, { LOG_LEVEL: 'silent' });
+  const transfer = await operatorOutcome(handle.db, config, values.transfer, outcome, values.reason?.trim() || null);
+  print(transfer, Boolean(values.json), () => `Transfer ${transfer.id} is now ${transfer.transfer_status}`);
+}
 
 async function main() {
   const argv = process.argv.slice(2);

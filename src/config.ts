@@ -76,6 +76,31 @@ const ConfigSchema = z.object({
       }
     }, 'Must be a JSON object')
     .optional(),
+  /** Sandbox rails: how long a payout, a payee verification or a mobile money prompt takes to settle on its own. */
+  SANDBOX_RAIL_DELAY_MS: z.coerce.number().int().min(0).max(86_400_000).default(5000),
+  /** Collections not paid within this many minutes expire. */
+  COLLECTION_EXPIRY_MINUTES: z.coerce.number().int().min(1).max(60 * 24 * 30).default(60 * 24),
+  /**
+   * Default payout fees per rail and currency, in the fee-rule format of transfers/fees.ts:
+   * {"<rail>|*": {"<currency>|*": {"flat": "1.00", "bps": 50, "min": "…", "max": "…"}}}. A business's
+   * `fees.payout_<rail>` setting replaces the rule of its rail.
+   */
+  PAYOUT_FEES: z.string().default('{"*":{"*":{"bps":50}}}'),
+  /**
+   * Default largest single payout per rail and source currency (major units):
+   * {"<rail>|*": {"<currency>|*": "100000"}}. A business's `payout_limits` setting (same shape) wins.
+   */
+  PAYOUT_LIMITS: z
+    .string()
+    .default('{"*":{"USD":"100000","EUR":"100000","GBP":"100000","NGN":"150000000","GHS":"1000000","KES":"10000000","UGX":"300000000","ZAR":"1500000"}}'),
+  /** Sandbox FX mid rates per USD (international payouts); a real provider replaces them. */
+  SANDBOX_FX_RATES: z
+    .string()
+    .default('{"NGN":"1500","GHS":"15.5","KES":"129.5","UGX":"3700","ZAR":"18.2","EUR":"0.92","GBP":"0.79","XOF":"603.5","XAF":"603.5","MXN":"17.1"}'),
+  /** Spread taken on the FX leg of international payouts, in basis points of the mid rate. */
+  PAYOUT_FX_SPREAD_BPS: z.coerce.number().int().min(0).max(2000).default(50),
+  /** Default collection fee (percent of the amount), overridable by the `collection_fee_percent` setting. */
+  COLLECTION_FEE_PERCENT: z.string().regex(/^\d{1,2}(\.\d{1,2})?$/).default('1.5'),
   /**
    * PostgreSQL group commit for transfers: up to this many transfers share one commit (each in its
    * own savepoint; at most 60 keeps the savepoints inside PostgreSQL's 64 cached subtransactions);

@@ -119,7 +119,7 @@ describe('internal transfers', () => {
     const card = await api.post('/v1/transfer', { ...transfer(a, b, 1), destination: { destination_type: 'card', id: b } });
     expect(card.status).toBe(400);
     expect(card.body.error.details[0].field).toBe('destination.destination_type');
-    expect((await api.post('/v1/transfer', { ...transfer(a, b, 1), destination: { destination_type: 'external_account', id: b } })).status).toBe(400);
+    expect((await api.post('/v1/transfer', { ...transfer(a, b, 1), destination: { destination_type: 'external_account', id: b } })).status).toBe(404); // an internal account id is no external account (payouts: test/payouts.test.ts)
     expect((await api.post('/v1/transfer', transfer(a, b, 1, { customer_id: customerId }))).status).toBe(400);
     expect((await api.post('/v1/transfer', transfer(a, b, 1), { idempotencyKey: null })).body.error.code).toBe('missing_idempotency_key');
   });

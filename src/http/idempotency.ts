@@ -33,11 +33,11 @@ const KEY_RE = /^[\x20-\x7e]{1,255}$/;
 /** Business outcomes that are stored and replayed; anything else (400, 401, 403, 429, 5xx) is not. */
 const STORED_ERROR_STATUSES = new Set([404, 409, 412, 422]);
 
-export interface IdempotencyOptions {
+export interface IdempotencyOptions<T = unknown> {
   /** The response holds a secret (new keys, webhook secrets): sealed at rest. */
   sensitive?: boolean;
-  /** Success status (200 unless the contract says otherwise). */
-  status?: number;
+  /** Success status (200 unless the contract says otherwise), or a function of the result. */
+  status?: number | ((data: T) => number);
   /**
    * Runs the unit (work + completion) in a transaction; default: a transaction of its own. A
    * group commit (db/group-commit.ts) passes its own to share one commit among many requests.
@@ -75,7 +75,7 @@ export class Idempotency {
     reply: FastifyReply,
     operation: string,
     work: (trx: Trx) => Promise<T>,
-    options: IdempotencyOptions = {},
+    options: IdempotencyOptions<T> = {},
   ): Promise<{ data: T; error: null }> {
     const { tenantId, environment } = request.ctx;
     const key = idempotencyKeyOf(request);
@@ -83,13 +83,15 @@ export class Idempotency {
     const scope = { tenant_id: tenantId, environment, key };
     const claimToken = await this.claim(scope, fingerprint);
     const sealContext = `${tenantId}:${environment}:${key}`;
-    const status = options.status ?? 200;
+    let status = typeof options.status === 'number' ? options.status : 200;
 
     try {
       reply.code(status);
       const execute = options.executor ?? ((unit: (trx: Trx) => Promise<string>) => this.db.transaction().execute(unit));
       const text = await execute(async (trx) => {
         const data = await work(trx);
+        if (typeof options.status === 'function') status = options.status(data);
+        reply.code(status);
         // Serialized by the route's response schema, so a replay is byte for byte the same.
         const serialized = reply.serialize(ok(data)) as string;
         await this.complete(trx, scope, claimToken, status, serialized, options.sensitive, sealContext);

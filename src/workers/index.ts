@@ -5,6 +5,9 @@ import { Idempotency } from '../http/idempotency.js';
 import type { Sealer } from '../lib/crypto.js';
 import { webhookJobs, type DeliveryOptions } from '../modules/webhooks/delivery.js';
 import { limitOrderJob } from '../modules/fx/worker.js';
+import { verifyDuePayees } from '../modules/external-accounts/service.js';
+import { dispatchPendingPayouts, settleDueSandboxPayouts } from '../modules/transfers/payout-lifecycle.js';
+import { expireDueCollections } from '../modules/collections/lifecycle.js';
 
 export interface WorkerDeps {
   config: Config;
@@ -72,6 +75,15 @@ export function startWorkers(deps: WorkerDeps, options: WorkerOptions = {}) {
     { name: 'idempotency-sweep', intervalMs: 60_000, tick: async () => (await idempotency.sweep()) > 0 },
     ...webhookJobs({ db: deps.db, sealer: deps.sealer, log: deps.log }, options.webhooks),
     limitOrderJob(deps.db),
+    { name: 'payee-verification', intervalMs: 1000, tick: () => verifyDuePayees(deps.db, deps.config) },
+    { name: 'payout-dispatch', intervalMs: 1000, tick: () => dispatchPendingPayouts(deps.db, deps.config) },
+    { name: 'rail-settlement', intervalMs: 1000, tick: () => settleDueSandboxPayouts(deps.db) },
+    {
+      name: 'collection-expiry',
+      intervalMs: 10_000,
+      // Links are not rendered by the job, so the base URL does not matter here.
+      tick: () => expireDueCollections(deps.db, { config: deps.config, sealer: deps.sealer, baseUrl: deps.config.PUBLIC_BASE_URL ?? '' }),
+    },
   ];
   return runJobs(jobs, deps.log);
 }

@@ -10,6 +10,9 @@ import { parseAmount } from '../../lib/money.js';
 import { UuidParam } from '../../lib/validators.js';
 import * as ledger from '../../ledger/index.js';
 import * as accounts from '../accounts/service.js';
+import { settleInboundTransfer } from '../collections/lifecycle.js';
+import type { CollectionDeps } from '../collections/service.js';
+import { collectionDeps } from '../collections/routes.js';
 import { TransactionResponse } from '../transactions/schema.js';
 import * as transactions from '../transactions/service.js';
 
@@ -23,7 +26,7 @@ const FundBody = z
 type FundBody = z.infer<typeof FundBody>;
 
 /** Sandbox: an inbound bank transfer credits the account, from the settlement system account. */
-export async function fundAccount(trx: Trx, ctx: RequestContext, accountId: string, body: FundBody) {
+export async function fundAccount(trx: Trx, ctx: RequestContext, accountId: string, body: FundBody, collections?: CollectionDeps) {
   if (ctx.environment !== 'sandbox') throw notFound('Route');
   const account = (await accounts.lockForMovement(trx, ctx, [accountId])).get(accountId);
   if (!account) throw notFound('Account');
@@ -58,6 +61,10 @@ export async function fundAccount(trx: Trx, ctx: RequestContext, accountId: stri
       },
     ],
   });
+  // An inbound payment quoting a pending bank-transfer collection's reference completes it.
+  if (body.reference && collections) {
+    await settleInboundTransfer(trx, ctx, collections, { accountId: account.id, amount, reference: body.reference, transactionId: row!.id, ledgerTransactionId: posting.id });
+  }
   return transactions.toTransactionResponse(row!);
 }
 
@@ -76,7 +83,7 @@ export function fundAccountRoutes(deps: Deps): FastifyPluginAsyncZod {
         },
       },
       (req, reply) =>
-        deps.idempotency.run(req, reply, 'simulations.accounts.fund', (trx) => fundAccount(trx, req.ctx, req.params.account_id, req.body)),
+        deps.idempotency.run(req, reply, 'simulations.accounts.fund', (trx) => fundAccount(trx, req.ctx, req.params.account_id, req.body, collectionDeps(deps, req))),
     );
   };
 }

@@ -125,3 +125,21 @@ export async function exportPage(db: Queryable, ctx: Scope, query: VolumeQuery, 
   if (beforeId) q = q.where('id', '<', beforeId);
   return q.orderBy('id', 'desc').limit(size).execute();
 }
+
+/** A pending transaction's outcome (two-phase movements: payouts, collections). */
+export async function finishPending(
+  db: Queryable,
+  ctx: Scope,
+  id: string,
+  patch: { status: 'completed' | 'failed'; balance_before?: bigint | null; balance_after?: bigint | null; ledger_transaction_id?: string | null },
+) {
+  return db
+    .updateTable('transactions')
+    .set({ ...patch, updated_at: new Date() })
+    .where('tenant_id', '=', ctx.tenantId)
+    .where('environment', '=', ctx.environment)
+    .where('id', '=', id)
+    .where('status', '=', 'pending')
+    .returningAll()
+    .executeTakeFirst();
+}

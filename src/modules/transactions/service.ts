@@ -164,3 +164,23 @@ export async function* exportTransactions(
     before = rows[rows.length - 1]!.id;
   }
 }
+
+/**
+ * Completes or fails a pending transaction (a held payout that settled or failed). On completion
+ * the posting gives the account's balance before and after, as for any other movement.
+ */
+export async function finishPending(
+  trx: Queryable,
+  ctx: Scope,
+  id: string,
+  status: 'completed' | 'failed',
+  postings: PostedTransaction[] = [],
+): Promise<TransactionRow | undefined> {
+  const row = await repo.findTransaction(trx, ctx, id);
+  if (!row) return undefined;
+  const entries = postings.flatMap((p) => p.entries.filter((e) => e.accountId === row.account_id));
+  const last = entries[entries.length - 1];
+  const total = entries.reduce((sum, e) => sum + e.amount, 0n);
+  const balances = last ? { balance_before: last.balanceAfter - total, balance_after: last.balanceAfter } : {};
+  return repo.finishPending(trx, ctx, id, { status, ...balances, ledger_transaction_id: postings[0]?.id ?? null });
+}

@@ -70,3 +70,46 @@ export async function listTransfers(db: Queryable, ctx: Scope, query: ListTransf
   }
   return paginate<TransferRow>(db, base, 'transfers.id', query, (qb) => qb.selectAll());
 }
+
+/** The transfer, row-locked until the caller commits (payout outcomes serialize on it). */
+export async function findTransferForUpdate(db: Queryable, ctx: Scope, id: string) {
+  return db
+    .selectFrom('transfers')
+    .selectAll()
+    .where('tenant_id', '=', ctx.tenantId)
+    .where('environment', '=', ctx.environment)
+    .where('id', '=', id)
+    .forUpdate()
+    .executeTakeFirst();
+}
+
+/** Moves a transfer from `from` to a new status, at most once (the status condition guards it). */
+export async function moveTransfer(
+  db: Queryable,
+  ctx: Scope,
+  id: string,
+  from: TransferStatus[],
+  patch: { status: TransferStatus; failure_reason?: string | null; ledger_transaction_id?: string | null },
+) {
+  return db
+    .updateTable('transfers')
+    .set({ ...patch, updated_at: new Date() })
+    .where('tenant_id', '=', ctx.tenantId)
+    .where('environment', '=', ctx.environment)
+    .where('id', '=', id)
+    .where('status', 'in', from)
+    .returningAll()
+    .executeTakeFirst();
+}
+
+/** Pending payouts not yet handed to their rail, oldest first, across businesses (dispatch job). */
+export async function pendingPayouts(db: Queryable, limit: number) {
+  return db
+    .selectFrom('transfers')
+    .select(['id', 'tenant_id', 'environment'])
+    .where('status', '=', 'pending')
+    .where('destination_type', '=', 'external_account')
+    .orderBy('id')
+    .limit(limit)
+    .execute();
+}

@@ -29,7 +29,11 @@ export function transferRoutes(deps: Deps): FastifyPluginAsyncZod {
             summary: 'Create a transfer',
             description:
               'Internal transfers (destination_type internal_account) complete at once: 422 insufficient_funds moves nothing, ' +
-              '409 account_frozen when the source is frozen, 422 currency_mismatch across currencies.',
+              '409 account_frozen when the source is frozen, 422 currency_mismatch across currencies. ' +
+              'Transfers to an external_account (payouts) hold amount + fee and answer `pending`; the rail (taken from the payee type, ' +
+              '`rail` optional) then moves them to processing, completed, failed or returned (transfer.status.* events). When the payee ' +
+              'is paid in another currency the rate is locked now: `local_amount`, `local_currency` and `rate` show what it receives. ' +
+              '`additional_information` (the remitter) is required for bank_account and mobile_money payees.',
             body: CreateTransferBody,
             response: { 200: envelope(TransferResponse) },
           },
@@ -37,7 +41,7 @@ export function transferRoutes(deps: Deps): FastifyPluginAsyncZod {
         (req, reply) => {
           const keys = [req.body.source.id, ...(req.body.destination.id ? [req.body.destination.id] : [])];
           const executor = batcher ? (unit: (trx: Trx) => Promise<string>) => batcher.run(unit, keys) : undefined;
-          return deps.idempotency.run(req, reply, 'transfers.create', (trx) => service.createTransfer(trx, req.ctx, req.body), {
+          return deps.idempotency.run(req, reply, 'transfers.create', (trx) => service.createTransfer(trx, req.ctx, req.body, deps.config), {
             ...(executor ? { executor } : {}),
           });
         },

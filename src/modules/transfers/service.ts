@@ -3,6 +3,7 @@ import type { RequestContext } from '../../http/context.js';
 import { AppError, notFound, validationError } from '../../http/errors.js';
 import type { Page } from '../../http/pagination.js';
 import { newId } from '../../lib/ids.js';
+import { externalTransfer, type PayoutConfig } from './external.js';
 import { internalTransfer } from './internal.js';
 import { toTransferResponse } from './format.js';
 import * as repo from './repo.js';
@@ -24,7 +25,7 @@ function unsupportedDestination(type: string, why: string): AppError {
  * moves the money through the ledger, writes the transfer and its transactions and events, all
  * in `trx` (the idempotency transaction). Card and external-account branches plug in here.
  */
-export async function createTransfer(trx: Trx, ctx: RequestContext, body: CreateTransferBody): Promise<TransferResponse> {
+export async function createTransfer(trx: Trx, ctx: RequestContext, body: CreateTransferBody, config: PayoutConfig): Promise<TransferResponse> {
   if (body.source.source_type !== 'internal_account') {
     throw validationError([{ field: 'source.source_type', code: 'unsupported', message: 'Only internal_account sources are supported (fiat only)' }]);
   }
@@ -37,7 +38,8 @@ export async function createTransfer(trx: Trx, ctx: RequestContext, body: Create
     case 'card':
       throw unsupportedDestination('card', 'Card destinations are not available yet');
     case 'external_account':
-      throw unsupportedDestination('external_account', 'External account destinations are not available yet');
+      if (!body.destination.id) throw validationError([{ field: 'destination.id', code: 'required', message: 'Required' }]);
+      return toTransferResponse(await externalTransfer(trx, ctx, config, id, body));
     case 'crypto_wallet':
       throw unsupportedDestination('crypto_wallet', 'This service is fiat only');
   }

@@ -1,0 +1,202 @@
+import { sql, type ColumnType, type Insertable, type Selectable, type Updateable } from 'kysely';
+import type { Queryable } from '../../db/client.js';
+import type { RequestContext } from '../../http/context.js';
+import { paginate, type Page } from '../../http/pagination.js';
+import type { ListCollectionsQuery, ListSavedCardsQuery } from './schema.js';
+
+export interface BankInstructions {
+  account_number: string;
+  account_name: string | null;
+  bank_name: string | null;
+}
+
+export type CollectionStatus = 'pending' | 'completed' | 'failed' | 'expired';
+export type Method = 'card' | 'bank_transfer' | 'mobile_money';
+
+export interface CollectionsTable {
+  id: string;
+  tenant_id: string;
+  environment: string;
+  kind: 'collection' | 'payment_intent';
+  customer_id: string;
+  client_customer_id: string | null;
+  client_reference: string | null;
+  method: Method;
+  methods: ColumnType<string[], string, never>;
+  amount: bigint;
+  currency: string;
+  country: string;
+  destination_account_id: string;
+  status: ColumnType<CollectionStatus, CollectionStatus | undefined, CollectionStatus>;
+  detailed_status: ColumnType<string, string | undefined, string>;
+  fee: ColumnType<bigint, bigint | undefined, bigint>;
+  failure_code: string | null;
+  failure_reason: string | null;
+  payment_reference: string | null;
+  instruction: string | null;
+  bank_instructions: ColumnType<BankInstructions | null, string | null, never>;
+  payer_phone: string | null;
+  checkout_token: string | null;
+  saved_card_id: string | null;
+  ledger_transaction_id: string | null;
+  transaction_id: string | null;
+  metadata: ColumnType<Record<string, unknown>, string | undefined, never>;
+  expires_at: Date;
+  completed_at: Date | null;
+  created_at: ColumnType<Date, never, never>;
+  updated_at: ColumnType<Date, never, Date>;
+}
+
+export interface SavedCardsTable {
+  id: string;
+  tenant_id: string;
+  environment: string;
+  customer_id: string | null;
+  client_customer_id: string | null;
+  card_token: string;
+  card_sealed: string;
+  card_last4: string;
+  card_brand: string;
+  card_exp_month: string;
+  card_exp_year: string;
+  is_default: ColumnType<boolean, boolean | undefined, boolean>;
+  billing_info: ColumnType<Record<string, unknown> | null, string | null, string | null>;
+  deleted_at: ColumnType<Date | null, never, Date>;
+  created_at: ColumnType<Date, never, never>;
+}
+
+declare module '../../db/types.js' {
+  interface Database {
+    collections: CollectionsTable;
+    saved_cards: SavedCardsTable;
+  }
+}
+
+export type CollectionRow = Selectable<CollectionsTable>;
+export type SavedCardRow = Selectable<SavedCardsTable>;
+type Scope = Pick<RequestContext, 'tenantId' | 'environment'>;
+
+export async function insertCollection(db: Queryable, row: Insertable<CollectionsTable>) {
+  await db.insertInto('collections').values(row).execute();
+}
+
+export async function findCollection(db: Queryable, ctx: Scope, id: string, forUpdate = false) {
+  let q = db
+    .selectFrom('collections')
+    .selectAll()
+    .where('tenant_id', '=', ctx.tenantId)
+    .where('environment', '=', ctx.environment)
+    .where('id', '=', id);
+  if (forUpdate) q = q.forUpdate();
+  return q.executeTakeFirst();
+}
+
+/** The hosted checkout page has no API key: it finds the collection by id, then checks the session token. */
+export async function findCollectionById(db: Queryable, id: string, forUpdate = false) {
+  let q = db.selectFrom('collections').selectAll().where('id', '=', id);
+  if (forUpdate) q = q.forUpdate();
+  return q.executeTakeFirst();
+}
+
+/** A pending bank-transfer collection into `accountId` waiting for this payment reference. */
+export async function findByPaymentReference(db: Queryable, ctx: Scope, accountId: string, reference: string) {
+  return db
+    .selectFrom('collections')
+    .selectAll()
+    .where('tenant_id', '=', ctx.tenantId)
+    .where('environment', '=', ctx.environment)
+    .where('payment_reference', '=', reference)
+    .where('destination_account_id', '=', accountId)
+    .forUpdate()
+    .executeTakeFirst();
+}
+
+export async function listCollections(db: Queryable, ctx: Scope, query: ListCollectionsQuery): Promise<Page<CollectionRow>> {
+  let base = db.selectFrom('collections').where('tenant_id', '=', ctx.tenantId).where('environment', '=', ctx.environment);
+  if (query.status) base = base.where('status', '=', query.status);
+  if (query.customer_id) base = base.where('customer_id', '=', query.customer_id);
+  if (query.method) base = base.where('method', '=', query.method);
+  return paginate<CollectionRow>(db, base, 'collections.id', query, (qb) => qb.selectAll());
+}
+
+/** pending -> a final status, at most once (the status condition guards it). */
+export async function finishCollection(db: Queryable, ctx: Scope, id: string, patch: Updateable<CollectionsTable> & { status: CollectionStatus }) {
+  return db
+    .updateTable('collections')
+    .set({ ...patch, updated_at: new Date() })
+    .where('tenant_id', '=', ctx.tenantId)
+    .where('environment', '=', ctx.environment)
+    .where('id', '=', id)
+    .where('status', '=', 'pending')
+    .returningAll()
+    .executeTakeFirst();
+}
+
+/** Pending collections past their expiry, across businesses, locked for the expiry job. */
+export async function dueForExpiry(db: Queryable, limit: number) {
+  const result = await sql<{ id: string; tenant_id: string; environment: string }>`
+    select id, tenant_id, environment from collections
+    where status = 'pending' and expires_at <= now()
+    order by expires_at limit ${limit}
+    for update skip locked`.execute(db);
+  return result.rows;
+}
+
+export async function insertSavedCard(db: Queryable, row: Insertable<SavedCardsTable>) {
+  await db.insertInto('saved_cards').values(row).execute();
+}
+
+export async function findSavedCard(db: Queryable, ctx: Scope, id: string) {
+  return db
+    .selectFrom('saved_cards')
+    .selectAll()
+    .where('tenant_id', '=', ctx.tenantId)
+    .where('environment', '=', ctx.environment)
+    .where('id', '=', id)
+    .where('deleted_at', 'is', null)
+    .executeTakeFirst();
+}
+
+export async function findSavedCardByToken(db: Queryable, ctx: Scope, token: string) {
+  return db
+    .selectFrom('saved_cards')
+    .selectAll()
+    .where('tenant_id', '=', ctx.tenantId)
+    .where('environment', '=', ctx.environment)
+    .where('card_token', '=', token)
+    .where('deleted_at', 'is', null)
+    .executeTakeFirst();
+}
+
+export async function hasSavedCards(db: Queryable, ctx: Scope, customerId: string) {
+  const row = await db
+    .selectFrom('saved_cards')
+    .select('id')
+    .where('tenant_id', '=', ctx.tenantId)
+    .where('environment', '=', ctx.environment)
+    .where('customer_id', '=', customerId)
+    .where('deleted_at', 'is', null)
+    .executeTakeFirst();
+  return row !== undefined;
+}
+
+export async function listSavedCards(db: Queryable, ctx: Scope, query: ListSavedCardsQuery): Promise<Page<SavedCardRow>> {
+  let base = db
+    .selectFrom('saved_cards')
+    .where('tenant_id', '=', ctx.tenantId)
+    .where('environment', '=', ctx.environment)
+    .where('deleted_at', 'is', null);
+  if (query.customer_id) base = base.where('customer_id', '=', query.customer_id);
+  return paginate<SavedCardRow>(db, base, 'saved_cards.id', query, (qb) => qb.selectAll());
+}
+
+export async function deleteSavedCard(db: Queryable, ctx: Scope, id: string) {
+  await db
+    .updateTable('saved_cards')
+    .set({ deleted_at: new Date() })
+    .where('tenant_id', '=', ctx.tenantId)
+    .where('environment', '=', ctx.environment)
+    .where('id', '=', id)
+    .where('deleted_at', 'is', null)
+    .execute();
+}

@@ -1,0 +1,104 @@
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import type { FastifyRequest } from 'fastify';
+import { z } from 'zod';
+import type { Deps } from '../../app.js';
+import { envelope, ok } from '../../http/envelope.js';
+import { pageSchema } from '../../http/pagination.js';
+import * as cards from './cards.js';
+import {
+  ChargeCardBody,
+  ChargeCardResponse,
+  CollectionIdParams,
+  CollectionResponse,
+  CreateCollectionBody,
+  CreatePaymentIntentBody,
+  ListCollectionsQuery,
+  ListSavedCardsQuery,
+  PaymentIntentResponse,
+  SavedCardParams,
+  SavedCardResponse,
+} from './schema.js';
+import * as service from './service.js';
+
+const tags = ['Collections'];
+
+/** The origin payment links point at: the configured public URL, else the request's own. */
+export function collectionDeps(deps: Deps, req: FastifyRequest): service.CollectionDeps {
+  return { config: deps.config, sealer: deps.sealer, baseUrl: (deps.config.PUBLIC_BASE_URL ?? `${req.protocol}://${req.host}`).replace(/\/$/, '') };
+}
+
+export function collectionRoutes(deps: Deps): FastifyPluginAsyncZod {
+  return async (app) => {
+    app.post(
+      '/v1/collections',
+      {
+        schema: {
+          tags,
+          summary: 'Initiate a collection',
+          description:
+            'Card: a `payment_link` to the hosted checkout page. Bank transfer: `instruction` and `bank_transfer` (account number and ' +
+            'the reference to quote). Mobile money: `instruction` (the payer approves a prompt). Statuses pending, completed, failed, ' +
+            'expired (`detailed_status` is finer); completion settles the amount less the fee into the destination account.',
+          body: CreateCollectionBody,
+          response: { 200: envelope(CollectionResponse) },
+        },
+      },
+      // sensitive: the stored response holds the checkout session token (sealed at rest).
+      (req, reply) =>
+        deps.idempotency.run(req, reply, 'collections.create', (trx) => service.createCollection(trx, req.ctx, collectionDeps(deps, req), req.body), { sensitive: true }),
+    );
+
+    app.get(
+      '/v1/collections',
+      { schema: { tags, summary: 'List collections', querystring: ListCollectionsQuery, response: { 200: envelope(pageSchema(CollectionResponse)) } } },
+      async (req) => ok(await service.listCollections(deps.db, req.ctx, collectionDeps(deps, req), req.query)),
+    );
+
+    app.get(
+      '/v1/collections/:id',
+      {
+        schema: {
+          tags,
+          summary: 'Get a collection',
+          description: 'Needs an API key (unlike the reference); another business\'s collection is 404.',
+          params: CollectionIdParams,
+          response: { 200: envelope(CollectionResponse) },
+        },
+      },
+      async (req) => ok(await service.getCollection(deps.db, req.ctx, collectionDeps(deps, req), req.params.id)),
+    );
+
+    app.post(
+      '/v1/collections/cards/payment-intents',
+      { schema: { tags, summary: 'Create a card payment intent', description: 'With `card_token` the saved card is charged at once.', body: CreatePaymentIntentBody, response: { 200: envelope(PaymentIntentResponse) } } },
+      (req, reply) =>
+        deps.idempotency.run(req, reply, 'collections.payment_intents.create', (trx) => cards.createPaymentIntent(trx, req.ctx, collectionDeps(deps, req), req.body), {
+          sensitive: true,
+        }),
+    );
+
+    app.post(
+      '/v1/collections/cards/payment-intents/charge',
+      { schema: { tags, summary: 'Charge a saved card', description: 'A decline answers 200 with status `failed` and the failure code.', body: ChargeCardBody, response: { 200: envelope(ChargeCardResponse) } } },
+      (req, reply) => deps.idempotency.run(req, reply, 'collections.payment_intents.charge', (trx) => cards.chargeCard(trx, req.ctx, collectionDeps(deps, req), req.body)),
+    );
+
+    app.get(
+      '/v1/collections/cards',
+      { schema: { tags, summary: 'List saved cards', querystring: ListSavedCardsQuery, response: { 200: envelope(pageSchema(SavedCardResponse)) } } },
+      async (req) => ok(await cards.listSavedCards(deps.db, req.ctx, req.query)),
+    );
+
+    app.get(
+      '/v1/collections/cards/:card_id',
+      { schema: { tags, summary: 'Get a saved card', params: SavedCardParams, response: { 200: envelope(SavedCardResponse) } } },
+      async (req) => ok(await cards.getSavedCard(deps.db, req.ctx, req.params.card_id)),
+    );
+
+    app.delete(
+      '/v1/collections/cards/:card_id',
+      { schema: { tags, summary: 'Delete a saved card', params: SavedCardParams, response: { 200: envelope(z.object({ success: z.boolean(), message: z.string() })) } } },
+      async (req) => ok(await cards.deleteSavedCard(deps.db, req.ctx, req.params.card_id)),
+    );
+  };
+}

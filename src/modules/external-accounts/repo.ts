@@ -1,0 +1,155 @@
+import { sql, type ColumnType, type Insertable, type Selectable } from 'kysely';
+import type { Queryable } from '../../db/client.js';
+import type { RequestContext } from '../../http/context.js';
+import { paginate, type Page } from '../../http/pagination.js';
+import type { ListExternalAccountsQuery, PayeeAddress } from './schema.js';
+
+export interface ExternalAccountsTable {
+  id: string;
+  tenant_id: string;
+  environment: string;
+  customer_id: string;
+  payee_type: 'ach_wire' | 'sepa' | 'swift' | 'bank_account' | 'mobile_money' | 'fps';
+  status: ColumnType<'pending' | 'active' | 'failed', 'pending' | undefined, 'active' | 'failed'>;
+  account_name: string;
+  account_number: string | null;
+  iban: string | null;
+  bic: string | null;
+  routing_number: string | null;
+  sort_code: string | null;
+  phone_number: string | null;
+  bank_name: string | null;
+  institution_id: string | null;
+  institution_name: string | null;
+  institution_type: 'bank' | 'mobile_money' | null;
+  institution_country: string | null;
+  currency: string;
+  account_owner_type: string | null;
+  account_type: string | null;
+  payment_rail: string | null;
+  address: ColumnType<PayeeAddress | null, string | null, never>;
+  verified_name: ColumnType<string | null, never, string | null>;
+  failure_reason: ColumnType<string | null, never, string | null>;
+  dedupe_key: string;
+  verify_after: ColumnType<Date, Date | undefined, Date>;
+  verify_attempts: ColumnType<number, never, number>;
+  deleted_at: ColumnType<Date | null, never, Date>;
+  created_at: ColumnType<Date, never, never>;
+  updated_at: ColumnType<Date, never, Date>;
+}
+
+declare module '../../db/types.js' {
+  interface Database {
+    external_accounts: ExternalAccountsTable;
+  }
+}
+
+export type ExternalAccountRow = Selectable<ExternalAccountsTable>;
+type Scope = Pick<RequestContext, 'tenantId' | 'environment'>;
+
+export async function insert(db: Queryable, row: Insertable<ExternalAccountsTable>): Promise<boolean> {
+  // A concurrent duplicate loses on the partial unique index and gets the winner's row instead.
+  const result = await db
+    .insertInto('external_accounts')
+    .values(row)
+    .onConflict((oc) =>
+      oc
+        .columns(['tenant_id', 'environment', 'customer_id', 'dedupe_key'])
+        .where('deleted_at', 'is', null)
+        .where('status', '<>', 'failed')
+        .doNothing(),
+    )
+    .returning('id')
+    .executeTakeFirst();
+  return result !== undefined;
+}
+
+export async function find(db: Queryable, ctx: Scope, id: string, forUpdate = false) {
+  let q = db
+    .selectFrom('external_accounts')
+    .selectAll()
+    .where('tenant_id', '=', ctx.tenantId)
+    .where('environment', '=', ctx.environment)
+    .where('id', '=', id)
+    .where('deleted_at', 'is', null);
+  if (forUpdate) q = q.forUpdate();
+  return q.executeTakeFirst();
+}
+
+export async function findDuplicate(db: Queryable, ctx: Scope, customerId: string, dedupeKey: string) {
+  return db
+    .selectFrom('external_accounts')
+    .selectAll()
+    .where('tenant_id', '=', ctx.tenantId)
+    .where('environment', '=', ctx.environment)
+    .where('customer_id', '=', customerId)
+    .where('dedupe_key', '=', dedupeKey)
+    .where('deleted_at', 'is', null)
+    .where('status', '<>', 'failed')
+    .executeTakeFirst();
+}
+
+export async function list(db: Queryable, ctx: Scope, query: ListExternalAccountsQuery): Promise<Page<ExternalAccountRow>> {
+  let base = db
+    .selectFrom('external_accounts')
+    .where('tenant_id', '=', ctx.tenantId)
+    .where('environment', '=', ctx.environment)
+    .where('deleted_at', 'is', null);
+  if (query.customer_id) base = base.where('customer_id', '=', query.customer_id);
+  if (query.status) base = base.where('status', '=', query.status);
+  if (query.payee_type) base = base.where('payee_type', '=', query.payee_type);
+  if (query.currency) base = base.where('currency', '=', query.currency);
+  return paginate<ExternalAccountRow>(db, base, 'external_accounts.id', query, (qb) => qb.selectAll());
+}
+
+/** pending -> active | failed, at most once (the status condition is the guard). */
+export async function finishVerification(
+  db: Queryable,
+  ctx: Scope,
+  id: string,
+  outcome: { status: 'active'; verifiedName: string } | { status: 'failed'; reason: string },
+): Promise<ExternalAccountRow | undefined> {
+  return db
+    .updateTable('external_accounts')
+    .set({
+      status: outcome.status,
+      verified_name: outcome.status === 'active' ? outcome.verifiedName : null,
+      failure_reason: outcome.status === 'failed' ? outcome.reason : null,
+      updated_at: new Date(),
+    })
+    .where('tenant_id', '=', ctx.tenantId)
+    .where('environment', '=', ctx.environment)
+    .where('id', '=', id)
+    .where('status', '=', 'pending')
+    .returningAll()
+    .executeTakeFirst();
+}
+
+export async function softDelete(db: Queryable, ctx: Scope, id: string): Promise<boolean> {
+  const result = await db
+    .updateTable('external_accounts')
+    .set({ deleted_at: new Date(), updated_at: new Date() })
+    .where('tenant_id', '=', ctx.tenantId)
+    .where('environment', '=', ctx.environment)
+    .where('id', '=', id)
+    .where('deleted_at', 'is', null)
+    .executeTakeFirst();
+  return result.numUpdatedRows > 0n;
+}
+
+/**
+ * Pending payees due for verification, across businesses, claimed for `leaseSeconds` (their
+ * verify_after moves forward, so a crashed worker's claim comes back on its own).
+ */
+export async function claimDueVerifications(db: Queryable, limit: number, leaseSeconds: number) {
+  const result = await sql<ExternalAccountRow>`
+    update external_accounts
+    set verify_after = now() + make_interval(secs => ${leaseSeconds}), verify_attempts = verify_attempts + 1
+    where id in (
+      select id from external_accounts
+      where status = 'pending' and deleted_at is null and verify_after <= now()
+      order by verify_after limit ${limit}
+      for update skip locked)
+    returning *`.execute(db);
+  return result.rows;
+}

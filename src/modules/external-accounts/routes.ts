@@ -1,0 +1,102 @@
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import type { Deps } from '../../app.js';
+import { envelope, ok } from '../../http/envelope.js';
+import { pageSchema } from '../../http/pagination.js';
+import { listInstitutions } from '../../lib/institutions.js';
+import {
+  CreateExternalAccountBody,
+  ExternalAccountIdParams,
+  ExternalAccountResponse,
+  InstitutionItem,
+  InstitutionsQuery,
+  ListExternalAccountsQuery,
+  VerifyExternalAccountBody,
+  VerifyExternalAccountResponse,
+} from './schema.js';
+import * as service from './service.js';
+
+const tags = ['External accounts'];
+
+export function externalAccountRoutes(deps: Deps): FastifyPluginAsyncZod {
+  return async (app) => {
+    app.post(
+      '/v1/external-accounts',
+      {
+        schema: {
+          tags,
+          summary: 'Add an external account',
+          description:
+            'Answers 202 with status `pending`; verification with the institution runs in the background and ends in ' +
+            '`active` or `failed` (`payee.setup.*` events). A duplicate (same customer, type, currency and account) returns the existing payee.',
+          body: CreateExternalAccountBody,
+          response: { 200: envelope(ExternalAccountResponse), 202: envelope(ExternalAccountResponse) },
+        },
+      },
+      (req, reply) =>
+        deps.idempotency.run(req, reply, 'external_accounts.create', (trx) => service.createExternalAccount(trx, req.ctx, req.body, deps.config), {
+          status: (data) => (data.status === 'pending' ? 202 : 200),
+        }),
+    );
+
+    app.get(
+      '/v1/external-accounts',
+      { schema: { tags, summary: 'List external accounts', querystring: ListExternalAccountsQuery, response: { 200: envelope(pageSchema(ExternalAccountResponse)) } } },
+      async (req) => ok(await service.listExternalAccounts(deps.db, req.ctx, req.query)),
+    );
+
+    app.get(
+      '/v1/external-accounts/institutions',
+      {
+        config: { publicKeyAllowed: true },
+        schema: {
+          tags,
+          summary: 'List payee institutions',
+          description: 'Banks and mobile money operators per country; min_amount/max_amount are decimal strings in the institution currency.',
+          querystring: InstitutionsQuery,
+          response: { 200: envelope(pageSchema(InstitutionItem)) },
+        },
+      },
+      async (req) => {
+        const q = req.query;
+        const all = listInstitutions({ country: q.country_iso_code, type: q.institution_type }).filter((i) => !q.currency || i.currency === q.currency);
+        const start = (q.page - 1) * q.items_per_page;
+        const items = all.slice(start, start + q.items_per_page).map(service.toInstitutionItem);
+        return ok({
+          items,
+          page: q.page,
+          items_per_page: q.items_per_page,
+          total_items: all.length,
+          total_pages: Math.ceil(all.length / q.items_per_page),
+          next_cursor: null,
+        });
+      },
+    );
+
+    app.post(
+      '/v1/external-accounts/verify',
+      { schema: { tags, summary: 'Verify an external account (name enquiry)', body: VerifyExternalAccountBody, response: { 200: envelope(VerifyExternalAccountResponse) } } },
+      (req, reply) => deps.idempotency.run(req, reply, 'external_accounts.verify', () => service.verifyAccountDetails(req.ctx, deps.config, req.body)),
+    );
+
+    app.get(
+      '/v1/external-accounts/:external_account_id',
+      { schema: { tags, summary: 'Get an external account', params: ExternalAccountIdParams, response: { 200: envelope(ExternalAccountResponse) } } },
+      async (req) => ok(await service.getExternalAccount(deps.db, req.ctx, req.params.external_account_id)),
+    );
+
+    app.delete(
+      '/v1/external-accounts/:external_account_id',
+      {
+        schema: {
+          tags,
+          summary: 'Delete an external account',
+          description: 'New transfers to it are refused; transfers already under way finish.',
+          params: ExternalAccountIdParams,
+          response: { 200: envelope(z.object({ id: z.string(), deleted: z.boolean(), message: z.string() })) },
+        },
+      },
+      async (req) => ok(await deps.db.transaction().execute((trx) => service.deleteExternalAccount(trx, req.ctx, req.params.external_account_id))),
+    );
+  };
+}

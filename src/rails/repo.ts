@@ -1,0 +1,113 @@
+import { sql, type ColumnType, type Selectable } from 'kysely';
+import type { Queryable } from '../db/client.js';
+import { newId } from '../lib/ids.js';
+import type { RequestContext } from '../http/context.js';
+
+type LedgerScope = Pick<RequestContext, 'tenantId' | 'environment'>;
+import type { PayeeDetails, PayoutInstruction, PayoutState } from './payouts.js';
+
+export interface RailPayoutsTable {
+  id: string;
+  tenant_id: string;
+  environment: string;
+  transfer_id: string;
+  connector: string;
+  rail: string;
+  amount: bigint;
+  currency: string;
+  payee: ColumnType<PayeeDetails, string, never>;
+  state: ColumnType<PayoutState, PayoutState | undefined, PayoutState>;
+  reason: string | null;
+  settle_after: ColumnType<Date | null, Date | null, Date | null>;
+  created_at: ColumnType<Date, never, never>;
+  updated_at: ColumnType<Date, never, Date>;
+}
+
+declare module '../db/types.js' {
+  interface Database {
+    rail_payouts: RailPayoutsTable;
+  }
+}
+
+export type RailPayoutRow = Selectable<RailPayoutsTable>;
+
+/** Records a submitted payout once per transfer; returns the row (the existing one on a repeat). */
+export async function insertPayout(
+  db: Queryable,
+  scope: LedgerScope,
+  connector: string,
+  payout: PayoutInstruction,
+  settleAfter: Date | null,
+): Promise<RailPayoutRow> {
+  await db
+    .insertInto('rail_payouts')
+    .values({
+      id: newId(),
+      tenant_id: scope.tenantId,
+      environment: scope.environment,
+      transfer_id: payout.transferId,
+      connector,
+      rail: payout.rail,
+      amount: payout.amount,
+      currency: payout.currency,
+      payee: JSON.stringify(payout.payee),
+      settle_after: settleAfter,
+    })
+    .onConflict((oc) => oc.doNothing())
+    .execute();
+  return (await findPayout(db, scope, payout.transferId))!;
+}
+
+export async function findPayout(db: Queryable, scope: LedgerScope, transferId: string) {
+  return db
+    .selectFrom('rail_payouts')
+    .selectAll()
+    .where('tenant_id', '=', scope.tenantId)
+    .where('environment', '=', scope.environment)
+    .where('transfer_id', '=', transferId)
+    .executeTakeFirst();
+}
+
+/**
+ * Moves a payout from one of `from` to `to`, at most once: the conditional update is the guard
+ * that makes a rail outcome take effect exactly once, however many callers race for it.
+ */
+export async function movePayout(
+  db: Queryable,
+  scope: LedgerScope,
+  transferId: string,
+  from: PayoutState[],
+  to: PayoutState,
+  reason: string | null,
+): Promise<RailPayoutRow | undefined> {
+  return db
+    .updateTable('rail_payouts')
+    .set({ state: to, reason, updated_at: new Date() })
+    .where('tenant_id', '=', scope.tenantId)
+    .where('environment', '=', scope.environment)
+    .where('transfer_id', '=', transferId)
+    .where('state', 'in', from)
+    .returningAll()
+    .executeTakeFirst();
+}
+
+/**
+ * Due sandbox payouts, claimed for `leaseSeconds` by pushing settle_after forward (so another
+ * worker skips them; FOR UPDATE SKIP LOCKED keeps concurrent claimers apart on PostgreSQL).
+ */
+export async function claimDuePayouts(db: Queryable, limit: number, leaseSeconds: number) {
+  const result = await sql<{ tenant_id: string; environment: string; transfer_id: string }>`
+    update rail_payouts set settle_after = now() + make_interval(secs => ${leaseSeconds})
+    where id in (
+      select id from rail_payouts
+      where state = 'submitted' and settle_after is not null and settle_after <= now()
+      order by settle_after limit ${limit}
+      for update skip locked)
+    returning tenant_id, environment, transfer_id`.execute(db);
+  return result.rows;
+}
+
+/** Operator lookup by transfer id alone (the CLI has no API key to scope it). */
+export async function findPayoutByTransfer(db: Queryable, transferId: string) {
+  return db.selectFrom('rail_payouts').selectAll().where('transfer_id', '=', transferId).executeTakeFirst();
+}

@@ -1,0 +1,34 @@
+import type { Queryable } from '../db/client.js';
+import type { RequestContext } from '../http/context.js';
+
+type LedgerScope = Pick<RequestContext, 'tenantId' | 'environment'>;
+import { payeeIdentifier, type PayeeDetails, type PayoutConnector, type PayoutInstruction, type VerifyResult } from './payouts.js';
+import * as repo from './repo.js';
+
+/**
+ * The sandbox rail. Deterministic: an account identifier ending in `0000` fails verification
+ * (contract section 7); everything else verifies under the name given. Payouts it accepts settle
+ * on their own `delayMs` later (the `rail-settlement` job), unless a simulation endpoint
+ * (`/v1/simulations/transfers/{id}/complete|fail|return`) decides first.
+ */
+export class SandboxPayouts implements PayoutConnector {
+  readonly name = 'sandbox' as const;
+  constructor(private readonly delayMs: number) {}
+
+  async verifyAccount(payee: PayeeDetails): Promise<VerifyResult> {
+    if (payeeIdentifier(payee).endsWith('0000')) {
+      return { verified: false, reason: 'The receiving institution could not verify this account' };
+    }
+    return { verified: true, accountName: payee.accountName };
+  }
+
+  async submit(db: Queryable, scope: LedgerScope, payout: PayoutInstruction) {
+    const row = await repo.insertPayout(db, scope, this.name, payout, new Date(Date.now() + this.delayMs));
+    return { providerReference: row.id };
+  }
+
+  async status(db: Queryable, scope: LedgerScope, transferId: string) {
+    const row = await repo.findPayout(db, scope, transferId);
+    return row ? { state: row.state, reason: row.reason } : undefined;
+  }
+}
