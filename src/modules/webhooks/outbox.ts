@@ -46,6 +46,8 @@ export interface EventsTable {
   event_group_id: string;
   payload: ColumnType<EventPayload, string, never>;
   created_at: ColumnType<Date, never, never>;
+  /** Set by the webhook fan-out once the event's deliveries exist (migration 0300). */
+  fanned_out_at: ColumnType<Date | null, never, Date>;
 }
 
 declare module '../../db/types.js' {

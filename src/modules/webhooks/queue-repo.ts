@@ -1,0 +1,153 @@
+import { sql, type Insertable } from 'kysely';
+import type { Queryable } from '../../db/client.js';
+import type { EventPayload } from './outbox.js';
+import type { WebhookAttemptsTable, WebhookDeliveriesTable } from './repo.js';
+
+/**
+ * The worker side of the webhook tables (fan-out and delivery queue). Part of this module's
+ * repository, kept apart from repo.ts because none of it is scoped to one business: workers
+ * serve every tenant, claiming rows with FOR UPDATE SKIP LOCKED so any number can run.
+ */
+
+export interface NewEvent {
+  id: string;
+  tenant_id: string;
+  environment: string;
+  event_type: string;
+  transaction_id: string | null;
+  created_at: Date;
+}
+
+/** Events not fanned out yet, locked for this transaction (others skip them). */
+export async function claimNewEvents(trx: Queryable, limit: number): Promise<NewEvent[]> {
+  const { rows } = await sql<NewEvent>`
+    select id, tenant_id, environment, event_type, created_at,
+      payload->'event_data'->>'transaction_id' as transaction_id
+    from events where fanned_out_at is null
+    order by id limit ${limit}
+    for update skip locked`.execute(trx);
+  return rows;
+}
+
+export interface FanoutEndpoint {
+  id: string;
+  tenant_id: string;
+  environment: string;
+  event_types: string[] | null;
+  created_at: Date;
+}
+
+/** The enabled endpoints of these businesses and environments. */
+export async function enabledEndpointsOf(trx: Queryable, scopes: { tenant_id: string; environment: string }[]) {
+  if (scopes.length === 0) return [];
+  return trx
+    .selectFrom('webhook_endpoints')
+    .select(['id', 'tenant_id', 'environment', 'event_types', 'created_at'])
+    .where('deleted_at', 'is', null)
+    .where('status', '=', 'enabled')
+    .where((eb) =>
+      eb.or(scopes.map((s) => eb.and([eb('tenant_id', '=', s.tenant_id), eb('environment', '=', s.environment)]))),
+    )
+    .execute() as Promise<FanoutEndpoint[]>;
+}
+
+export async function insertDeliveries(trx: Queryable, rows: Insertable<WebhookDeliveriesTable>[]) {
+  if (rows.length === 0) return;
+  // Unique (endpoint_id, event_id): fanning an event out twice never doubles a delivery.
+  await trx.insertInto('webhook_deliveries').values(rows).onConflict((oc) => oc.doNothing()).execute();
+}
+
+export async function markFannedOut(trx: Queryable, ids: string[]) {
+  if (ids.length === 0) return;
+  await trx.updateTable('events').set({ fanned_out_at: new Date() }).where('id', 'in', ids).execute();
+}
+
+/**
+ * Claims due deliveries of enabled endpoints: locks them (skipping rows other workers hold),
+ * marks them processing under a fresh lease token, and sets the lease expiry as next_attempt_at
+ * so a crashed worker's deliveries are taken again when the lease runs out.
+ */
+export async function claimDueDeliveries(trx: Queryable, limit: number, leaseMs: number, token: string) {
+  const { rows } = await sql<{ id: string }>`
+    select d.id from webhook_deliveries d
+    join webhook_endpoints e on e.id = d.endpoint_id
+    where d.status in ('pending', 'retrying', 'processing') and d.next_attempt_at <= now()
+      and e.status = 'enabled' and e.deleted_at is null
+    order by d.next_attempt_at
+    limit ${limit}
+    for update of d skip locked`.execute(trx);
+  if (rows.length === 0) return [];
+  await sql`
+    update webhook_deliveries set status = 'processing', lease_token = ${token},
+      next_attempt_at = now() + make_interval(secs => ${leaseMs / 1000}), updated_at = now()
+    where id in (${sql.join(rows.map((r) => r.id))})`.execute(trx);
+  return rows.map((r) => r.id);
+}
+
+export interface DeliveryWork {
+  id: string;
+  tenant_id: string;
+  environment: string;
+  event_id: string;
+  endpoint_id: string;
+  attempts: number;
+  manual: boolean;
+  url: string;
+  secret_sealed: string;
+  previous_secret_sealed: string | null;
+  previous_secret_expires_at: Date | null;
+  payload: EventPayload;
+}
+
+/** What sending the claimed deliveries needs: URL, sealed secrets and the event's payload. */
+export async function loadDeliveryWork(db: Queryable, ids: string[]): Promise<DeliveryWork[]> {
+  if (ids.length === 0) return [];
+  return db
+    .selectFrom('webhook_deliveries as d')
+    .innerJoin('webhook_endpoints as e', 'e.id', 'd.endpoint_id')
+    .innerJoin('events as ev', 'ev.id', 'd.event_id')
+    .select([
+      'd.id', 'd.tenant_id', 'd.environment', 'd.event_id', 'd.endpoint_id', 'd.attempts', 'd.manual',
+      'e.url', 'e.secret_sealed', 'e.previous_secret_sealed', 'e.previous_secret_expires_at', 'ev.payload',
+    ])
+    .where('d.id', 'in', ids)
+    .execute();
+}
+
+export interface DeliveryOutcome {
+  status: 'sent' | 'retrying' | 'failed';
+  nextAttemptAt: Date | null;
+  statusCode: number | null;
+}
+
+/**
+ * Records an attempt and the delivery's new state. The state changes only if this worker still
+ * holds the lease (else another worker took it over after the lease ran out); the attempt is
+ * kept either way, since the request was made. Returns whether the lease was still held.
+ */
+export async function recordAttempt(
+  trx: Queryable,
+  attempt: Insertable<WebhookAttemptsTable>,
+  deliveryId: string,
+  token: string,
+  outcome: DeliveryOutcome,
+): Promise<boolean> {
+  await trx.insertInto('webhook_attempts').values(attempt).execute();
+  const result = await trx
+    .updateTable('webhook_deliveries')
+    .set({
+      status: outcome.status,
+      next_attempt_at: outcome.nextAttemptAt,
+      attempts: sql<number>`attempts + 1`,
+      manual: false,
+      lease_token: null,
+      last_attempt_at: new Date(),
+      last_status_code: outcome.statusCode,
+      updated_at: new Date(),
+    })
+    .where('id', '=', deliveryId)
+    .where('lease_token', '=', token)
+    .where('status', '=', 'processing')
+    .executeTakeFirst();
+  return result.numUpdatedRows > 0n;
+}

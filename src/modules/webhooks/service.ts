@@ -1,0 +1,269 @@
+import type { Db, Queryable, Trx } from '../../db/client.js';
+import type { RequestContext } from '../../http/context.js';
+import { AppError, notFound } from '../../http/errors.js';
+import type { Page } from '../../http/pagination.js';
+import type { Sealer } from '../../lib/crypto.js';
+import { newId } from '../../lib/ids.js';
+import * as repo from './repo.js';
+import {
+  DEFAULT_OVERLAP_SECONDS,
+  type AttemptResponse,
+  type AttemptsQuery,
+  type CreateEndpointBody,
+  type DeliveryDetail,
+  type DeliverySummary,
+  type EndpointResponse,
+  type EndpointWithSecretResponse,
+  type HistoryQuery,
+  type ListEndpointsQuery,
+  type ResendResponse,
+  type RotateSecretBody,
+  type UpdateEndpointBody,
+} from './schema.js';
+import { generateSecret } from './signing.js';
+import { assertEndpointUrl } from './url-safety.js';
+
+/**
+ * The webhooks service: endpoint management, delivery history and manual resend. The API routes
+ * and the dashboard both call these; every function takes the pool or an open transaction and
+ * the caller's context, and every query is scoped by tenant and environment.
+ */
+type Scope = Pick<RequestContext, 'tenantId' | 'environment'>;
+
+/** Endpoints per business and environment. */
+export const MAX_ENDPOINTS = 20;
+/** Scheduled retries after the first attempt (contract section 8), for `max_retries`. */
+export const RETRY_COUNT = 9;
+
+export const sealContext = (endpointId: string) => `webhook-endpoint:${endpointId}`;
+
+function inTransaction<T>(db: Queryable, work: (trx: Trx) => Promise<T>): Promise<T> {
+  return db.isTransaction ? work(db as Trx) : (db as Db).transaction().execute(work);
+}
+
+function normalizeTypes(types: string[] | null | undefined): string | null {
+  return types && types.length > 0 ? JSON.stringify([...new Set(types)]) : null;
+}
+
+export function toEndpointResponse(row: repo.EndpointRow): EndpointResponse {
+  const overlap = row.previous_secret_expires_at && row.previous_secret_expires_at > new Date();
+  return {
+    id: row.id,
+    url: row.url,
+    event_types: row.event_types ?? [],
+    status: row.status,
+    disabled_reason: row.disabled_reason,
+    previous_secret_expires_at: overlap ? row.previous_secret_expires_at!.toISOString() : null,
+    date_created: row.created_at.toISOString(),
+    date_updated: row.updated_at.toISOString(),
+  };
+}
+
+async function requireEndpoint(db: Queryable, ctx: Scope, id: string, forUpdate = false) {
+  const row = await repo.findEndpoint(db, ctx, id, forUpdate);
+  if (!row) throw notFound('Webhook endpoint');
+  return row;
+}
+
+/** Registers an endpoint; the answer is the only time (with rotation) the secret is shown. */
+export async function createEndpoint(
+  db: Queryable,
+  ctx: Scope,
+  sealer: Sealer,
+  input: CreateEndpointBody,
+): Promise<EndpointWithSecretResponse> {
+  const url = assertEndpointUrl(input.url, ctx.environment).toString();
+  if ((await repo.countEndpoints(db, ctx)) >= MAX_ENDPOINTS) {
+    throw new AppError('limit_exceeded', `At most ${MAX_ENDPOINTS} webhook endpoints per environment`);
+  }
+  const id = newId();
+  const secret = generateSecret();
+  await repo.insertEndpoint(db, {
+    id,
+    tenant_id: ctx.tenantId,
+    environment: ctx.environment,
+    url,
+    event_types: normalizeTypes(input.event_types),
+    status: 'enabled',
+    disabled_reason: null,
+    secret_sealed: sealer.seal(secret, sealContext(id)),
+    previous_secret_sealed: null,
+  });
+  return { ...toEndpointResponse(await requireEndpoint(db, ctx, id)), secret };
+}
+
+export async function listEndpoints(db: Queryable, ctx: Scope, query: ListEndpointsQuery): Promise<Page<EndpointResponse>> {
+  const page = await repo.listEndpoints(db, ctx, query);
+  return { ...page, items: page.items.map(toEndpointResponse) };
+}
+
+export async function getEndpoint(db: Queryable, ctx: Scope, id: string): Promise<EndpointResponse> {
+  return toEndpointResponse(await requireEndpoint(db, ctx, id));
+}
+
+/** Changes URL, event types and enabled/disabled; re-enabling resumes its open deliveries. */
+export async function updateEndpoint(db: Queryable, ctx: Scope, id: string, patch: UpdateEndpointBody): Promise<EndpointResponse> {
+  const changes: repo.EndpointPatch = {};
+  if (patch.url !== undefined) changes.url = assertEndpointUrl(patch.url, ctx.environment).toString();
+  if (patch.event_types !== undefined) changes.event_types = normalizeTypes(patch.event_types);
+  if (patch.status !== undefined) {
+    changes.status = patch.status;
+    changes.disabled_reason = patch.status === 'disabled' ? 'disabled_by_user' : null;
+  }
+  const row = await repo.updateEndpoint(db, ctx, id, changes);
+  if (!row) throw notFound('Webhook endpoint');
+  return toEndpointResponse(row);
+}
+
+/**
+ * A new secret signs from now on; the current one keeps signing beside it for
+ * `expire_old_in_seconds` (default 24 h, 0 = at once), so receivers can switch without a gap.
+ */
+export async function rotateSecret(
+  db: Queryable,
+  ctx: Scope,
+  sealer: Sealer,
+  id: string,
+  input: RotateSecretBody,
+): Promise<EndpointWithSecretResponse> {
+  return inTransaction(db, async (trx) => {
+    const current = await requireEndpoint(trx, ctx, id, true);
+    const overlap = input.expire_old_in_seconds ?? DEFAULT_OVERLAP_SECONDS;
+    const secret = generateSecret();
+    const row = await repo.updateEndpoint(trx, ctx, id, {
+      secret_sealed: sealer.seal(secret, sealContext(id)),
+      previous_secret_sealed: overlap > 0 ? current.secret_sealed : null,
+      previous_secret_expires_at: overlap > 0 ? new Date(Date.now() + overlap * 1000) : null,
+    });
+    return { ...toEndpointResponse(row!), secret };
+  });
+}
+
+/** Deletes an endpoint: nothing more is sent to it; its history stays readable. */
+export async function deleteEndpoint(db: Queryable, ctx: Scope, id: string): Promise<{ id: string; deleted: boolean }> {
+  return inTransaction(db, async (trx) => {
+    const row = await repo.updateEndpoint(trx, ctx, id, { deleted_at: new Date() });
+    if (!row) throw notFound('Webhook endpoint');
+    await repo.failOpenDeliveries(trx, ctx, id);
+    return { id, deleted: true };
+  });
+}
+
+// ---- history ---------------------------------------------------------------------------------
+
+function toSummary(d: repo.DeliveryView): DeliverySummary {
+  const open = d.status === 'pending' || d.status === 'retrying';
+  return {
+    id: d.id,
+    event_id: d.event_id,
+    endpoint_id: d.endpoint_id,
+    transaction_id: d.transaction_id,
+    event_type: d.event_type,
+    path: d.url,
+    http_method: 'POST',
+    status: d.status,
+    response_status_code: d.last_status_code,
+    attempts: d.attempts,
+    created_at: d.created_at.toISOString(),
+    last_attempt: d.last_attempt_at?.toISOString() ?? null,
+    next_attempt: open ? (d.next_attempt_at?.toISOString() ?? null) : null,
+  };
+}
+
+/** A response excerpt as an object: the JSON object it holds, else `{text}`. */
+function bodyObject(excerpt: string | null): Record<string, unknown> | null {
+  if (!excerpt) return null;
+  try {
+    const parsed: unknown = JSON.parse(excerpt);
+    if (parsed && typeof parsed === 'object' && !Array.isArray(parsed)) return parsed as Record<string, unknown>;
+  } catch {
+    // not JSON (or cut at the excerpt limit): shown as text
+  }
+  return { text: excerpt };
+}
+
+/** Webhook history: one row per event and endpoint, newest first. */
+export async function listDeliveries(db: Queryable, ctx: Scope, query: HistoryQuery): Promise<Page<DeliverySummary>> {
+  const page = await repo.listDeliveries(db, ctx, query);
+  return { ...page, items: page.items.map(toSummary) };
+}
+
+export async function getDelivery(db: Queryable, ctx: Scope, id: string): Promise<DeliveryDetail> {
+  const d = await repo.findDelivery(db, ctx, id);
+  if (!d) throw notFound('Webhook event');
+  const [payload, last] = await Promise.all([repo.findEventPayload(db, ctx, d.event_id), repo.lastAttempt(db, ctx, id)]);
+  return {
+    ...toSummary(d),
+    request_headers: last?.request_headers ?? null,
+    payload: (payload ?? {}) as unknown as Record<string, unknown>,
+    response_headers: last?.response_headers ?? null,
+    response_body: bodyObject(last?.response_excerpt ?? null),
+    error: last?.error ?? null,
+    max_retries: RETRY_COUNT,
+    updated_at: d.updated_at.toISOString(),
+  };
+}
+
+function toAttempt(a: repo.AttemptRow): AttemptResponse {
+  return {
+    id: a.id,
+    delivery_id: a.delivery_id,
+    event_id: a.event_id,
+    endpoint_id: a.endpoint_id,
+    attempt: a.attempt,
+    trigger: a.trigger,
+    target_url: a.url,
+    http_method: 'POST',
+    request_headers: a.request_headers,
+    status_code: a.status_code,
+    duration_ms: a.duration_ms,
+    response_headers: a.response_headers,
+    response_body: bodyObject(a.response_excerpt),
+    error: a.error,
+    created_at: a.created_at.toISOString(),
+  };
+}
+
+/** Every attempt of one delivery (webhook event), newest first. */
+export async function listAttempts(db: Queryable, ctx: Scope, deliveryId: string, query: AttemptsQuery): Promise<Page<AttemptResponse>> {
+  if (!(await repo.findDelivery(db, ctx, deliveryId))) throw notFound('Webhook event');
+  const page = await repo.listAttempts(db, ctx, { deliveryId }, query);
+  return { ...page, items: page.items.map(toAttempt) };
+}
+
+/** Every attempt made to one endpoint (deleted endpoints included: it is history), newest first. */
+export async function listEndpointAttempts(db: Queryable, ctx: Scope, endpointId: string, query: AttemptsQuery): Promise<Page<AttemptResponse>> {
+  if (!(await repo.findEndpoint(db, ctx, endpointId))) throw notFound('Webhook endpoint');
+  const page = await repo.listAttempts(db, ctx, { endpointId }, query);
+  return { ...page, items: page.items.map(toAttempt) };
+}
+
+/**
+ * Manual resend: queues an immediate attempt that a delivery worker makes (never inside this
+ * transaction: no network I/O while a transaction is open). A sent or failed delivery gets one
+ * extra attempt outside the retry schedule; a waiting one is moved up to now.
+ */
+export async function resend(db: Queryable, ctx: Scope, deliveryId: string): Promise<ResendResponse> {
+  const d = await repo.findDelivery(db, ctx, deliveryId);
+  if (!d) throw notFound('Webhook event');
+  const endpoint = await repo.findEndpoint(db, ctx, d.endpoint_id);
+  if (!endpoint) throw new AppError('invalid_state_transition', 'The webhook endpoint of this event was deleted');
+  if (endpoint.status !== 'enabled') {
+    throw new AppError('invalid_state_transition', 'The webhook endpoint is disabled; enable it before resending');
+  }
+  if (d.status === 'processing') {
+    throw new AppError('invalid_state_transition', 'This webhook event is being delivered right now');
+  }
+  const updated = await repo.requeueDelivery(db, ctx, deliveryId, d.status === 'sent' || d.status === 'failed');
+  if (!updated) throw new AppError('invalid_state_transition', 'This webhook event is being delivered right now');
+  return {
+    id: updated.id,
+    tenant_id: updated.tenant_id,
+    event_id: updated.event_id,
+    event_type: updated.event_type,
+    event_category: updated.event_type.split('.')[0] as string,
+    target_url: endpoint.url,
+    status: updated.status,
+    next_attempt: updated.next_attempt_at?.toISOString() ?? null,
+  };
+}
