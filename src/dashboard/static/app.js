@@ -1,3 +1,4 @@
+/* global document, navigator, window, Element, HTMLFormElement, setTimeout */
 // Copy buttons: <button data-copy="ID"> copies the text of the element with that id.
 // No framework; works with the keyboard because the buttons are real buttons.
 'use strict';
