@@ -21,6 +21,7 @@ import type { Sealer } from './lib/crypto.js';
 import { newId } from './lib/ids.js';
 import { dashboardRoutes } from './dashboard/routes.js';
 import { customerRoutes } from './modules/customers/routes.js';
+import { webhookRoutes } from './modules/webhooks/routes.js';
 
 export interface RouteSummary {
   method: string;
@@ -124,6 +125,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   app.get('/v1/openapi.json', { schema: { hide: true }, config: { noAuth: true } }, async () => app.swagger());
 
   await app.register(customerRoutes(deps));
+  await app.register(webhookRoutes(deps));
   await app.register(dashboardRoutes(deps));
   return app;
 }

@@ -3,6 +3,7 @@ import type { Config } from '../config.js';
 import type { Db } from '../db/client.js';
 import { Idempotency } from '../http/idempotency.js';
 import type { Sealer } from '../lib/crypto.js';
+import { webhookJobs, type DeliveryOptions } from '../modules/webhooks/delivery.js';
 
 export interface WorkerDeps {
   config: Config;
@@ -59,10 +60,16 @@ export function runJobs(jobs: Job[], log: FastifyBaseLogger) {
   };
 }
 
-export function startWorkers(deps: WorkerDeps) {
+export interface WorkerOptions {
+  /** Webhook retry schedule, timeout and batch sizes (tests make them fast). */
+  webhooks?: Partial<DeliveryOptions>;
+}
+
+export function startWorkers(deps: WorkerDeps, options: WorkerOptions = {}) {
   const idempotency = new Idempotency(deps.db, deps.sealer, deps.config.IDEMPOTENCY_TTL_HOURS);
   const jobs: Job[] = [
     { name: 'idempotency-sweep', intervalMs: 60_000, tick: async () => (await idempotency.sweep()) > 0 },
+    ...webhookJobs({ db: deps.db, sealer: deps.sealer, log: deps.log }, options.webhooks),
   ];
   return runJobs(jobs, deps.log);
 }

@@ -1,0 +1,107 @@
+import http from 'node:http';
+import https from 'node:https';
+import { performance } from 'node:perf_hooks';
+import type { LookupFunction } from 'node:net';
+
+export interface SendOptions {
+  timeoutMs: number;
+  /** How much of the response body is read and kept. */
+  maxResponseBytes: number;
+  /** A checked DNS lookup (live); the default resolver otherwise. */
+  lookup?: LookupFunction;
+}
+
+export interface SendResult {
+  statusCode: number | null;
+  headers: Record<string, string> | null;
+  excerpt: string | null;
+  error: string | null;
+  durationMs: number;
+  /** From a Retry-After header (seconds or HTTP date), in ms. */
+  retryAfterMs: number | null;
+}
+
+const MAX_HEADERS = 30;
+const MAX_HEADER_VALUE = 256;
+
+function keptHeaders(raw: http.IncomingHttpHeaders): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [name, value] of Object.entries(raw).slice(0, MAX_HEADERS)) {
+    if (name === 'set-cookie' || value === undefined) continue;
+    out[name] = (Array.isArray(value) ? value.join(', ') : value).slice(0, MAX_HEADER_VALUE);
+  }
+  return out;
+}
+
+export function parseRetryAfter(value: string | undefined, now = Date.now()): number | null {
+  if (!value) return null;
+  if (/^\d+$/.test(value.trim())) return Number(value.trim()) * 1000;
+  const date = Date.parse(value);
+  return Number.isNaN(date) ? null : Math.max(0, date - now);
+}
+
+function describe(err: NodeJS.ErrnoException): string {
+  if (err.code === 'EBLOCKEDADDRESS') return err.message;
+  return err.code ? `${err.code}: ${err.message}`.slice(0, 500) : err.message.slice(0, 500);
+}
+
+/**
+ * One webhook POST. Redirects are not followed (node:http never does), the response body is
+ * read up to a limit, and the whole exchange is bounded by `timeoutMs`. Never throws: a failure
+ * is a result with `error` set, recorded as an attempt.
+ */
+export function postJson(url: string, body: string, headers: Record<string, string>, options: SendOptions): Promise<SendResult> {
+  const started = performance.now();
+  const target = new URL(url);
+  const client = target.protocol === 'https:' ? https : http;
+  return new Promise((resolve) => {
+    let settled = false;
+    let onTimeout = () => finish({ statusCode: null, headers: null, excerpt: null, error: `timed out after ${options.timeoutMs} ms`, retryAfterMs: null });
+    const finish = (result: Omit<SendResult, 'durationMs'>) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      req.destroy();
+      resolve({ ...result, durationMs: Math.round(performance.now() - started) });
+    };
+    const timer = setTimeout(() => onTimeout(), options.timeoutMs);
+    const req = client.request(
+      target,
+      {
+        method: 'POST',
+        headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) },
+        agent: false,
+        ...(options.lookup ? { lookup: options.lookup } : {}),
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        let size = 0;
+        // The status is what counts; a body that stalls after it is kept as far as it came.
+        const complete = () =>
+          finish({
+            statusCode: res.statusCode ?? null,
+            headers: keptHeaders(res.headers),
+            excerpt: size > 0 ? Buffer.concat(chunks).toString('utf8') : null,
+            error: null,
+            retryAfterMs: parseRetryAfter(res.headers['retry-after']),
+          });
+        onTimeout = complete;
+        res.on('data', (chunk: Buffer) => {
+          if (size < options.maxResponseBytes) {
+            const part = chunk.subarray(0, options.maxResponseBytes - size);
+            chunks.push(part);
+            size += part.length;
+          }
+          if (size >= options.maxResponseBytes) complete();
+        });
+        res.on('end', complete);
+        res.on('error', complete);
+        res.on('close', complete);
+      },
+    );
+    req.on('error', (err: NodeJS.ErrnoException) =>
+      finish({ statusCode: null, headers: null, excerpt: null, error: describe(err), retryAfterMs: null }),
+    );
+    req.end(body);
+  });
+}
