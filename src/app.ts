@@ -20,7 +20,11 @@ import { BODY_LIMIT, registerTransport, requestIdFrom } from './http/transport.j
 import type { Sealer } from './lib/crypto.js';
 import { newId } from './lib/ids.js';
 import { dashboardRoutes } from './dashboard/routes.js';
+import { accountRoutes } from './modules/accounts/routes.js';
 import { customerRoutes } from './modules/customers/routes.js';
+import { fundAccountRoutes } from './modules/simulations/fund-account.js';
+import { transactionRoutes } from './modules/transactions/routes.js';
+import { transferRoutes } from './modules/transfers/routes.js';
 import { webhookRoutes } from './modules/webhooks/routes.js';
 
 export interface RouteSummary {
@@ -126,6 +130,10 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
 
   await app.register(customerRoutes(deps));
   await app.register(webhookRoutes(deps));
+  await app.register(accountRoutes(deps));
+  await app.register(transferRoutes(deps));
+  await app.register(transactionRoutes(deps));
+  await app.register(fundAccountRoutes(deps));
   await app.register(dashboardRoutes(deps));
   return app;
 }
