@@ -1,8 +1,11 @@
 import { existsSync } from 'node:fs';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newId } from '../src/lib/ids.js';
-import { startTestApp, type TestApp } from './harness.js';
+import { startWorkers } from '../src/workers/index.js';
+import { johnDoe, startTestApp, type TestApp } from './harness.js';
+import { startReceiver, type Receiver } from './webhooks/receiver.js';
 
 /**
  * The dashboard in a real headless Chromium (Debian's /usr/bin/chromium, never a downloaded
@@ -15,11 +18,18 @@ if (!hasChromium) console.warn(`dashboard browser tests skipped: ${CHROMIUM} is 
 let t: TestApp;
 let browser: Browser;
 let base: string;
+let receiver: Receiver;
+let workers: { stop(): Promise<void> };
 
 beforeAll(async () => {
   if (!hasChromium) return;
   t = await startTestApp();
   base = await t.app.listen({ port: 0, host: '127.0.0.1' });
+  receiver = await startReceiver();
+  workers = startWorkers(
+    { config: t.config, db: t.db, dbKind: t.dbKind, sealer: t.sealer, log: t.app.log },
+    { webhooks: { retryDelaysMs: [200], jitter: 0, timeoutMs: 2000 } },
+  );
   browser = await chromium.launch({
     executablePath: CHROMIUM,
     headless: true,
@@ -27,6 +37,8 @@ beforeAll(async () => {
   });
 });
 afterAll(async () => {
+  await workers?.stop();
+  await receiver?.close();
   await browser?.close();
   await t?.close();
 });
@@ -64,9 +76,9 @@ describe.skipIf(!hasChromium)('dashboard in a browser', () => {
     expect(await page.locator('#new-secret-live').textContent()).toMatch(/^sk_live_/);
 
     await page.locator('button[data-copy="new-secret-sandbox"]').click();
-    await expect.poll(() => page.evaluate(() => navigator.clipboard.readText())).toBe(secret);
+    await expect.poll(() => page.evaluate<string>('navigator.clipboard.readText()')).toBe(secret);
     await page.locator('button[data-copy="public-key"]').click();
-    const publicKey = await page.evaluate(() => navigator.clipboard.readText());
+    const publicKey = await page.evaluate<string>('navigator.clipboard.readText()');
     expect(publicKey).toMatch(/^pk_sandbox_\w{43}$/);
 
     expect((await api(secret, '/v1/customers')).status).toBe(200);
@@ -102,16 +114,11 @@ describe.skipIf(!hasChromium)('dashboard in a browser', () => {
     const page = await signUp(context);
     const sandboxKey = (await page.locator('#new-secret-sandbox').textContent())!.trim();
     const liveKey = (await page.locator('#new-secret-live').textContent())!.trim();
-    const customer = (first: string) => ({
-      first_name: first, last_name: 'Doe', email: `${first.toLowerCase()}+${newId().slice(-8)}@example.com`, phone: '+2348012345678',
-      type: 'individual', gender: 'male', date_of_birth: '1990-01-15',
-      address: { address_line1: '12 Marina Road', city: 'Lagos', country: 'NG', postal_code: '101001', state: 'NG-LA' },
-    });
     for (const [key, first] of [[sandboxKey, 'Sandy'], [liveKey, 'Livia']] as const) {
       const res = await api(key, '/v1/customers', {
         method: 'POST',
         headers: { 'content-type': 'application/json', 'idempotency-key': newId() },
-        body: JSON.stringify(customer(first)),
+        body: JSON.stringify(johnDoe({ first_name: first })),
       });
       expect(res.status).toBe(200);
     }
@@ -133,6 +140,44 @@ describe.skipIf(!hasChromium)('dashboard in a browser', () => {
     expect(await page.locator('main').textContent()).not.toContain('sk_sandbox_');
     await page.getByRole('link', { name: 'Business' }).click();
     expect(await page.locator('#tenant-id').textContent()).toMatch(/^[0-9a-f-]{36}$/);
+    await context.close();
+  });
+
+  it('creates a webhook endpoint whose signed deliveries arrive, then resends one', async () => {
+    const context = await newContext();
+    const page = await signUp(context);
+    const key = (await page.locator('#new-secret-sandbox').textContent())!.trim();
+    await page.getByRole('link', { name: 'Webhooks' }).click();
+    await page.getByLabel('Endpoint URL').fill(receiver.url);
+    await page.getByLabel('customer.created').check();
+    await page.getByRole('button', { name: 'Generate' }).click();
+    const secret = (await page.locator('#webhook-secret').textContent())!.trim();
+    expect(secret).toMatch(/^whsec_/);
+
+    const before = receiver.received.length;
+    const created = await api(key, '/v1/customers', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'idempotency-key': newId() },
+      body: JSON.stringify(johnDoe()),
+    });
+    expect(created.status).toBe(200);
+    await expect.poll(() => receiver.received.length, { timeout: 10_000 }).toBe(before + 1);
+    const first = receiver.received[before]!;
+    const payload = new Webhook(secret).verify(first.body, first.headers as Record<string, string>) as { event_type: string; event_data: { id: string } };
+    expect(payload.event_type).toBe('customer.created');
+    expect(payload.event_data.id).toBe(created.body.data.id);
+
+    await expect
+      .poll(async () => {
+        await page.reload();
+        return page.locator('main').textContent();
+      }, { timeout: 10_000 })
+      .toContain('sent');
+    await page.getByRole('button', { name: 'Resend customer.created event' }).click();
+    await expect.poll(() => receiver.received.length, { timeout: 10_000 }).toBe(before + 2);
+    const again = receiver.received[before + 1]!;
+    expect(again.headers['webhook-id']).toBe(first.headers['webhook-id']);
+    expect(() => new Webhook(secret).verify(again.body, again.headers as Record<string, string>)).not.toThrow();
     await context.close();
   });
 });

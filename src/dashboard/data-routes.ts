@@ -2,8 +2,14 @@ import type { FastifyInstance } from 'fastify';
 import type { Deps } from '../app.js';
 import { ListCustomersQuery, type CustomerResponse } from '../modules/customers/schema.js';
 import { listCustomers } from '../modules/customers/service.js';
+import { AccountStatus, ListAccountsQuery, type AccountResponse } from '../modules/accounts/schema.js';
+import { listAccounts } from '../modules/accounts/service.js';
+import { ListTransactionsQuery, TRANSACTION_STATUSES, TRANSACTION_TYPES, type TransactionResponse } from '../modules/transactions/schema.js';
+import { listTransactions } from '../modules/transactions/service.js';
+import { ListTransfersQuery, TRANSFER_STATUSES, type TransferResponse } from '../modules/transfers/schema.js';
+import { listTransfers } from '../modules/transfers/service.js';
 import { badge } from './layout.js';
-import { renderList, unavailable } from './list-view.js';
+import { renderList } from './list-view.js';
 import { sendPage, sessionOf } from './routes.js';
 
 const DATE_FIELDS = [
@@ -47,12 +53,95 @@ export function dataRoutes(deps: Deps) {
       return sendPage(reply, page);
     });
 
-    for (const [section, title] of [
-      ['accounts', 'Accounts'],
-      ['transfers', 'Transfers'],
-      ['transactions', 'Transactions'],
-    ] as const) {
-      app.get(`/${section}`, async (request, reply) => sendPage(reply, unavailable(sessionOf(request), section, title)));
-    }
+    app.get('/accounts', async (request, reply) =>
+      sendPage(
+        reply,
+        await renderList<ListAccountsQuery, AccountResponse>(request, sessionOf(request), {
+          section: 'accounts',
+          title: 'Accounts',
+          schema: ListAccountsQuery,
+          fields: [
+            { name: 'currency', label: 'Currency' },
+            { name: 'status', label: 'Status', type: 'select', options: AccountStatus.options },
+            { name: 'customer_id', label: 'Customer id' },
+            { name: 'label', label: 'Label' },
+            ...DATE_FIELDS,
+          ],
+          columns: [
+            { label: 'Label', cell: (a) => a.label },
+            { label: 'Currency', cell: (a) => a.currency },
+            { label: 'Balance', cell: (a) => a.balance, numeric: true },
+            { label: 'Available', cell: (a) => a.available_balance, numeric: true },
+            { label: 'Status', cell: (a) => badge(a.status) },
+            { label: 'Account number', cell: (a) => a.account_number },
+            { label: 'Customer', cell: (a) => a.customer_id },
+            { label: 'Id', cell: (a) => a.id },
+          ],
+          empty: 'No accounts in this environment match.',
+          load: (scope, query) => listAccounts(deps.db, scope, query),
+        }),
+      ),
+    );
+
+    app.get('/transfers', async (request, reply) =>
+      sendPage(
+        reply,
+        await renderList<ListTransfersQuery, TransferResponse>(request, sessionOf(request), {
+          section: 'transfers',
+          title: 'Transfers',
+          schema: ListTransfersQuery,
+          fields: [
+            { name: 'status', label: 'Status', type: 'select', options: TRANSFER_STATUSES },
+            { name: 'account_id', label: 'Account id' },
+            { name: 'customer_id', label: 'Customer id' },
+            ...DATE_FIELDS,
+          ],
+          columns: [
+            { label: 'Reference', cell: (x) => x.reference },
+            { label: 'Amount', cell: (x) => `${x.amount} ${x.currency}`, numeric: true },
+            { label: 'Fee', cell: (x) => x.fee, numeric: true },
+            { label: 'Status', cell: (x) => badge(x.transfer_status) },
+            { label: 'From', cell: (x) => `${x.source.source_type} ${x.source.id}` },
+            { label: 'To', cell: (x) => `${x.destination.destination_type} ${x.destination.id ?? ''}` },
+            { label: 'Created', cell: (x) => x.date_created },
+          ],
+          empty: 'No transfers in this environment match.',
+          load: (scope, query) => listTransfers(deps.db, scope, query),
+        }),
+      ),
+    );
+
+    app.get('/transactions', async (request, reply) =>
+      sendPage(
+        reply,
+        await renderList<ListTransactionsQuery, TransactionResponse>(request, sessionOf(request), {
+          section: 'transactions',
+          title: 'Transactions',
+          schema: ListTransactionsQuery,
+          fields: [
+            { name: 'account_id', label: 'Account id' },
+            { name: 'direction', label: 'Direction', type: 'select', options: ['in', 'out'] },
+            { name: 'status', label: 'Status', type: 'select', options: TRANSACTION_STATUSES },
+            { name: 'transaction_type', label: 'Type', type: 'select', options: TRANSACTION_TYPES },
+            { name: 'currency', label: 'Currency' },
+            { name: 'reference', label: 'Reference' },
+            ...DATE_FIELDS,
+          ],
+          columns: [
+            { label: 'Date', cell: (x) => x.date_created },
+            { label: 'Description', cell: (x) => x.description },
+            { label: 'Type', cell: (x) => x.transaction_type },
+            { label: 'Direction', cell: (x) => x.direction },
+            { label: 'Amount', cell: (x) => `${x.direction === 'out' ? '−' : ''}${x.amount} ${x.currency}`, numeric: true },
+            { label: 'Balance after', cell: (x) => x.balance_after, numeric: true },
+            { label: 'Status', cell: (x) => badge(x.status) },
+            { label: 'Account', cell: (x) => x.account_id },
+            { label: 'Reference', cell: (x) => x.reference },
+          ],
+          empty: 'No transactions in this environment match.',
+          load: (scope, query) => listTransactions(deps.db, scope, query),
+        }),
+      ),
+    );
   };
 }

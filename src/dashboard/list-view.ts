@@ -59,8 +59,3 @@ export async function renderList<Q, T>(request: FastifyRequest, session: Session
     html`${form}${table(view.title, view.columns, page.items, view.empty)}${pager(base, filters, page as Page<unknown>)}`,
   );
 }
-
-/** Shown for a section whose module is not in this build yet. */
-export function unavailable(session: Session, section: Section, title: string): Html {
-  return appPage(session, section, title, alert('info', `${title} are not available in this build yet.`));
-}
