@@ -137,7 +137,7 @@ export function keysPage(session: Session, view: KeysView, flash: Flash | null, 
 <section class="card">
   <h2>Rotate keys</h2>
   <p>Rotation creates a new key pair for <strong>${env}</strong>. The old pair keeps working until the time you choose.</p>
-  <form method="post" action="/dashboard/keys/rotate" class="inline">
+  <form method="post" action="/dashboard/keys/rotate" class="inline" data-confirm="Create a new ${env} key pair? The old keys stop working at the time you chose.">
     ${csrfField(session)}
     <label for="expire">Old keys expire</label>
     <select id="expire" name="expire_in_seconds">${EXPIRY_CHOICES.map(([s, label]) => html`<option value="${s}">${label}</option>`)}</select>

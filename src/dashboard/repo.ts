@@ -69,9 +69,11 @@ export async function deleteSession(db: Queryable, id: string): Promise<void> {
 }
 
 export async function deleteExpiredSessions(db: Queryable, limit = 500): Promise<number> {
-  const result = await sql`delete from dashboard_sessions where id in (
-    select id from dashboard_sessions where expires_at <= now() limit ${limit})`.execute(db);
-  return Number(result.numAffectedRows ?? 0);
+  const result = await db
+    .deleteFrom('dashboard_sessions')
+    .where('id', 'in', (eb) => eb.selectFrom('dashboard_sessions').select('id').where('expires_at', '<=', new Date()).limit(limit))
+    .executeTakeFirst();
+  return Number(result.numDeletedRows);
 }
 
 export async function setEnvironment(db: Queryable, id: string, environment: Environment): Promise<void> {

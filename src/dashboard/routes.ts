@@ -82,7 +82,7 @@ function dashboard(deps: Deps) {
     registerGuards(app, service, production);
     registerErrorPages(app);
 
-    const secureOf = (request: FastifyRequest) => isSecureRequest(request, production);
+    const secureOf = (request: FastifyRequest) => isSecureRequest(request);
     const sessionCookie = (request: FastifyRequest, token: string, maxAge: number) =>
       serializeCookie(cookieNames(secureOf(request)).session, token, {
         secure: secureOf(request),
@@ -210,7 +210,9 @@ function dashboard(deps: Deps) {
 function registerGuards(app: FastifyInstance, service: DashboardService, production: boolean) {
   app.addHook('onRequest', async (request, reply) => {
     setSecurityHeaders(reply);
-    const names = cookieNames(isSecureRequest(request, production));
+    // Production: passwords and session cookies never travel over plain HTTP.
+    if (production && !isSecureRequest(request)) throw new AppError('https_required', 'Open the dashboard over HTTPS.');
+    const names = cookieNames(isSecureRequest(request));
     const token = parseCookies(request.headers.cookie)[names.session];
     request.dashboardSession = token ? await service.sessionFor(token) : null;
     if (!request.dashboardSession && !request.routeOptions.config?.dashboardPublic) {
@@ -223,7 +225,7 @@ function registerGuards(app: FastifyInstance, service: DashboardService, product
     const sent = formOf(request).get('_csrf') ?? undefined;
     const expected = request.dashboardSession
       ? request.dashboardSession.csrfToken
-      : parseCookies(request.headers.cookie)[cookieNames(isSecureRequest(request, production)).preauth];
+      : parseCookies(request.headers.cookie)[cookieNames(isSecureRequest(request)).preauth];
     if (!tokensEqual(sent, expected)) {
       throw new AppError('csrf_failed', 'The form expired or did not come from this dashboard. Reload the page and try again.');
     }

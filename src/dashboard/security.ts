@@ -2,13 +2,15 @@ import { randomBytes, timingSafeEqual } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 
 /**
- * Cookies. Over TLS (or behind a trusted proxy that says https, or with the production profile)
- * they are `Secure` and use the `__Host-` prefix, which pins them to this host and path `/`.
- * Development exception: plain HTTP on a laptop (`npm start` on 127.0.0.1) cannot carry a
- * Secure cookie, so there the cookies are sent without it; they stay HttpOnly and SameSite.
+ * Cookies. Over TLS (served by us, or behind a trusted proxy that says https) they are `Secure`
+ * and use the `__Host-` prefix, which pins them to this host and path `/`. The production
+ * profile refuses the dashboard over plain HTTP altogether (see routes.ts), so there every
+ * cookie is Secure. Development exception: plain HTTP on a laptop (`npm start` on 127.0.0.1)
+ * cannot carry a Secure cookie, so there the cookies go without it; they stay HttpOnly and
+ * SameSite, and expire like the others.
  */
-export function isSecureRequest(request: FastifyRequest, production: boolean): boolean {
-  return production || request.protocol === 'https';
+export function isSecureRequest(request: FastifyRequest): boolean {
+  return request.protocol === 'https';
 }
 
 export function cookieNames(secure: boolean) {

@@ -146,7 +146,9 @@ export class DashboardService {
     });
   }
 
-  async purgeExpiredSessions(): Promise<number> {
-    return repo.deleteExpiredSessions(this.db);
-  }
+}
+
+/** Background job: deletes a bounded batch of expired sessions; > 0 means run again. */
+export async function purgeExpiredSessions(db: Db): Promise<number> {
+  return repo.deleteExpiredSessions(db);
 }
