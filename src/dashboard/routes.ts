@@ -69,9 +69,6 @@ export function dashboardRoutes(deps: Deps) {
 function dashboard(deps: Deps) {
   return async function inner(app: FastifyInstance) {
     const service = new DashboardService(deps.db, deps.sealer);
-    const production = deps.config.PROFILE === 'production';
-    const limits = { email: new FailureLimiter(5, LOGIN_WINDOW_MS), ip: new FailureLimiter(20, LOGIN_WINDOW_MS) };
-
     app.addHook('onRoute', (route) => {
       route.schema = { ...route.schema, hide: true }; // not part of the API's OpenAPI document
     });
@@ -79,31 +76,40 @@ function dashboard(deps: Deps) {
       done(null, new URLSearchParams(body as string)),
     );
     app.decorateRequest('dashboardSession', null);
-    registerGuards(app, service, production);
+    registerGuards(app, service, deps.config.PROFILE === 'production');
     registerErrorPages(app);
 
-    const secureOf = (request: FastifyRequest) => isSecureRequest(request);
-    const sessionCookie = (request: FastifyRequest, token: string, maxAge: number) =>
-      serializeCookie(cookieNames(secureOf(request)).session, token, {
-        secure: secureOf(request),
-        maxAgeSeconds: maxAge,
-        sameSite: 'Lax',
-      });
-
-    /** The double-submit token of the log-in and sign-up forms (no session exists yet). */
-    function preauthToken(request: FastifyRequest, reply: FastifyReply): string {
-      const name = cookieNames(secureOf(request)).preauth;
-      const existing = parseCookies(request.headers.cookie)[name];
-      if (existing && existing.length === 43) return existing;
-      const token = randomToken();
-      addCookie(reply, serializeCookie(name, token, { secure: secureOf(request), maxAgeSeconds: 3600, sameSite: 'Strict' }));
-      return token;
-    }
-
-    const open = { config: { dashboardPublic: true } };
-
     app.get('/', async (request, reply) => seeOther(reply, request.dashboardSession ? '/dashboard/business' : '/dashboard/login'));
+    await app.register(staticRoutes);
+    await app.register(authRoutes(service));
+    await app.register(businessRoutes(deps, service));
+    await app.register(dataRoutes(deps));
+    await app.register(webhookRoutes(deps, service));
+  };
+}
 
+function sessionCookie(request: FastifyRequest, token: string, maxAgeSeconds: number): string {
+  const secure = isSecureRequest(request);
+  return serializeCookie(cookieNames(secure).session, token, { secure, maxAgeSeconds, sameSite: 'Lax' });
+}
+
+/** The double-submit token of the log-in and sign-up forms (no session exists yet). */
+function preauthToken(request: FastifyRequest, reply: FastifyReply): string {
+  const secure = isSecureRequest(request);
+  const name = cookieNames(secure).preauth;
+  const existing = parseCookies(request.headers.cookie)[name];
+  if (existing && existing.length === 43) return existing;
+  const token = randomToken();
+  addCookie(reply, serializeCookie(name, token, { secure, maxAgeSeconds: 3600, sameSite: 'Strict' }));
+  return token;
+}
+
+const open = { config: { dashboardPublic: true } };
+
+/** Log in (rate-limited), sign up, log out. */
+function authRoutes(service: DashboardService) {
+  return async function plugin(app: FastifyInstance) {
+    const limits = { email: new FailureLimiter(5, LOGIN_WINDOW_MS), ip: new FailureLimiter(20, LOGIN_WINDOW_MS) };
     app.get('/login', open, async (request, reply) => {
       if (request.dashboardSession) return seeOther(reply, '/dashboard/business');
       return sendPage(reply, loginPage(preauthToken(request, reply)));
@@ -164,7 +170,12 @@ function dashboard(deps: Deps) {
       addCookie(reply, sessionCookie(request, '', 0));
       return seeOther(reply, '/dashboard/login');
     });
+  };
+}
 
+/** Environment switch, business page, API keys. */
+function businessRoutes(deps: Deps, service: DashboardService) {
+  return async function plugin(app: FastifyInstance) {
     app.post('/environment', async (request, reply) => {
       const form = formOf(request);
       const env = form.get('environment');
@@ -195,10 +206,6 @@ function dashboard(deps: Deps) {
       await service.rotate(sessionOf(request), seconds);
       return seeOther(reply, '/dashboard/keys');
     });
-
-    await app.register(staticRoutes);
-    await app.register(dataRoutes(deps));
-    await app.register(webhookRoutes(deps, service));
   };
 }
 
