@@ -221,6 +221,15 @@ describe('environments and data', () => {
     expect(bad.body).toContain('Invalid filter');
   });
 
+  it('keeps the dashboard out of the API document and the API out of the form parser', async () => {
+    const doc = await t.request('GET', '/v1/openapi.json');
+    expect(Object.keys(doc.body.paths).some((p) => p.startsWith('/dashboard'))).toBe(false);
+    const key = (await t.tenant()).sandbox.secret_key;
+    const res = await t.request('POST', '/v1/customers', 'first_name=John', { key, headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+    expect(res.status).toBe(415);
+    expect(res.body.error.code).toBe('unsupported_media_type');
+  });
+
   it('answers unknown pages and rotation choices with HTML errors', async () => {
     const agent = new Agent(t);
     await agent.signup(email());
