@@ -76,6 +76,13 @@ describe('POST /v1/webhooks/endpoints', () => {
   it('allows http and loopback in sandbox only', async () => {
     expect((await api.post('/v1/webhooks/endpoints', { url: 'http://127.0.0.1:9/x' })).status).toBe(201);
     expect((await api.post('/v1/webhooks/endpoints', { url: 'http://localhost:9/x' })).status).toBe(201);
+    expect((await api.post('/v1/webhooks/endpoints', { url: 'http://10.0.0.5:8080/x' })).status).toBe(201);
+    // Link-local (cloud metadata services) is refused even in sandbox.
+    for (const url of ['http://169.254.169.254/latest/meta-data', 'http://[fe80::1]/x']) {
+      const res = await api.post('/v1/webhooks/endpoints', { url });
+      expect(res.status, url).toBe(400);
+      expect(res.body.error.message).toMatch(/link-local/);
+    }
     for (const url of [
       'http://example.com/x',
       'https://127.0.0.1/x',
@@ -111,6 +118,12 @@ describe('POST /v1/webhooks/endpoints', () => {
     const broken = await api.post('/v1/webhooks/endpoints', '{"url":');
     expect(broken.status).toBe(400);
     expect(broken.body.error.code).toBe('invalid_json');
+  });
+
+  it('answers 413 payload_too_large over 1 MiB', async () => {
+    const res = await api.post('/v1/webhooks/endpoints', { url: `https://example.com/${'a'.repeat(1_100_000)}` });
+    expect(res.status).toBe(413);
+    expect(res.body.error.code).toBe('payload_too_large');
   });
 
   it('caps endpoints per environment with 422 limit_exceeded', async () => {

@@ -11,7 +11,7 @@ export interface Received {
 export type Behaviour = (req: Received, n: number) => { status: number; headers?: Record<string, string>; body?: string } | 'hang';
 
 /** A real local HTTP receiver on 127.0.0.1, port chosen by the OS. */
-export async function startReceiver(behaviour: Behaviour = () => ({ status: 200, body: '{"ok":true}' })) {
+export async function startReceiver(behaviour: Behaviour = () => ({ status: 200, body: '{"ok":true}' }), port = 0) {
   const received: Received[] = [];
   const hanging = new Set<ServerResponse>();
   let current = behaviour;
@@ -30,11 +30,11 @@ export async function startReceiver(behaviour: Behaviour = () => ({ status: 200,
       res.end(answer.body ?? '');
     });
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const port = (server.address() as AddressInfo).port;
+  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
+  const bound = (server.address() as AddressInfo).port;
   return {
-    url: `http://127.0.0.1:${port}/hook`,
-    port,
+    url: `http://127.0.0.1:${bound}/hook`,
+    port: bound,
     received,
     setBehaviour(b: Behaviour) {
       current = b;

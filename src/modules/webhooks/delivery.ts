@@ -2,6 +2,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import { sql } from 'kysely';
 import type { LookupFunction } from 'node:net';
 import type { Db } from '../../db/client.js';
+import type { Environment } from '../../http/context.js';
 import type { Sealer } from '../../lib/crypto.js';
 import { newId } from '../../lib/ids.js';
 import type { Job } from '../../workers/index.js';
@@ -38,7 +39,7 @@ export interface DeliveryOptions {
   fanoutBatch: number;
   /** Parallel delivery loops per process. */
   deliveryLoops: number;
-  /** DNS for live endpoints (every answer is checked against private ranges). */
+  /** DNS for endpoints (every answer is screened before the socket connects). */
   resolver: Resolver;
 }
 
@@ -124,21 +125,21 @@ function secretsOf(work: queue.DeliveryWork, sealer: Sealer): string[] {
   return secrets;
 }
 
-/** Live URLs are re-checked and their DNS answers screened at the moment of connecting. */
+/**
+ * The URL is checked again (rules may have changed since registration) and every DNS answer is
+ * screened at the moment of connecting: live refuses private addresses, sandbox link-local ones.
+ */
 async function send(work: queue.DeliveryWork, body: string, headers: Record<string, string>, options: DeliveryOptions): Promise<SendResult> {
-  let lookup: LookupFunction | undefined;
-  if (work.environment === 'live') {
-    try {
-      assertEndpointUrl(work.url, 'live');
-    } catch (err) {
-      return { statusCode: null, headers: null, excerpt: null, error: `refused: ${(err as Error).message}`, durationMs: 0, retryAfterMs: null };
-    }
-    lookup = guardedLookup(options.resolver) as unknown as LookupFunction;
+  const environment = work.environment as Environment;
+  try {
+    assertEndpointUrl(work.url, environment);
+  } catch (err) {
+    return { statusCode: null, headers: null, excerpt: null, error: `refused: ${(err as Error).message}`, durationMs: 0, retryAfterMs: null };
   }
   return postJson(work.url, body, headers, {
     timeoutMs: options.timeoutMs,
     maxResponseBytes: options.maxResponseBytes,
-    ...(lookup ? { lookup } : {}),
+    lookup: guardedLookup(options.resolver, environment) as unknown as LookupFunction,
   });
 }
 
@@ -192,7 +193,9 @@ export async function deliveryTick(deps: DeliveryDeps, partial: Partial<Delivery
   const ids = await deps.db.transaction().execute((trx) => queue.claimDueDeliveries(trx, options.deliveryBatch, leaseMs, token));
   if (ids.length === 0) return false;
   const work = await queue.loadDeliveryWork(deps.db, ids);
-  await Promise.all(work.map((w) => deliverOne(deps, options, w, token)));
+  const results = await Promise.allSettled(work.map((w) => deliverOne(deps, options, w, token)));
+  // A delivery that failed here (database down while recording) is retaken when its lease ends.
+  for (const r of results) if (r.status === 'rejected') deps.log?.error({ err: r.reason }, 'webhook delivery failed');
   return ids.length === options.deliveryBatch;
 }
 

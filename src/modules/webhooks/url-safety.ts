@@ -8,7 +8,9 @@ import { AppError } from '../../http/errors.js';
  * private, link-local, CGNAT, multicast or reserved addresses, neither as a literal at
  * registration nor as what the name resolves to at delivery time (checked on the very address
  * the socket connects to, so a DNS answer cannot change between check and connect).
- * The sandbox allows http and loopback so a developer can point it at their laptop.
+ * The sandbox allows http, loopback and private networks so a developer can point it at their
+ * laptop or a container next to the server, but never link-local addresses: that is where cloud
+ * metadata services live (169.254.169.254), and no webhook receiver does.
  */
 const BLOCKED = new BlockList();
 for (const [net, prefix] of [
@@ -24,15 +26,26 @@ for (const [net, prefix] of [
   BLOCKED.addSubnet(net, prefix, 'ipv6');
 }
 
-/** True for addresses a live webhook may not reach. */
-export function isBlockedAddress(address: string): boolean {
+const LINK_LOCAL = new BlockList();
+LINK_LOCAL.addSubnet('169.254.0.0', 16, 'ipv4');
+LINK_LOCAL.addSubnet('fe80::', 10, 'ipv6');
+
+function inList(list: BlockList, address: string): boolean {
   const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
-  if (mapped) return isBlockedAddress(mapped[1] as string);
+  if (mapped) return inList(list, mapped[1] as string);
   const family = isIP(address);
-  if (family === 4) return BLOCKED.check(address, 'ipv4');
-  if (family === 6) return BLOCKED.check(address, 'ipv6');
+  if (family === 4) return list.check(address, 'ipv4');
+  if (family === 6) return list.check(address, 'ipv6'); // also matches IPv4-mapped forms
   return true;
 }
+
+/** True for addresses a live webhook may not reach. */
+export const isBlockedAddress = (address: string) => inList(BLOCKED, address);
+/** True for addresses no webhook may reach, sandbox included. */
+export const isLinkLocal = (address: string) => inList(LINK_LOCAL, address);
+
+/** The address check of an environment. */
+export const refusedIn = (environment: Environment) => (environment === 'live' ? isBlockedAddress : isLinkLocal);
 
 const MAX_URL_LENGTH = 2048;
 
@@ -52,9 +65,10 @@ export function assertEndpointUrl(raw: string, environment: Environment): URL {
   if (url.protocol !== 'https:' && url.protocol !== 'http:') throw invalidUrl('The URL must use https');
   if (url.username || url.password) throw invalidUrl('The URL must not contain credentials');
   if (url.hash) throw invalidUrl('The URL must not contain a fragment');
+  const host = url.hostname.replace(/^\[|\]$/g, '').toLowerCase();
+  if (isIP(host) && isLinkLocal(host)) throw invalidUrl('The URL must not point at a link-local address');
   if (environment === 'sandbox') return url;
   if (url.protocol !== 'https:') throw invalidUrl('Live endpoints must use https (http is allowed in sandbox only)');
-  const host = url.hostname.replace(/^\[|\]$/g, '').toLowerCase();
   if (host === 'localhost' || host.endsWith('.localhost') || host.endsWith('.local') || host.endsWith('.internal')) {
     throw invalidUrl('Live endpoints must not point at a local host name (allowed in sandbox only)');
   }
@@ -74,18 +88,18 @@ export const systemResolver: Resolver = (hostname) =>
   );
 
 /**
- * A `lookup` for node:http that refuses a name when any of its addresses is blocked. It is what
- * the socket connects with, so the checked address is the connected one.
+ * A `lookup` for node:http that refuses a name when any of its addresses is refused in the
+ * environment. It is what the socket connects with, so the checked address is the connected one.
  */
-export function guardedLookup(resolver: Resolver) {
+export function guardedLookup(resolver: Resolver, environment: Environment) {
+  const refused = refusedIn(environment);
   return (hostname: string, options: { all?: boolean }, callback: LookupCallback) => {
     resolver(hostname).then(
       (addresses) => {
-        const bad = addresses.find((a) => isBlockedAddress(a.address));
+        const bad = addresses.find((a) => refused(a.address));
         if (addresses.length === 0 || bad) {
-          const err: NodeJS.ErrnoException = new Error(
-            `refused: ${hostname} resolves to a private, loopback or link-local address`,
-          );
+          const what = environment === 'live' ? 'a private, loopback or link-local' : 'a link-local';
+          const err: NodeJS.ErrnoException = new Error(`refused: ${hostname} resolves to ${what} address`);
           err.code = 'EBLOCKEDADDRESS';
           callback(err, []);
           return;
