@@ -20,6 +20,7 @@ import { BODY_LIMIT, registerTransport, requestIdFrom } from './http/transport.j
 import type { Sealer } from './lib/crypto.js';
 import { newId } from './lib/ids.js';
 import { dashboardRoutes } from './dashboard/routes.js';
+import { accountApplicationRoutes } from './modules/account-applications/routes.js';
 import { accountRoutes } from './modules/accounts/routes.js';
 import { customerRoutes } from './modules/customers/routes.js';
 import { fundAccountRoutes } from './modules/simulations/fund-account.js';
@@ -130,6 +131,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
 
   await app.register(customerRoutes(deps));
   await app.register(webhookRoutes(deps));
+  await app.register(accountApplicationRoutes(deps));
   await app.register(accountRoutes(deps));
   await app.register(transferRoutes(deps));
   await app.register(transactionRoutes(deps));
