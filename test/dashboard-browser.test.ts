@@ -178,6 +178,16 @@ describe.skipIf(!hasChromium)('dashboard in a browser', () => {
     const again = receiver.received[before + 1]!;
     expect(again.headers['webhook-id']).toBe(first.headers['webhook-id']);
     expect(() => new Webhook(secret).verify(again.body, again.headers as Record<string, string>)).not.toThrow();
+
+    await page.getByRole('link', { name: 'customer.created' }).click();
+    await expect
+      .poll(async () => {
+        await page.reload();
+        return page.locator('table tbody tr').count();
+      }, { timeout: 10_000 })
+      .toBe(2);
+    expect(await page.locator('table tbody').textContent()).toContain('manual');
+    expect(await page.locator('pre.payload').textContent()).toContain(created.body.data.id);
     await context.close();
   });
 });

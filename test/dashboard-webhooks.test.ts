@@ -87,6 +87,9 @@ describe('webhooks page', () => {
     expect(live.body).toContain('No endpoints yet');
     expect((await a.agent.get(`/dashboard/webhooks/endpoints/${id}`)).statusCode).toBe(404);
     expect((await a.agent.get('/dashboard/webhooks/endpoints/not-an-id')).statusCode).toBe(404);
+    expect((await a.agent.get(`/dashboard/webhooks/deliveries/${newId()}`)).statusCode).toBe(404);
+    const resend = await a.agent.post(`/dashboard/webhooks/deliveries/${newId()}/resend`);
+    expect(resend.statusCode).toBe(404);
   });
 
   it('filters deliveries and rejects a bad filter on the page', async () => {

@@ -1,6 +1,6 @@
 import type { Page } from '../http/pagination.js';
 import { EVENT_TYPES } from '../modules/webhooks/outbox.js';
-import { DELIVERY_STATUSES, type DeliverySummary, type EndpointResponse } from '../modules/webhooks/schema.js';
+import { DELIVERY_STATUSES, type AttemptResponse, type DeliveryDetail, type DeliverySummary, type EndpointResponse } from '../modules/webhooks/schema.js';
 import { html, type Html } from './html.js';
 import { appPage, badge, copyable, csrfField, filterForm, pager, table } from './layout.js';
 import type { Flash, Session } from './service.js';
@@ -71,7 +71,7 @@ export function webhooksPage(session: Session, view: WebhooksView): Html {
     ? html`${table(
         'Webhook deliveries',
         [
-          { label: 'Event', cell: (d: DeliverySummary) => d.event_type },
+          { label: 'Event', cell: (d: DeliverySummary) => html`<a href="/dashboard/webhooks/deliveries/${d.id}">${d.event_type}</a>` },
           { label: 'Endpoint', cell: (d) => urls.get(d.endpoint_id) ?? d.path },
           { label: 'Status', cell: (d) => badge(d.status) },
           { label: 'Attempts', cell: (d) => d.attempts, numeric: true },
@@ -143,5 +143,40 @@ export function endpointPage(session: Session, e: EndpointResponse, notice?: Htm
 </section>
 <p><a href="/dashboard/webhooks">Back to webhooks</a></p>`,
     notice,
+  );
+}
+
+/** One delivery: its payload and every attempt (status, duration, error), newest first. */
+export function deliveryPage(session: Session, d: DeliveryDetail, attempts: Page<AttemptResponse>): Html {
+  const rows = table(
+    'Attempts',
+    [
+      { label: '#', cell: (a: AttemptResponse) => a.attempt, numeric: true },
+      { label: 'Trigger', cell: (a) => a.trigger },
+      { label: 'Status code', cell: (a) => a.status_code },
+      { label: 'Duration (ms)', cell: (a) => a.duration_ms, numeric: true },
+      { label: 'Error', cell: (a) => a.error },
+      { label: 'At', cell: (a) => a.created_at },
+    ],
+    attempts.items,
+    'No attempt yet.',
+  );
+  return appPage(
+    session,
+    'webhooks',
+    `Delivery of ${d.event_type}`,
+    html`<section class="card">
+  <dl class="facts">
+    <dt>Status</dt><dd>${badge(d.status)}</dd>
+    <dt>Endpoint</dt><dd><code>${d.path}</code></dd>
+    <dt>Attempts</dt><dd>${d.attempts} of at most ${d.max_retries + 1}</dd>
+    <dt>Next attempt</dt><dd>${d.next_attempt ?? '—'}</dd>
+    <dt>Event id</dt><dd><code>${d.event_id}</code></dd>
+  </dl>
+  <form method="post" action="/dashboard/webhooks/deliveries/${d.id}/resend">${csrfField(session)}<button type="submit">Resend</button></form>
+</section>
+<section class="card"><h2>Attempts</h2>${rows}${pager(`/dashboard/webhooks/deliveries/${d.id}`, {}, attempts as Page<unknown>)}</section>
+<section class="card"><h2>Payload</h2><pre class="payload">${JSON.stringify(d.payload, null, 2)}</pre></section>
+<p><a href="/dashboard/webhooks">Back to webhooks</a></p>`,
   );
 }

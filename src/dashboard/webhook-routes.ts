@@ -2,14 +2,14 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Deps } from '../app.js';
 import { AppError, notFound } from '../http/errors.js';
 import { isUuid } from '../lib/ids.js';
-import { HistoryQuery, MAX_OVERLAP_SECONDS } from '../modules/webhooks/schema.js';
+import { AttemptsQuery, HistoryQuery, MAX_OVERLAP_SECONDS } from '../modules/webhooks/schema.js';
 import * as webhooks from '../modules/webhooks/service.js';
 import { EVENT_TYPES, type EventType } from '../modules/webhooks/outbox.js';
 import type { Html } from './html.js';
 import { alert } from './layout.js';
 import { formOf, seeOther, sendPage, sessionOf } from './routes.js';
 import type { DashboardService, Flash, Session } from './service.js';
-import { endpointPage, webhooksPage } from './webhook-pages.js';
+import { deliveryPage, endpointPage, webhooksPage } from './webhook-pages.js';
 
 const FILTERS = ['status', 'event_type', 'from', 'to', 'page'] as const;
 
@@ -118,6 +118,16 @@ export function webhookRoutes(deps: Deps, service: DashboardService) {
         return '/dashboard/webhooks';
       }),
     );
+
+    app.get('/webhooks/deliveries/:id', async (request, reply) => {
+      const session = sessionOf(request);
+      const id = idParam(request);
+      const page = Number((request.query as { page?: string }).page ?? '1');
+      const query = AttemptsQuery.safeParse({ page: Number.isInteger(page) && page > 0 ? String(page) : '1', items_per_page: '20' });
+      const detail = await webhooks.getDelivery(deps.db, scopeOf(session), id);
+      const attempts = await webhooks.listAttempts(deps.db, scopeOf(session), id, query.success ? query.data : { page: 1 });
+      return sendPage(reply, deliveryPage(session, detail, attempts));
+    });
 
     app.post('/webhooks/deliveries/:id/resend', async (request, reply) =>
       act(request, reply, async (session) => {
