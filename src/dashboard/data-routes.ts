@@ -8,7 +8,7 @@ import { ListTransactionsQuery, TRANSACTION_STATUSES, TRANSACTION_TYPES, type Tr
 import { listTransactions } from '../modules/transactions/service.js';
 import { ListTransfersQuery, TRANSFER_STATUSES, type TransferResponse } from '../modules/transfers/schema.js';
 import { listTransfers } from '../modules/transfers/service.js';
-import { badge } from './layout.js';
+import { badge, idCell, when } from './layout.js';
 import { renderList } from './list-view.js';
 import { sendPage, sessionOf } from './routes.js';
 
@@ -44,8 +44,8 @@ export function dataRoutes(deps: Deps) {
           { label: 'Type', cell: (c) => c.type },
           { label: 'Status', cell: (c) => badge(c.status) },
           { label: 'KYC', cell: (c) => badge(c.kyc_status) },
-          { label: 'Id', cell: (c) => c.id },
-          { label: 'Created', cell: (c) => c.date_added },
+          { label: 'Id', cell: (c) => idCell(c.id) },
+          { label: 'Created', cell: (c) => when(c.date_added) },
         ],
         empty: 'No customers in this environment match.',
         load: (scope, query) => listCustomers(deps.db, scope, query),
@@ -74,8 +74,8 @@ export function dataRoutes(deps: Deps) {
             { label: 'Available', cell: (a) => a.available_balance, numeric: true },
             { label: 'Status', cell: (a) => badge(a.status) },
             { label: 'Account number', cell: (a) => a.account_number },
-            { label: 'Customer', cell: (a) => a.customer_id },
-            { label: 'Id', cell: (a) => a.id },
+            { label: 'Customer', cell: (a) => idCell(a.customer_id) },
+            { label: 'Id', cell: (a) => idCell(a.id) },
           ],
           empty: 'No accounts in this environment match.',
           load: (scope, query) => listAccounts(deps.db, scope, query),
@@ -97,13 +97,13 @@ export function dataRoutes(deps: Deps) {
             ...DATE_FIELDS,
           ],
           columns: [
-            { label: 'Reference', cell: (x) => x.reference },
+            { label: 'Reference', cell: (x) => idCell(x.reference) },
             { label: 'Amount', cell: (x) => `${x.amount} ${x.currency}`, numeric: true },
             { label: 'Fee', cell: (x) => x.fee, numeric: true },
             { label: 'Status', cell: (x) => badge(x.transfer_status) },
-            { label: 'From', cell: (x) => `${x.source.source_type} ${x.source.id}` },
-            { label: 'To', cell: (x) => `${x.destination.destination_type} ${x.destination.id ?? ''}` },
-            { label: 'Created', cell: (x) => x.date_created },
+            { label: 'From', cell: (x) => idCell(x.source.id) },
+            { label: 'To', cell: (x) => idCell(x.destination.id) },
+            { label: 'Created', cell: (x) => when(x.date_created) },
           ],
           empty: 'No transfers in this environment match.',
           load: (scope, query) => listTransfers(deps.db, scope, query),
@@ -128,15 +128,15 @@ export function dataRoutes(deps: Deps) {
             ...DATE_FIELDS,
           ],
           columns: [
-            { label: 'Date', cell: (x) => x.date_created },
+            { label: 'Date', cell: (x) => when(x.date_created) },
             { label: 'Description', cell: (x) => x.description },
             { label: 'Type', cell: (x) => x.transaction_type },
             { label: 'Direction', cell: (x) => x.direction },
             { label: 'Amount', cell: (x) => `${x.direction === 'out' ? '−' : ''}${x.amount} ${x.currency}`, numeric: true },
             { label: 'Balance after', cell: (x) => x.balance_after, numeric: true },
             { label: 'Status', cell: (x) => badge(x.status) },
-            { label: 'Account', cell: (x) => x.account_id },
-            { label: 'Reference', cell: (x) => x.reference },
+            { label: 'Account', cell: (x) => idCell(x.account_id) },
+            { label: 'Reference', cell: (x) => idCell(x.reference) },
           ],
           empty: 'No transactions in this environment match.',
           load: (scope, query) => listTransactions(deps.db, scope, query),

@@ -150,3 +150,13 @@ export function filterForm(base: string, fields: FilterField[], values: Record<s
 export function badge(value: string): Html {
   return html`<span class="badge badge-${value.replace(/[^a-z_]/g, '')}">${value}</span>`;
 }
+
+/** An id in a table: monospace, never wrapped (the table scrolls instead). */
+export function idCell(id: string | null): Html | null {
+  return id ? html`<code class="id">${id}</code>` : null;
+}
+
+/** A timestamp as `2024-01-15 10:30:00 UTC`, machine-readable in `datetime`. */
+export function when(iso: string | null): Html | null {
+  return iso ? html`<time datetime="${iso}">${iso.replace('T', ' ').replace(/\.\d+Z$|Z$/, ' UTC')}</time>` : null;
+}

@@ -1,7 +1,7 @@
 import type { Environment } from '../http/context.js';
 import type { KeyPair } from '../modules/tenants/service.js';
 import { html, type Html } from './html.js';
-import { alert, appPage, copyable, csrfField, publicPage, table } from './layout.js';
+import { alert, appPage, copyable, csrfField, publicPage, table, when } from './layout.js';
 import type { Flash, Session } from './service.js';
 
 export interface FormState {
@@ -112,8 +112,8 @@ export function keysPage(session: Session, view: KeysView, flash: Flash | null, 
     [
       { label: 'Kind', cell: (k) => k.kind },
       { label: 'Key', cell: (k) => html`<code>${k.masked}</code>` },
-      { label: 'Created', cell: (k) => k.created_at },
-      { label: 'Expires', cell: (k) => k.expires_at ?? 'Never' },
+      { label: 'Created', cell: (k) => when(k.created_at) },
+      { label: 'Expires', cell: (k) => when(k.expires_at) ?? 'Never' },
     ],
     view.keys,
     'No active keys: rotate to create a new pair.',

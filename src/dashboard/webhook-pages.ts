@@ -2,7 +2,7 @@ import type { Page } from '../http/pagination.js';
 import { EVENT_TYPES } from '../modules/webhooks/outbox.js';
 import { DELIVERY_STATUSES, type AttemptResponse, type DeliveryDetail, type DeliverySummary, type EndpointResponse } from '../modules/webhooks/schema.js';
 import { html, type Html } from './html.js';
-import { appPage, badge, copyable, csrfField, filterForm, pager, table } from './layout.js';
+import { appPage, badge, copyable, csrfField, filterForm, pager, table, when } from './layout.js';
 import type { Flash, Session } from './service.js';
 
 const OVERLAP_CHOICES = [
@@ -76,8 +76,8 @@ export function webhooksPage(session: Session, view: WebhooksView): Html {
           { label: 'Status', cell: (d) => badge(d.status) },
           { label: 'Attempts', cell: (d) => d.attempts, numeric: true },
           { label: 'Last response', cell: (d) => d.response_status_code },
-          { label: 'Last attempt', cell: (d) => d.last_attempt },
-          { label: 'Next attempt', cell: (d) => d.next_attempt },
+          { label: 'Last attempt', cell: (d) => when(d.last_attempt) },
+          { label: 'Next attempt', cell: (d) => when(d.next_attempt) },
           {
             label: 'Resend',
             cell: (d) => html`<form method="post" action="/dashboard/webhooks/deliveries/${d.id}/resend">${csrfField(session)}
@@ -156,7 +156,7 @@ export function deliveryPage(session: Session, d: DeliveryDetail, attempts: Page
       { label: 'Status code', cell: (a) => a.status_code },
       { label: 'Duration (ms)', cell: (a) => a.duration_ms, numeric: true },
       { label: 'Error', cell: (a) => a.error },
-      { label: 'At', cell: (a) => a.created_at },
+      { label: 'At', cell: (a) => when(a.created_at) },
     ],
     attempts.items,
     'No attempt yet.',
