@@ -176,6 +176,17 @@ describe('log in and out', () => {
     expect((await elsewhere.post('/dashboard/login', { email: email(), password: 'wrong password' })).statusCode).toBe(401);
   });
 
+  it('limits sign-ups per client address (30 an hour)', async () => {
+    const agent = new Agent(t, { 'x-forwarded-for': '198.51.100.50' });
+    for (let i = 0; i < 30; i++) {
+      const fresh = new Agent(t, { 'x-forwarded-for': '198.51.100.50' });
+      expect((await fresh.signup(email())).statusCode).toBe(303);
+    }
+    const blocked = await agent.signup(email());
+    expect(blocked.statusCode).toBe(429);
+    expect(blocked.body).toContain('Too many sign-ups');
+  });
+
   it('marks cookies Secure with the __Host- prefix over HTTPS', async () => {
     const agent = new Agent(t, { 'x-forwarded-proto': 'https' });
     const page = await agent.get('/dashboard/signup');

@@ -81,7 +81,8 @@ function dashboard(deps: Deps) {
 
     app.get('/', async (request, reply) => seeOther(reply, request.dashboardSession ? '/dashboard/business' : '/dashboard/login'));
     await app.register(staticRoutes);
-    await app.register(authRoutes(service));
+    await app.register(loginRoutes(service));
+    await app.register(signupRoutes(service));
     await app.register(businessRoutes(deps, service));
     await app.register(dataRoutes(deps));
     await app.register(webhookRoutes(deps, service));
@@ -106,10 +107,11 @@ function preauthToken(request: FastifyRequest, reply: FastifyReply): string {
 
 const open = { config: { dashboardPublic: true } };
 
-/** Log in (rate-limited), sign up, log out. */
-function authRoutes(service: DashboardService) {
+/** Log in (failures limited per email and per client address) and log out. */
+function loginRoutes(service: DashboardService) {
   return async function plugin(app: FastifyInstance) {
     const limits = { email: new FailureLimiter(5, LOGIN_WINDOW_MS), ip: new FailureLimiter(20, LOGIN_WINDOW_MS) };
+
     app.get('/login', open, async (request, reply) => {
       if (request.dashboardSession) return seeOther(reply, '/dashboard/business');
       return sendPage(reply, loginPage(preauthToken(request, reply)));
@@ -139,6 +141,20 @@ function authRoutes(service: DashboardService) {
       return seeOther(reply, '/dashboard/business');
     });
 
+    app.post('/logout', async (request, reply) => {
+      await service.logout(sessionOf(request));
+      addCookie(reply, sessionCookie(request, '', 0));
+      return seeOther(reply, '/dashboard/login');
+    });
+  };
+}
+
+/** Sign up: the business, its two key pairs and the first login. */
+function signupRoutes(service: DashboardService) {
+  return async function plugin(app: FastifyInstance) {
+    // Each sign-up creates a business and costs a password hash: 30 per client address per hour.
+    const signups = new FailureLimiter(30, 3_600_000);
+
     app.get('/signup', open, async (request, reply) => {
       if (request.dashboardSession) return seeOther(reply, '/dashboard/business');
       return sendPage(reply, signupPage(preauthToken(request, reply)));
@@ -149,6 +165,11 @@ function authRoutes(service: DashboardService) {
       const values = { business_name: form.get('business_name') ?? '', email: form.get('email') ?? '', password: form.get('password') ?? '' };
       const parsed = SignupForm.safeParse(values);
       const csrf = preauthToken(request, reply);
+      const wait = signups.blockedFor(request.ip);
+      if (wait > 0) {
+        reply.header('Retry-After', String(wait));
+        return sendPage(reply, signupPage(csrf, { values, errors: {} }, alert('error', 'Too many sign-ups from your network. Try again later.')), 429);
+      }
       if (!parsed.success) {
         const errors: Record<string, string> = {};
         for (const issue of parsed.error.issues) errors[String(issue.path[0])] ??= issue.message;
@@ -156,6 +177,7 @@ function authRoutes(service: DashboardService) {
       }
       try {
         const result = await service.signup(parsed.data);
+        signups.fail(request.ip);
         addCookie(reply, sessionCookie(request, result.token, SESSION_HOURS * 3600));
         return seeOther(reply, '/dashboard/keys');
       } catch (err) {
@@ -163,12 +185,6 @@ function authRoutes(service: DashboardService) {
         const state = { values, errors: { email: 'An account with this email already exists; log in instead.' } };
         return sendPage(reply, signupPage(csrf, state, alert('error', 'Please correct the fields below.')), 409);
       }
-    });
-
-    app.post('/logout', async (request, reply) => {
-      await service.logout(sessionOf(request));
-      addCookie(reply, sessionCookie(request, '', 0));
-      return seeOther(reply, '/dashboard/login');
     });
   };
 }
