@@ -285,7 +285,7 @@ describe('secret rotation', () => {
     const { api } = await business();
     const rx = await receiver();
     const ep = await endpoint(api, rx.url);
-    const rotated = (await api.post(`/v1/webhooks/endpoints/${ep.id}/rotate-secret`, { expire_old_in_seconds: 1 })).body.data;
+    const rotated = (await api.post(`/v1/webhooks/endpoints/${ep.id}/rotate-secret`, { expire_old_in_seconds: 3600 })).body.data;
     await customer(api);
     await until(() => rx.received.length >= 1, () => tick());
     const during = rx.received[0]!;
@@ -293,7 +293,8 @@ describe('secret rotation', () => {
     expect(() => new Webhook(ep.secret).verify(during.body, hookHeaders(during))).not.toThrow();
     expect(() => new Webhook(rotated.secret).verify(during.body, hookHeaders(during))).not.toThrow();
 
-    await sleep(1100);
+    // The overlap ends (as if an hour had passed): only the new secret signs.
+    await t.db.updateTable('webhook_endpoints').set({ previous_secret_expires_at: new Date(Date.now() - 1000) }).where('id', '=', ep.id).execute();
     await customer(api);
     await until(() => rx.received.length >= 2, () => tick());
     const after = rx.received[1]!;

@@ -51,7 +51,7 @@ export type Receiver = Awaited<ReturnType<typeof startReceiver>>;
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Repeats `step` until `done()` holds or the time is up. */
-export async function until(done: () => boolean | Promise<boolean>, step: () => Promise<unknown>, timeoutMs = 10_000) {
+export async function until(done: () => boolean | Promise<boolean>, step: () => Promise<unknown>, timeoutMs = 20_000) {
   const end = Date.now() + timeoutMs;
   while (!(await done())) {
     if (Date.now() > end) throw new Error('condition not reached in time');

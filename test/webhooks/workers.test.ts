@@ -22,7 +22,7 @@ describe('webhook jobs', () => {
     const ep = (await api.post('/v1/webhooks/endpoints', { url: rx.url })).body.data;
     const workers = startWorkers(
       { config: t.config, db: t.db, dbKind: t.dbKind, sealer: t.sealer, log: t.app.log },
-      { webhooks: { retryDelaysMs: [20], jitter: 0, timeoutMs: 500 } },
+      { webhooks: { retryDelaysMs: [20, 20, 20], jitter: 0, timeoutMs: 5000 } },
     );
     try {
       for (let i = 0; i < 3; i++) await api.post('/v1/customers', johnDoe());

@@ -143,48 +143,52 @@ async function send(work: queue.DeliveryWork, body: string, headers: Record<stri
   });
 }
 
-async function deliverOne(deps: DeliveryDeps, options: DeliveryOptions, work: queue.DeliveryWork, token: string) {
+interface Attempted {
+  work: queue.DeliveryWork;
+  attempt: queue.NewAttempt;
+  outcome: Outcome;
+}
+
+/** Signs and sends one delivery; touches no database. */
+async function attempt(deps: DeliveryDeps, options: DeliveryOptions, work: queue.DeliveryWork): Promise<Attempted> {
   // The stored payload as sent; the signature covers exactly these bytes.
   const body = JSON.stringify(work.payload);
   // webhook-id is the event id: the same on every retry, so receivers can deduplicate.
   const headers = signedHeaders(secretsOf(work, deps.sealer), work.event_id, body);
   const result = await send(work, body, headers, options);
   const attemptNumber = work.attempts + 1;
-  const outcome = decide(attemptNumber, work.manual, result, options);
   const { 'webhook-signature': _signature, ...shownHeaders } = headers;
-  await deps.db.transaction().execute(async (trx) => {
-    const held = await queue.recordAttempt(
-      trx,
-      {
-        id: newId(),
-        tenant_id: work.tenant_id,
-        environment: work.environment,
-        delivery_id: work.id,
-        endpoint_id: work.endpoint_id,
-        event_id: work.event_id,
-        attempt: attemptNumber,
-        trigger: work.manual ? 'manual' : 'scheduled',
-        url: work.url,
-        request_headers: JSON.stringify(shownHeaders),
-        status_code: result.statusCode,
-        duration_ms: result.durationMs,
-        response_headers: result.headers ? JSON.stringify(result.headers) : null,
-        response_excerpt: result.excerpt,
-        error: result.error,
-      },
-      work.id,
-      token,
-      outcome,
-    );
-    if (held && outcome.disable) await disableEndpoint(trx, work.endpoint_id, outcome.disable);
-  });
   deps.log?.info(
-    { delivery_id: work.id, endpoint_id: work.endpoint_id, status_code: result.statusCode, outcome: outcome.status, ms: result.durationMs },
+    { delivery_id: work.id, endpoint_id: work.endpoint_id, status_code: result.statusCode, error: result.error, ms: result.durationMs },
     'webhook attempt',
   );
+  return {
+    work,
+    outcome: decide(attemptNumber, work.manual, result, options),
+    attempt: {
+      id: newId(),
+      tenant_id: work.tenant_id,
+      environment: work.environment,
+      delivery_id: work.id,
+      endpoint_id: work.endpoint_id,
+      event_id: work.event_id,
+      attempt: attemptNumber,
+      trigger: work.manual ? 'manual' : 'scheduled',
+      url: work.url,
+      request_headers: JSON.stringify(shownHeaders),
+      status_code: result.statusCode,
+      duration_ms: result.durationMs,
+      response_headers: result.headers ? JSON.stringify(result.headers) : null,
+      response_excerpt: result.excerpt,
+      error: result.error,
+    },
+  };
 }
 
-/** Claims and sends one batch of due deliveries. Returns true when the batch was full. */
+/**
+ * Claims and sends one batch of due deliveries, then records the whole batch in one short
+ * transaction (one commit per batch, not per attempt). Returns true when the batch was full.
+ */
 export async function deliveryTick(deps: DeliveryDeps, partial: Partial<DeliveryOptions> = {}): Promise<boolean> {
   const options = withDefaults(partial);
   const token = newId();
@@ -193,9 +197,19 @@ export async function deliveryTick(deps: DeliveryDeps, partial: Partial<Delivery
   const ids = await deps.db.transaction().execute((trx) => queue.claimDueDeliveries(trx, options.deliveryBatch, leaseMs, token));
   if (ids.length === 0) return false;
   const work = await queue.loadDeliveryWork(deps.db, ids);
-  const results = await Promise.allSettled(work.map((w) => deliverOne(deps, options, w, token)));
-  // A delivery that failed here (database down while recording) is retaken when its lease ends.
-  for (const r of results) if (r.status === 'rejected') deps.log?.error({ err: r.reason }, 'webhook delivery failed');
+  const settled = await Promise.allSettled(work.map((w) => attempt(deps, options, w)));
+  const done: Attempted[] = [];
+  for (const r of settled) {
+    // Only a broken stored secret gets here; that delivery is retaken when its lease ends.
+    if (r.status === 'rejected') deps.log?.error({ err: r.reason }, 'webhook delivery could not be signed');
+    else done.push(r.value);
+  }
+  await deps.db.transaction().execute(async (trx) => {
+    const held = await queue.recordAttempts(trx, token, done.map((d) => ({ attempt: d.attempt, outcome: d.outcome })));
+    for (const d of done) {
+      if (d.outcome.disable && held.has(d.work.id)) await disableEndpoint(trx, d.work.endpoint_id, d.outcome.disable);
+    }
+  });
   return ids.length === options.deliveryBatch;
 }
 

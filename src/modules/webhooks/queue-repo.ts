@@ -120,34 +120,39 @@ export interface DeliveryOutcome {
   statusCode: number | null;
 }
 
+export type NewAttempt = Insertable<WebhookAttemptsTable>;
+
 /**
- * Records an attempt and the delivery's new state. The state changes only if this worker still
- * holds the lease (else another worker took it over after the lease ran out); the attempt is
- * kept either way, since the request was made. Returns whether the lease was still held.
+ * Records a batch's attempts and their deliveries' new states. A state changes only if this
+ * worker still holds the lease (else another worker took it over after the lease ran out); the
+ * attempt is kept either way, since the request was made. Returns the deliveries still held.
  */
-export async function recordAttempt(
+export async function recordAttempts(
   trx: Queryable,
-  attempt: Insertable<WebhookAttemptsTable>,
-  deliveryId: string,
   token: string,
-  outcome: DeliveryOutcome,
-): Promise<boolean> {
-  await trx.insertInto('webhook_attempts').values(attempt).execute();
-  const result = await trx
-    .updateTable('webhook_deliveries')
-    .set({
-      status: outcome.status,
-      next_attempt_at: outcome.nextAttemptAt,
-      attempts: sql<number>`attempts + 1`,
-      manual: false,
-      lease_token: null,
-      last_attempt_at: new Date(),
-      last_status_code: outcome.statusCode,
-      updated_at: new Date(),
-    })
-    .where('id', '=', deliveryId)
-    .where('lease_token', '=', token)
-    .where('status', '=', 'processing')
-    .executeTakeFirst();
-  return result.numUpdatedRows > 0n;
+  items: { attempt: NewAttempt; outcome: DeliveryOutcome }[],
+): Promise<Set<string>> {
+  const held = new Set<string>();
+  if (items.length === 0) return held;
+  await trx.insertInto('webhook_attempts').values(items.map((i) => i.attempt)).execute();
+  for (const { attempt, outcome } of items) {
+    const result = await trx
+      .updateTable('webhook_deliveries')
+      .set({
+        status: outcome.status,
+        next_attempt_at: outcome.nextAttemptAt,
+        attempts: sql<number>`attempts + 1`,
+        manual: false,
+        lease_token: null,
+        last_attempt_at: new Date(),
+        last_status_code: outcome.statusCode,
+        updated_at: new Date(),
+      })
+      .where('id', '=', attempt.delivery_id)
+      .where('lease_token', '=', token)
+      .where('status', '=', 'processing')
+      .executeTakeFirst();
+    if (result.numUpdatedRows > 0n) held.add(attempt.delivery_id);
+  }
+  return held;
 }
