@@ -130,12 +130,12 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   app.get('/v1/openapi.json', { schema: { hide: true }, config: { noAuth: true } }, async () => app.swagger());
 
   await app.register(customerRoutes(deps));
-  await app.register(webhookRoutes(deps));
   await app.register(accountApplicationRoutes(deps));
   await app.register(accountRoutes(deps));
   await app.register(transferRoutes(deps));
   await app.register(transactionRoutes(deps));
   await app.register(fundAccountRoutes(deps));
+  await app.register(webhookRoutes(deps));
   await app.register(dashboardRoutes(deps));
   return app;
 }

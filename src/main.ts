@@ -33,6 +33,9 @@ async function main() {
     console.log(`  secret key  ${demo.sandbox.secret_key}`);
     console.log(`  public key  ${demo.sandbox.public_key}`);
     console.log(`\nTry it:\n  curl -H "Api-Key: ${demo.sandbox.secret_key}" ${base}/v1/customers\n`);
+  } else {
+    console.log('\nKeys are shown only when created. New business: npm run --silent cli -- tenant create --name "Acme Ltd"');
+    console.log('New keys for an existing one: npm run --silent cli -- keys rotate --tenant <id> --env sandbox\n');
   }
 
   let stopping = false;
