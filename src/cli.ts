@@ -4,6 +4,7 @@ import type { DatabaseHandle } from './db/client.js';
 import { openDatabase } from './db/client.js';
 import { migrate } from './db/migrate.js';
 import { openRuntime } from './runtime.js';
+import { addUser, EmailTaken } from './dashboard/service.js';
 import { reconcile } from './ledger/index.js';
 import { createTenant, ENVIRONMENTS, rotateKeys, ROTATION_EXPIRY_SECONDS, setSettings } from './modules/tenants/service.js';
 import type { Environment } from './http/context.js';
@@ -19,6 +20,9 @@ const USAGE = `Usage: npm run --silent cli -- <command> [options]
   tenant create --name NAME [--json]          create a business with sandbox and live key pairs
   tenant settings --tenant ID --set KEY=JSON  set a per-business setting (fees, limits, quotas)
   keys rotate --tenant ID --env sandbox|live [--expire-in 0|3600|86400|604800] [--json]
+  dashboard-user create --tenant ID --email EMAIL [--json]
+                                              a dashboard login for a business; the password is read
+                                              from DASHBOARD_PASSWORD (never an argument: ps shows those)
   migrate                                     apply pending database migrations
   ledger reconcile [--tenant ID] [--json]     prove zero-sum per transaction and balance = sum of entries (exit 1 on a mismatch)
 `;
@@ -92,6 +96,17 @@ const commands: Record<string, Command> = {
         : `LEDGER MISMATCH\n${JSON.stringify(report, null, 2)}`,
     );
     if (!report.ok) process.exitCode = 1;
+  },
+  'dashboard-user create': async (args, handle) => {
+    const { values } = parseArgs({ args, options: { tenant: { type: 'string' }, email: { type: 'string' }, json: { type: 'boolean' } } });
+    const password = process.env.DASHBOARD_PASSWORD ?? '';
+    if (!values.tenant || !values.email) fail('dashboard-user create needs --tenant and --email');
+    if (password.length < 12) fail('Set DASHBOARD_PASSWORD to a password of at least 12 characters');
+    const user = await addUser(handle.db, values.tenant, { email: values.email, password }).catch((err: unknown) => {
+      if (err instanceof EmailTaken) fail('A dashboard user with this email already exists');
+      throw err;
+    });
+    print(user, Boolean(values.json), () => `Dashboard user ${user.email} can now log in at /dashboard/login`);
   },
   migrate: async () => undefined,
 };

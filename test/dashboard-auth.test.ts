@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { addUser, EmailTaken } from '../src/dashboard/service.js';
 import { newId } from '../src/lib/ids.js';
 import { Agent } from './dashboard-agent.js';
 import { clientFor, johnDoe, startTestApp, type TestApp } from './harness.js';
@@ -151,6 +152,22 @@ describe('log in and out', () => {
     const replay = await t.app.inject({ method: 'GET', url: '/dashboard/business', headers: { cookie: `fsd_session=${stolen}` } });
     expect(replay.statusCode).toBe(303);
     expect(replay.headers.location).toBe('/dashboard/login');
+  });
+
+  it('lets an operator add a login to an existing business (CLI dashboard-user create)', async () => {
+    const business = await t.tenant('Operator Co');
+    const address = email();
+    await addUser(t.db, business.tenant_id, { email: address, password: 'operator chosen pass' });
+    await expect(addUser(t.db, business.tenant_id, { email: address, password: 'operator chosen pass' })).rejects.toBeInstanceOf(EmailTaken);
+    await expect(addUser(t.db, newId(), { email: email(), password: 'operator chosen pass' })).rejects.toThrow('No business');
+    await expect(addUser(t.db, business.tenant_id, { email: email(), password: 'short' })).rejects.toThrow('password');
+    const agent = new Agent(t);
+    await agent.get('/dashboard/login');
+    expect((await agent.post('/dashboard/login', { email: address, password: 'operator chosen pass' })).statusCode).toBe(303);
+    await agent.get('/dashboard/business');
+    expect(agent.textOf('tenant-id')).toBe(business.tenant_id);
+    const keys = await agent.get('/dashboard/keys');
+    expect(keys.body).toContain('created outside the dashboard');
   });
 
   it('rate-limits failed logins per email (429 with Retry-After), even for the right password', async () => {

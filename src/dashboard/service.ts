@@ -5,7 +5,7 @@ import { isUniqueViolation } from '../db/errors.js';
 import type { Environment } from '../http/context.js';
 import { sha256, type Sealer } from '../lib/crypto.js';
 import { newId } from '../lib/ids.js';
-import { createTenant, listKeys, maskKey, rotateKeys, type KeyPair } from '../modules/tenants/service.js';
+import { createTenant, getTenant, listKeys, maskKey, rotateKeys, type KeyPair } from '../modules/tenants/service.js';
 import { hashPassword, verifyAgainstDummy, verifyPassword } from './passwords.js';
 import * as repo from './repo.js';
 
@@ -146,6 +146,28 @@ export class DashboardService {
     });
   }
 
+}
+
+export const UserForm = SignupForm.pick({ email: true, password: true });
+
+/**
+ * A dashboard login for an existing business (operator CLI: e.g. the demo business made at
+ * start-up, or a second person). Throws EmailTaken, or Error when the business does not exist.
+ */
+export async function addUser(db: Db, tenantId: string, input: { email: string; password: string }): Promise<{ user_id: string; email: string }> {
+  const parsed = UserForm.safeParse(input);
+  if (!parsed.success) throw new Error(parsed.error.issues.map((i) => `${String(i.path[0])}: ${i.message}`).join('; '));
+  const { email, password } = parsed.data;
+  if (!(await getTenant(db, tenantId))) throw new Error(`No business ${tenantId}`);
+  if (await repo.findUserByEmail(db, email)) throw new EmailTaken();
+  const id = newId();
+  try {
+    await repo.insertUser(db, { id, tenant_id: tenantId, email, password_hash: await hashPassword(password) });
+  } catch (err) {
+    if (isUniqueViolation(err)) throw new EmailTaken();
+    throw err;
+  }
+  return { user_id: id, email };
 }
 
 /** Background job: deletes a bounded batch of expired sessions; > 0 means run again. */
