@@ -23,10 +23,13 @@ import { dashboardRoutes } from './dashboard/routes.js';
 import { accountApplicationRoutes } from './modules/account-applications/routes.js';
 import { accountRoutes } from './modules/accounts/routes.js';
 import { customerRoutes } from './modules/customers/routes.js';
+import { fxRoutes } from './modules/fx/routes.js';
 import { fundAccountRoutes } from './modules/simulations/fund-account.js';
 import { transactionRoutes } from './modules/transactions/routes.js';
 import { transferRoutes } from './modules/transfers/routes.js';
 import { webhookRoutes } from './modules/webhooks/routes.js';
+import { featureRoutes } from './modules/features/routes.js';
+import { kycRoutes } from './modules/kyc/routes.js';
 
 export interface RouteSummary {
   method: string;
@@ -136,6 +139,9 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   await app.register(transactionRoutes(deps));
   await app.register(fundAccountRoutes(deps));
   await app.register(webhookRoutes(deps));
+  await app.register(kycRoutes(deps));
+  await app.register(featureRoutes(deps));
+  await app.register(fxRoutes(deps));
   await app.register(dashboardRoutes(deps));
   return app;
 }

@@ -36,13 +36,52 @@ const ConfigSchema = z.object({
   RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(1).default(6000),
   PUBLIC_BASE_URL: z.string().optional(),
   SUPPORTED_CURRENCIES: csv.default(['NGN', 'USD', 'EUR', 'GBP', 'GHS', 'KES', 'UGX', 'ZAR', 'XOF', 'XAF', 'MXN']),
+  /** FX: spread over the mid rate (basis points) and fee on the amount paid; per business: settings fx_spread_bps / fx_fee_bps. */
+  FX_SPREAD_BPS: z.coerce.number().int().min(0).max(5000).default(50),
+  FX_FEE_BPS: z.coerce.number().int().min(0).max(5000).default(0),
+  /** How long a quote locks its rate. */
+  FX_QUOTE_TTL_SECONDS: z.coerce.number().int().min(1).max(3600).default(30),
+  /** How long a limit order waits for its target rate before it expires. */
+  FX_LIMIT_ORDER_TTL_HOURS: z.coerce.number().int().min(1).max(24 * 90).default(24 * 7),
   /** Currencies every business may hold without activating a `<ccy>_account` feature. */
   HOME_CURRENCIES: csv.default(['NGN', 'USD']),
+  /** KYC compliance: minimum age, and per-country exceptions as `CC:AGE` pairs (e.g. `US:21`). */
+  KYC_MIN_AGE: z.coerce.number().int().min(0).max(120).default(18),
+  KYC_MIN_AGE_BY_COUNTRY: csv.default([]),
+  /** Countries of residence the business may onboard (ISO 3166-1 alpha-2). */
+  KYC_SUPPORTED_COUNTRIES: csv.default([
+    'NG', 'GH', 'KE', 'UG', 'ZA', 'CI', 'SN', 'CM', 'BJ', 'TG', 'ML', 'BF', 'NE', 'GA', 'CG', 'TD', 'GQ', 'CF',
+    'RW', 'TZ', 'EG', 'MA', 'US', 'CA', 'MX', 'GB', 'IE', 'DE', 'FR', 'ES', 'IT', 'NL', 'BE', 'PT', 'AT', 'FI',
+  ]),
+  /** OFAC SDN CSV file(s) (sdn.csv[,alt.csv]); unset: the fictional sample in src/lib/sanctions. */
+  SANCTIONS_LIST_FILE: z.string().optional(),
+  /** Jaro-Winkler similarity at or above which a name is a sanctions hit (manual review). */
+  SANCTIONS_MATCH_THRESHOLD: z.coerce.number().min(0.5).max(1).default(0.92),
+  /** Lifetime of a hosted verification link (web_url). */
+  KYC_LINK_TTL_MINUTES: z.coerce.number().int().min(1).max(60 * 24 * 30).default(60 * 24),
+  /** Largest decoded KYC document. */
+  KYC_DOCUMENT_MAX_BYTES: z.coerce.number().int().min(1024).max(10 * 1024 * 1024).default(10 * 1024 * 1024),
+  /**
+   * Transaction limits per KYC level and currency, in major units, as JSON:
+   * {"basic": {"USD": {"per_transaction": "1000", "daily": "5000"}, ...}, "intermediate": {...}}.
+   * A business's `kyc_limits` setting (same shape) overrides entries. Unset: built-in defaults.
+   */
+  KYC_LIMITS: z
+    .string()
+    .refine((s) => {
+      try {
+        return typeof JSON.parse(s) === 'object';
+      } catch {
+        return false;
+      }
+    }, 'Must be a JSON object')
+    .optional(),
   /**
    * PostgreSQL group commit for transfers: up to this many transfers share one commit (each in its
-   * own savepoint); 1 turns it off. LANES: batches in flight at once.
+   * own savepoint; at most 60 keeps the savepoints inside PostgreSQL's 64 cached subtransactions);
+   * 1 turns it off. LANES: batches in flight at once.
    */
-  TRANSFER_BATCH_SIZE: z.coerce.number().int().min(1).max(1000).default(32),
+  TRANSFER_BATCH_SIZE: z.coerce.number().int().min(1).max(60).default(32),
   TRANSFER_BATCH_LANES: z.coerce.number().int().min(1).max(64).default(4),
   /** Whether `npm start` creates a demo business on an empty database. */
   DEMO_TENANT: z

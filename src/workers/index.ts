@@ -5,6 +5,7 @@ import { purgeExpiredSessions } from '../dashboard/service.js';
 import { Idempotency } from '../http/idempotency.js';
 import type { Sealer } from '../lib/crypto.js';
 import { webhookJobs, type DeliveryOptions } from '../modules/webhooks/delivery.js';
+import { limitOrderJob } from '../modules/fx/worker.js';
 
 export interface WorkerDeps {
   config: Config;
@@ -72,6 +73,7 @@ export function startWorkers(deps: WorkerDeps, options: WorkerOptions = {}) {
     { name: 'idempotency-sweep', intervalMs: 60_000, tick: async () => (await idempotency.sweep()) > 0 },
     { name: 'dashboard-session-sweep', intervalMs: 600_000, tick: async () => (await purgeExpiredSessions(deps.db)) > 0 },
     ...webhookJobs({ db: deps.db, sealer: deps.sealer, log: deps.log }, options.webhooks),
+    limitOrderJob(deps.db),
   ];
   return runJobs(jobs, deps.log);
 }

@@ -18,7 +18,7 @@ import type {
   ValidationIssue,
 } from './schema.js';
 
-type Scope = Pick<RequestContext, 'tenantId' | 'environment'>;
+type Scope = Pick<RequestContext, 'tenantId' | 'environment' | 'settings'>;
 type Customer = Awaited<ReturnType<typeof requireCustomer>>;
 const ACTOR = 'api';
 

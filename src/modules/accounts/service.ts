@@ -7,6 +7,7 @@ import { generateBankDetails } from '../../lib/bank-details.js';
 import { formatAmount, isKnownCurrency } from '../../lib/money.js';
 import * as ledger from '../../ledger/index.js';
 import { requireCustomer } from '../customers/service.js';
+import { requireAccountCurrency } from '../features/service.js';
 import { getTenant } from '../tenants/service.js';
 import { recordEvent } from '../webhooks/outbox.js';
 import * as repo from './repo.js';
@@ -93,11 +94,18 @@ async function insertWithBankDetails(
   throw new Error('could not draw a unique account number');
 }
 
-export async function createAccount(trx: Trx, ctx: Scope, config: Config, body: CreateAccountBody): Promise<AccountResponse> {
+export async function createAccount(
+  trx: Trx,
+  ctx: Scope & Pick<RequestContext, 'settings'>,
+  config: Config,
+  body: CreateAccountBody,
+): Promise<AccountResponse> {
   assertSupportedCurrency(config, body.currency);
   let accountName: string;
   if (body.customer_id) {
     const customer = await requireCustomer(trx, ctx, body.customer_id);
+    // A customer account outside the business's home currencies needs the `<ccy>_account` feature.
+    await requireAccountCurrency(trx, ctx, body.customer_id, body.currency, config);
     accountName =
       customer.type === 'business'
         ? (customer.business_name ?? customer.email)

@@ -1,0 +1,138 @@
+import { sql } from 'kysely';
+import type { Trx } from '../../db/client.js';
+import type { RequestContext } from '../../http/context.js';
+import * as ledger from '../../ledger/index.js';
+import { formatAmount } from '../../lib/money.js';
+import * as accounts from '../accounts/service.js';
+import * as transactions from '../transactions/service.js';
+import { recordEvent } from '../webhooks/outbox.js';
+import { assertConvertible, counterAmount, feeFor, formatRate, rateFromDb } from './decimal.js';
+import * as repo from './repo.js';
+import type { OrderResponse } from './schema.js';
+import { conversionLegs } from './service.js';
+
+type Scope = Pick<RequestContext, 'tenantId' | 'environment'>;
+type SideOf = { side: 'buy' | 'sell'; base: string; quote: string };
+
+/** The currency the customer pays in: the base when selling it, the quote when buying the base. */
+export const sourceCurrency = (o: SideOf) => (o.side === 'sell' ? o.base : o.quote);
+export const destinationCurrency = (o: SideOf) => (o.side === 'sell' ? o.quote : o.base);
+
+export interface Priced {
+  /** quote-currency minor units: received (sell, rounded down) or paid (buy, rounded up) */
+  counter: bigint;
+  /** what leaves the source account before the fee, in the source currency */
+  given: bigint;
+  /** what reaches the destination account */
+  received: bigint;
+  /** on `given`, in the source currency, rounded up */
+  fee: bigint;
+}
+
+/** The amounts of an order at `rate` (quote units per base unit), by the rounding rule. */
+export function priceOrder(order: SideOf & { amount: bigint }, rate: bigint, feeBps: number): Priced {
+  const counter = counterAmount(order.side, order.amount, order.base, order.quote, rate);
+  const given = order.side === 'sell' ? order.amount : counter;
+  const received = order.side === 'sell' ? counter : order.amount;
+  const fee = feeFor(given, feeBps);
+  assertConvertible(given, received, given + fee);
+  return { counter, given, received, fee };
+}
+
+/**
+ * Books an order in ONE ledger posting (source -> fx_position of the source currency, fx_position
+ * of the destination currency -> destination, fee -> the business's own account), writes each
+ * account's transaction, completes the order and records fx.order.completed. The rate, mid rate,
+ * spread and fee go on the ledger transaction's metadata and on the order.
+ */
+export async function executeConversion(
+  trx: Trx,
+  ctx: Scope,
+  order: repo.OrderRow,
+  source: accounts.AccountRow,
+  destination: accounts.AccountRow,
+  p: Priced & { mid: bigint; rate: bigint },
+): Promise<repo.OrderRow> {
+  const feeAccount = p.fee > 0n ? await accounts.businessFeeAccount(trx, ctx, source.currency) : undefined;
+  const legs = await conversionLegs(trx, ctx, {
+    fromAccountId: source.id,
+    givenCurrency: source.currency,
+    given: p.given,
+    toAccountId: destination.id,
+    receivedCurrency: destination.currency,
+    received: p.received,
+    fee: p.fee,
+    ...(feeAccount ? { feeAccountId: feeAccount.id } : {}),
+  });
+  const terms = {
+    fx_order_id: order.id,
+    pair: `${order.base}/${order.quote}`,
+    side: order.side,
+    rate: formatRate(p.rate),
+    mid_rate: formatRate(p.mid),
+    spread_bps: order.spread_bps,
+    fee: formatAmount(p.fee, source.currency),
+    fee_currency: source.currency,
+  };
+  const posting = await ledger.post(trx, ctx, { kind: 'fx', reference: order.id, metadata: terms, legs });
+  const common = { channel: 'swap' as const, sendingAccountId: source.id, receivingAccountId: destination.id, metadata: terms };
+  const description = `FX ${order.side} ${order.base}/${order.quote} at ${terms.rate}`;
+  const sides: transactions.AccountSide[] = [
+    { ...common, accountId: source.id, customerId: source.customer_id, direction: 'out', amount: p.given, fee: p.fee, currency: source.currency, transactionType: 'debit', description },
+    { ...common, accountId: destination.id, customerId: destination.customer_id, direction: 'in', amount: p.received, currency: destination.currency, transactionType: 'credit', description },
+  ];
+  if (feeAccount) {
+    sides.push({ ...common, accountId: feeAccount.id, customerId: null, direction: 'in', amount: p.fee, currency: source.currency, transactionType: 'fee_charge', receivingAccountId: feeAccount.id, description: 'FX fee' });
+  }
+  const [sourceTx] = await transactions.recordMovement(trx, ctx, { reference: order.id, posting, sides });
+  const row = await repo.updateOrder(trx, ctx, order.id, {
+    status: 'completed',
+    rate: terms.rate,
+    mid_rate: terms.mid_rate,
+    converted_amount: p.counter,
+    fee: p.fee,
+    ledger_transaction_id: posting.id,
+    transaction_id: sourceTx?.id ?? null,
+    executed_at: sql<Date>`now()` as unknown as Date,
+  });
+  await recordEvent(trx, ctx, 'fx.order.completed', toOrderResponse(row));
+  return row;
+}
+
+const iso = (d: Date | null) => (d ? d.toISOString() : null);
+
+export function toOrderResponse(row: repo.OrderRow): OrderResponse {
+  const feeCurrency = sourceCurrency(row);
+  return {
+    id: row.id,
+    order_id: row.id,
+    order_type: row.order_type,
+    side: row.side,
+    pair: { base: row.base, quote: row.quote },
+    amount: formatAmount(row.amount, row.base),
+    amount_currency: row.base,
+    converted_amount: row.converted_amount === null ? null : formatAmount(row.converted_amount, row.quote),
+    converted_currency: row.quote,
+    rate: row.rate === null ? null : formatRate(rateFromDb(row.rate)),
+    mid_rate: row.mid_rate === null ? null : formatRate(rateFromDb(row.mid_rate)),
+    spread_bps: row.spread_bps,
+    target_rate: row.target_rate === null ? null : formatRate(rateFromDb(row.target_rate)),
+    fee: row.fee === null ? null : formatAmount(row.fee, feeCurrency),
+    fee_currency: feeCurrency,
+    status: row.status,
+    customer_id: row.customer_id,
+    tenant_id: row.tenant_id,
+    source_type: row.source_type,
+    source_id: row.source_id,
+    destination_type: row.destination_type,
+    destination_id: row.destination_id,
+    quote_id: row.quote_id,
+    transaction_id: row.transaction_id,
+    rejection_reason: row.rejection_reason,
+    executed_at: iso(row.executed_at),
+    settled_at: iso(row.executed_at),
+    expires_at: iso(row.expires_at),
+    created_at: row.created_at.toISOString(),
+    updated_at: iso(row.updated_at),
+  };
+}

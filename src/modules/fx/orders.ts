@@ -1,0 +1,220 @@
+import type { Config } from '../../config.js';
+import type { Queryable, Trx } from '../../db/client.js';
+import type { RequestContext } from '../../http/context.js';
+import { AppError, notFound, validationError, type ErrorDetail } from '../../http/errors.js';
+import type { Page } from '../../http/pagination.js';
+import * as ledger from '../../ledger/index.js';
+import { newId } from '../../lib/ids.js';
+import { parseAmount } from '../../lib/money.js';
+import * as accounts from '../accounts/service.js';
+import { requireCustomer } from '../customers/service.js';
+import { recordEvent } from '../webhooks/outbox.js';
+import { customerRate, formatRate, parseRate } from './decimal.js';
+import { executeConversion, priceOrder, sourceCurrency, toOrderResponse, destinationCurrency } from './execution.js';
+import * as repo from './repo.js';
+import type { CreateOrderBody, ListOrdersQuery, OrderResponse } from './schema.js';
+import { assertPair, lockQuote, pricing, rateBook, redeemQuote, type LockedQuote } from './service.js';
+
+/**
+ * FX orders. `sell`: the customer gives `amount` of the pair's base from the source account and
+ * receives quote currency (rounded down) in the destination account; `buy`: the customer
+ * receives `amount` of the base and pays quote currency (rounded up). A market order (or one
+ * with `quote_id`) executes at once; a limit order holds the source funds and waits as `pending`
+ * for the limit-order worker (worker.ts).
+ */
+type Scope = Pick<RequestContext, 'tenantId' | 'environment'>;
+
+interface Terms {
+  orderType: 'market' | 'limit';
+  side: 'buy' | 'sell';
+  base: string;
+  quote: string;
+  amount: bigint;
+  targetRate: bigint | null;
+  /** The mid rate the order was priced from (the quote's, or the market's now). */
+  mid: bigint;
+  quoteRow?: LockedQuote;
+}
+
+/** The order's terms from its quote: anything the body repeats must agree with the quote. */
+async function termsFromQuote(trx: Trx, ctx: Scope, body: CreateOrderBody, quoteId: string, orderId: string): Promise<Terms> {
+  const q = await lockQuote(trx, ctx, quoteId);
+  const side = q.direction === 'BUY' ? 'buy' : 'sell';
+  const details: ErrorDetail[] = [];
+  const mismatch = (field: string, message: string) => details.push({ field, code: 'mismatch', message });
+  if (body.order_type === 'limit') mismatch('order_type', 'An order with a quote_id is a market order');
+  if (body.target_rate !== undefined) mismatch('target_rate', 'Only limit orders take a target_rate');
+  if (body.pair && (body.pair.base !== q.fromCurrency || body.pair.quote !== q.toCurrency)) {
+    mismatch('pair', `The quote is for ${q.fromCurrency}/${q.toCurrency}`);
+  }
+  if (body.side && body.side !== side) mismatch('side', `The quote is a ${q.direction} quote`);
+  if (body.amount !== undefined && parseAmount(body.amount, q.fromCurrency) !== q.amount) mismatch('amount', 'Differs from the quoted amount');
+  if (details.length > 0) throw validationError(details, 'The order does not match its quote');
+  await redeemQuote(trx, ctx, q.id, orderId);
+  return { orderType: 'market', side, base: q.fromCurrency, quote: q.toCurrency, amount: q.amount, targetRate: null, mid: parseRate(q.midRate), quoteRow: q };
+}
+
+async function termsFromBody(trx: Trx, ctx: Scope, config: Config, body: CreateOrderBody): Promise<Terms> {
+  const required = ['order_type', 'pair', 'amount', ...(body.order_type === 'limit' ? ['target_rate' as const] : [])] as const;
+  const details: ErrorDetail[] = required.filter((f) => body[f] === undefined).map((field) => ({ field, code: 'required', message: 'Required' }));
+  if (body.order_type === 'market' && body.target_rate !== undefined) {
+    details.push({ field: 'target_rate', code: 'invalid', message: 'Only limit orders take a target_rate' });
+  }
+  if (details.length > 0) throw validationError(details);
+  const { base, quote } = body.pair!;
+  const { mid } = assertPair(config, await rateBook(trx, ctx), base, quote, ['pair.base', 'pair.quote']);
+  return {
+    orderType: body.order_type!,
+    side: body.side ?? 'sell',
+    base,
+    quote,
+    amount: parseAmount(body.amount, base),
+    targetRate: body.order_type === 'limit' ? parseRate(body.target_rate, 'target_rate') : null,
+    mid,
+  };
+}
+
+const currencyMismatch = (field: string, message: string) => new AppError('currency_mismatch', message, [{ field, code: 'currency_mismatch', message }]);
+
+/** Source and destination, share-locked, owned by the order's customer (or both by the business). */
+async function loadAccounts(trx: Trx, ctx: Scope, body: CreateOrderBody, terms: Terms) {
+  if (body.source_id === body.destination_id) {
+    throw validationError([{ field: 'destination_id', code: 'invalid', message: 'Source and destination must differ' }]);
+  }
+  const locked = await accounts.lockForMovement(trx, ctx, [body.source_id, body.destination_id]);
+  const source = locked.get(body.source_id);
+  if (!source) throw new AppError('not_found', 'Source account not found', [{ field: 'source_id', code: 'not_found', message: 'No such account' }]);
+  const destination = locked.get(body.destination_id);
+  if (!destination) throw new AppError('not_found', 'Destination account not found', [{ field: 'destination_id', code: 'not_found', message: 'No such account' }]);
+  const owner = body.customer_id ?? source.customer_id;
+  if (body.customer_id) await requireCustomer(trx, ctx, body.customer_id);
+  const details: ErrorDetail[] = [];
+  if (source.customer_id !== owner) details.push({ field: 'source_id', code: 'mismatch', message: 'The account does not belong to this customer' });
+  if (destination.customer_id !== owner) {
+    details.push({ field: 'destination_id', code: 'mismatch', message: body.customer_id ? 'The account does not belong to this customer' : 'Both accounts must have the same owner' });
+  }
+  if (details.length > 0) throw validationError(details, 'The accounts do not belong to the order\'s customer');
+  const sourceCcy = sourceCurrency(terms);
+  const destinationCcy = destinationCurrency(terms);
+  if (source.currency !== sourceCcy) throw currencyMismatch('source_id', `A ${terms.side} order on ${terms.base}/${terms.quote} pays from a ${sourceCcy} account; this one holds ${source.currency}`);
+  if (destination.currency !== destinationCcy) {
+    throw currencyMismatch('destination_id', `A ${terms.side} order on ${terms.base}/${terms.quote} settles to a ${destinationCcy} account; this one holds ${destination.currency}`);
+  }
+  accounts.assertCanDebit(source, 'source_id');
+  accounts.assertCanCredit(destination, 'destination_id');
+  return { source, destination };
+}
+
+function insufficient(err: unknown): unknown {
+  if (err instanceof AppError && err.code === 'insufficient_funds') {
+    return new AppError('insufficient_funds', 'The source account has insufficient available balance', [
+      { field: 'amount', code: 'insufficient_funds', message: 'The amount to pay plus the fee exceeds the available balance' },
+    ]);
+  }
+  return err;
+}
+
+export async function createOrder(trx: Trx, ctx: RequestContext, config: Config, body: CreateOrderBody): Promise<OrderResponse> {
+  const id = newId();
+  const terms = body.quote_id ? await termsFromQuote(trx, ctx, body, body.quote_id, id) : await termsFromBody(trx, ctx, config, body);
+  const { source, destination } = await loadAccounts(trx, ctx, body, terms);
+  const { spreadBps, feeBps } = terms.quoteRow ?? pricing(ctx, config);
+  const common = {
+    id,
+    tenant_id: ctx.tenantId,
+    environment: ctx.environment,
+    customer_id: source.customer_id,
+    order_type: terms.orderType,
+    side: terms.side,
+    base: terms.base,
+    quote: terms.quote,
+    amount: terms.amount,
+    spread_bps: spreadBps,
+    fee_bps: feeBps,
+    source_type: 'account',
+    source_id: source.id,
+    destination_type: 'account',
+    destination_id: destination.id,
+    quote_id: terms.quoteRow?.id ?? null,
+  };
+  if (terms.orderType === 'limit') return placeLimitOrder(trx, ctx, config, common, terms.targetRate!);
+
+  const rate = terms.quoteRow ? parseRate(terms.quoteRow.rate) : customerRate(terms.mid, spreadBps, terms.side);
+  const priced = priceOrder(terms, rate, feeBps);
+  const order = await repo.insertOrder(trx, { ...common, status: 'pending' });
+  try {
+    const done = await executeConversion(trx, ctx, order, source, destination, { ...priced, mid: terms.mid, rate });
+    return toOrderResponse(done);
+  } catch (err) {
+    throw insufficient(err);
+  }
+}
+
+type NewOrder = Pick<
+  repo.OrderRow,
+  'id' | 'tenant_id' | 'environment' | 'customer_id' | 'order_type' | 'side' | 'base' | 'quote' | 'amount' | 'spread_bps' | 'fee_bps' | 'source_type' | 'source_id' | 'destination_type' | 'destination_id' | 'quote_id'
+>;
+
+/**
+ * A limit order reserves the most it can cost (a ledger hold on the source account toward its
+ * fx_position account): `amount` for a sell, the cost at the target rate for a buy (the worker
+ * only buys at that rate or better), plus the fee. Priced at the target here so an order that
+ * could never settle (too small, too large) is refused now. The worker voids the hold and books
+ * the conversion in one transaction.
+ */
+async function placeLimitOrder(trx: Trx, ctx: Scope, config: Config, common: NewOrder, target: bigint): Promise<OrderResponse> {
+  const atTarget = priceOrder(common, target, common.fee_bps);
+  const currency = sourceCurrency(common);
+  const position = await ledger.systemAccount(trx, ctx, 'fx_position', currency);
+  let hold: ledger.Hold;
+  try {
+    hold = await ledger.hold(trx, ctx, {
+      debitAccountId: common.source_id,
+      creditAccountId: position,
+      amount: atTarget.given + atTarget.fee,
+      currency,
+      kind: 'fx_limit_order',
+      reference: common.id,
+      metadata: { fx_order_id: common.id, target_rate: formatRate(target) },
+    });
+  } catch (err) {
+    throw insufficient(err);
+  }
+  const row = await repo.insertOrder(trx, {
+    ...common,
+    status: 'pending',
+    target_rate: formatRate(target),
+    hold_id: hold.id,
+    expires_at: new Date(Date.now() + config.FX_LIMIT_ORDER_TTL_HOURS * 3_600_000),
+  });
+  return toOrderResponse(row);
+}
+
+export async function getOrder(db: Queryable, ctx: Scope, id: string): Promise<OrderResponse> {
+  const row = await repo.findOrder(db, ctx, id);
+  if (!row) throw notFound('Order');
+  return toOrderResponse(row);
+}
+
+export async function listOrders(db: Queryable, ctx: Scope, query: ListOrdersQuery): Promise<Page<OrderResponse>> {
+  const page = await repo.listOrders(db, ctx, query);
+  return { ...page, items: page.items.map(toOrderResponse) };
+}
+
+/** Ends a waiting order without executing it: releases its hold exactly once. */
+export async function closePendingOrder(trx: Trx, ctx: Scope, order: repo.OrderRow, status: 'cancelled' | 'expired' | 'rejected', reason: string | null = null) {
+  if (order.hold_id) await ledger.voidHold(trx, ctx, order.hold_id);
+  const row = await repo.updateOrder(trx, ctx, order.id, { status, rejection_reason: reason });
+  const response = toOrderResponse(row);
+  if (status !== 'rejected') await recordEvent(trx, ctx, status === 'cancelled' ? 'fx.order.cancelled' : 'fx.order.expired', response);
+  return response;
+}
+
+export async function cancelOrder(trx: Trx, ctx: Scope, id: string): Promise<OrderResponse> {
+  const order = await repo.findOrder(trx, ctx, id, true);
+  if (!order) throw notFound('Order');
+  if (order.status !== 'pending') {
+    throw new AppError('invalid_state_transition', `The order cannot be cancelled in status ${order.status}`);
+  }
+  return closePendingOrder(trx, ctx, order, 'cancelled');
+}

@@ -1,0 +1,231 @@
+import { sql, type ColumnType, type Insertable, type Selectable, type Updateable } from 'kysely';
+import type { Queryable } from '../../db/client.js';
+import type { RequestContext } from '../../http/context.js';
+import { paginate, type Page } from '../../http/pagination.js';
+import { isUuid } from '../../lib/ids.js';
+import type { RateOverride } from '../../rails/fx.js';
+import { rateFromDb } from './decimal.js';
+import type { ListOrdersQuery } from './schema.js';
+
+/** numeric columns: written as decimal strings, read back as strings (db/client.ts). */
+type Numeric = ColumnType<string, string, string>;
+type NullableNumeric = ColumnType<string | null, string | null | undefined, string | null>;
+
+export interface FxSandboxRatesTable {
+  tenant_id: string;
+  environment: string;
+  base: string;
+  quote: string;
+  rate: Numeric;
+  updated_at: ColumnType<Date, Date | undefined, Date>;
+}
+
+export interface FxQuotesTable {
+  id: string;
+  tenant_id: string;
+  environment: string;
+  from_currency: string;
+  to_currency: string;
+  direction: 'BUY' | 'SELL';
+  amount: bigint;
+  to_amount: bigint;
+  mid_rate: Numeric;
+  rate: Numeric;
+  spread_bps: number;
+  fee_bps: number;
+  expires_at: ColumnType<Date, Date, never>;
+  used_at: ColumnType<Date | null, never, Date>;
+  order_id: ColumnType<string | null, never, string>;
+  created_at: ColumnType<Date, never, never>;
+}
+
+export interface FxOrdersTable {
+  id: string;
+  tenant_id: string;
+  environment: string;
+  customer_id: string | null;
+  order_type: 'market' | 'limit';
+  side: 'buy' | 'sell';
+  base: string;
+  quote: string;
+  amount: bigint;
+  converted_amount: bigint | null;
+  rate: NullableNumeric;
+  mid_rate: NullableNumeric;
+  spread_bps: number;
+  target_rate: NullableNumeric;
+  fee_bps: number;
+  fee: bigint | null;
+  status: 'pending' | 'completed' | 'cancelled' | 'expired' | 'rejected';
+  source_type: string;
+  source_id: string;
+  destination_type: string;
+  destination_id: string;
+  quote_id: string | null;
+  hold_id: string | null;
+  ledger_transaction_id: string | null;
+  transaction_id: string | null;
+  rejection_reason: string | null;
+  executed_at: Date | null;
+  expires_at: Date | null;
+  checked_at: Date | null;
+  created_at: ColumnType<Date, Date | undefined, never>;
+  updated_at: Date | null;
+}
+
+declare module '../../db/types.js' {
+  interface Database {
+    fx_sandbox_rates: FxSandboxRatesTable;
+    fx_quotes: FxQuotesTable;
+    fx_orders: FxOrdersTable;
+  }
+}
+
+export type QuoteRow = Selectable<FxQuotesTable>;
+export type OrderRow = Selectable<FxOrdersTable>;
+type Scope = Pick<RequestContext, 'tenantId' | 'environment'>;
+
+export async function sandboxRates(db: Queryable, ctx: Scope): Promise<RateOverride[]> {
+  const rows = await db
+    .selectFrom('fx_sandbox_rates')
+    .selectAll()
+    .where('tenant_id', '=', ctx.tenantId)
+    .where('environment', '=', ctx.environment)
+    .execute();
+  return rows.map((r) => ({ base: r.base, quote: r.quote, rate: rateFromDb(r.rate), updatedAt: r.updated_at }));
+}
+
+/** Sets a pair's simulated rate and drops a stored reverse pair, so the two never disagree. */
+export async function upsertSandboxRate(db: Queryable, ctx: Scope, base: string, quote: string, rate: string): Promise<Date> {
+  await db
+    .deleteFrom('fx_sandbox_rates')
+    .where('tenant_id', '=', ctx.tenantId)
+    .where('environment', '=', ctx.environment)
+    .where('base', '=', quote)
+    .where('quote', '=', base)
+    .execute();
+  const row = await db
+    .insertInto('fx_sandbox_rates')
+    .values({ tenant_id: ctx.tenantId, environment: ctx.environment, base, quote, rate })
+    .onConflict((oc) => oc.columns(['tenant_id', 'environment', 'base', 'quote']).doUpdateSet({ rate, updated_at: sql`now()` }))
+    .returning('updated_at')
+    .executeTakeFirstOrThrow();
+  return row.updated_at;
+}
+
+/** The database clock sets expires_at (now + ttl), the same clock that useQuote compares with. */
+export async function insertQuote(db: Queryable, row: Omit<Insertable<FxQuotesTable>, 'expires_at'>, ttlSeconds: number): Promise<QuoteRow> {
+  return db
+    .insertInto('fx_quotes')
+    .values({ ...row, expires_at: sql<Date>`now() + make_interval(secs => ${ttlSeconds})` })
+    .returningAll()
+    .executeTakeFirstOrThrow();
+}
+
+export async function findQuote(db: Queryable, ctx: Scope, id: string, forUpdate = false): Promise<QuoteRow | undefined> {
+  let q = db
+    .selectFrom('fx_quotes')
+    .selectAll()
+    .where('tenant_id', '=', ctx.tenantId)
+    .where('environment', '=', ctx.environment)
+    .where('id', '=', id);
+  if (forUpdate) q = q.forUpdate();
+  return q.executeTakeFirst();
+}
+
+/** Marks a quote used by an order, only if it is still unused and unexpired (database clock). */
+export async function useQuote(db: Queryable, ctx: Scope, id: string, orderId: string): Promise<boolean> {
+  const result = await db
+    .updateTable('fx_quotes')
+    .set({ used_at: sql<Date>`now()`, order_id: orderId })
+    .where('tenant_id', '=', ctx.tenantId)
+    .where('environment', '=', ctx.environment)
+    .where('id', '=', id)
+    .where('used_at', 'is', null)
+    .where('expires_at', '>', sql<Date>`now()`)
+    .executeTakeFirst();
+  return result.numUpdatedRows === 1n;
+}
+
+export async function insertOrder(db: Queryable, row: Insertable<FxOrdersTable>): Promise<OrderRow> {
+  return db.insertInto('fx_orders').values(row).returningAll().executeTakeFirstOrThrow();
+}
+
+export async function findOrder(db: Queryable, ctx: Scope, id: string, forUpdate = false): Promise<OrderRow | undefined> {
+  let q = db
+    .selectFrom('fx_orders')
+    .selectAll()
+    .where('tenant_id', '=', ctx.tenantId)
+    .where('environment', '=', ctx.environment)
+    .where('id', '=', id);
+  if (forUpdate) q = q.forUpdate();
+  return q.executeTakeFirst();
+}
+
+export async function updateOrder(db: Queryable, ctx: Scope, id: string, patch: Updateable<FxOrdersTable>): Promise<OrderRow> {
+  return db
+    .updateTable('fx_orders')
+    .set({ ...patch, updated_at: sql<Date>`now()` })
+    .where('tenant_id', '=', ctx.tenantId)
+    .where('environment', '=', ctx.environment)
+    .where('id', '=', id)
+    .returningAll()
+    .executeTakeFirstOrThrow();
+}
+
+export async function listOrders(db: Queryable, ctx: Scope, query: ListOrdersQuery): Promise<Page<OrderRow>> {
+  let base = db
+    .selectFrom('fx_orders')
+    .where('tenant_id', '=', ctx.tenantId)
+    .where('environment', '=', ctx.environment);
+  if (query.status) base = base.where('status', '=', query.status);
+  if (query.order_type) base = base.where('order_type', '=', query.order_type);
+  if (query.side) base = base.where('side', '=', query.side);
+  if (query.customer_id) base = base.where('customer_id', '=', query.customer_id);
+  if (query.account_id) {
+    const id = query.account_id;
+    base = base.where((eb) => eb.or([eb('source_id', '=', id), eb('destination_id', '=', id)]));
+  }
+  if (query.search !== undefined) {
+    // Order references are the order ids: search matches an order, quote, customer or account id.
+    const s = query.search.trim().toLowerCase();
+    if (!isUuid(s)) base = base.where(sql<boolean>`false`);
+    else base = base.where((eb) => eb.or(['id', 'quote_id', 'customer_id', 'source_id', 'destination_id'].map((c) => eb(eb.ref(`fx_orders.${c}` as 'fx_orders.id'), '=', s))));
+  }
+  return paginate<OrderRow>(db, base, 'fx_orders.id', query, (qb) => qb.selectAll());
+}
+
+/**
+ * Waiting limit orders for the worker, least recently checked first, not yet checked since
+ * `since` (the start of the worker's tick, database clock), locked with SKIP LOCKED so several
+ * workers share the queue.
+ */
+export async function claimWaitingOrders(db: Queryable, since: Date, limit: number): Promise<OrderRow[]> {
+  return db
+    .selectFrom('fx_orders')
+    .selectAll()
+    .where('status', '=', 'pending')
+    .where((eb) => eb.or([eb('checked_at', 'is', null), eb('checked_at', '<', since)]))
+    .orderBy(sql`checked_at nulls first`)
+    .orderBy('id')
+    .limit(limit)
+    .forUpdate()
+    .skipLocked()
+    .execute();
+}
+
+/** One waiting order by id, locked for settling; undefined if it is no longer pending or another worker holds it. */
+export async function claimPendingOrder(db: Queryable, id: string): Promise<OrderRow | undefined> {
+  return db.selectFrom('fx_orders').selectAll().where('id', '=', id).where('status', '=', 'pending').forUpdate().skipLocked().executeTakeFirst();
+}
+
+/** The database clock, so the worker compares checked_at with the clock that wrote it. */
+export async function databaseNow(db: Queryable): Promise<Date> {
+  const { rows } = await sql<{ now: Date }>`select now() as now`.execute(db);
+  return rows[0]!.now;
+}
+
+export async function markChecked(db: Queryable, ids: string[]): Promise<void> {
+  if (ids.length === 0) return;
+  await db.updateTable('fx_orders').set({ checked_at: sql<Date>`now()` }).where('id', 'in', ids).execute();
+}

@@ -1,0 +1,287 @@
+import type { Config } from '../../config.js';
+import type { Queryable, Trx } from '../../db/client.js';
+import type { RequestContext } from '../../http/context.js';
+import { AppError, notFound } from '../../http/errors.js';
+import * as ledger from '../../ledger/index.js';
+import { formatAmount, isKnownCurrency, parseAmount } from '../../lib/money.js';
+import { newId } from '../../lib/ids.js';
+import { SandboxRateSource, StaticRateSource, type RateBook, type RateSource } from '../../rails/fx.js';
+import { assertConvertible, convert, counterAmount, customerRate, feeFor, formatRate, invertRate, parseRate, rateFromDb } from './decimal.js';
+import { CURRENCY_NAMES } from './currencies.js';
+import * as repo from './repo.js';
+import type { QuoteBody, QuoteResponse, RatesQuery, SimulateRateBody } from './schema.js';
+
+/**
+ * FX rates and quotes, and the functions other modules (international payouts) use:
+ * `getRate` (the current customer rate for a pair), `convertAmount` (exact conversion with the
+ * documented rounding rule) and `conversionLegs` (the ledger legs through the fx_position accounts).
+ *
+ * Rounding rule: a rate is applied to the exact amount the client named; the counter amount is
+ * rounded once, in favour of the house, to its currency's minor unit: an amount the customer
+ * receives rounds down, an amount the customer pays rounds up. The remainder (< 1 minor unit) is
+ * never booked to the customer and shows in the fx_position account's balance.
+ */
+type Scope = Pick<RequestContext, 'tenantId' | 'environment'>;
+type SettingsScope = Scope & Partial<Pick<RequestContext, 'settings'>>;
+
+const SOURCES: Record<RequestContext['environment'], RateSource> = {
+  sandbox: new SandboxRateSource(repo.sandboxRates),
+  live: new StaticRateSource(),
+};
+
+export function rateBook(db: Queryable, ctx: Scope): Promise<RateBook> {
+  return SOURCES[ctx.environment].book(db, ctx);
+}
+
+function bpsSetting(ctx: SettingsScope, key: string, fallback: number): number {
+  const value = ctx.settings?.[key];
+  return typeof value === 'number' && Number.isInteger(value) && value >= 0 && value <= 5000 ? value : fallback;
+}
+
+/** The business's spread and fee in basis points (settings win over configuration). */
+export function pricing(ctx: SettingsScope, config: Config): { spreadBps: number; feeBps: number } {
+  return { spreadBps: bpsSetting(ctx, 'fx_spread_bps', config.FX_SPREAD_BPS), feeBps: bpsSetting(ctx, 'fx_fee_bps', config.FX_FEE_BPS) };
+}
+
+/** Configured currencies that have a minor-unit exponent and a default market rate. */
+export function supportedCurrencies(config: Config): string[] {
+  return config.SUPPORTED_CURRENCIES.filter((c) => isKnownCurrency(c) && CURRENCY_NAMES[c] !== undefined);
+}
+
+export function listSupportedPairs(config: Config) {
+  const ccys = supportedCurrencies(config);
+  return ccys.flatMap((from) =>
+    ccys
+      .filter((to) => to !== from)
+      .map((to) => ({
+        from_currency: from,
+        to_currency: to,
+        currency_pair: `${from}/${to}`,
+        pair_type: 'fiat/fiat' as const,
+        from_currency_name: CURRENCY_NAMES[from] ?? null,
+        to_currency_name: CURRENCY_NAMES[to] ?? null,
+      })),
+  );
+}
+
+/** 400 unless both currencies are supported, distinct and priced. */
+export function assertPair(config: Config, book: RateBook, base: string, quote: string, fields = ['from_currency', 'to_currency']) {
+  const ccys = supportedCurrencies(config);
+  const details = [base, quote].flatMap((c, i) =>
+    ccys.includes(c) ? [] : [{ field: fields[i] as string, code: 'unsupported_currency', message: `${c} is not a supported FX currency` }],
+  );
+  if (details.length === 0 && base === quote) {
+    details.push({ field: fields[1] as string, code: 'invalid', message: 'Must differ from the other currency' });
+  }
+  if (details.length > 0) throw new AppError('validation_failed', `Currency pair ${base}/${quote} is not supported`, details);
+  const mid = book.mid(base, quote);
+  if (!mid) throw new AppError('validation_failed', `No rate for ${base}/${quote}`, [{ field: fields[1] as string, code: 'unsupported_pair', message: 'No rate for this pair' }]);
+  return mid;
+}
+
+export interface FxRate {
+  base: string;
+  quote: string;
+  side: 'buy' | 'sell';
+  midRate: string;
+  /** Customer rate (quote units per base unit), spread included. */
+  rate: string;
+  spreadBps: number;
+  timestamp: Date;
+}
+
+/**
+ * The current customer rate for a pair. `sell` (default): the customer gives `base` and receives
+ * `quote` (bid); `buy`: the customer receives `base` and pays `quote` (ask).
+ */
+export async function getRate(db: Queryable, ctx: SettingsScope, config: Config, base: string, quote: string, side: 'buy' | 'sell' = 'sell'): Promise<FxRate> {
+  const mid = assertPair(config, await rateBook(db, ctx), base, quote, ['base', 'quote']);
+  const { spreadBps } = pricing(ctx, config);
+  return { base, quote, side, midRate: formatRate(mid.mid), rate: formatRate(customerRate(mid.mid, spreadBps, side)), spreadBps, timestamp: mid.timestamp };
+}
+
+/**
+ * Converts `amount` minor units of `from` into `to` at `rate` (a decimal string, to-units per
+ * from-unit) exactly, rounded once to `to`'s minor unit: `down` (default) for an amount the
+ * customer receives, `up` for an amount the customer pays.
+ */
+export function convertAmount(amount: bigint, from: string, to: string, rate: string, rounding: 'down' | 'up' = 'down'): bigint {
+  return convert(amount, from, to, parseRate(rate), rounding);
+}
+
+/**
+ * The legs of a conversion, for ONE ledger posting: the payer's account gives `given` (+ `fee`)
+ * of `givenCurrency`; `given` goes to that currency's fx_position account and the fee to
+ * `feeAccountId`; the other currency's fx_position account gives `received` to the receiving
+ * account. Each currency sums to zero, so no minor unit is created or lost.
+ */
+export async function conversionLegs(
+  trx: Queryable,
+  scope: Scope,
+  input: {
+    fromAccountId: string;
+    givenCurrency: string;
+    given: bigint;
+    toAccountId: string;
+    receivedCurrency: string;
+    received: bigint;
+    fee?: bigint;
+    feeAccountId?: string;
+  },
+): Promise<ledger.Leg[]> {
+  const fee = input.fee ?? 0n;
+  const positionGiven = await ledger.systemAccount(trx, scope, 'fx_position', input.givenCurrency);
+  const positionReceived = await ledger.systemAccount(trx, scope, 'fx_position', input.receivedCurrency);
+  const legs: ledger.Leg[] = [
+    { accountId: input.fromAccountId, amount: -(input.given + fee), currency: input.givenCurrency },
+    { accountId: positionGiven, amount: input.given, currency: input.givenCurrency },
+    { accountId: positionReceived, amount: -input.received, currency: input.receivedCurrency },
+    { accountId: input.toAccountId, amount: input.received, currency: input.receivedCurrency },
+  ];
+  if (fee > 0n) {
+    if (!input.feeAccountId) throw new ledger.LedgerInvariantError('a conversion fee needs a fee account');
+    legs.push({ accountId: input.feeAccountId, amount: fee, currency: input.givenCurrency });
+  }
+  return legs;
+}
+
+export async function listRates(db: Queryable, ctx: SettingsScope, config: Config, query: RatesQuery) {
+  const book = await rateBook(db, ctx);
+  const { spreadBps } = pricing(ctx, config);
+  const wanted = query.currency_pairs ? new Set(query.currency_pairs.split(',').map((p) => p.trim().toUpperCase())) : undefined;
+  const pairs = listSupportedPairs(config).filter(
+    (p) =>
+      (!query.from_currency || p.from_currency === query.from_currency.toUpperCase()) &&
+      (!query.to_currency || p.to_currency === query.to_currency.toUpperCase()) &&
+      (!wanted || wanted.has(p.currency_pair)),
+  );
+  const directions = query.direction ? [query.direction] : (['BUY', 'SELL'] as const);
+  return pairs.flatMap((p) => {
+    const mid = book.mid(p.from_currency, p.to_currency);
+    if (!mid) return [];
+    return directions.map((direction) => ({
+      ...p,
+      direction,
+      rate: formatRate(customerRate(mid.mid, spreadBps, direction === 'BUY' ? 'buy' : 'sell')),
+      mid_rate: formatRate(mid.mid),
+      spread_bps: spreadBps,
+      timestamp: mid.timestamp.toISOString(),
+    }));
+  });
+}
+
+/** Sandbox only: sets the business's market (mid) rate for a pair; live keys get 404. */
+export async function simulateRate(trx: Trx, ctx: Scope, config: Config, body: SimulateRateBody) {
+  if (ctx.environment !== 'sandbox') throw notFound('Route');
+  assertPair(config, await rateBook(trx, ctx), body.base, body.quote, ['base', 'quote']);
+  const rate = parseRate(body.rate);
+  const inverse = invertRate(rate);
+  if (inverse === 0n) {
+    throw new AppError('validation_failed', 'rate: too large', [{ field: 'rate', code: 'invalid', message: 'The reverse rate would round to zero' }]);
+  }
+  const updatedAt = await repo.upsertSandboxRate(trx, ctx, body.base, body.quote, formatRate(rate));
+  return { base: body.base, quote: body.quote, rate: formatRate(rate), inverse_rate: formatRate(inverse), timestamp: updatedAt.toISOString() };
+}
+
+export function toQuoteResponse(row: repo.QuoteRow): QuoteResponse {
+  const rate = rateFromDb(row.rate);
+  const paid = row.direction === 'SELL' ? row.amount : row.to_amount;
+  const feeCurrency = row.direction === 'SELL' ? row.from_currency : row.to_currency;
+  return {
+    quote_id: row.id,
+    from_currency: row.from_currency,
+    to_currency: row.to_currency,
+    amount: formatAmount(row.amount, row.from_currency),
+    direction: row.direction,
+    rate: formatRate(rate),
+    mid_rate: formatRate(rateFromDb(row.mid_rate)),
+    spread_bps: row.spread_bps,
+    fee: formatAmount(feeFor(paid, row.fee_bps), feeCurrency),
+    fee_currency: feeCurrency,
+    display_rate: formatRate(rate),
+    display_rate_label: `1 ${row.from_currency} = ${formatRate(rate)} ${row.to_currency}`,
+    to_currency_amount: formatAmount(row.to_amount, row.to_currency),
+    expires_at: row.expires_at.toISOString(),
+    created_at: row.created_at.toISOString(),
+  };
+}
+
+/**
+ * A quote locks the customer rate for FX_QUOTE_TTL_SECONDS. SELL: the customer gives `amount`
+ * of from_currency and receives to_currency_amount (rounded down); BUY: the customer receives
+ * `amount` of from_currency and pays to_currency_amount (rounded up). An order uses it once.
+ */
+export async function createQuote(trx: Trx, ctx: SettingsScope, config: Config, body: QuoteBody): Promise<QuoteResponse> {
+  const mid = assertPair(config, await rateBook(trx, ctx), body.from_currency, body.to_currency);
+  const amount = parseAmount(body.amount, body.from_currency);
+  const { spreadBps, feeBps } = pricing(ctx, config);
+  const side = body.direction === 'BUY' ? 'buy' : 'sell';
+  const rate = customerRate(mid.mid, spreadBps, side);
+  const toAmount = counterAmount(side, amount, body.from_currency, body.to_currency, rate);
+  assertConvertible(toAmount);
+  const row = await repo.insertQuote(trx, {
+    id: newId(),
+    tenant_id: ctx.tenantId,
+    environment: ctx.environment,
+    from_currency: body.from_currency,
+    to_currency: body.to_currency,
+    direction: body.direction,
+    amount,
+    to_amount: toAmount,
+    mid_rate: formatRate(mid.mid),
+    rate: formatRate(rate),
+    spread_bps: spreadBps,
+    fee_bps: feeBps,
+  }, config.FX_QUOTE_TTL_SECONDS);
+  return toQuoteResponse(row);
+}
+
+/** A quote's locked terms, for an order or an international transfer that uses it. */
+export interface LockedQuote {
+  id: string;
+  fromCurrency: string;
+  toCurrency: string;
+  direction: 'BUY' | 'SELL';
+  /** from_currency minor units */
+  amount: bigint;
+  /** to_currency minor units: received (SELL) or paid (BUY) */
+  toAmount: bigint;
+  rate: string;
+  midRate: string;
+  spreadBps: number;
+  feeBps: number;
+}
+
+function toLockedQuote(q: repo.QuoteRow): LockedQuote {
+  return {
+    id: q.id,
+    fromCurrency: q.from_currency,
+    toCurrency: q.to_currency,
+    direction: q.direction,
+    amount: q.amount,
+    toAmount: q.to_amount,
+    rate: formatRate(rateFromDb(q.rate)),
+    midRate: formatRate(rateFromDb(q.mid_rate)),
+    spreadBps: q.spread_bps,
+    feeBps: q.fee_bps,
+  };
+}
+
+/** A quote of this business and environment, locked until the caller commits (404 otherwise). */
+export async function lockQuote(trx: Trx, ctx: Scope, quoteId: string): Promise<LockedQuote> {
+  const q = await repo.findQuote(trx, ctx, quoteId, true);
+  if (!q) throw new AppError('not_found', 'Quote not found', [{ field: 'quote_id', code: 'not_found', message: 'No such quote' }]);
+  return toLockedQuote(q);
+}
+
+/**
+ * Marks a locked quote used by `usedBy` (an order or transfer id), at most once and only before
+ * it expires (database clock): else 409 quote_used / quote_expired. Rolled back with the caller's
+ * transaction, so a failed order (422) leaves the quote usable.
+ */
+export async function redeemQuote(trx: Trx, ctx: Scope, quoteId: string, usedBy: string): Promise<void> {
+  if (await repo.useQuote(trx, ctx, quoteId, usedBy)) return;
+  const q = await repo.findQuote(trx, ctx, quoteId);
+  if (q?.used_at) throw new AppError('quote_used', 'This quote was already used');
+  throw new AppError('quote_expired', 'This quote has expired; request a new one');
+}
