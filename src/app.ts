@@ -19,6 +19,7 @@ import { registerRateLimit } from './http/rate-limit.js';
 import { BODY_LIMIT, registerTransport, requestIdFrom } from './http/transport.js';
 import type { Sealer } from './lib/crypto.js';
 import { newId } from './lib/ids.js';
+import { dashboardRoutes } from './dashboard/routes.js';
 import { accountApplicationRoutes } from './modules/account-applications/routes.js';
 import { accountRoutes } from './modules/accounts/routes.js';
 import { customerRoutes } from './modules/customers/routes.js';
@@ -151,5 +152,6 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   await app.register(collectionRoutes(deps));
   await app.register(collectionSimulationRoutes(deps));
   await app.register(checkoutRoutes(deps));
+  await app.register(dashboardRoutes(deps));
   return app;
 }

@@ -4,6 +4,7 @@ import type { DatabaseHandle } from './db/client.js';
 import { openDatabase } from './db/client.js';
 import { migrate } from './db/migrate.js';
 import { openRuntime } from './runtime.js';
+import { addUser, EmailTaken } from './dashboard/service.js';
 import { reconcile } from './ledger/index.js';
 import { operatorOutcome } from './modules/transfers/payout-operator.js';
 import { createTenant, ENVIRONMENTS, rotateKeys, ROTATION_EXPIRY_SECONDS, setSettings } from './modules/tenants/service.js';
@@ -25,6 +26,9 @@ const USAGE = `Usage: npm run --silent cli -- <command> [options]
   keys rotate --tenant ID --env sandbox|live [--expire-in 0|3600|86400|604800] [--json]
   kyc review --tenant ID --customer ID --outcome approved|rejected [--env live|sandbox] [--level basic|intermediate] [--json]
                                               decide a KYC case waiting in manual review (default --env live)
+  dashboard-user create --tenant ID --email EMAIL [--json]
+                                              a dashboard login for a business; the password is read
+                                              from DASHBOARD_PASSWORD (never an argument: ps shows those)
   migrate                                     apply pending database migrations
   payouts settle|fail|return --transfer ID [--reason TEXT] [--json]
                                               record a live (manual connector) payout's result
@@ -131,6 +135,17 @@ const commands: Record<string, Command> = {
   'payouts settle': (args, handle) => payoutOutcome(args, handle, 'settled'),
   'payouts fail': (args, handle) => payoutOutcome(args, handle, 'failed'),
   'payouts return': (args, handle) => payoutOutcome(args, handle, 'returned'),
+  'dashboard-user create': async (args, handle) => {
+    const { values } = parseArgs({ args, options: { tenant: { type: 'string' }, email: { type: 'string' }, json: { type: 'boolean' } } });
+    const password = process.env.DASHBOARD_PASSWORD ?? '';
+    if (!values.tenant || !values.email) fail('dashboard-user create needs --tenant and --email');
+    if (password.length < 12) fail('Set DASHBOARD_PASSWORD to a password of at least 12 characters');
+    const user = await addUser(handle.db, values.tenant, { email: values.email, password }).catch((err: unknown) => {
+      if (err instanceof EmailTaken) fail('A dashboard user with this email already exists');
+      throw err;
+    });
+    print(user, Boolean(values.json), () => `Dashboard user ${user.email} can now log in at /dashboard/login`);
+  },
   migrate: async () => undefined,
 };
 

@@ -1,6 +1,7 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from '../config.js';
 import type { Db } from '../db/client.js';
+import { purgeExpiredSessions } from '../dashboard/service.js';
 import { Idempotency } from '../http/idempotency.js';
 import type { Sealer } from '../lib/crypto.js';
 import { webhookJobs, type DeliveryOptions } from '../modules/webhooks/delivery.js';
@@ -73,6 +74,7 @@ export function startWorkers(deps: WorkerDeps, options: WorkerOptions = {}) {
   const idempotency = new Idempotency(deps.db, deps.sealer, deps.config.IDEMPOTENCY_TTL_HOURS);
   const jobs: Job[] = [
     { name: 'idempotency-sweep', intervalMs: 60_000, tick: async () => (await idempotency.sweep()) > 0 },
+    { name: 'dashboard-session-sweep', intervalMs: 600_000, tick: async () => (await purgeExpiredSessions(deps.db)) > 0 },
     ...webhookJobs({ db: deps.db, sealer: deps.sealer, log: deps.log }, options.webhooks),
     limitOrderJob(deps.db),
     { name: 'payee-verification', intervalMs: 1000, tick: () => verifyDuePayees(deps.db, deps.config) },

@@ -1,0 +1,162 @@
+import type { Page } from '../http/pagination.js';
+import { html, queryString, type Html } from './html.js';
+import type { Session } from './service.js';
+
+export const NAV = [
+  ['business', 'Business'],
+  ['keys', 'API keys'],
+  ['webhooks', 'Webhooks'],
+  ['customers', 'Customers'],
+  ['accounts', 'Accounts'],
+  ['transfers', 'Transfers'],
+  ['transactions', 'Transactions'],
+] as const;
+export type Section = (typeof NAV)[number][0];
+
+function head(title: string): Html {
+  return html`<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>${title} · Dashboard</title>
+<link rel="stylesheet" href="/dashboard/static/app.css">
+<script src="/dashboard/static/app.js" defer></script>
+</head>`;
+}
+
+export function csrfField(session: Session): Html {
+  return html`<input type="hidden" name="_csrf" value="${session.csrfToken}">`;
+}
+
+function environmentSwitch(session: Session, section: Section): Html {
+  const button = (env: 'sandbox' | 'live', label: string) =>
+    html`<button type="submit" name="environment" value="${env}" class="env-${env}" aria-pressed="${session.environment === env ? 'true' : 'false'}">${label}</button>`;
+  return html`<form method="post" action="/dashboard/environment" class="env-switch" aria-label="Environment">
+  ${csrfField(session)}<input type="hidden" name="back" value="${section}">
+  ${button('sandbox', 'Sandbox')}${button('live', 'Live')}
+</form>`;
+}
+
+/** The signed-in frame: top bar (business, environment switch, log out) and side navigation. */
+export function appPage(session: Session, section: Section, title: string, body: Html, notice?: Html): Html {
+  const links = NAV.map(
+    ([id, label]) =>
+      html`<li><a href="/dashboard/${id}"${id === section ? html` aria-current="page"` : ''}>${label}</a></li>`,
+  );
+  return html`${head(title)}
+<body class="env-${session.environment}">
+<a class="skip" href="#main">Skip to content</a>
+<header class="topbar">
+  <span class="brand">Financial Services</span>
+  <span class="env-badge" id="env-badge">${session.environment === 'live' ? 'Live data' : 'Sandbox data'}</span>
+  ${environmentSwitch(session, section)}
+  <span class="who">${session.email}</span>
+  <form method="post" action="/dashboard/logout">${csrfField(session)}<button type="submit" class="link">Log out</button></form>
+</header>
+<div class="frame">
+<nav class="sidebar" aria-label="Sections"><ul>${links}</ul></nav>
+<main id="main" tabindex="-1">
+<h1>${title}</h1>
+${notice ?? ''}
+${body}
+</main>
+</div>
+<p class="sr-only" aria-live="polite" id="live-status"></p>
+</body>
+</html>`;
+}
+
+/** Pages before sign-in (log in, sign up, errors). */
+export function publicPage(title: string, body: Html, status?: Html): Html {
+  return html`${head(title)}
+<body class="public">
+<main id="main" class="card narrow">
+<h1>${title}</h1>
+${status ?? ''}
+${body}
+</main>
+</body>
+</html>`;
+}
+
+export function alert(kind: 'error' | 'info' | 'success', message: string | Html): Html {
+  return html`<div class="alert alert-${kind}" role="${kind === 'error' ? 'alert' : 'status'}">${message}</div>`;
+}
+
+/** A value with a copy button (public key, one-time secrets). */
+export function copyable(id: string, label: string, value: string): Html {
+  return html`<div class="copyable">
+  <span class="label" id="${id}-label">${label}</span>
+  <code id="${id}" class="key" aria-labelledby="${id}-label">${value}</code>
+  <button type="button" data-copy="${id}" aria-describedby="${id}-label">Copy</button>
+</div>`;
+}
+
+export interface Column<T> {
+  label: string;
+  cell: (row: T) => Html | string | number | null;
+  numeric?: boolean;
+}
+
+export function table<T>(caption: string, columns: Column<T>[], rows: T[], empty: string): Html {
+  if (rows.length === 0) return html`<p class="empty">${empty}</p>`;
+  return html`<div class="table-wrap"><table>
+<caption class="sr-only">${caption}</caption>
+<thead><tr>${columns.map((c) => html`<th scope="col"${c.numeric ? html` class="num"` : ''}>${c.label}</th>`)}</tr></thead>
+<tbody>${rows.map(
+    (r) => html`<tr>${columns.map((c) => html`<td${c.numeric ? html` class="num"` : ''}>${c.cell(r) ?? '—'}</td>`)}</tr>`,
+  )}</tbody>
+</table></div>`;
+}
+
+/** Previous / next links keeping the filters; page numbers come from the list's own count. */
+export function pager(base: string, filters: Record<string, string | undefined>, page: Page<unknown>): Html {
+  const link = (p: number, label: string, rel: string) =>
+    html`<a href="${base}${queryString({ ...filters, page: p })}" rel="${rel}">${label}</a>`;
+  const total = page.total_pages === null ? 'many' : String(Math.max(page.total_pages, 1));
+  return html`<nav class="pager" aria-label="Pages">
+  ${page.page > 1 ? link(page.page - 1, '← Previous', 'prev') : ''}
+  <span>Page ${page.page} of ${total}${page.total_items !== null ? ` · ${page.total_items} items` : ''}</span>
+  ${page.next_cursor ? link(page.page + 1, 'Next →', 'next') : ''}
+</nav>`;
+}
+
+export interface FilterField {
+  name: string;
+  label: string;
+  type?: 'text' | 'date' | 'select';
+  options?: readonly string[];
+}
+
+/** A GET form of filters: bookmarkable, works without JavaScript. */
+export function filterForm(base: string, fields: FilterField[], values: Record<string, string | undefined>): Html {
+  const control = (f: FilterField) => {
+    const id = `f-${f.name}`;
+    const value = values[f.name] ?? '';
+    if (f.type === 'select') {
+      return html`<label for="${id}">${f.label}</label><select id="${id}" name="${f.name}"><option value="">Any</option>${(f.options ?? []).map(
+        (o) => html`<option value="${o}"${o === value ? html` selected` : ''}>${o}</option>`,
+      )}</select>`;
+    }
+    return html`<label for="${id}">${f.label}</label><input id="${id}" name="${f.name}" type="${f.type ?? 'text'}" value="${value}">`;
+  };
+  return html`<form method="get" action="${base}" class="filters" role="search">
+  ${fields.map((f) => html`<div class="field">${control(f)}</div>`)}
+  <div class="field actions"><button type="submit">Filter</button> <a href="${base}">Clear</a></div>
+</form>`;
+}
+
+export function badge(value: string): Html {
+  return html`<span class="badge badge-${value.replace(/[^a-z_]/g, '')}">${value}</span>`;
+}
+
+/** An id in a table: monospace, never wrapped (the table scrolls instead). */
+export function idCell(id: string | null): Html | null {
+  return id ? html`<code class="id">${id}</code>` : null;
+}
+
+/** A timestamp as `2024-01-15 10:30:00 UTC`, machine-readable in `datetime`. */
+export function when(iso: string | null): Html | null {
+  return iso ? html`<time datetime="${iso}">${iso.replace('T', ' ').replace(/\.\d+Z$|Z$/, ' UTC')}</time>` : null;
+}

@@ -1,0 +1,61 @@
+import type { FastifyRequest } from 'fastify';
+import type { z } from 'zod';
+import { AppError } from '../http/errors.js';
+import type { Page } from '../http/pagination.js';
+import { html, type Html } from './html.js';
+import { alert, appPage, filterForm, pager, table, type Column, type FilterField, type Section } from './layout.js';
+import type { Session } from './service.js';
+
+export type Scope = { tenantId: string; environment: 'sandbox' | 'live' };
+
+export interface ListView<Q, T> {
+  section: Section;
+  title: string;
+  /** The API's own query schema for the list: the same filters, validated the same way. */
+  schema: z.ZodType<Q>;
+  fields: FilterField[];
+  columns: Column<T>[];
+  empty: string;
+  load: (scope: Scope, query: Q) => Promise<Page<T>>;
+}
+
+/** The filter values of the query string, only the fields this view knows (strings only). */
+function filterValues(request: FastifyRequest, fields: FilterField[]): Record<string, string | undefined> {
+  const query = (request.query ?? {}) as Record<string, unknown>;
+  const values: Record<string, string | undefined> = {};
+  for (const name of [...fields.map((f) => f.name), 'page']) {
+    const v = query[name];
+    if (typeof v === 'string' && v !== '') values[name] = v;
+  }
+  return values;
+}
+
+/**
+ * A read-only, filtered, paginated list of the session's environment. A bad filter shows the
+ * validation messages on the page (the API would answer 400) instead of failing.
+ */
+export async function renderList<Q, T>(request: FastifyRequest, session: Session, view: ListView<Q, T>): Promise<Html> {
+  const values = filterValues(request, view.fields);
+  const base = `/dashboard/${view.section}`;
+  const form = filterForm(base, view.fields, values);
+  const parsed = view.schema.safeParse({ ...values, items_per_page: '20' });
+  const scope = { tenantId: session.tenantId, environment: session.environment };
+  if (!parsed.success) {
+    const messages = parsed.error.issues.map((i) => `${i.path.join('.') || 'filter'}: ${i.message}`);
+    return appPage(session, view.section, view.title, html`${form}${alert('error', `Invalid filter. ${messages.join('; ')}`)}`);
+  }
+  let page: Page<T>;
+  try {
+    page = await view.load(scope, parsed.data);
+  } catch (err) {
+    if (!(err instanceof AppError) || err.status !== 400) throw err;
+    return appPage(session, view.section, view.title, html`${form}${alert('error', err.message)}`);
+  }
+  const { page: _p, ...filters } = values;
+  return appPage(
+    session,
+    view.section,
+    view.title,
+    html`${form}${table(view.title, view.columns, page.items, view.empty)}${pager(base, filters, page as Page<unknown>)}`,
+  );
+}

@@ -1,0 +1,278 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Deps } from '../app.js';
+import { AppError } from '../http/errors.js';
+import { getTenant, ROTATION_EXPIRY_SECONDS } from '../modules/tenants/service.js';
+import { dataRoutes } from './data-routes.js';
+import type { Html } from './html.js';
+import { alert } from './layout.js';
+import { businessPage, errorPage, keysPage, loginPage, signupPage, type FormState } from './pages.js';
+import {
+  addCookie,
+  cookieNames,
+  FailureLimiter,
+  isSecureRequest,
+  originAllowed,
+  parseCookies,
+  randomToken,
+  serializeCookie,
+  setSecurityHeaders,
+  tokensEqual,
+} from './security.js';
+import { DashboardService, EmailTaken, LoginForm, SESSION_HOURS, SignupForm, type Session } from './service.js';
+import { staticRoutes } from './static.js';
+import { webhookRoutes } from './webhook-routes.js';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    dashboardSession: Session | null;
+  }
+  interface FastifyContextConfig {
+    /** Dashboard pages reachable without a session (log in, sign up, assets). */
+    dashboardPublic?: boolean;
+  }
+}
+
+/** Form bodies arrive as URLSearchParams (parsed only inside the dashboard plugin). */
+export type Form = URLSearchParams;
+const FORM_LIMIT = 64 * 1024;
+/** Failed logins: 5 per email and 20 per client address in 15 minutes, then 429. */
+const LOGIN_WINDOW_MS = 15 * 60_000;
+
+export function sendPage(reply: FastifyReply, page: Html, status = 200) {
+  return reply.code(status).type('text/html; charset=utf-8').send(page.value);
+}
+
+/** 303 after a POST, so reloading the next page never repeats the action. */
+export function seeOther(reply: FastifyReply, path: string) {
+  return reply.code(303).header('location', path).send();
+}
+
+export function formOf(request: FastifyRequest): Form {
+  return request.body instanceof URLSearchParams ? request.body : new URLSearchParams();
+}
+
+export function sessionOf(request: FastifyRequest): Session {
+  if (!request.dashboardSession) throw new AppError('unauthorized', 'Log in first');
+  return request.dashboardSession;
+}
+
+/**
+ * The web dashboard at /dashboard, as its own encapsulated plugin: it adds the form parser,
+ * session loading, CSRF checks and HTML error pages only to its own routes.
+ */
+export function dashboardRoutes(deps: Deps) {
+  return async function plugin(app: FastifyInstance) {
+    await app.register(dashboard(deps), { prefix: '/dashboard' });
+  };
+}
+
+function dashboard(deps: Deps) {
+  return async function inner(app: FastifyInstance) {
+    const service = new DashboardService(deps.db, deps.sealer);
+    app.addHook('onRoute', (route) => {
+      route.schema = { ...route.schema, hide: true }; // not part of the API's OpenAPI document
+    });
+    app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string', bodyLimit: FORM_LIMIT }, (_req, body, done) =>
+      done(null, new URLSearchParams(body as string)),
+    );
+    app.decorateRequest('dashboardSession', null);
+    registerGuards(app, service, deps.config.PROFILE === 'production');
+    registerErrorPages(app);
+
+    app.get('/', async (request, reply) => seeOther(reply, request.dashboardSession ? '/dashboard/business' : '/dashboard/login'));
+    await app.register(staticRoutes);
+    await app.register(loginRoutes(service));
+    await app.register(signupRoutes(service));
+    await app.register(businessRoutes(deps, service));
+    await app.register(dataRoutes(deps));
+    await app.register(webhookRoutes(deps, service));
+  };
+}
+
+function sessionCookie(request: FastifyRequest, token: string, maxAgeSeconds: number): string {
+  const secure = isSecureRequest(request);
+  return serializeCookie(cookieNames(secure).session, token, { secure, maxAgeSeconds, sameSite: 'Lax' });
+}
+
+/** The double-submit token of the log-in and sign-up forms (no session exists yet). */
+function preauthToken(request: FastifyRequest, reply: FastifyReply): string {
+  const secure = isSecureRequest(request);
+  const name = cookieNames(secure).preauth;
+  const existing = parseCookies(request.headers.cookie)[name];
+  if (existing && existing.length === 43) return existing;
+  const token = randomToken();
+  addCookie(reply, serializeCookie(name, token, { secure, maxAgeSeconds: 3600, sameSite: 'Strict' }));
+  return token;
+}
+
+const open = { config: { dashboardPublic: true } };
+
+/** Log in (failures limited per email and per client address) and log out. */
+function loginRoutes(service: DashboardService) {
+  return async function plugin(app: FastifyInstance) {
+    const limits = { email: new FailureLimiter(5, LOGIN_WINDOW_MS), ip: new FailureLimiter(20, LOGIN_WINDOW_MS) };
+
+    app.get('/login', open, async (request, reply) => {
+      if (request.dashboardSession) return seeOther(reply, '/dashboard/business');
+      return sendPage(reply, loginPage(preauthToken(request, reply)));
+    });
+
+    app.post('/login', open, async (request, reply) => {
+      const form = formOf(request);
+      const parsed = LoginForm.safeParse({ email: form.get('email') ?? '', password: form.get('password') ?? '' });
+      const email = parsed.success ? parsed.data.email : '';
+      const keys = [`email:${email}`, `ip:${request.ip}`];
+      const wait = Math.max(limits.email.blockedFor(keys[0]!), limits.ip.blockedFor(keys[1]!));
+      const csrf = preauthToken(request, reply);
+      if (wait > 0) {
+        reply.header('Retry-After', String(wait));
+        const message = alert('error', `Too many failed attempts. Try again in ${Math.ceil(wait / 60)} minutes.`);
+        return sendPage(reply, loginPage(csrf, { values: { email }, errors: {} }, message), 429);
+      }
+      const result = parsed.success ? await service.login(email, parsed.data.password) : null;
+      if (!result) {
+        limits.email.fail(keys[0]!);
+        limits.ip.fail(keys[1]!);
+        const state: FormState = { values: { email }, errors: {} };
+        return sendPage(reply, loginPage(csrf, state, alert('error', 'The email or password is not correct.')), 401);
+      }
+      limits.email.reset(keys[0]!);
+      addCookie(reply, sessionCookie(request, result.token, SESSION_HOURS * 3600));
+      return seeOther(reply, '/dashboard/business');
+    });
+
+    app.post('/logout', async (request, reply) => {
+      await service.logout(sessionOf(request));
+      addCookie(reply, sessionCookie(request, '', 0));
+      return seeOther(reply, '/dashboard/login');
+    });
+  };
+}
+
+/** Sign up: the business, its two key pairs and the first login. */
+function signupRoutes(service: DashboardService) {
+  return async function plugin(app: FastifyInstance) {
+    // Each sign-up creates a business and costs a password hash: 30 per client address per hour.
+    const signups = new FailureLimiter(30, 3_600_000);
+
+    app.get('/signup', open, async (request, reply) => {
+      if (request.dashboardSession) return seeOther(reply, '/dashboard/business');
+      return sendPage(reply, signupPage(preauthToken(request, reply)));
+    });
+
+    app.post('/signup', open, async (request, reply) => {
+      const form = formOf(request);
+      const values = { business_name: form.get('business_name') ?? '', email: form.get('email') ?? '', password: form.get('password') ?? '' };
+      const parsed = SignupForm.safeParse(values);
+      const csrf = preauthToken(request, reply);
+      const wait = signups.blockedFor(request.ip);
+      if (wait > 0) {
+        reply.header('Retry-After', String(wait));
+        return sendPage(reply, signupPage(csrf, { values, errors: {} }, alert('error', 'Too many sign-ups from your network. Try again later.')), 429);
+      }
+      if (!parsed.success) {
+        const errors: Record<string, string> = {};
+        for (const issue of parsed.error.issues) errors[String(issue.path[0])] ??= issue.message;
+        return sendPage(reply, signupPage(csrf, { values, errors }, alert('error', 'Please correct the fields below.')), 400);
+      }
+      try {
+        const result = await service.signup(parsed.data);
+        signups.fail(request.ip);
+        addCookie(reply, sessionCookie(request, result.token, SESSION_HOURS * 3600));
+        return seeOther(reply, '/dashboard/keys');
+      } catch (err) {
+        if (!(err instanceof EmailTaken)) throw err;
+        const state = { values, errors: { email: 'An account with this email already exists; log in instead.' } };
+        return sendPage(reply, signupPage(csrf, state, alert('error', 'Please correct the fields below.')), 409);
+      }
+    });
+  };
+}
+
+/** Environment switch, business page, API keys. */
+function businessRoutes(deps: Deps, service: DashboardService) {
+  return async function plugin(app: FastifyInstance) {
+    app.post('/environment', async (request, reply) => {
+      const form = formOf(request);
+      const env = form.get('environment');
+      if (env !== 'sandbox' && env !== 'live') throw new AppError('bad_request', 'Choose sandbox or live');
+      await service.switchEnvironment(sessionOf(request), env);
+      const back = form.get('back') ?? '';
+      return seeOther(reply, `/dashboard/${/^[a-z]{1,20}$/.test(back) ? back : 'business'}`);
+    });
+
+    app.get('/business', async (request, reply) => {
+      const session = sessionOf(request);
+      const tenant = await getTenant(deps.db, session.tenantId);
+      return sendPage(reply, businessPage(session, tenant?.name ?? ''));
+    });
+
+    app.get('/keys', async (request, reply) => {
+      const session = sessionOf(request);
+      const flash = await service.takeFlash(session);
+      const notice = flash?.kind === 'keys' && flash.old_keys_expire_at ? alert('success', 'Keys rotated.') : undefined;
+      return sendPage(reply, keysPage(session, await service.keys(session), flash, notice));
+    });
+
+    app.post('/keys/rotate', async (request, reply) => {
+      const seconds = Number(formOf(request).get('expire_in_seconds'));
+      if (!(ROTATION_EXPIRY_SECONDS as readonly number[]).includes(seconds)) {
+        throw new AppError('bad_request', 'Choose when the old keys expire: now, 1 hour, 24 hours or 7 days');
+      }
+      await service.rotate(sessionOf(request), seconds);
+      return seeOther(reply, '/dashboard/keys');
+    });
+  };
+}
+
+/**
+ * Every request: security headers and the session from its cookie. Pages need a session (else
+ * a redirect to log in); every POST needs a same-site Origin and the right CSRF token: the
+ * session's synchronizer token, or before log-in the double-submit cookie's value.
+ */
+function registerGuards(app: FastifyInstance, service: DashboardService, production: boolean) {
+  app.addHook('onRequest', async (request, reply) => {
+    setSecurityHeaders(reply);
+    // Production: passwords and session cookies never travel over plain HTTP.
+    if (production && !isSecureRequest(request)) throw new AppError('https_required', 'Open the dashboard over HTTPS.');
+    const names = cookieNames(isSecureRequest(request));
+    const token = parseCookies(request.headers.cookie)[names.session];
+    request.dashboardSession = token ? await service.sessionFor(token) : null;
+    if (!request.dashboardSession && !request.routeOptions.config?.dashboardPublic) {
+      return seeOther(reply, '/dashboard/login');
+    }
+  });
+  app.addHook('preHandler', async (request) => {
+    if (request.method === 'GET' || request.method === 'HEAD') return;
+    if (!originAllowed(request)) throw new AppError('csrf_failed', 'This form was sent from another site');
+    const sent = formOf(request).get('_csrf') ?? undefined;
+    const expected = request.dashboardSession
+      ? request.dashboardSession.csrfToken
+      : parseCookies(request.headers.cookie)[cookieNames(isSecureRequest(request)).preauth];
+    if (!tokensEqual(sent, expected)) {
+      throw new AppError('csrf_failed', 'The form expired or did not come from this dashboard. Reload the page and try again.');
+    }
+  });
+}
+
+/** Errors inside the dashboard are HTML pages, never the API's JSON envelope. */
+function registerErrorPages(app: FastifyInstance) {
+  app.setErrorHandler((error: Error & { code?: string; statusCode?: number }, request, reply) => {
+    if (error instanceof AppError) return sendPage(reply, errorPage(titleOf(error.status), error.message), error.status);
+    if (error.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
+      return sendPage(reply, errorPage('Unsupported form', 'Send forms as application/x-www-form-urlencoded.'), 415);
+    }
+    if (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return sendPage(reply, errorPage('Too large', 'The form is too large.'), 413);
+    if (typeof error.statusCode === 'number' && error.statusCode >= 400 && error.statusCode < 500) {
+      return sendPage(reply, errorPage('Bad request', 'The request could not be processed.'), 400);
+    }
+    request.log.error({ err: error }, 'dashboard error');
+    return sendPage(reply, errorPage('Something went wrong', 'Something went wrong on our side. Try again.'), 500);
+  });
+  app.setNotFoundHandler((_request, reply) => sendPage(reply, errorPage('Not found', 'There is no such page.'), 404));
+}
+
+function titleOf(status: number): string {
+  return status === 403 ? 'Forbidden' : status === 404 ? 'Not found' : status === 401 ? 'Log in first' : 'Request refused';
+}
+

@@ -1,0 +1,139 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Deps } from '../app.js';
+import { AppError, notFound } from '../http/errors.js';
+import { isUuid } from '../lib/ids.js';
+import { AttemptsQuery, HistoryQuery, MAX_OVERLAP_SECONDS } from '../modules/webhooks/schema.js';
+import * as webhooks from '../modules/webhooks/service.js';
+import { EVENT_TYPES, type EventType } from '../modules/webhooks/outbox.js';
+import type { Html } from './html.js';
+import { alert } from './layout.js';
+import { formOf, seeOther, sendPage, sessionOf } from './routes.js';
+import type { DashboardService, Flash, Session } from './service.js';
+import { deliveryPage, endpointPage, webhooksPage } from './webhook-pages.js';
+
+const FILTERS = ['status', 'event_type', 'from', 'to', 'page'] as const;
+
+function idParam(request: FastifyRequest): string {
+  const id = (request.params as { id?: string }).id ?? '';
+  if (!isUuid(id)) throw notFound('Page');
+  return id;
+}
+
+function eventTypesOf(form: URLSearchParams): EventType[] {
+  const known = new Set<string>(EVENT_TYPES);
+  return form.getAll('event_types').filter((t): t is EventType => known.has(t));
+}
+
+/** A client's mistake (bad URL, limit reached, disabled endpoint) shown on the page, not as an error page. */
+function isUserError(err: unknown): err is AppError {
+  return err instanceof AppError && err.status >= 400 && err.status < 500 && err.status !== 404;
+}
+
+function userMessage(err: AppError): string {
+  return [err.message, ...err.details.map((d) => d.message)].filter((m, i, all) => all.indexOf(m) === i).join('. ');
+}
+
+/** The webhooks page: endpoint management, delivery history and resend, via the webhooks service. */
+export function webhookRoutes(deps: Deps, service: DashboardService) {
+  return async function plugin(app: FastifyInstance) {
+    const scopeOf = (s: Session) => ({ tenantId: s.tenantId, environment: s.environment });
+
+    async function render(request: FastifyRequest, reply: FastifyReply, extra: { notice?: Html; status?: number; form?: { url: string; event_types: string[] }; flash?: Flash | null } = {}) {
+      const session = sessionOf(request);
+      const query = (request.query ?? {}) as Record<string, unknown>;
+      const filters: Record<string, string | undefined> = {};
+      for (const name of FILTERS) if (typeof query[name] === 'string' && query[name] !== '') filters[name] = query[name] as string;
+      const endpoints = await webhooks.listEndpoints(deps.db, scopeOf(session), { page: 1, items_per_page: 20 });
+      const parsed = HistoryQuery.safeParse({ ...filters, items_per_page: '20' });
+      let notice = extra.notice;
+      const deliveries = parsed.success ? await webhooks.listDeliveries(deps.db, scopeOf(session), parsed.data) : null;
+      if (!parsed.success) notice = alert('error', `Invalid filter: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+      const flash = extra.flash === undefined ? await service.takeFlash(session) : extra.flash;
+      const page = webhooksPage(session, { endpoints: endpoints.items, deliveries, filters, flash, notice, form: extra.form });
+      return sendPage(reply, page, extra.status ?? 200);
+    }
+
+    /** Runs a form action; a client mistake re-renders the page with the message (status 4xx). */
+    async function act(request: FastifyRequest, reply: FastifyReply, work: (s: Session, form: URLSearchParams) => Promise<string>) {
+      const form = formOf(request);
+      try {
+        return seeOther(reply, await work(sessionOf(request), form));
+      } catch (err) {
+        if (!isUserError(err)) throw err;
+        const formState = { url: form.get('url') ?? '', event_types: eventTypesOf(form) };
+        return render(request, reply, { notice: alert('error', userMessage(err)), status: err.status, form: formState, flash: null });
+      }
+    }
+
+    app.get('/webhooks', async (request, reply) => render(request, reply));
+
+    app.post('/webhooks', async (request, reply) =>
+      act(request, reply, async (session, form) => {
+        const created = await webhooks.createEndpoint(deps.db, scopeOf(session), deps.sealer, {
+          url: (form.get('url') ?? '').trim(),
+          event_types: eventTypesOf(form),
+        });
+        await service.setFlash(session, { kind: 'webhook_secret', endpoint_id: created.id, secret: created.secret });
+        return '/dashboard/webhooks';
+      }),
+    );
+
+    app.get('/webhooks/endpoints/:id', async (request, reply) => {
+      const session = sessionOf(request);
+      return sendPage(reply, endpointPage(session, await webhooks.getEndpoint(deps.db, scopeOf(session), idParam(request))));
+    });
+
+    app.post('/webhooks/endpoints/:id', async (request, reply) =>
+      act(request, reply, async (session, form) => {
+        const id = idParam(request);
+        await webhooks.updateEndpoint(deps.db, scopeOf(session), id, { url: (form.get('url') ?? '').trim(), event_types: eventTypesOf(form) });
+        return '/dashboard/webhooks';
+      }),
+    );
+
+    app.post('/webhooks/endpoints/:id/status', async (request, reply) =>
+      act(request, reply, async (session, form) => {
+        const status = form.get('status');
+        if (status !== 'enabled' && status !== 'disabled') throw new AppError('bad_request', 'Choose enabled or disabled');
+        await webhooks.updateEndpoint(deps.db, scopeOf(session), idParam(request), { status });
+        return '/dashboard/webhooks';
+      }),
+    );
+
+    app.post('/webhooks/endpoints/:id/rotate', async (request, reply) =>
+      act(request, reply, async (session, form) => {
+        const seconds = Number(form.get('expire_old_in_seconds') ?? '86400');
+        if (!Number.isInteger(seconds) || seconds < 0 || seconds > MAX_OVERLAP_SECONDS) {
+          throw new AppError('bad_request', 'Choose when the old secret stops signing');
+        }
+        const rotated = await webhooks.rotateSecret(deps.db, scopeOf(session), deps.sealer, idParam(request), { expire_old_in_seconds: seconds });
+        await service.setFlash(session, { kind: 'webhook_secret', endpoint_id: rotated.id, secret: rotated.secret });
+        return '/dashboard/webhooks';
+      }),
+    );
+
+    app.post('/webhooks/endpoints/:id/delete', async (request, reply) =>
+      act(request, reply, async (session) => {
+        await webhooks.deleteEndpoint(deps.db, scopeOf(session), idParam(request));
+        return '/dashboard/webhooks';
+      }),
+    );
+
+    app.get('/webhooks/deliveries/:id', async (request, reply) => {
+      const session = sessionOf(request);
+      const id = idParam(request);
+      const page = Number((request.query as { page?: string }).page ?? '1');
+      const query = AttemptsQuery.safeParse({ page: Number.isInteger(page) && page > 0 ? String(page) : '1', items_per_page: '20' });
+      const detail = await webhooks.getDelivery(deps.db, scopeOf(session), id);
+      const attempts = await webhooks.listAttempts(deps.db, scopeOf(session), id, query.success ? query.data : { page: 1 });
+      return sendPage(reply, deliveryPage(session, detail, attempts));
+    });
+
+    app.post('/webhooks/deliveries/:id/resend', async (request, reply) =>
+      act(request, reply, async (session) => {
+        await webhooks.resend(deps.db, scopeOf(session), idParam(request));
+        return '/dashboard/webhooks';
+      }),
+    );
+  };
+}
