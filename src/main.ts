@@ -3,14 +3,19 @@ import { loadConfig } from './config.js';
 import { openRuntime } from './runtime.js';
 import { countTenants, createTenant } from './modules/tenants/service.js';
 import { startWorkers } from './workers/index.js';
+import { addUser } from './dashboard/service.js';
+import { randomBase62 } from './lib/crypto.js';
 
 async function main() {
   const config = loadConfig();
   const { handle, sealer } = await openRuntime(config);
 
   let demo: Awaited<ReturnType<typeof createTenant>> | undefined;
+  let demoLogin: { email: string; password: string } | undefined;
   if (config.DEMO_TENANT && (await countTenants(handle.db)) === 0) {
     demo = await createTenant(handle.db, 'Demo Business');
+    demoLogin = { email: 'demo@example.com', password: randomBase62(16) };
+    await addUser(handle.db, demo.tenant_id, demoLogin);
   }
 
   const app = await buildApp({ config, db: handle.db, dbKind: handle.kind, sealer });
@@ -32,6 +37,7 @@ async function main() {
     console.log(`\nCreated a demo business (tenant id ${demo.tenant_id}). Its sandbox keys, shown only now:`);
     console.log(`  secret key  ${demo.sandbox.secret_key}`);
     console.log(`  public key  ${demo.sandbox.public_key}`);
+    if (demoLogin) console.log(`  dashboard   ${base}/dashboard/login as ${demoLogin.email} / ${demoLogin.password}`);
     console.log(`\nTry it:\n  curl -H "Api-Key: ${demo.sandbox.secret_key}" ${base}/v1/customers\n`);
   } else {
     console.log('\nKeys are shown only when created. New business: npm run --silent cli -- tenant create --name "Acme Ltd"');
