@@ -4,6 +4,7 @@ import type { DatabaseHandle } from './db/client.js';
 import { openDatabase } from './db/client.js';
 import { migrate } from './db/migrate.js';
 import { openRuntime } from './runtime.js';
+import { reconcile } from './ledger/index.js';
 import { createTenant, ENVIRONMENTS, rotateKeys, ROTATION_EXPIRY_SECONDS, setSettings } from './modules/tenants/service.js';
 import type { Environment } from './http/context.js';
 
@@ -19,6 +20,7 @@ const USAGE = `Usage: npm run --silent cli -- <command> [options]
   tenant settings --tenant ID --set KEY=JSON  set a per-business setting (fees, limits, quotas)
   keys rotate --tenant ID --env sandbox|live [--expire-in 0|3600|86400|604800] [--json]
   migrate                                     apply pending database migrations
+  ledger reconcile [--tenant ID] [--json]     prove zero-sum per transaction and balance = sum of entries (exit 1 on a mismatch)
 `;
 
 function fail(message: string): never {
@@ -80,6 +82,16 @@ const commands: Record<string, Command> = {
     print(pair, Boolean(values.json), () =>
       `New ${env} keys (shown only now):\n  secret ${pair.secret_key}\n  public ${pair.public_key}\nOld keys expire at ${pair.old_keys_expire_at}`,
     );
+  },
+  'ledger reconcile': async (args, handle) => {
+    const { values } = parseArgs({ args, options: { tenant: { type: 'string' }, json: { type: 'boolean' } } });
+    const report = await reconcile(handle.db, values.tenant);
+    print(report, Boolean(values.json), () =>
+      report.ok
+        ? `Ledger reconciled: ${report.transactions_checked} transactions, ${report.accounts_checked} accounts, no mismatch`
+        : `LEDGER MISMATCH\n${JSON.stringify(report, null, 2)}`,
+    );
+    if (!report.ok) process.exitCode = 1;
   },
   migrate: async () => undefined,
 };

@@ -1,0 +1,54 @@
+/**
+ * The ledger: the ONLY code that writes ledger entries and balances. Every money movement in the
+ * product is a call to this API inside the caller's database transaction (the `trx` the service
+ * got from `deps.idempotency.run`), so the movement, the business object, its outbox event and
+ * the idempotency record commit together or not at all.
+ *
+ * Model (double entry, amounts are signed bigint minor units, credit positive):
+ * - Ledger account: one per customer/business account and per card (use the owner's id as the
+ *   ledger account id), plus system accounts per tenant + environment + currency:
+ *   settlement, fx_position, fee_income, card_settlement, suspense. Customer accounts can never
+ *   go below zero available; system accounts may.
+ * - Balance per ledger account: posted (= sum of its entries), pending_debits, pending_credits;
+ *   available = posted - pending_debits.
+ *
+ * API (scope = {tenantId, environment}, usually `req.ctx`):
+ * - openAccount(trx, scope, {id?, currency, allowNegative?}) -> id. New ledger account at zero.
+ * - systemAccount(trx, scope, role, currency) -> id. Get-or-create a system account (race-safe).
+ * - post(trx, scope, {kind, reference?, metadata?, legs: [{accountId, amount, currency}]})
+ *     -> {id, createdAt, entries: [{id, accountId, amount, currency, balanceAfter}]}.
+ *   Legs must sum to zero per currency (else LedgerInvariantError = bug, 500). A debit that would
+ *   make a customer account's available balance negative throws AppError 422 insufficient_funds;
+ *   the caller's transaction then rolls back, so nothing moves. balance_before = balanceAfter - amount.
+ * - hold(trx, scope, {debitAccountId, creditAccountId, amount, currency, kind, reference?, metadata?})
+ *     -> Hold (pending). Reserves funds on the debit account (422 insufficient_funds if not available).
+ * - postHold(trx, scope, holdId, amount?) -> {hold, transaction}. Posts all or part (cards) of a
+ *   pending hold and releases the rest. voidHold(trx, scope, holdId) -> Hold releases it.
+ *   Each hold finishes at most once: a second post/void is 409 invalid_state_transition.
+ * - getBalance / getBalances(db, scope, ids) -> Balance(s); lockBalances(trx, scope, ids) locks
+ *   rows (ascending id) for decisions that must not race postings (closing at zero balance).
+ * - getHold, getTransaction(db, scope, id) for reads; reconcile(db, tenantId?) proves zero-sum
+ *   per transaction, posted = sum(entries) and pending = open holds (CLI: `ledger reconcile`).
+ *
+ * Concurrency: balances change only through conditional UPDATEs (`... WHERE allow_negative OR
+ * posted + delta - pending_debits >= 0`) applied in ascending account id, so there is no
+ * read-modify-write and no deadlock between postings; a CHECK constraint backs the rule up.
+ */
+export {
+  openAccount,
+  systemAccount,
+  post,
+  hold,
+  postHold,
+  voidHold,
+  getHold,
+  getBalance,
+  getBalances,
+  lockBalances,
+  getTransaction,
+  insufficientFunds,
+  LedgerInvariantError,
+} from './service.js';
+export { reconcile, type ReconcileReport } from './reconcile.js';
+export { SYSTEM_ROLES } from './types.js';
+export type { Balance, Hold, HoldInput, LedgerScope, Leg, PostedEntry, PostedTransaction, PostingInput, SystemRole } from './types.js';

@@ -1,0 +1,113 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { DatabaseHandle } from '../db/client.js';
+import { AppError } from '../http/errors.js';
+import { newId } from '../lib/ids.js';
+import { openTestDatabase } from '../../test/harness.js';
+import * as ledger from './index.js';
+
+let handle: DatabaseHandle;
+const scope = { tenantId: newId(), environment: 'sandbox' as const };
+
+beforeAll(async () => {
+  handle = await openTestDatabase();
+});
+afterAll(async () => handle?.close());
+
+const tx = <T>(fn: (trx: DatabaseHandle['db']) => Promise<T>) => handle.db.transaction().execute((trx) => fn(trx as never));
+
+async function fundedAccount(minor: bigint, currency = 'NGN') {
+  return tx(async (trx) => {
+    const id = await ledger.openAccount(trx, scope, { currency });
+    const settlement = await ledger.systemAccount(trx, scope, 'settlement', currency);
+    if (minor > 0n) {
+      await ledger.post(trx, scope, {
+        kind: 'funding',
+        legs: [
+          { accountId: settlement, amount: -minor, currency },
+          { accountId: id, amount: minor, currency },
+        ],
+      });
+    }
+    return id;
+  });
+}
+
+describe('ledger posting', () => {
+  it('posts a balanced transfer with balance_after per entry', async () => {
+    const a = await fundedAccount(10_000n);
+    const b = await fundedAccount(0n);
+    const posted = await tx((trx) =>
+      ledger.post(trx, scope, {
+        kind: 'transfer',
+        reference: 'r1',
+        legs: [
+          { accountId: a, amount: -2_500n, currency: 'NGN' },
+          { accountId: b, amount: 2_500n, currency: 'NGN' },
+        ],
+      }),
+    );
+    const byAccount = new Map(posted.entries.map((e) => [e.accountId, e]));
+    expect(byAccount.get(a)?.balanceAfter).toBe(7_500n);
+    expect(byAccount.get(b)?.balanceAfter).toBe(2_500n);
+    const balances = await ledger.getBalances(handle.db, scope, [a, b]);
+    expect(balances.get(a)?.posted).toBe(7_500n);
+    expect(balances.get(b)?.available).toBe(2_500n);
+    const stored = await ledger.getTransaction(handle.db, scope, posted.id);
+    expect(stored?.entries).toHaveLength(2);
+  });
+
+  it('refuses unbalanced postings and mixed currencies', async () => {
+    const a = await fundedAccount(100n);
+    const b = await fundedAccount(0n);
+    await expect(
+      tx((trx) => ledger.post(trx, scope, { kind: 'x', legs: [{ accountId: a, amount: -10n, currency: 'NGN' }, { accountId: b, amount: 9n, currency: 'NGN' }] })),
+    ).rejects.toBeInstanceOf(ledger.LedgerInvariantError);
+    const usd = await fundedAccount(0n, 'USD');
+    await expect(
+      tx((trx) => ledger.post(trx, scope, { kind: 'x', legs: [{ accountId: a, amount: -10n, currency: 'NGN' }, { accountId: usd, amount: 10n, currency: 'NGN' }] })),
+    ).rejects.toBeInstanceOf(ledger.LedgerInvariantError);
+    expect((await ledger.getBalance(handle.db, scope, a))?.posted).toBe(100n);
+  });
+
+  it('refuses an overdraft with insufficient_funds and moves nothing', async () => {
+    const a = await fundedAccount(100n);
+    const b = await fundedAccount(0n);
+    const err = await tx((trx) =>
+      ledger.post(trx, scope, { kind: 't', legs: [{ accountId: b, amount: 101n, currency: 'NGN' }, { accountId: a, amount: -101n, currency: 'NGN' }] }),
+    ).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(AppError);
+    expect((err as AppError).code).toBe('insufficient_funds');
+    const balances = await ledger.getBalances(handle.db, scope, [a, b]);
+    expect(balances.get(a)?.posted).toBe(100n);
+    expect(balances.get(b)?.posted).toBe(0n);
+  });
+
+  it('holds, posts partially at most once, and voids', async () => {
+    const a = await fundedAccount(1_000n);
+    const sink = await tx((trx) => ledger.systemAccount(trx, scope, 'card_settlement', 'NGN'));
+    const h = await tx((trx) => ledger.hold(trx, scope, { debitAccountId: a, creditAccountId: sink, amount: 600n, currency: 'NGN', kind: 'card' }));
+    let bal = await ledger.getBalance(handle.db, scope, a);
+    expect(bal).toMatchObject({ posted: 1_000n, pendingDebits: 600n, available: 400n });
+    // A second hold beyond available fails.
+    const over = await tx((trx) => ledger.hold(trx, scope, { debitAccountId: a, creditAccountId: sink, amount: 401n, currency: 'NGN', kind: 'card' })).catch((e: unknown) => e);
+    expect((over as AppError).code).toBe('insufficient_funds');
+    const { hold, transaction } = await tx((trx) => ledger.postHold(trx, scope, h.id, 250n));
+    expect(hold).toMatchObject({ status: 'posted', postedAmount: 250n });
+    expect(transaction.entries.find((e) => e.accountId === a)?.balanceAfter).toBe(750n);
+    bal = await ledger.getBalance(handle.db, scope, a);
+    expect(bal).toMatchObject({ posted: 750n, pendingDebits: 0n, available: 750n });
+    const again = await tx((trx) => ledger.voidHold(trx, scope, h.id)).catch((e: unknown) => e);
+    expect((again as AppError).code).toBe('invalid_state_transition');
+    const h2 = await tx((trx) => ledger.hold(trx, scope, { debitAccountId: a, creditAccountId: sink, amount: 750n, currency: 'NGN', kind: 'card' }));
+    expect((await tx((trx) => ledger.voidHold(trx, scope, h2.id))).status).toBe('voided');
+    expect((await ledger.getBalance(handle.db, scope, a))?.available).toBe(750n);
+    const twice = await tx((trx) => ledger.postHold(trx, scope, h2.id)).catch((e: unknown) => e);
+    expect((twice as AppError).code).toBe('invalid_state_transition');
+  });
+
+  it('reconciles', async () => {
+    const report = await ledger.reconcile(handle.db, scope.tenantId);
+    expect(report.ok).toBe(true);
+    expect(report.transactions_checked).toBeGreaterThan(3);
+  });
+});

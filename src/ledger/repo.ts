@@ -1,0 +1,242 @@
+import { sql, type ColumnType, type Selectable } from 'kysely';
+import type { Queryable } from '../db/client.js';
+import type { LedgerScope, SystemRole } from './types.js';
+
+/** Ledger tables: touched only by this file (src/ledger is the only writer of entries and balances). */
+export interface LedgerAccountsTable {
+  id: string;
+  tenant_id: string;
+  environment: string;
+  currency: string;
+  kind: 'account' | 'system';
+  system_role: SystemRole | null;
+  created_at: ColumnType<Date, never, never>;
+}
+
+export interface LedgerBalancesTable {
+  account_id: string;
+  tenant_id: string;
+  environment: string;
+  currency: string;
+  posted: ColumnType<bigint, bigint | undefined, bigint>;
+  pending_debits: ColumnType<bigint, bigint | undefined, bigint>;
+  pending_credits: ColumnType<bigint, bigint | undefined, bigint>;
+  allow_negative: boolean;
+  version: ColumnType<bigint, bigint | undefined, bigint>;
+}
+
+export interface LedgerTransactionsTable {
+  id: string;
+  tenant_id: string;
+  environment: string;
+  kind: string;
+  reference: string | null;
+  metadata: ColumnType<Record<string, unknown>, string, never>;
+  created_at: ColumnType<Date, never, never>;
+}
+
+export interface LedgerEntriesTable {
+  id: string;
+  tenant_id: string;
+  environment: string;
+  transaction_id: string;
+  account_id: string;
+  currency: string;
+  amount: bigint;
+  balance_after: bigint;
+  created_at: ColumnType<Date, never, never>;
+}
+
+export interface LedgerHoldsTable {
+  id: string;
+  tenant_id: string;
+  environment: string;
+  debit_account_id: string;
+  credit_account_id: string;
+  currency: string;
+  amount: bigint;
+  status: ColumnType<'pending' | 'posted' | 'voided', 'pending' | undefined, 'posted' | 'voided'>;
+  posted_amount: bigint | null;
+  kind: string;
+  reference: string | null;
+  metadata: ColumnType<Record<string, unknown>, string, never>;
+  transaction_id: string | null;
+  created_at: ColumnType<Date, never, never>;
+  updated_at: ColumnType<Date, never, Date>;
+}
+
+declare module '../db/types.js' {
+  interface Database {
+    ledger_accounts: LedgerAccountsTable;
+    ledger_balances: LedgerBalancesTable;
+    ledger_transactions: LedgerTransactionsTable;
+    ledger_entries: LedgerEntriesTable;
+    ledger_holds: LedgerHoldsTable;
+  }
+}
+
+export type BalanceRow = Selectable<LedgerBalancesTable>;
+export type HoldRow = Selectable<LedgerHoldsTable>;
+export type EntryRow = Selectable<LedgerEntriesTable>;
+
+export async function insertAccount(
+  db: Queryable,
+  scope: LedgerScope,
+  row: { id: string; currency: string; kind: 'account' | 'system'; systemRole: SystemRole | null; allowNegative: boolean },
+) {
+  const base = { tenant_id: scope.tenantId, environment: scope.environment, currency: row.currency };
+  await db.insertInto('ledger_accounts').values({ ...base, id: row.id, kind: row.kind, system_role: row.systemRole }).execute();
+  await db.insertInto('ledger_balances').values({ ...base, account_id: row.id, allow_negative: row.allowNegative }).execute();
+}
+
+export async function findSystemAccount(db: Queryable, scope: LedgerScope, role: SystemRole, currency: string) {
+  const row = await db
+    .selectFrom('ledger_accounts')
+    .select('id')
+    .where('tenant_id', '=', scope.tenantId)
+    .where('environment', '=', scope.environment)
+    .where('currency', '=', currency)
+    .where('system_role', '=', role)
+    .executeTakeFirst();
+  return row?.id;
+}
+
+/** Inserts the system account unless a concurrent transaction already did (unique index). */
+export async function insertSystemAccountIfAbsent(db: Queryable, scope: LedgerScope, id: string, role: SystemRole, currency: string) {
+  const inserted = await sql<{ id: string }>`
+    insert into ledger_accounts (id, tenant_id, environment, currency, kind, system_role)
+    values (${id}, ${scope.tenantId}, ${scope.environment}, ${currency}, 'system', ${role})
+    on conflict (tenant_id, environment, currency, system_role) where system_role is not null do nothing
+    returning id`.execute(db);
+  if (inserted.rows.length === 0) return false;
+  await db
+    .insertInto('ledger_balances')
+    .values({ account_id: id, tenant_id: scope.tenantId, environment: scope.environment, currency, allow_negative: true })
+    .execute();
+  return true;
+}
+
+/**
+ * Adds `delta` to the posted balance, in one conditional statement: the row lock is taken by the
+ * UPDATE itself and the balance check happens under it, so there is no read-modify-write race.
+ * Returns the new posted balance, or undefined when the row is missing, in another currency, or
+ * the debit would make available (posted - pending_debits) negative on a customer account.
+ */
+export async function applyPosted(db: Queryable, scope: LedgerScope, accountId: string, currency: string, delta: bigint) {
+  const result = await sql<{ posted: bigint }>`
+    update ledger_balances set posted = posted + ${delta}, version = version + 1
+    where account_id = ${accountId} and tenant_id = ${scope.tenantId} and environment = ${scope.environment}
+      and currency = ${currency}
+      and (allow_negative or ${delta}::bigint >= 0 or posted + ${delta}::bigint - pending_debits >= 0)
+    returning posted`.execute(db);
+  return result.rows[0]?.posted;
+}
+
+/** Changes the pending columns (holds), with the same available-balance guard for a new debit hold. */
+export async function applyPending(
+  db: Queryable,
+  scope: LedgerScope,
+  accountId: string,
+  currency: string,
+  change: { debits?: bigint; credits?: bigint; posted?: bigint },
+) {
+  const debits = change.debits ?? 0n;
+  const credits = change.credits ?? 0n;
+  const posted = change.posted ?? 0n;
+  const result = await sql<{ posted: bigint }>`
+    update ledger_balances set pending_debits = pending_debits + ${debits}, pending_credits = pending_credits + ${credits},
+      posted = posted + ${posted}, version = version + 1
+    where account_id = ${accountId} and tenant_id = ${scope.tenantId} and environment = ${scope.environment}
+      and currency = ${currency}
+      and (allow_negative or posted + ${posted}::bigint - pending_debits - ${debits}::bigint >= 0
+           or (${debits}::bigint <= 0 and ${posted}::bigint >= 0))
+    returning posted`.execute(db);
+  return result.rows[0]?.posted;
+}
+
+export async function findBalances(db: Queryable, scope: LedgerScope, accountIds: string[], lock = false) {
+  if (accountIds.length === 0) return [];
+  let q = db
+    .selectFrom('ledger_balances')
+    .selectAll()
+    .where('tenant_id', '=', scope.tenantId)
+    .where('environment', '=', scope.environment)
+    .where('account_id', 'in', accountIds)
+    .orderBy('account_id');
+  if (lock) q = q.forUpdate();
+  return q.execute();
+}
+
+export async function insertTransaction(
+  db: Queryable,
+  scope: LedgerScope,
+  row: { id: string; kind: string; reference: string | null; metadata: Record<string, unknown> },
+) {
+  const result = await db
+    .insertInto('ledger_transactions')
+    .values({ ...row, tenant_id: scope.tenantId, environment: scope.environment, metadata: JSON.stringify(row.metadata) })
+    .returning('created_at')
+    .executeTakeFirstOrThrow();
+  return result.created_at;
+}
+
+export async function insertEntries(db: Queryable, rows: Omit<EntryRow, 'created_at'>[]) {
+  if (rows.length > 0) await db.insertInto('ledger_entries').values(rows).execute();
+}
+
+export async function findTransaction(db: Queryable, scope: LedgerScope, id: string) {
+  return db
+    .selectFrom('ledger_transactions')
+    .selectAll()
+    .where('tenant_id', '=', scope.tenantId)
+    .where('environment', '=', scope.environment)
+    .where('id', '=', id)
+    .executeTakeFirst();
+}
+
+export async function entriesOf(db: Queryable, transactionIds: string[]) {
+  if (transactionIds.length === 0) return [];
+  return db.selectFrom('ledger_entries').selectAll().where('transaction_id', 'in', transactionIds).orderBy('id').execute();
+}
+
+export async function insertHold(db: Queryable, row: Omit<HoldRow, 'created_at' | 'updated_at' | 'status' | 'metadata'> & { metadata: string }) {
+  return db.insertInto('ledger_holds').values(row).returningAll().executeTakeFirstOrThrow();
+}
+
+export async function findHoldForUpdate(db: Queryable, scope: LedgerScope, id: string) {
+  return db
+    .selectFrom('ledger_holds')
+    .selectAll()
+    .where('tenant_id', '=', scope.tenantId)
+    .where('environment', '=', scope.environment)
+    .where('id', '=', id)
+    .forUpdate()
+    .executeTakeFirst();
+}
+
+export async function findHold(db: Queryable, scope: LedgerScope, id: string) {
+  return db
+    .selectFrom('ledger_holds')
+    .selectAll()
+    .where('tenant_id', '=', scope.tenantId)
+    .where('environment', '=', scope.environment)
+    .where('id', '=', id)
+    .executeTakeFirst();
+}
+
+/** Moves a pending hold to its final state; only a pending hold changes (at most once). */
+export async function finishHold(
+  db: Queryable,
+  id: string,
+  status: 'posted' | 'voided',
+  postedAmount: bigint | null,
+  transactionId: string | null,
+) {
+  return db
+    .updateTable('ledger_holds')
+    .set({ status, posted_amount: postedAmount, transaction_id: transactionId, updated_at: new Date() })
+    .where('id', '=', id)
+    .where('status', '=', 'pending')
+    .returningAll()
+    .executeTakeFirst();
+}

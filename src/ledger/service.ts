@@ -1,0 +1,284 @@
+import type { Queryable } from '../db/client.js';
+import { AppError } from '../http/errors.js';
+import { newId } from '../lib/ids.js';
+import * as repo from './repo.js';
+import type { Balance, Hold, HoldInput, LedgerScope, Leg, PostedEntry, PostedTransaction, PostingInput, SystemRole } from './types.js';
+
+/** A programming error (unbalanced posting, unknown account): a 500, never a client's fault. */
+export class LedgerInvariantError extends Error {
+  override name = 'LedgerInvariantError';
+}
+
+export function insufficientFunds(): AppError {
+  return new AppError('insufficient_funds', 'The available balance is too low for this amount');
+}
+
+/** Opens a ledger account for a customer/business account or a card. `id` may be the owner's id. */
+export async function openAccount(
+  db: Queryable,
+  scope: LedgerScope,
+  input: { id?: string; currency: string; allowNegative?: boolean },
+): Promise<string> {
+  const id = input.id ?? newId();
+  await repo.insertAccount(db, scope, {
+    id,
+    currency: input.currency,
+    kind: 'account',
+    systemRole: null,
+    allowNegative: input.allowNegative ?? false,
+  });
+  return id;
+}
+
+/** The business's system account for a role and currency, created on first use (race-safe). */
+export async function systemAccount(db: Queryable, scope: LedgerScope, role: SystemRole, currency: string): Promise<string> {
+  const existing = await repo.findSystemAccount(db, scope, role, currency);
+  if (existing) return existing;
+  const id = newId();
+  if (await repo.insertSystemAccountIfAbsent(db, scope, id, role, currency)) return id;
+  const winner = await repo.findSystemAccount(db, scope, role, currency);
+  if (!winner) throw new LedgerInvariantError('system account vanished');
+  return winner;
+}
+
+function assertBalanced(legs: Leg[]): void {
+  if (legs.length < 2) throw new LedgerInvariantError('a posting needs at least two legs');
+  const sums = new Map<string, bigint>();
+  for (const leg of legs) {
+    if (leg.amount === 0n) throw new LedgerInvariantError('a leg of zero');
+    sums.set(leg.currency, (sums.get(leg.currency) ?? 0n) + leg.amount);
+  }
+  for (const [currency, sum] of sums) {
+    if (sum !== 0n) throw new LedgerInvariantError(`unbalanced posting: ${currency} legs sum to ${sum}`);
+  }
+}
+
+/**
+ * Lock order: balance rows are updated in ascending account id (credits before debits on the
+ * same account), so two postings touching the same accounts never deadlock.
+ */
+function lockOrder(legs: Leg[]): Leg[] {
+  return [...legs].sort((a, b) =>
+    a.accountId < b.accountId ? -1 : a.accountId > b.accountId ? 1 : a.amount > b.amount ? -1 : a.amount < b.amount ? 1 : 0,
+  );
+}
+
+/** Why a conditional update touched no row: not enough money, or a bug in the caller. */
+async function diagnose(db: Queryable, scope: LedgerScope, leg: Leg): Promise<Error> {
+  const [row] = await repo.findBalances(db, scope, [leg.accountId]);
+  if (!row) return new LedgerInvariantError(`unknown ledger account ${leg.accountId}`);
+  if (row.currency !== leg.currency) return new LedgerInvariantError(`ledger account ${leg.accountId} is ${row.currency}, leg is ${leg.currency}`);
+  return insufficientFunds();
+}
+
+/**
+ * Posts a balanced transaction: entries append, balances change, all in the caller's transaction.
+ * Throws 422 insufficient_funds (nothing written that the caller's rollback would keep) when a
+ * debit would take a customer account's available balance below zero.
+ */
+export async function post(trx: Queryable, scope: LedgerScope, input: PostingInput): Promise<PostedTransaction> {
+  assertBalanced(input.legs);
+  const transactionId = newId();
+  const entries: PostedEntry[] = [];
+  for (const leg of lockOrder(input.legs)) {
+    const balanceAfter = await repo.applyPosted(trx, scope, leg.accountId, leg.currency, leg.amount);
+    if (balanceAfter === undefined) throw await diagnose(trx, scope, leg);
+    entries.push({ id: newId(), accountId: leg.accountId, amount: leg.amount, currency: leg.currency, balanceAfter });
+  }
+  const createdAt = await repo.insertTransaction(trx, scope, {
+    id: transactionId,
+    kind: input.kind,
+    reference: input.reference ?? null,
+    metadata: input.metadata ?? {},
+  });
+  await repo.insertEntries(
+    trx,
+    entries.map((e) => ({
+      id: e.id,
+      tenant_id: scope.tenantId,
+      environment: scope.environment,
+      transaction_id: transactionId,
+      account_id: e.accountId,
+      currency: e.currency,
+      amount: e.amount,
+      balance_after: e.balanceAfter,
+    })),
+  );
+  return { id: transactionId, kind: input.kind, reference: input.reference ?? null, createdAt, entries };
+}
+
+function toHold(row: repo.HoldRow): Hold {
+  return {
+    id: row.id,
+    debitAccountId: row.debit_account_id,
+    creditAccountId: row.credit_account_id,
+    currency: row.currency,
+    amount: row.amount,
+    status: row.status,
+    postedAmount: row.posted_amount,
+    kind: row.kind,
+    reference: row.reference,
+    transactionId: row.transaction_id,
+  };
+}
+
+/** Both sides of a hold, in lock order (ascending account id). */
+function holdSides(debitId: string, creditId: string) {
+  const sides = [
+    { id: debitId, side: 'debit' as const },
+    { id: creditId, side: 'credit' as const },
+  ];
+  return sides.sort((a, b) => (a.id < b.id ? -1 : 1));
+}
+
+/**
+ * Reserves `amount` on the debit account (pending_debits) and announces it on the credit account
+ * (pending_credits). Available drops now; posted changes only when the hold is posted.
+ */
+export async function hold(trx: Queryable, scope: LedgerScope, input: HoldInput): Promise<Hold> {
+  if (input.amount <= 0n) throw new LedgerInvariantError('a hold must be positive');
+  if (input.debitAccountId === input.creditAccountId) throw new LedgerInvariantError('a hold needs two accounts');
+  for (const { id, side } of holdSides(input.debitAccountId, input.creditAccountId)) {
+    const change = side === 'debit' ? { debits: input.amount } : { credits: input.amount };
+    const ok = await repo.applyPending(trx, scope, id, input.currency, change);
+    if (ok === undefined) throw await diagnose(trx, scope, { accountId: id, amount: -input.amount, currency: input.currency });
+  }
+  const row = await repo.insertHold(trx, {
+    id: newId(),
+    tenant_id: scope.tenantId,
+    environment: scope.environment,
+    debit_account_id: input.debitAccountId,
+    credit_account_id: input.creditAccountId,
+    currency: input.currency,
+    amount: input.amount,
+    posted_amount: null,
+    kind: input.kind,
+    reference: input.reference ?? null,
+    metadata: JSON.stringify(input.metadata ?? {}),
+    transaction_id: null,
+  });
+  return toHold(row);
+}
+
+async function pendingHold(trx: Queryable, scope: LedgerScope, holdId: string): Promise<repo.HoldRow> {
+  const row = await repo.findHoldForUpdate(trx, scope, holdId);
+  if (!row) throw new LedgerInvariantError(`unknown hold ${holdId}`);
+  if (row.status !== 'pending') {
+    throw new AppError('invalid_state_transition', `The hold is already ${row.status}`);
+  }
+  return row;
+}
+
+/**
+ * Posts a pending hold, fully or partly (`amount` <= the held amount; the rest is released).
+ * At most once: a second post or void is 409 invalid_state_transition.
+ */
+export async function postHold(
+  trx: Queryable,
+  scope: LedgerScope,
+  holdId: string,
+  amount?: bigint,
+): Promise<{ hold: Hold; transaction: PostedTransaction }> {
+  const row = await pendingHold(trx, scope, holdId);
+  const postAmount = amount ?? row.amount;
+  if (postAmount <= 0n || postAmount > row.amount) throw new LedgerInvariantError('post amount must be in (0, held amount]');
+  const transactionId = newId();
+  const entries: PostedEntry[] = [];
+  for (const { id, side } of holdSides(row.debit_account_id, row.credit_account_id)) {
+    const change =
+      side === 'debit' ? { debits: -row.amount, posted: -postAmount } : { credits: -row.amount, posted: postAmount };
+    const balanceAfter = await repo.applyPending(trx, scope, id, row.currency, change);
+    if (balanceAfter === undefined) throw new LedgerInvariantError(`hold ${holdId} could not be posted`);
+    entries.push({ id: newId(), accountId: id, amount: change.posted, currency: row.currency, balanceAfter });
+  }
+  const createdAt = await repo.insertTransaction(trx, scope, {
+    id: transactionId,
+    kind: row.kind,
+    reference: row.reference,
+    metadata: { ...row.metadata, hold_id: row.id },
+  });
+  await repo.insertEntries(
+    trx,
+    entries.map((e) => ({
+      id: e.id,
+      tenant_id: scope.tenantId,
+      environment: scope.environment,
+      transaction_id: transactionId,
+      account_id: e.accountId,
+      currency: e.currency,
+      amount: e.amount,
+      balance_after: e.balanceAfter,
+    })),
+  );
+  const finished = await repo.finishHold(trx, row.id, 'posted', postAmount, transactionId);
+  if (!finished) throw new LedgerInvariantError('hold changed under its lock');
+  return {
+    hold: toHold(finished),
+    transaction: { id: transactionId, kind: row.kind, reference: row.reference, createdAt, entries },
+  };
+}
+
+/** Releases a pending hold: nothing posts, available comes back. At most once, like postHold. */
+export async function voidHold(trx: Queryable, scope: LedgerScope, holdId: string): Promise<Hold> {
+  const row = await pendingHold(trx, scope, holdId);
+  for (const { id, side } of holdSides(row.debit_account_id, row.credit_account_id)) {
+    const change = side === 'debit' ? { debits: -row.amount } : { credits: -row.amount };
+    if ((await repo.applyPending(trx, scope, id, row.currency, change)) === undefined) {
+      throw new LedgerInvariantError(`hold ${holdId} could not be voided`);
+    }
+  }
+  const finished = await repo.finishHold(trx, row.id, 'voided', null, null);
+  if (!finished) throw new LedgerInvariantError('hold changed under its lock');
+  return toHold(finished);
+}
+
+export async function getHold(db: Queryable, scope: LedgerScope, holdId: string): Promise<Hold | undefined> {
+  const row = await repo.findHold(db, scope, holdId);
+  return row ? toHold(row) : undefined;
+}
+
+function toBalance(row: repo.BalanceRow): Balance {
+  return {
+    accountId: row.account_id,
+    currency: row.currency,
+    posted: row.posted,
+    pendingDebits: row.pending_debits,
+    pendingCredits: row.pending_credits,
+    available: row.posted - row.pending_debits,
+    version: row.version,
+  };
+}
+
+/** Balances of several ledger accounts (missing ids are absent from the map). */
+export async function getBalances(db: Queryable, scope: LedgerScope, accountIds: string[]): Promise<Map<string, Balance>> {
+  const rows = await repo.findBalances(db, scope, accountIds);
+  return new Map(rows.map((r) => [r.account_id, toBalance(r)]));
+}
+
+export async function getBalance(db: Queryable, scope: LedgerScope, accountId: string): Promise<Balance | undefined> {
+  return (await getBalances(db, scope, [accountId])).get(accountId);
+}
+
+/**
+ * Locks the balance rows (ascending id) until the caller's transaction ends and returns them:
+ * for decisions that must not race with postings, such as closing an account at zero balance.
+ */
+export async function lockBalances(trx: Queryable, scope: LedgerScope, accountIds: string[]): Promise<Map<string, Balance>> {
+  const rows = await repo.findBalances(trx, scope, [...accountIds].sort(), true);
+  return new Map(rows.map((r) => [r.account_id, toBalance(r)]));
+}
+
+/** A ledger transaction with its entries (for audit views and tests). */
+export async function getTransaction(db: Queryable, scope: LedgerScope, id: string) {
+  const tx = await repo.findTransaction(db, scope, id);
+  if (!tx) return undefined;
+  const entries = await repo.entriesOf(db, [id]);
+  return {
+    id: tx.id,
+    kind: tx.kind,
+    reference: tx.reference,
+    metadata: tx.metadata,
+    createdAt: tx.created_at,
+    entries: entries.map((e) => ({ id: e.id, accountId: e.account_id, amount: e.amount, currency: e.currency, balanceAfter: e.balance_after })),
+  };
+}
