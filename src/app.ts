@@ -19,6 +19,7 @@ import { registerRateLimit } from './http/rate-limit.js';
 import { BODY_LIMIT, registerTransport, requestIdFrom } from './http/transport.js';
 import type { Sealer } from './lib/crypto.js';
 import { newId } from './lib/ids.js';
+import { cardRoutes } from './modules/cards/routes.js';
 import { customerRoutes } from './modules/customers/routes.js';
 
 export interface RouteSummary {
@@ -123,5 +124,6 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   app.get('/v1/openapi.json', { schema: { hide: true }, config: { noAuth: true } }, async () => app.swagger());
 
   await app.register(customerRoutes(deps));
+  await app.register(cardRoutes(deps));
   return app;
 }

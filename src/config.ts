@@ -38,6 +38,10 @@ const ConfigSchema = z.object({
   SUPPORTED_CURRENCIES: csv.default(['NGN', 'USD', 'EUR', 'GBP', 'GHS', 'KES', 'UGX', 'ZAR', 'XOF', 'XAF', 'MXN']),
   /** Currencies every business may hold without activating a `<ccy>_account` feature. */
   HOME_CURRENCIES: csv.default(['NGN', 'USD']),
+  /** Issuer BIN (6-8 digits) of the card numbers this program issues; the default is a sandbox test BIN. */
+  CARD_BIN: z.string().regex(/^\d{6,8}$/, 'CARD_BIN must be 6-8 digits').default('49000088'),
+  /** Hours after which an approved card authorization that was never captured is released. */
+  CARD_AUTH_EXPIRY_HOURS: z.coerce.number().int().min(1).max(24 * 31).default(7 * 24),
   /** Whether `npm start` creates a demo business on an empty database. */
   DEMO_TENANT: z
     .enum(['true', 'false'])
