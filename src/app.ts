@@ -19,8 +19,12 @@ import { registerRateLimit } from './http/rate-limit.js';
 import { BODY_LIMIT, registerTransport, requestIdFrom } from './http/transport.js';
 import type { Sealer } from './lib/crypto.js';
 import { newId } from './lib/ids.js';
+import { accountRoutes } from './modules/accounts/routes.js';
 import { cardRoutes } from './modules/cards/routes.js';
 import { customerRoutes } from './modules/customers/routes.js';
+import { fundAccountRoutes } from './modules/simulations/fund-account.js';
+import { transactionRoutes } from './modules/transactions/routes.js';
+import { transferRoutes } from './modules/transfers/routes.js';
 
 export interface RouteSummary {
   method: string;
@@ -124,6 +128,10 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   app.get('/v1/openapi.json', { schema: { hide: true }, config: { noAuth: true } }, async () => app.swagger());
 
   await app.register(customerRoutes(deps));
+  await app.register(accountRoutes(deps));
+  await app.register(transferRoutes(deps));
+  await app.register(transactionRoutes(deps));
+  await app.register(fundAccountRoutes(deps));
   await app.register(cardRoutes(deps));
   return app;
 }

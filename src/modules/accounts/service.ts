@@ -1,0 +1,194 @@
+import type { Config } from '../../config.js';
+import type { Db, Queryable, Trx } from '../../db/client.js';
+import type { RequestContext } from '../../http/context.js';
+import { AppError, notFound } from '../../http/errors.js';
+import type { Page } from '../../http/pagination.js';
+import { generateBankDetails } from '../../lib/bank-details.js';
+import { formatAmount, isKnownCurrency } from '../../lib/money.js';
+import * as ledger from '../../ledger/index.js';
+import { requireCustomer } from '../customers/service.js';
+import { getTenant } from '../tenants/service.js';
+import { recordEvent } from '../webhooks/outbox.js';
+import * as repo from './repo.js';
+import type { AccountResponse, CreateAccountBody, ListAccountsQuery } from './schema.js';
+
+type Scope = Pick<RequestContext, 'tenantId' | 'environment'>;
+export type AccountRow = repo.AccountRow;
+
+const CAPABILITIES: Record<AccountRow['status'], string[]> = {
+  active: ['transfer', 'receive'],
+  frozen: ['receive'],
+  deleted: [],
+};
+
+export function toAccountResponse(row: AccountRow, balance: ledger.Balance | undefined): AccountResponse {
+  const posted = balance?.posted ?? 0n;
+  const available = balance?.available ?? 0n;
+  const bank = row.bank_details;
+  return {
+    id: row.id,
+    label: row.label,
+    date_created: row.created_at.toISOString(),
+    date_updated: row.updated_at.toISOString(),
+    type: row.type,
+    customer_id: row.customer_id,
+    capabilities: CAPABILITIES[row.status],
+    currency: row.currency,
+    tenant_id: row.tenant_id,
+    tier: '',
+    status: row.status,
+    category: row.category,
+    balance: formatAmount(posted, row.currency),
+    available_balance: formatAmount(available, row.currency),
+    is_tokenized: false,
+    account_number: row.account_number,
+    bank_details: bank,
+    virtual_account_bank_name: bank.bank_name,
+    virtual_account_bank_account_number: bank.account_number,
+    virtual_account_bank_routing_number: bank.routing_number,
+    virtual_account_bank_beneficiary_name: bank.account_name,
+    metadata: row.metadata,
+  };
+}
+
+async function withBalances(db: Queryable, ctx: Scope, rows: AccountRow[]): Promise<AccountResponse[]> {
+  const balances = await ledger.getBalances(db, ctx, rows.map((r) => r.id));
+  return rows.map((r) => toAccountResponse(r, balances.get(r.id)));
+}
+
+function assertSupportedCurrency(config: Config, currency: string) {
+  if (!config.SUPPORTED_CURRENCIES.includes(currency) || !isKnownCurrency(currency)) {
+    throw new AppError('validation_failed', `Accounts in ${currency} are not supported`, [
+      { field: 'currency', code: 'unsupported', message: `Use one of ${config.SUPPORTED_CURRENCIES.join(', ')}` },
+    ]);
+  }
+}
+
+/** Creates the account row and its ledger account (same id) with fresh, unique bank details. */
+async function insertWithBankDetails(
+  trx: Trx,
+  ctx: Scope,
+  input: { currency: string; type: 'regular' | 'savings'; label: string; customerId: string | null; accountName: string; metadata: Record<string, unknown> },
+): Promise<AccountRow> {
+  const id = await ledger.openAccount(trx, ctx, { currency: input.currency });
+  for (let attempt = 0; attempt < 8; attempt++) {
+    const bank = generateBankDetails(input.currency, input.accountName);
+    const inserted = await repo.insertAccount(trx, {
+      id,
+      tenant_id: ctx.tenantId,
+      environment: ctx.environment,
+      customer_id: input.customerId,
+      currency: input.currency,
+      type: input.type,
+      label: input.label,
+      account_number: bank.account_number,
+      bank_details: JSON.stringify(bank),
+      metadata: JSON.stringify(input.metadata),
+    });
+    if (inserted) {
+      const row = await repo.findAccount(trx, ctx, id);
+      if (row) return row;
+    }
+  }
+  throw new Error('could not draw a unique account number');
+}
+
+export async function createAccount(trx: Trx, ctx: Scope, config: Config, body: CreateAccountBody): Promise<AccountResponse> {
+  assertSupportedCurrency(config, body.currency);
+  let accountName: string;
+  if (body.customer_id) {
+    const customer = await requireCustomer(trx, ctx, body.customer_id);
+    accountName =
+      customer.type === 'business'
+        ? (customer.business_name ?? customer.email)
+        : [customer.first_name, customer.middle_name, customer.last_name].filter(Boolean).join(' ');
+  } else {
+    accountName = (await getTenant(trx, ctx.tenantId))?.name ?? 'Business account';
+  }
+  const row = await insertWithBankDetails(trx, ctx, {
+    currency: body.currency,
+    type: body.type,
+    label: body.label,
+    customerId: body.customer_id ?? null,
+    accountName,
+    metadata: body.metadata ?? {},
+  });
+  const account = toAccountResponse(row, undefined);
+  await recordEvent(trx, ctx, 'account.created', account);
+  return account;
+}
+
+export async function getAccount(db: Queryable, ctx: Scope, id: string): Promise<AccountResponse> {
+  const row = await repo.findAccount(db, ctx, id);
+  if (!row) throw notFound('Account');
+  return (await withBalances(db, ctx, [row]))[0]!;
+}
+
+export async function listAccounts(db: Queryable, ctx: Scope, query: ListAccountsQuery): Promise<Page<AccountResponse>> {
+  const page = await repo.listAccounts(db, ctx, query);
+  return { ...page, items: await withBalances(db, ctx, page.items) };
+}
+
+/**
+ * active <-> frozen; deleted is final and only at a zero balance with no holds. The balance row
+ * is locked so no posting can land between the zero check and the commit.
+ */
+export async function updateStatus(db: Db, ctx: Scope, id: string, status: AccountRow['status']): Promise<AccountResponse> {
+  return db.transaction().execute(async (trx) => {
+    const current = await repo.findAccount(trx, ctx, id, 'update');
+    if (!current) throw notFound('Account');
+    const balance = (await ledger.lockBalances(trx, ctx, [id])).get(id);
+    if (current.status === status) return toAccountResponse(current, balance);
+    if (current.status === 'deleted') throw new AppError('invalid_state_transition', 'A deleted account cannot change status');
+    if (status === 'deleted' && balance && (balance.posted !== 0n || balance.pendingDebits !== 0n || balance.pendingCredits !== 0n)) {
+      throw new AppError('invalid_state_transition', 'Only an account with a zero balance and no pending holds can be deleted');
+    }
+    const updated = await repo.updateStatus(trx, ctx, id, status);
+    const account = toAccountResponse(updated, balance);
+    await recordEvent(trx, ctx, 'account.status.updated', account);
+    return account;
+  });
+}
+
+/**
+ * For money movements: the accounts, share-locked in id order until the caller commits (a freeze
+ * or a close waits for in-flight movements). Missing ids are absent (callers answer 404).
+ */
+export async function lockForMovement(trx: Queryable, ctx: Scope, ids: string[]): Promise<Map<string, AccountRow>> {
+  const unique = [...new Set(ids)].sort();
+  const rows = await repo.lockAccountsShared(trx, ctx, unique);
+  return new Map(rows.map((r) => [r.id, r]));
+}
+
+/** 409 unless money may leave the account. */
+export function assertCanDebit(row: AccountRow, field = 'source.id'): void {
+  if (row.status === 'frozen') throw new AppError('account_frozen', 'The source account is frozen', [{ field, code: 'account_frozen', message: 'Frozen accounts cannot send money' }]);
+  if (row.status === 'deleted') throw new AppError('account_inactive', 'The source account is deleted', [{ field, code: 'account_inactive', message: 'Deleted accounts cannot send money' }]);
+}
+
+/** 409 unless money may arrive (a frozen account still receives; a deleted one does not). */
+export function assertCanCredit(row: AccountRow, field = 'destination.id'): void {
+  if (row.status === 'deleted') throw new AppError('account_inactive', 'The destination account is deleted', [{ field, code: 'account_inactive', message: 'Deleted accounts cannot receive money' }]);
+}
+
+/**
+ * The business's own account in `currency`, where fees are credited (contract section 6): the
+ * oldest non-deleted one, or a new "Fees" account created on demand. An advisory lock per
+ * business and currency makes concurrent first fees create exactly one.
+ */
+export async function businessFeeAccount(trx: Trx, ctx: Scope, currency: string): Promise<AccountRow> {
+  const existing = await repo.findBusinessAccount(trx, ctx, currency);
+  if (existing) return existing;
+  await repo.lockBusinessCurrency(trx, ctx, currency);
+  const again = await repo.findBusinessAccount(trx, ctx, currency);
+  if (again) return again;
+  const accountName = (await getTenant(trx, ctx.tenantId))?.name ?? 'Business account';
+  const row = await insertWithBankDetails(trx, ctx, { currency, type: 'regular', label: 'Fees', customerId: null, accountName, metadata: { purpose: 'fees' } });
+  await recordEvent(trx, ctx, 'account.created', toAccountResponse(row, undefined));
+  return row;
+}
+
+export async function accountResponses(db: Queryable, ctx: Scope, rows: AccountRow[]) {
+  return withBalances(db, ctx, rows);
+}
+

@@ -1,0 +1,127 @@
+import { sql, type ColumnType, type Insertable, type Selectable, type SelectQueryBuilder } from 'kysely';
+import type { Queryable } from '../../db/client.js';
+import type { Database } from '../../db/types.js';
+import type { RequestContext } from '../../http/context.js';
+import { dateRange, paginate, type Page, type PageQuery } from '../../http/pagination.js';
+import type { ListTransactionsQuery, VolumeQuery } from './schema.js';
+
+export interface TransactionsTable {
+  id: string;
+  tenant_id: string;
+  environment: string;
+  account_id: string;
+  customer_id: string | null;
+  ledger_transaction_id: string | null;
+  reference: string;
+  client_reference: string | null;
+  client_metadata: string | null;
+  external_id: string | null;
+  direction: 'in' | 'out';
+  currency: string;
+  amount: bigint;
+  fee: ColumnType<bigint, bigint | undefined, bigint>;
+  balance_before: bigint | null;
+  balance_after: bigint | null;
+  channel: string;
+  transaction_type: string;
+  status: string;
+  description: ColumnType<string, string | undefined, string>;
+  sending_account_id: string | null;
+  receiving_account_id: string | null;
+  card_id: string | null;
+  payment_link_id: string | null;
+  metadata: ColumnType<Record<string, unknown>, string | undefined, string>;
+  created_at: ColumnType<Date, Date | undefined, never>;
+  updated_at: ColumnType<Date, Date | undefined, Date>;
+}
+
+declare module '../../db/types.js' {
+  interface Database {
+    transactions: TransactionsTable;
+  }
+}
+
+export type TransactionRow = Selectable<TransactionsTable>;
+type Scope = Pick<RequestContext, 'tenantId' | 'environment'>;
+type Filters = Omit<ListTransactionsQuery, keyof PageQuery> & Partial<Pick<VolumeQuery, 'sending_account_id' | 'receiving_account_id'>>;
+
+export async function insertTransactions(db: Queryable, rows: Insertable<TransactionsTable>[]) {
+  if (rows.length > 0) await db.insertInto('transactions').values(rows).execute();
+}
+
+export async function findTransaction(db: Queryable, ctx: Scope, id: string) {
+  return db
+    .selectFrom('transactions')
+    .selectAll()
+    .where('tenant_id', '=', ctx.tenantId)
+    .where('environment', '=', ctx.environment)
+    .where('id', '=', id)
+    .executeTakeFirst();
+}
+
+export async function findByReference(db: Queryable, ctx: Scope, reference: string) {
+  return db
+    .selectFrom('transactions')
+    .selectAll()
+    .where('tenant_id', '=', ctx.tenantId)
+    .where('environment', '=', ctx.environment)
+    .where('reference', '=', reference)
+    .orderBy('id')
+    .execute();
+}
+
+/** Every filter of the reference, scoped to the business and environment. */
+function filtered(db: Queryable, ctx: Scope, f: Filters) {
+  let q = db.selectFrom('transactions').where('tenant_id', '=', ctx.tenantId).where('environment', '=', ctx.environment);
+  if (f.customer_id) q = q.where('customer_id', '=', f.customer_id);
+  if (f.account_id) q = q.where('account_id', '=', f.account_id);
+  if (f.card_id) q = q.where('card_id', '=', f.card_id);
+  if (f.payment_link_id) q = q.where('payment_link_id', '=', f.payment_link_id);
+  // Fiat only: no transaction has a blockchain hash, so a tx_hash filter matches nothing.
+  if (f.tx_hash) q = q.where(sql<boolean>`false`);
+  if (f.channel) q = q.where('channel', '=', f.channel);
+  if (f.direction) q = q.where('direction', '=', f.direction);
+  if (f.status) q = q.where('status', '=', f.status);
+  if (f.transaction_type) q = q.where('transaction_type', '=', f.transaction_type);
+  if (f.currency) q = q.where('currency', '=', f.currency);
+  if (f.reference) q = q.where('reference', '=', f.reference);
+  if (f.sending_account_id) q = q.where('sending_account_id', '=', f.sending_account_id);
+  if (f.receiving_account_id) q = q.where('receiving_account_id', '=', f.receiving_account_id);
+  return q;
+}
+
+export async function listTransactions(db: Queryable, ctx: Scope, query: ListTransactionsQuery): Promise<Page<TransactionRow>> {
+  return paginate<TransactionRow>(db, filtered(db, ctx, query), 'transactions.id', query, (qb) => qb.selectAll());
+}
+
+function withDates<T extends SelectQueryBuilder<Database, 'transactions', object>>(q: T, query: Pick<PageQuery, 'from' | 'to' | 'start_date' | 'end_date'>): T {
+  const { fromId, toIdExclusive } = dateRange(query as PageQuery);
+  let out = q;
+  if (fromId) out = out.where('id', '>=', fromId) as T;
+  if (toIdExclusive) out = out.where('id', '<', toIdExclusive) as T;
+  return out;
+}
+
+/**
+ * Sum per currency. A transfer appears on both accounts (out and in) with the same reference:
+ * each movement counts once, per (reference, transaction_type, currency).
+ */
+export async function volume(db: Queryable, ctx: Scope, query: VolumeQuery) {
+  const inner = withDates(filtered(db, ctx, query), query)
+    .distinctOn(['reference', 'transaction_type', 'currency'])
+    .select(['reference', 'transaction_type', 'currency', 'amount'])
+    .as('movements');
+  return db
+    .selectFrom(inner)
+    .select(['currency', sql<string>`sum(amount)::text`.as('total'), sql<string>`count(*)::text`.as('n')])
+    .groupBy('currency')
+    .orderBy('currency')
+    .execute();
+}
+
+/** One keyset page for the export: newest first, strictly older than `beforeId`. */
+export async function exportPage(db: Queryable, ctx: Scope, query: VolumeQuery, beforeId: string | undefined, size: number) {
+  let q = withDates(filtered(db, ctx, query), query).selectAll();
+  if (beforeId) q = q.where('id', '<', beforeId);
+  return q.orderBy('id', 'desc').limit(size).execute();
+}

@@ -1,0 +1,77 @@
+import { Readable } from 'node:stream';
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import type { Deps } from '../../app.js';
+import { envelope, ok } from '../../http/envelope.js';
+import { pageSchema } from '../../http/pagination.js';
+import { ExportQuery, ListTransactionsQuery, TransactionIdParams, TransactionResponse, VolumeQuery, VolumeResponse } from './schema.js';
+import * as service from './service.js';
+import { csvHeader, csvLine } from './csv.js';
+
+const tags = ['Transactions'];
+
+export function transactionRoutes(deps: Deps): FastifyPluginAsyncZod {
+  return async (app) => {
+    app.get(
+      '/v1/transactions',
+      {
+        schema: { tags, summary: 'List transactions', querystring: ListTransactionsQuery, response: { 200: envelope(pageSchema(TransactionResponse)) } },
+      },
+      async (req) => ok(await service.listTransactions(deps.db, req.ctx, req.query)),
+    );
+
+    app.get(
+      '/v1/transactions/volume',
+      {
+        schema: {
+          tags,
+          summary: 'Transaction volume per currency',
+          description: 'Each movement counts once (a transfer is not counted on both of its accounts). Amounts in different currencies are never added: see by_currency.',
+          querystring: VolumeQuery,
+          response: { 200: envelope(VolumeResponse) },
+        },
+      },
+      async (req) => ok(await service.volume(deps.db, req.ctx, req.query)),
+    );
+
+    app.get(
+      '/v1/transactions/export',
+      {
+        schema: {
+          tags,
+          summary: 'Export transactions',
+          description: 'Streams a CSV (default) or JSON array file of every matching transaction, newest first, as an attachment.',
+          querystring: ExportQuery,
+        },
+      },
+      async (req, reply) => {
+        const format = req.query.export_format;
+        const date = new Date().toISOString().slice(0, 10);
+        const rows = service.exportTransactions(deps.db, req.ctx, req.query);
+        async function* body() {
+          if (format === 'csv') {
+            yield csvHeader();
+            for await (const row of rows) yield csvLine(row);
+            return;
+          }
+          let first = true;
+          yield '[';
+          for await (const row of rows) {
+            yield `${first ? '' : ','}\n${JSON.stringify(row)}`;
+            first = false;
+          }
+          yield '\n]\n';
+        }
+        return reply
+          .header('Content-Disposition', `attachment; filename="transactions_export_${date}.${format}"`)
+          .type(format === 'csv' ? 'text/csv; charset=utf-8' : 'application/json; charset=utf-8')
+          .send(Readable.from(body()));
+      },
+    );
+
+    app.get(
+      '/v1/transactions/:transaction_id',
+      { schema: { tags, summary: 'Get a transaction', params: TransactionIdParams, response: { 200: envelope(TransactionResponse) } } },
+      async (req) => ok(await service.getTransaction(deps.db, req.ctx, req.params.transaction_id)),
+    );
+  };
+}

@@ -1,0 +1,161 @@
+import type { Queryable } from '../../db/client.js';
+import type { RequestContext } from '../../http/context.js';
+import { notFound } from '../../http/errors.js';
+import type { Page } from '../../http/pagination.js';
+import { newId } from '../../lib/ids.js';
+import { formatAmount } from '../../lib/money.js';
+import type { PostedTransaction } from '../../ledger/index.js';
+import * as repo from './repo.js';
+import type { Channel, ExportQuery, ListTransactionsQuery, TransactionResponse, TransactionStatus, TransactionType, VolumeQuery } from './schema.js';
+
+type Scope = Pick<RequestContext, 'tenantId' | 'environment'>;
+export type TransactionRow = repo.TransactionRow;
+
+/** One account's side of a movement: becomes one transaction on that account. */
+export interface AccountSide {
+  accountId: string;
+  customerId: string | null;
+  direction: 'in' | 'out';
+  amount: bigint;
+  fee?: bigint;
+  currency: string;
+  channel: Channel;
+  transactionType: TransactionType;
+  status?: TransactionStatus;
+  description?: string;
+  sendingAccountId?: string | null;
+  receivingAccountId?: string | null;
+  cardId?: string | null;
+  metadata?: Record<string, unknown>;
+}
+
+export interface MovementRecord {
+  reference: string;
+  clientReference?: string | null;
+  clientMetadata?: string | null;
+  externalId?: string | null;
+  /** The ledger posting: gives each account's balance before and after. */
+  posting?: PostedTransaction;
+  sides: AccountSide[];
+}
+
+/** The account's posted balance around a posting: after its last entry, before its first. */
+function balancesAround(posting: PostedTransaction | undefined, accountId: string) {
+  const entries = posting?.entries.filter((e) => e.accountId === accountId) ?? [];
+  const last = entries[entries.length - 1];
+  if (!last) return { before: null, after: null };
+  const total = entries.reduce((sum, e) => sum + e.amount, 0n);
+  return { before: last.balanceAfter - total, after: last.balanceAfter };
+}
+
+/** Writes the per-account transactions of one movement (call it in the posting's transaction). */
+export async function recordMovement(trx: Queryable, ctx: Scope, movement: MovementRecord): Promise<TransactionRow[]> {
+  const now = new Date();
+  const rows = movement.sides.map((side) => {
+    const { before, after } = balancesAround(movement.posting, side.accountId);
+    return {
+      id: newId(),
+      tenant_id: ctx.tenantId,
+      environment: ctx.environment,
+      account_id: side.accountId,
+      customer_id: side.customerId,
+      ledger_transaction_id: movement.posting?.id ?? null,
+      reference: movement.reference,
+      client_reference: movement.clientReference ?? null,
+      client_metadata: movement.clientMetadata ?? null,
+      external_id: movement.externalId ?? null,
+      direction: side.direction,
+      currency: side.currency,
+      amount: side.amount,
+      fee: side.fee ?? 0n,
+      balance_before: before,
+      balance_after: after,
+      channel: side.channel,
+      transaction_type: side.transactionType,
+      status: side.status ?? 'completed',
+      description: side.description ?? '',
+      sending_account_id: side.sendingAccountId ?? null,
+      receiving_account_id: side.receivingAccountId ?? null,
+      card_id: side.cardId ?? null,
+      payment_link_id: null,
+      metadata: JSON.stringify(side.metadata ?? {}),
+      created_at: now,
+      updated_at: now,
+    };
+  });
+  await repo.insertTransactions(trx, rows);
+  return rows.map((r, i) => ({ ...r, metadata: movement.sides[i]!.metadata ?? {} }));
+}
+
+const money = (minor: bigint | null, currency: string) => (minor === null ? null : formatAmount(minor, currency));
+
+export function toTransactionResponse(row: TransactionRow): TransactionResponse {
+  return {
+    id: row.id,
+    account_id: row.account_id,
+    currency: row.currency,
+    amount: formatAmount(row.amount, row.currency),
+    fee: formatAmount(row.fee, row.currency),
+    balance_before: money(row.balance_before, row.currency),
+    balance_after: money(row.balance_after, row.currency),
+    channel: row.channel,
+    client_metadata: row.client_metadata,
+    client_reference: row.client_reference,
+    customer_id: row.customer_id,
+    date_created: row.created_at.toISOString(),
+    description: row.description,
+    direction: row.direction,
+    external_id: row.external_id,
+    metadata: row.metadata,
+    receiving_account_id: row.receiving_account_id,
+    reference: row.reference,
+    sending_account_id: row.sending_account_id,
+    status: row.status as TransactionStatus,
+    tenant_id: row.tenant_id,
+    transaction_type: row.transaction_type,
+    tx_hash: null,
+  };
+}
+
+export async function getTransaction(db: Queryable, ctx: Scope, id: string): Promise<TransactionResponse> {
+  const row = await repo.findTransaction(db, ctx, id);
+  if (!row) throw notFound('Transaction');
+  return toTransactionResponse(row);
+}
+
+/** The transactions a movement wrote (e.g. both sides of a transfer), oldest first. */
+export async function transactionsOf(db: Queryable, ctx: Scope, reference: string): Promise<TransactionRow[]> {
+  return repo.findByReference(db, ctx, reference);
+}
+
+export async function listTransactions(db: Queryable, ctx: Scope, query: ListTransactionsQuery): Promise<Page<TransactionResponse>> {
+  const page = await repo.listTransactions(db, ctx, query);
+  return { ...page, items: page.items.map(toTransactionResponse) };
+}
+
+export async function volume(db: Queryable, ctx: Scope, query: VolumeQuery) {
+  const rows = await repo.volume(db, ctx, query);
+  const byCurrency = rows.map((r) => ({
+    currency: r.currency,
+    total_volume: formatAmount(BigInt(r.total), r.currency),
+    transaction_count: Number(r.n),
+  }));
+  const single = byCurrency.length === 1 ? byCurrency[0]! : undefined;
+  return { total_volume: single?.total_volume ?? (byCurrency.length === 0 ? '0' : null), currency: single?.currency ?? null, by_currency: byCurrency };
+}
+
+const EXPORT_PAGE = 500;
+
+/**
+ * Every matching transaction, newest first, read in keyset pages of EXPORT_PAGE so an export of
+ * any size never holds more than one page in memory (PGlite cannot stream a cursor).
+ */
+export async function* exportTransactions(db: Queryable, ctx: Scope, query: ExportQuery): AsyncGenerator<TransactionResponse> {
+  let before: string | undefined;
+  for (;;) {
+    const rows = await repo.exportPage(db, ctx, query, before, EXPORT_PAGE);
+    for (const row of rows) yield toTransactionResponse(row);
+    if (rows.length < EXPORT_PAGE) return;
+    before = rows[rows.length - 1]!.id;
+  }
+}

@@ -1,0 +1,27 @@
+import { formatAmount } from '../../lib/money.js';
+import type { TransferRow } from './repo.js';
+import type { TransferResponse } from './schema.js';
+
+export function toTransferResponse(row: TransferRow): TransferResponse {
+  const money = (v: bigint | null, c: string | null) => (v === null || c === null ? null : formatAmount(v, c));
+  return {
+    id: row.id,
+    reference: row.reference,
+    client_reference: row.client_reference,
+    transfer_status: row.status,
+    source: { source_type: row.source_type, id: row.source_id },
+    destination: { destination_type: row.destination_type, id: row.destination_id, rail: row.rail },
+    amount: formatAmount(row.amount, row.currency),
+    currency: row.currency,
+    fee: formatAmount(row.fee, row.currency),
+    local_amount: money(row.local_amount, row.local_currency),
+    local_currency: row.local_currency,
+    rate: row.rate,
+    failure_reason: row.failure_reason,
+    transaction_id: row.transaction_id,
+    customer_id: row.customer_id,
+    description: row.description,
+    date_created: row.created_at.toISOString(),
+    date_updated: row.updated_at.toISOString(),
+  };
+}
