@@ -3,6 +3,7 @@ import type { Config } from '../config.js';
 import type { Db } from '../db/client.js';
 import { Idempotency } from '../http/idempotency.js';
 import type { Sealer } from '../lib/crypto.js';
+import { expireDue } from '../modules/cards/payments.js';
 
 export interface WorkerDeps {
   config: Config;
@@ -63,6 +64,7 @@ export function startWorkers(deps: WorkerDeps) {
   const idempotency = new Idempotency(deps.db, deps.sealer, deps.config.IDEMPOTENCY_TTL_HOURS);
   const jobs: Job[] = [
     { name: 'idempotency-sweep', intervalMs: 60_000, tick: async () => (await idempotency.sweep()) > 0 },
+    { name: 'card-authorization-expiry', intervalMs: 60_000, tick: () => expireDue(deps.db, 100, deps.dbKind === 'postgres') },
   ];
   return runJobs(jobs, deps.log);
 }

@@ -18,14 +18,23 @@ import {
   ListApplicationsQuery,
   ListCardsQuery,
   SecretEnvelope,
+  AuthorizationIdParams,
+  AuthorizationResponse,
+  ListAuthorizationsQuery,
+  SettleAuthorizationBody,
+  SimulateAuthorizationBody,
+  WithdrawBody,
+  WithdrawResponse,
   SimulateApplicationBody,
   SimulateFulfilmentBody,
   SpendingControlsInput,
   UpdateCardStatusBody,
   UpdatePinBody,
 } from './schema.js';
+import * as payments from './payments.js';
 import * as service from './service.js';
 import { z } from 'zod';
+import { sandboxCardNetwork } from '../../rails/cards.js';
 
 const tags = ['Cards'];
 const simTags = ['Simulations'];
@@ -131,6 +140,69 @@ export function cardRoutes(deps: Deps): FastifyPluginAsyncZod {
       reply.header('Cache-Control', 'no-store');
       return ok(await service.pinDetails(deps.db, deps, req.ctx, req.params.card_id, req.headers['x-client-public-key']));
     });
+
+    app.post(
+      '/v1/cards/withdraw',
+      {
+        schema: {
+          tags,
+          summary: 'Withdraw from a card',
+          description: "Moves money from the card's balance to `account_id` (the owner's or the business's; default: the owner's oldest active account in the card's currency).",
+          body: WithdrawBody,
+          response: { 200: envelope(WithdrawResponse) },
+        },
+      },
+      (req, reply) => deps.idempotency.run(req, reply, 'cards.withdraw', (trx) => payments.withdraw(trx, req.ctx, req.body)),
+    );
+    app.get(
+      '/v1/cards/:card_id/authorizations',
+      { schema: { tags, summary: "List a card's authorizations", params: CardIdParams, querystring: ListAuthorizationsQuery, response: { 200: envelope(pageSchema(AuthorizationResponse)) } } },
+      async (req) => ok(await payments.listAuthorizations(deps.db, req.ctx, req.params.card_id, req.query)),
+    );
+    app.get(
+      '/v1/card-authorizations/:authorization_id',
+      { schema: { tags, summary: 'Get a card authorization', params: AuthorizationIdParams, response: { 200: envelope(AuthorizationResponse) } } },
+      async (req) => ok(await payments.getAuthorization(deps.db, req.ctx, req.params.authorization_id)),
+    );
+
+    // ---------- sandbox simulations (the sandbox card network) ----------
+    app.post(
+      '/v1/simulations/cards/:card_id/authorizations',
+      {
+        onRequest: sandboxOnly,
+        schema: {
+          tags: simTags,
+          summary: 'Sandbox: a card network authorization',
+          description: 'Approved (funds held on the card) or declined with a reason; `decline_reason` forces a decline.',
+          params: CardIdParams,
+          body: SimulateAuthorizationBody,
+          response: { 200: envelope(AuthorizationResponse) },
+        },
+      },
+      (req, reply) =>
+        deps.idempotency.run(req, reply, 'simulations.cards.authorize', (trx) =>
+          payments.authorize(trx, sandboxCardNetwork, deps.config.CARD_AUTH_EXPIRY_HOURS, req.ctx, req.params.card_id, req.body),
+        ),
+    );
+    for (const action of ['capture', 'reverse'] as const) {
+      app.post(
+        `/v1/simulations/card-authorizations/:authorization_id/${action}`,
+        {
+          onRequest: sandboxOnly,
+          schema: {
+            tags: simTags,
+            summary: action === 'capture' ? 'Sandbox: clear (post) an authorization, fully or partly' : 'Sandbox: release an authorization',
+            params: AuthorizationIdParams,
+            body: SettleAuthorizationBody,
+            response: { 200: envelope(AuthorizationResponse) },
+          },
+        },
+        (req, reply) =>
+          deps.idempotency.run(req, reply, `simulations.card_authorizations.${action}`, (trx) =>
+            payments[action](trx, sandboxCardNetwork, req.ctx, req.params.authorization_id, req.body?.amount),
+          ),
+      );
+    }
 
     // ---------- sandbox simulations ----------
     app.post(

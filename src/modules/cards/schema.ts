@@ -30,7 +30,6 @@ export const DECLINE_REASONS = [
   'card_expired',
   'limit_exceeded',
   'merchant_category_blocked',
-  'currency_mismatch',
   'do_not_honor',
 ] as const;
 export type DeclineReason = (typeof DECLINE_REASONS)[number];

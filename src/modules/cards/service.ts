@@ -8,6 +8,7 @@ import { newId } from '../../lib/ids.js';
 import { formatAmount, parseAmount } from '../../lib/money.js';
 import * as ledger from '../../ledger/index.js';
 import { requireCustomer } from '../customers/service.js';
+import * as transactions from '../transactions/service.js';
 import { recordEvent } from '../webhooks/outbox.js';
 import * as repo from './repo.js';
 import type {
@@ -399,6 +400,27 @@ export async function simulateFulfilment(trx: Trx, ctx: Scope, id: string, statu
   }
   await repo.updateCard(trx, ctx, id, { fulfilment_status: status });
   return getCard(trx, ctx, id);
+}
+
+// ---------- for money movements (transfers, payments) ----------
+
+/** A card movement as the card transaction list and the cards.transaction.* events show it. */
+export function cardTransactionEvent(row: transactions.TransactionRow, card: repo.CardRow) {
+  return { ...transactions.toTransactionResponse(row), card_id: card.id, card_type: card.card_type };
+}
+
+/** For the card funding branch of transfers: the card locked, 409 when it can never be used again. */
+export async function lockCardForFunding(trx: Trx, ctx: Scope, cardId: string) {
+  const card = await repo.findCard(trx, ctx, cardId, true);
+  if (!card) {
+    throw new AppError('not_found', 'Card not found', [{ field: 'destination.id', code: 'not_found', message: 'No such card' }]);
+  }
+  if ((TERMINAL_STATUSES as readonly string[]).includes(card.status)) {
+    throw new AppError('card_blocked', `The card is ${card.status}; it cannot be funded`, [
+      { field: 'destination.id', code: 'card_blocked', message: 'Blocked, lost and stolen cards cannot receive money' },
+    ]);
+  }
+  return card;
 }
 
 // ---------- secrets ----------

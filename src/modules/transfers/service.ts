@@ -3,6 +3,7 @@ import type { RequestContext } from '../../http/context.js';
 import { AppError, notFound, validationError } from '../../http/errors.js';
 import type { Page } from '../../http/pagination.js';
 import { newId } from '../../lib/ids.js';
+import { cardFunding } from './card.js';
 import { internalTransfer } from './internal.js';
 import { toTransferResponse } from './format.js';
 import * as repo from './repo.js';
@@ -35,7 +36,7 @@ export async function createTransfer(trx: Trx, ctx: RequestContext, body: Create
     case 'customer_account':
       return toTransferResponse(await internalTransfer(trx, ctx, id, body));
     case 'card':
-      throw unsupportedDestination('card', 'Card destinations are not available yet');
+      return toTransferResponse(await cardFunding(trx, ctx, id, body));
     case 'external_account':
       throw unsupportedDestination('external_account', 'External account destinations are not available yet');
     case 'crypto_wallet':

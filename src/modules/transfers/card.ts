@@ -1,0 +1,110 @@
+import type { Trx } from '../../db/client.js';
+import type { RequestContext } from '../../http/context.js';
+import { AppError, validationError } from '../../http/errors.js';
+import { parseAmount } from '../../lib/money.js';
+import * as ledger from '../../ledger/index.js';
+import * as accounts from '../accounts/service.js';
+import * as cards from '../cards/service.js';
+import * as transactions from '../transactions/service.js';
+import { recordEvent } from '../webhooks/outbox.js';
+import { computeFee } from './fees.js';
+import { toTransferResponse } from './format.js';
+import * as repo from './repo.js';
+import type { CreateTransferBody } from './schema.js';
+
+/**
+ * Card funding: an account of the card's owner (or of the business) moves money onto the card's
+ * own balance, complete at once. Lock order (as in card withdrawals): the account, then the card.
+ */
+export async function cardFunding(trx: Trx, ctx: RequestContext, id: string, body: CreateTransferBody): Promise<repo.TransferRow> {
+  const cardId = body.destination.id;
+  if (!cardId) throw validationError([{ field: 'destination.id', code: 'required', message: 'Required: the card id' }]);
+  const source = (await accounts.lockForMovement(trx, ctx, [body.source.id])).get(body.source.id);
+  if (!source) throw new AppError('not_found', 'Source account not found', [{ field: 'source.id', code: 'not_found', message: 'No such account' }]);
+  const card = await cards.lockCardForFunding(trx, ctx, cardId);
+  if (body.customer_id && body.customer_id !== source.customer_id) {
+    throw validationError([{ field: 'customer_id', code: 'mismatch', message: 'The source account does not belong to this customer' }]);
+  }
+  if (source.customer_id !== null && source.customer_id !== card.customer_id) {
+    throw validationError([{ field: 'destination.id', code: 'mismatch', message: "A card is funded from its owner's or the business's account" }]);
+  }
+  const currency = source.currency;
+  if ((body.currency && body.currency !== currency) || card.currency !== currency) {
+    const message = `The card holds ${card.currency}, the source account ${currency}`;
+    throw new AppError('currency_mismatch', message, [{ field: 'destination.id', code: 'currency_mismatch', message }]);
+  }
+  const amount = parseAmount(body.amount, currency);
+  accounts.assertCanDebit(source);
+
+  const fee = computeFee(ctx.settings, 'card_funding', currency, amount);
+  const feeAccount = fee > 0n ? await accounts.businessFeeAccount(trx, ctx, currency) : undefined;
+  const legs: ledger.Leg[] = [
+    { accountId: source.id, amount: -(amount + fee), currency },
+    { accountId: card.id, amount, currency },
+  ];
+  if (feeAccount) legs.push({ accountId: feeAccount.id, amount: fee, currency });
+  let posting: ledger.PostedTransaction;
+  try {
+    posting = await ledger.post(trx, ctx, { kind: 'card_funding', reference: id, metadata: { transfer_id: id, card_id: card.id }, legs });
+  } catch (err) {
+    if (err instanceof AppError && err.code === 'insufficient_funds') {
+      throw new AppError('insufficient_funds', 'The source account has insufficient available balance', [
+        { field: 'amount', code: 'insufficient_funds', message: 'Amount plus fee exceeds the available balance' },
+      ]);
+    }
+    throw err;
+  }
+
+  const description = body.description ?? 'Card funding';
+  const metadata = { card_id: card.id, card_type: card.card_type };
+  const common = { currency, channel: 'card_funding' as const, transactionType: 'card_funding' as const, sendingAccountId: source.id, receivingAccountId: card.id, cardId: card.id, description, metadata };
+  const sides: transactions.AccountSide[] = [
+    { ...common, accountId: source.id, customerId: source.customer_id, direction: 'out', amount, fee },
+    { ...common, accountId: card.id, customerId: card.customer_id, direction: 'in', amount },
+  ];
+  if (feeAccount) {
+    sides.push({ ...common, accountId: feeAccount.id, customerId: null, direction: 'in', amount: fee, transactionType: 'fee_charge', channel: 'internal', receivingAccountId: feeAccount.id, description: 'Card funding fee' });
+  }
+  const [sourceTx, cardTx] = await transactions.recordMovement(trx, ctx, {
+    reference: id,
+    clientReference: body.client_reference ?? null,
+    clientMetadata: body.metadata ? JSON.stringify(body.metadata) : null,
+    posting,
+    sides,
+  });
+  const now = new Date();
+  const row: repo.TransferRow = {
+    id,
+    tenant_id: ctx.tenantId,
+    environment: ctx.environment,
+    reference: id,
+    client_reference: body.client_reference ?? null,
+    description,
+    customer_id: source.customer_id,
+    destination_customer_id: card.customer_id,
+    source_type: 'internal_account',
+    source_id: source.id,
+    destination_type: 'card',
+    destination_id: card.id,
+    rail: null,
+    currency,
+    amount,
+    fee,
+    local_amount: amount,
+    local_currency: currency,
+    rate: null,
+    status: 'completed',
+    failure_reason: null,
+    ledger_transaction_id: posting.id,
+    transaction_id: sourceTx!.id,
+    hold_id: null,
+    metadata: body.metadata ?? {},
+    created_at: now,
+    updated_at: now,
+  };
+  await repo.insertTransfer(trx, { ...row, metadata: JSON.stringify(row.metadata) });
+  await recordEvent(trx, ctx, 'transfer.status.completed', toTransferResponse(row));
+  const funding = { ...cards.cardTransactionEvent(cardTx!, card), transfer_id: id };
+  await recordEvent(trx, ctx, 'cards.transaction.funding', funding, card.id);
+  return row;
+}
