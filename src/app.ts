@@ -25,6 +25,8 @@ import { customerRoutes } from './modules/customers/routes.js';
 import { fundAccountRoutes } from './modules/simulations/fund-account.js';
 import { transactionRoutes } from './modules/transactions/routes.js';
 import { transferRoutes } from './modules/transfers/routes.js';
+import { featureRoutes } from './modules/features/routes.js';
+import { kycRoutes } from './modules/kyc/routes.js';
 
 export interface RouteSummary {
   method: string;
@@ -133,5 +135,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   await app.register(transactionRoutes(deps));
   await app.register(fundAccountRoutes(deps));
   await app.register(cardRoutes(deps));
+  await app.register(kycRoutes(deps));
+  await app.register(featureRoutes(deps));
   return app;
 }

@@ -7,6 +7,9 @@ import { openRuntime } from './runtime.js';
 import { reconcile } from './ledger/index.js';
 import { createTenant, ENVIRONMENTS, rotateKeys, ROTATION_EXPIRY_SECONDS, setSettings } from './modules/tenants/service.js';
 import type { Environment } from './http/context.js';
+import { AppError } from './http/errors.js';
+import { isUuid } from './lib/ids.js';
+import { reviewCase } from './modules/kyc/service.js';
 
 /**
  * Operator command line. Same database configuration as the server (DATABASE_URL, or the
@@ -19,6 +22,8 @@ const USAGE = `Usage: npm run --silent cli -- <command> [options]
   tenant create --name NAME [--json]          create a business with sandbox and live key pairs
   tenant settings --tenant ID --set KEY=JSON  set a per-business setting (fees, limits, quotas)
   keys rotate --tenant ID --env sandbox|live [--expire-in 0|3600|86400|604800] [--json]
+  kyc review --tenant ID --customer ID --outcome approved|rejected [--env live|sandbox] [--level basic|intermediate] [--json]
+                                              decide a KYC case waiting in manual review (default --env live)
   migrate                                     apply pending database migrations
   ledger reconcile [--tenant ID] [--json]     prove zero-sum per transaction and balance = sum of entries (exit 1 on a mismatch)
 `;
@@ -92,6 +97,33 @@ const commands: Record<string, Command> = {
         : `LEDGER MISMATCH\n${JSON.stringify(report, null, 2)}`,
     );
     if (!report.ok) process.exitCode = 1;
+  },
+  'kyc review': async (args, handle) => {
+    const { values } = parseArgs({
+      args,
+      options: {
+        tenant: { type: 'string' },
+        customer: { type: 'string' },
+        outcome: { type: 'string' },
+        env: { type: 'string', default: 'live' },
+        level: { type: 'string' },
+        json: { type: 'boolean' },
+      },
+    });
+    const env = values.env as Environment;
+    const outcome = values.outcome;
+    if (!values.tenant || !values.customer) fail('kyc review needs --tenant and --customer');
+    if (outcome !== 'approved' && outcome !== 'rejected') fail('--outcome must be approved or rejected');
+    if (!ENVIRONMENTS.includes(env)) fail('--env must be sandbox or live');
+    if (values.level !== undefined && values.level !== 'basic' && values.level !== 'intermediate') fail('--level must be basic or intermediate');
+    if (!isUuid(values.tenant) || !isUuid(values.customer)) fail('--tenant and --customer must be UUIDs');
+    try {
+      const status = await reviewCase(handle.db, { tenantId: values.tenant, environment: env }, values.customer, outcome, values.level);
+      print(status, Boolean(values.json), () => `KYC ${status.kyc_level} of customer ${values.customer}: ${outcome}`);
+    } catch (err) {
+      if (err instanceof AppError) fail(`kyc review: ${err.message}`);
+      throw err;
+    }
   },
   migrate: async () => undefined,
 };

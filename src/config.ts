@@ -42,6 +42,37 @@ const ConfigSchema = z.object({
   CARD_BIN: z.string().regex(/^\d{6,8}$/, 'CARD_BIN must be 6-8 digits').default('49000088'),
   /** Hours after which an approved card authorization that was never captured is released. */
   CARD_AUTH_EXPIRY_HOURS: z.coerce.number().int().min(1).max(24 * 31).default(7 * 24),
+  /** KYC compliance: minimum age, and per-country exceptions as `CC:AGE` pairs (e.g. `US:21`). */
+  KYC_MIN_AGE: z.coerce.number().int().min(0).max(120).default(18),
+  KYC_MIN_AGE_BY_COUNTRY: csv.default([]),
+  /** Countries of residence the business may onboard (ISO 3166-1 alpha-2). */
+  KYC_SUPPORTED_COUNTRIES: csv.default([
+    'NG', 'GH', 'KE', 'UG', 'ZA', 'CI', 'SN', 'CM', 'BJ', 'TG', 'ML', 'BF', 'NE', 'GA', 'CG', 'TD', 'GQ', 'CF',
+    'RW', 'TZ', 'EG', 'MA', 'US', 'CA', 'MX', 'GB', 'IE', 'DE', 'FR', 'ES', 'IT', 'NL', 'BE', 'PT', 'AT', 'FI',
+  ]),
+  /** OFAC SDN CSV file(s) (sdn.csv[,alt.csv]); unset: the fictional sample in src/lib/sanctions. */
+  SANCTIONS_LIST_FILE: z.string().optional(),
+  /** Jaro-Winkler similarity at or above which a name is a sanctions hit (manual review). */
+  SANCTIONS_MATCH_THRESHOLD: z.coerce.number().min(0.5).max(1).default(0.92),
+  /** Lifetime of a hosted verification link (web_url). */
+  KYC_LINK_TTL_MINUTES: z.coerce.number().int().min(1).max(60 * 24 * 30).default(60 * 24),
+  /** Largest decoded KYC document. */
+  KYC_DOCUMENT_MAX_BYTES: z.coerce.number().int().min(1024).max(10 * 1024 * 1024).default(10 * 1024 * 1024),
+  /**
+   * Transaction limits per KYC level and currency, in major units, as JSON:
+   * {"basic": {"USD": {"per_transaction": "1000", "daily": "5000"}, ...}, "intermediate": {...}}.
+   * A business's `kyc_limits` setting (same shape) overrides entries. Unset: built-in defaults.
+   */
+  KYC_LIMITS: z
+    .string()
+    .refine((s) => {
+      try {
+        return typeof JSON.parse(s) === 'object';
+      } catch {
+        return false;
+      }
+    }, 'Must be a JSON object')
+    .optional(),
   /** Whether `npm start` creates a demo business on an empty database. */
   DEMO_TENANT: z
     .enum(['true', 'false'])

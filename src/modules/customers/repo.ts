@@ -156,3 +156,43 @@ export async function listCustomers(db: Queryable, ctx: Scope, query: ListCustom
   const order = query.sort?.toLowerCase().endsWith('asc') ? 'asc' : 'desc';
   return paginate<CustomerRow>(db, base, 'customers.id', query, (qb) => qb.selectAll(), order);
 }
+
+/** KYC keeps the customer's and its associated persons' `kyc_status` columns in sync. */
+export async function setKycStatus(db: Queryable, ctx: Scope, id: string, kycStatus: string) {
+  await db
+    .updateTable('customers')
+    .set({ kyc_status: kycStatus, updated_at: new Date() })
+    .where('tenant_id', '=', ctx.tenantId)
+    .where('environment', '=', ctx.environment)
+    .where('id', '=', id)
+    .execute();
+}
+
+export async function setPersonKycStatus(db: Queryable, customerId: string, personId: string, kycStatus: string) {
+  await db
+    .updateTable('associated_persons')
+    .set({ kyc_status: kycStatus, updated_at: new Date() })
+    .where('customer_id', '=', customerId)
+    .where('id', '=', personId)
+    .execute();
+}
+
+/** Other individual customers of the business with this name and date of birth (identity duplicates). */
+export async function findSameIdentity(
+  db: Queryable,
+  ctx: Scope,
+  person: { firstName: string; lastName: string; dateOfBirth: string },
+  exceptId: string,
+) {
+  return db
+    .selectFrom('customers')
+    .select(['id'])
+    .where('tenant_id', '=', ctx.tenantId)
+    .where('environment', '=', ctx.environment)
+    .where('date_of_birth', '=', person.dateOfBirth)
+    .where(sql`lower(last_name)`, '=', person.lastName.toLowerCase())
+    .where(sql`lower(first_name)`, '=', person.firstName.toLowerCase())
+    .where('id', '<>', exceptId)
+    .limit(10)
+    .execute();
+}

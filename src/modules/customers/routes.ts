@@ -49,7 +49,7 @@ export function customerRoutes(deps: Deps): FastifyPluginAsyncZod {
         },
       },
       async (req) => {
-        const customer = await service.updateCustomer(deps.db, req.ctx, req.params.customer_id, req.body);
+        const customer = await service.updateCustomer(deps.db, req.ctx, req.params.customer_id, req.body, deps.config);
         return ok({ message: 'customer updated successfully', status: true, customer });
       },
     );

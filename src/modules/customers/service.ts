@@ -1,9 +1,11 @@
+import type { Config } from '../../config.js';
 import type { Db, Queryable, Trx } from '../../db/client.js';
 import { isUniqueViolation } from '../../db/errors.js';
 import type { RequestContext } from '../../http/context.js';
 import { AppError, notFound } from '../../http/errors.js';
 import type { Page } from '../../http/pagination.js';
 import { newId } from '../../lib/ids.js';
+import { kycInfoFor, recheckAfterCustomerChange } from '../kyc/service.js';
 import { recordEvent } from '../webhooks/outbox.js';
 import * as repo from './repo.js';
 import type { CreateCustomerBody, CustomerResponse, ListCustomersQuery, UpdateCustomerBody } from './schema.js';
@@ -28,7 +30,11 @@ function toPersonResponse(p: repo.PersonRow): CustomerResponse['associated_perso
   };
 }
 
-export function toCustomerResponse(c: repo.CustomerRow, persons: repo.PersonRow[]): CustomerResponse {
+export function toCustomerResponse(
+  c: repo.CustomerRow,
+  persons: repo.PersonRow[],
+  kyc: CustomerResponse['kyc'] = [],
+): CustomerResponse {
   return {
     id: c.id,
     type: c.type,
@@ -49,7 +55,7 @@ export function toCustomerResponse(c: repo.CustomerRow, persons: repo.PersonRow[
     external_id: c.external_id,
     address: c.address,
     kyc_status: c.kyc_status,
-    kyc: [],
+    kyc,
     associated_persons: persons.map(toPersonResponse),
     date_added: c.created_at.toISOString(),
     date_updated: c.updated_at.toISOString(),
@@ -139,7 +145,8 @@ export async function createCustomer(trx: Trx, ctx: Scope, body: CreateCustomerB
 export async function getCustomer(db: Queryable, ctx: Scope, id: string): Promise<CustomerResponse> {
   const row = await repo.findCustomer(db, ctx, id);
   if (!row) throw notFound('Customer');
-  return toCustomerResponse(row, await repo.personsOf(db, [id]));
+  const kyc = await kycInfoFor(db, ctx, [id]);
+  return toCustomerResponse(row, await repo.personsOf(db, [id]), kyc.get(id));
 }
 
 /** The customer row for other modules (KYC, accounts, cards): 404 when not this business's. */
@@ -155,9 +162,10 @@ export async function listCustomers(db: Queryable, ctx: Scope, query: ListCustom
     db,
     page.items.filter((c) => c.type === 'business').map((c) => c.id),
   );
+  const kyc = await kycInfoFor(db, ctx, page.items.map((c) => c.id));
   return {
     ...page,
-    items: page.items.map((c) => toCustomerResponse(c, persons.filter((p) => p.customer_id === c.id))),
+    items: page.items.map((c) => toCustomerResponse(c, persons.filter((p) => p.customer_id === c.id), kyc.get(c.id))),
   };
 }
 
@@ -173,11 +181,11 @@ const BUSINESS_ONLY = [
 const NEW_PERSON_REQUIRED = ['first_name', 'last_name', 'email', 'phone', 'gender', 'date_of_birth', 'address'] as const;
 
 /** PUT: the path decides the customer; only the fields sent change. */
-export async function updateCustomer(db: Db, ctx: Scope, id: string, body: UpdateCustomerBody) {
-  return db.transaction().execute((trx) => applyUpdate(trx, ctx, id, body));
+export async function updateCustomer(db: Db, ctx: Scope, id: string, body: UpdateCustomerBody, config?: Config) {
+  return db.transaction().execute((trx) => applyUpdate(trx, ctx, id, body, config));
 }
 
-async function applyUpdate(trx: Trx, ctx: Scope, id: string, body: UpdateCustomerBody) {
+async function applyUpdate(trx: Trx, ctx: Scope, id: string, body: UpdateCustomerBody, config?: Config) {
   const mismatch = (['customer_id', 'id'] as const).filter((f) => body[f] !== undefined && body[f] !== id);
   if (mismatch.length > 0) {
     throw new AppError(
@@ -231,5 +239,34 @@ async function applyUpdate(trx: Trx, ctx: Scope, id: string, body: UpdateCustome
       });
     }
   }
+  // Compliance checks run again on every change: a hit sends an open or approved case to review.
+  await recheckAfterCustomerChange(trx, ctx, id, config);
   return getCustomer(trx, ctx, id);
+}
+
+/** KYC's single writer of the `kyc_status` columns (customer, and its associated persons). */
+export async function setCustomerKycStatus(
+  trx: Trx,
+  ctx: Scope,
+  customerId: string,
+  kycStatus: string,
+  personStatuses: { personId: string; kycStatus: string }[] = [],
+): Promise<void> {
+  await repo.setKycStatus(trx, ctx, customerId, kycStatus);
+  for (const p of personStatuses) await repo.setPersonKycStatus(trx, customerId, p.personId, p.kycStatus);
+}
+
+/** Associated persons of a business customer (for KYC of the business). */
+export async function associatedPersons(db: Queryable, customerId: string) {
+  return repo.personsOf(db, [customerId]);
+}
+
+/** Ids of other customers with the same first name, last name and date of birth. */
+export async function customersWithSameIdentity(
+  db: Queryable,
+  ctx: Scope,
+  person: { firstName: string; lastName: string; dateOfBirth: string },
+  exceptId: string,
+): Promise<string[]> {
+  return (await repo.findSameIdentity(db, ctx, person, exceptId)).map((r) => r.id);
 }

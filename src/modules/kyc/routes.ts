@@ -1,0 +1,118 @@
+import type { FastifyRequest } from 'fastify';
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import type { Deps } from '../../app.js';
+import { notFound } from '../../http/errors.js';
+import { envelope, ok } from '../../http/envelope.js';
+import { policyFrom } from './compliance.js';
+import { hostedKycRoutes } from './hosted.js';
+import {
+  CustomerIdParams,
+  KycDocumentsQuery,
+  KycDocumentsResponse,
+  KycStatusQuery,
+  KycStatusResponse,
+  SimulateKycBody,
+  StartKycBody,
+  StartKycResponse,
+  StartS2sBody,
+  StartS2sResponse,
+  UploadDocumentBody,
+  UploadDocumentResponse,
+} from './schema.js';
+import * as service from './service.js';
+
+const tags = ['KYC'];
+/** Room for a 10 MB document in base64 (contract section 1): this route only. */
+export const KYC_UPLOAD_BODY_LIMIT = 15 * 1024 * 1024;
+
+/** Where the hosted verification page lives: PUBLIC_BASE_URL, else the host the client called. */
+export function baseUrlOf(deps: Deps, req: FastifyRequest): string {
+  return deps.config.PUBLIC_BASE_URL ?? `${req.protocol}://${req.host}`;
+}
+
+export function kycRoutes(deps: Deps): FastifyPluginAsyncZod {
+  const policy = policyFrom(deps.config);
+  return async (app) => {
+    // Read the sanctions list now: a missing or unreadable SANCTIONS_LIST_FILE stops start-up
+    // instead of failing the first verification.
+    policy.sanctions();
+    // The reference's older `/v1/risk/...` paths are aliases: same operation, same idempotency name.
+    for (const url of ['/v1/customers/kyc/start', '/v1/risk/start-kyc']) {
+      app.post(
+        url,
+        { schema: { tags, summary: 'Start KYC verification (returns the hosted page web_url)', body: StartKycBody, response: { 200: envelope(StartKycResponse) } } },
+        (req, reply) =>
+          deps.idempotency.run(req, reply, 'kyc.start', (trx) =>
+            service.startKyc(trx, req.ctx, req.body, { baseUrl: baseUrlOf(deps, req), ttlMinutes: deps.config.KYC_LINK_TTL_MINUTES }),
+          ),
+      );
+    }
+
+    for (const url of ['/v1/customers/kyc/upload-document', '/v1/risk/upload-document']) {
+      app.post(
+        url,
+        {
+          bodyLimit: KYC_UPLOAD_BODY_LIMIT,
+          schema: {
+            tags,
+            summary: 'Upload a KYC document (base64 JPEG, PNG or PDF, at most 10 MB decoded)',
+            body: UploadDocumentBody,
+            response: { 200: envelope(UploadDocumentResponse) },
+          },
+        },
+        (req, reply) =>
+          deps.idempotency.run(req, reply, 'kyc.upload_document', (trx) =>
+            service.uploadDocument(trx, req.ctx, req.body, deps.config.KYC_DOCUMENT_MAX_BYTES),
+          ),
+      );
+    }
+
+    for (const url of ['/v1/customers/kyc/start-s2s', '/v1/risk/start-kyc-s2s']) {
+      app.post(
+        url,
+        {
+          schema: {
+            tags,
+            summary: 'Submit uploaded documents for verification (412 missing_documents lists what is missing)',
+            body: StartS2sBody,
+            response: { 200: envelope(StartS2sResponse) },
+          },
+        },
+        (req, reply) => deps.idempotency.run(req, reply, 'kyc.start_s2s', (trx) => service.submitKyc(trx, req.ctx, req.body, policy)),
+      );
+    }
+
+    app.get(
+      '/v1/customers/:customer_id/kyc/documents',
+      {
+        schema: { tags, summary: 'List uploaded KYC documents (metadata only)', params: CustomerIdParams, querystring: KycDocumentsQuery, response: { 200: envelope(KycDocumentsResponse) } },
+      },
+      async (req) => ok(await service.listDocuments(deps.db, req.ctx, req.params.customer_id, req.query)),
+    );
+
+    app.get(
+      '/v1/customers/:customer_id/kyc/status',
+      { schema: { tags, summary: 'Get the KYC review status', params: CustomerIdParams, querystring: KycStatusQuery, response: { 200: envelope(KycStatusResponse) } } },
+      async (req) => ok(await service.getKycStatus(deps.db, req.ctx, req.params.customer_id, req.query.level)),
+    );
+
+    app.post(
+      '/v1/simulations/kyc/:customer_id',
+      {
+        schema: {
+          tags: ['Simulations'],
+          summary: 'Sandbox: force a KYC result',
+          params: CustomerIdParams,
+          body: SimulateKycBody,
+          response: { 200: envelope(KycStatusResponse) },
+        },
+      },
+      (req, reply) => {
+        if (req.ctx.environment !== 'sandbox') throw notFound(`Route POST ${req.url}`);
+        return deps.idempotency.run(req, reply, 'simulations.kyc', (trx) => service.simulateKyc(trx, req.ctx, req.params.customer_id, req.body));
+      },
+    );
+
+    await app.register(hostedKycRoutes(deps, policy));
+  };
+}

@@ -1,0 +1,143 @@
+import { z } from 'zod';
+import { PageQuery } from '../../http/pagination.js';
+import { isAlpha3Country } from '../../lib/countries.js';
+import { isCalendarDate, UuidParam } from '../../lib/validators.js';
+
+export const KYC_LEVELS = ['basic', 'intermediate'] as const;
+export type KycLevel = (typeof KYC_LEVELS)[number];
+export const KycLevelField = z.enum(KYC_LEVELS);
+
+/** Identity documents (one of them) for individuals; PROOF_OF_ADDRESS is beyond the reference (intermediate level). */
+export const ID_DOCUMENTS = ['PASSPORT', 'ID_CARD', 'DRIVERS'] as const;
+export const DOC_TYPES = [...ID_DOCUMENTS, 'SELFIE', 'PROOF_OF_ADDRESS', 'REGISTRATION_CERTIFICATE'] as const;
+export type DocType = (typeof DOC_TYPES)[number];
+
+const DateField = z.string().refine(isCalendarDate, { message: 'Must be a real date in YYYY-MM-DD format' });
+const Text = (max: number) => z.string().trim().min(1, 'Must not be empty').max(max);
+
+export const DocumentMetadata = z
+  .strictObject({
+    idDocType: z.enum(DOC_TYPES),
+    idDocSubType: z.enum(['FRONT_SIDE', 'BACK_SIDE']).optional(),
+    country: z
+      .string()
+      .refine((c) => /^[A-Z]{3}$/.test(c) && isAlpha3Country(c), { message: 'Must be an ISO 3166-1 alpha-3 country code in upper case (e.g. NGA)' }),
+    firstName: Text(100).optional(),
+    middleName: Text(100).optional(),
+    lastName: Text(100).optional(),
+    issuedDate: DateField.optional(),
+    validUntil: DateField.optional(),
+    number: Text(50).optional(),
+    dob: DateField.optional(),
+    placeOfBirth: Text(100).optional(),
+  })
+  .meta({ id: 'KycDocumentMetadata' });
+export type DocumentMetadata = z.infer<typeof DocumentMetadata>;
+
+export const StartKycBody = z
+  .strictObject({ customer_id: UuidParam, kyc_level: KycLevelField.optional() })
+  .meta({ id: 'StartKycRequest' });
+export type StartKycBody = z.infer<typeof StartKycBody>;
+
+export const StartKycResponse = z.object({
+  status: z.literal('success'),
+  review_status: z.string(),
+  kyc_level: KycLevelField,
+  applicant_id: z.string(),
+  web_url: z.string(),
+  web_url_expires_at: z.string(),
+});
+
+/** The base64 `content` may be up to 10 MB decoded: the route's body limit is 15 MiB. */
+export const UploadDocumentBody = z
+  .strictObject({
+    customer_id: UuidParam,
+    metadata: DocumentMetadata,
+    content: z.string().min(1, 'Must not be empty'),
+    filename: z
+      .string()
+      .trim()
+      .min(1)
+      .max(255)
+      .regex(/\.(jpe?g|png|pdf)$/i, 'Extension must be .jpg, .jpeg, .png or .pdf'),
+  })
+  .meta({ id: 'UploadKycDocumentRequest' });
+export type UploadDocumentBody = z.infer<typeof UploadDocumentBody>;
+
+export const UploadDocumentResponse = z.object({
+  status: z.literal('success'),
+  customer_id: z.string(),
+  document_id: z.string(),
+  document_type: z.string(),
+  country: z.string(),
+  content_type: z.string(),
+  size_bytes: z.number().int(),
+  message: z.string(),
+});
+
+export const StartS2sBody = StartKycBody.meta({ id: 'StartKycS2sRequest' });
+
+export const StartS2sResponse = z.object({
+  status: z.literal('pending'),
+  applicant_id: z.string(),
+  kyc_level: KycLevelField,
+  message: z.string(),
+});
+
+export const KycStatusResponse = z
+  .object({
+    applicant_id: z.string(),
+    customer_id: z.string(),
+    kyc_level: KycLevelField,
+    reviewStatus: z.enum(['init', 'pending', 'completed']),
+    review_reason: z.string().optional(),
+    reviewResult: z
+      .object({
+        reviewAnswer: z.enum(['approved', 'rejected']),
+        rejectLabels: z.array(z.string()).optional(),
+        reviewRejectType: z.string().optional(),
+      })
+      .optional(),
+    reviewDate: z.string().optional(),
+    priority: z.number().int(),
+  })
+  .meta({ id: 'KycStatus' });
+export type KycStatusResponse = z.infer<typeof KycStatusResponse>;
+
+export const KycStatusQuery = z.strictObject({ level: KycLevelField.optional() });
+
+export const KycDocument = z.object({
+  id: z.string(),
+  IDType: z.string(),
+  IDSubType: z.string().nullable(),
+  IDNumber: z.string().nullable(),
+  IssuingCountry: z.string(),
+  IssuedDate: z.string().nullable(),
+  ExpiryDate: z.string().nullable(),
+  has_front_image: z.boolean(),
+  has_back_image: z.boolean(),
+  OriginalFilename: z.string(),
+  content_type: z.string(),
+  size_bytes: z.number().int(),
+  date_created: z.string(),
+});
+
+export const KycDocumentsResponse = z.object({
+  customer_id: z.string(),
+  documents: z.array(KycDocument),
+  count: z.number().int(),
+  page: z.number().int(),
+  items_per_page: z.number().int(),
+  total_pages: z.number().int().nullable(),
+  total_items: z.number().int().nullable(),
+  next_cursor: z.string().nullable(),
+});
+
+export const KycDocumentsQuery = PageQuery;
+
+export const SimulateKycBody = z
+  .strictObject({ outcome: z.enum(['approved', 'rejected', 'manual_review']), level: KycLevelField.optional() })
+  .meta({ id: 'SimulateKycRequest' });
+export type SimulateKycBody = z.infer<typeof SimulateKycBody>;
+
+export const CustomerIdParams = z.strictObject({ customer_id: UuidParam });
