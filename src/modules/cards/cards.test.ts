@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decryptEnvelope, rsaKeyPair } from '../../../test/card-crypto.js';
+import { cardholder } from '../../../test/card-helpers.js';
 import { clientFor, johnDoe, startTestApp, type Client, type TestApp } from '../../../test/harness.js';
 import { isLuhnValid } from './secrets.js';
 import type { CreatedTenant } from '../tenants/service.js';
@@ -19,11 +20,8 @@ const shipping = {
   method: 'standard',
 };
 
-async function newCustomer(client = api, overrides: Record<string, unknown> = {}) {
-  const res = await client.post('/v1/customers', johnDoe(overrides));
-  expect(res.status).toBe(200);
-  return res.body.data.id as string;
-}
+/** A KYC-verified customer with both card features active. */
+const newCustomer = (client = api) => cardholder(client, { physical: true });
 
 async function newCard(body: Record<string, unknown> = {}, client = api) {
   const customer_id = (body.customer_id as string | undefined) ?? (await newCustomer(client));
@@ -141,6 +139,33 @@ describe('POST /v1/cards', () => {
     expect(b.headers['idempotency-replayed']).toBe('true');
     expect(b.text).toBe(a.text);
     expect((await api.get(`/v1/cards?customer_id=${customer_id}`)).body.data.total_items).toBe(1);
+  });
+});
+
+describe('issuing gates (KYC level and card features)', () => {
+  it('needs approved KYC, then the feature: 403 otherwise, nothing created', async () => {
+    const body = (customer_id: string, card_type = 'virtual') => ({
+      customer_id,
+      card_type,
+      card_limit: 5,
+      name_on_card: 'John Doe',
+      ...(card_type === 'physical' ? { shipping_address: shipping } : {}),
+    });
+    const plain = (await api.post('/v1/customers', johnDoe())).body.data.id;
+    const noKyc = await api.post('/v1/cards', body(plain));
+    expect(noKyc.status).toBe(403);
+    expect(noKyc.body.error.code).toBe('kyc_level_insufficient');
+    await api.post(`/v1/simulations/kyc/${plain}`, { outcome: 'approved' });
+    const noFeature = await api.post('/v1/cards', body(plain));
+    expect(noFeature.status).toBe(403);
+    expect(noFeature.body.error.code).toBe('feature_not_active');
+    const basic = await cardholder(api);
+    expect((await api.post('/v1/cards', body(basic))).status).toBe(200);
+    const physical = await api.post('/v1/cards', body(basic, 'physical'));
+    expect(physical.status).toBe(403);
+    expect(physical.body.error.code).toBe('kyc_level_insufficient');
+    expect((await api.get(`/v1/cards?customer_id=${plain}`)).body.data.total_items).toBe(0);
+    expect((await api.get(`/v1/cards?customer_id=${basic}`)).body.data.total_items).toBe(1);
   });
 });
 
@@ -304,7 +329,7 @@ describe('card secrets', () => {
 
 describe('card applications', () => {
   it('creates, gets, lists and decides applications with cards.application.update events', async () => {
-    const customer_id = await newCustomer();
+    const customer_id = (await api.post('/v1/customers', johnDoe())).body.data.id;
     const body = { customer_id, account_id: customer_id, annual_remuneration: 120000, estimated_monthly_limit: '200', ip_address: '12.23.31.23' };
     const res = await api.post('/v1/cards/applications/new', body);
     expect(res.status).toBe(200);
@@ -329,6 +354,12 @@ describe('card applications', () => {
     expect(denied.body.data.status).toBe('denied');
     expect((await api.post(`/v1/simulations/card-applications/${id}`, { status: 'approved' })).status).toBe(409);
     expect((await events(id)).map((e) => e.event_type)).toEqual(['cards.application.update', 'cards.application.update', 'cards.application.update']);
+  });
+
+  it('approves at once when the customer passed KYC', async () => {
+    const customer_id = await newCustomer();
+    const res = await api.post('/v1/cards/applications/new', { customer_id, account_id: customer_id, annual_remuneration: 1, estimated_monthly_limit: 1, ip_address: '2001:db8::1' });
+    expect(res.body.data.status).toBe('approved');
   });
 
   it('validates applications and hides them from other businesses and live', async () => {

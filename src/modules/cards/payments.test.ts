@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decryptEnvelope, rsaKeyPair } from '../../../test/card-crypto.js';
-import { clientFor, johnDoe, startTestApp, type Client, type TestApp } from '../../../test/harness.js';
+import { cardholder } from '../../../test/card-helpers.js';
+import { clientFor, startTestApp, type Client, type TestApp } from '../../../test/harness.js';
 import { reconcile } from '../../ledger/index.js';
 import type { CreatedTenant } from '../tenants/service.js';
 import { expireDue } from './payments.js';
@@ -13,7 +14,7 @@ let api: Client;
 /** A customer with a funded USD account and a virtual card (limits off unless asked). */
 async function setup(options: { fund?: string; card?: Record<string, unknown>; client?: Client } = {}) {
   const client = options.client ?? api;
-  const customer = (await client.post('/v1/customers', johnDoe())).body.data.id as string;
+  const customer = await cardholder(client, { physical: true });
   const account = (await client.post('/v1/accounts', { currency: 'USD', label: 'Main', customer_id: customer })).body.data;
   expect(account.id).toBeTruthy();
   await client.post(`/v1/simulations/accounts/${account.id}/fund`, { amount: options.fund ?? '1000.00' });
@@ -148,6 +149,21 @@ describe('authorizations', () => {
     await fundCard(card.id, account, 10);
     const res = await authorize(card.id, { amount: 1, decline_reason: reason });
     expect(res.body.data).toMatchObject({ status: 'declined', decline_reason: reason });
+    expect(await balanceOf(card.id)).toMatchObject({ available_balance: '10.00' });
+  });
+
+  it('declines on the card itself: expired, blocked, frozen, inactive', async () => {
+    const { account, card } = await setup();
+    await fundCard(card.id, account, 10);
+    await t.db.updateTable('cards').set({ expiry_year: 2020 }).where('id', '=', card.id).execute();
+    expect((await authorize(card.id, { amount: 1 })).body.data.decline_reason).toBe('card_expired');
+    await api.patch(`/v1/cards/${card.id}/update`, { status: 'freeze' });
+    expect((await authorize(card.id, { amount: 1 })).body.data.decline_reason).toBe('card_frozen');
+    const reactivate = await api.patch(`/v1/cards/${card.id}/update`, { status: 'active' });
+    expect(reactivate.status).toBe(409);
+    expect(reactivate.body.error.code).toBe('invalid_state_transition');
+    await api.patch(`/v1/cards/${card.id}/update`, { status: 'lost' });
+    expect((await authorize(card.id, { amount: 1 })).body.data.decline_reason).toBe('card_blocked');
     expect(await balanceOf(card.id)).toMatchObject({ available_balance: '10.00' });
   });
 
@@ -296,7 +312,7 @@ describe('POST /v1/cards/withdraw', () => {
     expect((await w({ card_id: '0190a000-0000-7000-8000-000000000000' })).status).toBe(404);
     expect((await w({ amount: -1 })).body.error.code).toBe('invalid_amount');
     expect((await w({ account_id: business })).status).toBe(200);
-    const lonely = (await api.post('/v1/customers', johnDoe())).body.data.id;
+    const lonely = await cardholder(api);
     const card2 = (await api.post('/v1/cards', { customer_id: lonely, card_type: 'virtual', card_limit: 5, name_on_card: 'Lone Ly' })).body.data.card;
     const none = await api.post('/v1/cards/withdraw', { card_id: card2.id, amount: 1 });
     expect(none.status).toBe(400);

@@ -31,6 +31,7 @@ import {
   UpdateCardStatusBody,
   UpdatePinBody,
 } from './schema.js';
+import * as applications from './applications.js';
 import * as payments from './payments.js';
 import * as service from './service.js';
 import { z } from 'zod';
@@ -49,17 +50,17 @@ export function cardRoutes(deps: Deps): FastifyPluginAsyncZod {
     app.post(
       '/v1/cards/applications/new',
       { schema: { tags, summary: 'Create a card application', body: CreateApplicationBody, response: { 200: envelope(CreateApplicationResponse) } } },
-      (req, reply) => deps.idempotency.run(req, reply, 'cards.applications.create', (trx) => service.createApplication(trx, deps, req.ctx, req.body)),
+      (req, reply) => deps.idempotency.run(req, reply, 'cards.applications.create', (trx) => applications.createApplication(trx, deps, req.ctx, req.body)),
     );
     app.get(
       '/v1/cards/applications',
       { schema: { tags, summary: 'List card applications', querystring: ListApplicationsQuery, response: { 200: envelope(pageSchema(ApplicationResponse)) } } },
-      async (req) => ok(await service.listApplications(deps.db, req.ctx, req.query)),
+      async (req) => ok(await applications.listApplications(deps.db, req.ctx, req.query)),
     );
     app.get(
       '/v1/cards/applications/:application_id',
       { schema: { tags, summary: 'Get a card application', params: ApplicationIdParams, response: { 200: envelope(ApplicationResponse) } } },
-      async (req) => ok(await service.getApplication(deps.db, req.ctx, req.params.application_id)),
+      async (req) => ok(await applications.getApplication(deps.db, req.ctx, req.params.application_id)),
     );
 
     app.post(
@@ -210,7 +211,7 @@ export function cardRoutes(deps: Deps): FastifyPluginAsyncZod {
       { onRequest: sandboxOnly, schema: { tags: simTags, summary: 'Sandbox: decide a card application', params: ApplicationIdParams, body: SimulateApplicationBody, response: { 200: envelope(ApplicationResponse) } } },
       (req, reply) =>
         deps.idempotency.run(req, reply, 'simulations.card_applications.decide', (trx) =>
-          service.simulateApplication(trx, req.ctx, req.params.application_id, req.body.status),
+          applications.simulateApplication(trx, req.ctx, req.params.application_id, req.body.status),
         ),
     );
     app.post(

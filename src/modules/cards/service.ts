@@ -8,17 +8,14 @@ import { newId } from '../../lib/ids.js';
 import { formatAmount, parseAmount } from '../../lib/money.js';
 import * as ledger from '../../ledger/index.js';
 import { requireCustomer } from '../customers/service.js';
+import { requireFeature, requireKycLevel } from '../features/service.js';
 import * as transactions from '../transactions/service.js';
 import { recordEvent } from '../webhooks/outbox.js';
 import * as repo from './repo.js';
 import type {
-  ApplicationResponse,
-  ApplicationStatus,
   CardResponse,
   CardStatus,
-  CreateApplicationBody,
   CreateCardBody,
-  ListApplicationsQuery,
   ListCardsQuery,
   SpendingControlsInput,
   UpdateCardStatusBody,
@@ -27,6 +24,8 @@ import { TERMINAL_STATUSES } from './schema.js';
 import * as secrets from './secrets.js';
 
 type Scope = Pick<RequestContext, 'tenantId' | 'environment'>;
+/** The feature gates also read the business's settings. */
+type GateCtx = Pick<RequestContext, 'tenantId' | 'environment' | 'settings'>;
 /** What card services need beyond the database: settings and the secrets key. */
 export interface CardDeps {
   config: Config;
@@ -82,31 +81,12 @@ export function toCardResponse(c: repo.CardRow): CardResponse {
   };
 }
 
-function toApplicationResponse(a: repo.ApplicationRow, address: repo.BillingAddress): ApplicationResponse {
-  const status = a.status as ApplicationStatus;
-  return {
-    id: a.id,
-    customer_id: a.customer_id,
-    account_id: a.account_id,
-    currency: a.currency,
-    network: 'visa',
-    status,
-    application_status: status,
-    application_link: null,
-    annual_remuneration: formatAmount(a.annual_remuneration, a.currency),
-    estimated_monthly_limit: formatAmount(a.estimated_monthly_limit, a.currency),
-    address: { street: address.street, city: address.city, state: address.state, postal_code: address.postal_code, country_code: address.country_iso_code },
-    date_created: a.created_at.toISOString(),
-    date_updated: a.updated_at.toISOString(),
-  };
-}
-
-function billingAddressOf(customer: { address: unknown }): repo.BillingAddress {
+export function billingAddressOf(customer: { address: unknown }): repo.BillingAddress {
   const a = customer.address as { address_line1: string; city: string; state: string; postal_code: string; country: string };
   return { street: a.address_line1, city: a.city, state: a.state, postal_code: a.postal_code, country_iso_code: a.country };
 }
 
-function cardCurrency(config: Config, currency: string | undefined): string {
+export function cardCurrency(config: Config, currency: string | undefined): string {
   const c = currency ?? DEFAULT_CURRENCY;
   if (!config.SUPPORTED_CURRENCIES.includes(c)) {
     throw validationError([{ field: 'currency', code: 'unsupported', message: `Cards are issued in ${config.SUPPORTED_CURRENCIES.join(', ')}` }]);
@@ -117,88 +97,16 @@ function cardCurrency(config: Config, currency: string | undefined): string {
 // ---------- eligibility (the one place that gates issuing) ----------
 
 /**
- * Whether this customer may be issued a card of this type. The KYC and feature gates of the
- * features module plug in here (one call each), so every issuing path goes through them.
+ * Whether this customer may be issued a card of this type: the one place that gates issuing.
+ * KYC first (basic for virtual, intermediate for physical: the clearer error), then the feature
+ * (`virtual_cards` / `physical_cards`, activated with POST /v1/risk/features/activate).
  */
-async function assertMayIssue(trx: Queryable, ctx: Scope, customerId: string, _cardType: 'virtual' | 'physical') {
+async function assertMayIssue(trx: Queryable, ctx: GateCtx, customerId: string, cardType: 'virtual' | 'physical') {
   const customer = await requireCustomer(trx, ctx, customerId);
   if (customer.status !== 'active') throw new AppError('invalid_state_transition', 'The customer is not active');
+  await requireKycLevel(trx, ctx, customerId, cardType === 'physical' ? 'intermediate' : 'basic');
+  await requireFeature(trx, ctx, customerId, cardType === 'physical' ? 'physical_cards' : 'virtual_cards');
   return customer;
-}
-
-// ---------- applications ----------
-
-/** The sandbox issuer decides at once from the customer's KYC result. */
-function decideApplication(kycStatus: string): ApplicationStatus {
-  if (kycStatus === 'approved') return 'approved';
-  if (kycStatus === 'rejected') return 'denied';
-  if (kycStatus === 'manual_review') return 'manual_review';
-  return 'needs_verification';
-}
-
-export async function createApplication(trx: Trx, deps: CardDeps, ctx: Scope, body: CreateApplicationBody) {
-  const currency = cardCurrency(deps.config, body.currency);
-  const details: ErrorDetail[] = [];
-  const amount = (field: 'annual_remuneration' | 'estimated_monthly_limit') => {
-    try {
-      return parseAmount(body[field], currency, field);
-    } catch (err) {
-      if (err instanceof AppError) details.push(...err.details);
-      return 0n;
-    }
-  };
-  const annual = amount('annual_remuneration');
-  const monthly = amount('estimated_monthly_limit');
-  if (details.length > 0) throw new AppError('invalid_amount', 'Invalid amounts', details);
-  const customer = await requireCustomer(trx, ctx, body.customer_id);
-  const id = newId();
-  await repo.insertApplication(trx, {
-    id,
-    tenant_id: ctx.tenantId,
-    environment: ctx.environment,
-    customer_id: customer.id,
-    account_id: body.account_id,
-    annual_remuneration: annual,
-    estimated_monthly_limit: monthly,
-    currency,
-    ip_address: body.ip_address,
-    status: decideApplication(customer.kyc_status),
-  });
-  const application = await getApplication(trx, ctx, id);
-  await recordEvent(trx, ctx, 'cards.application.update', application);
-  return { message: 'Card application request successful', id, status: application.status, application };
-}
-
-export async function getApplication(db: Queryable, ctx: Scope, id: string): Promise<ApplicationResponse> {
-  const row = await repo.findApplication(db, ctx, id);
-  if (!row) throw notFound('Card application');
-  const customer = await requireCustomer(db, ctx, row.customer_id);
-  return toApplicationResponse(row, billingAddressOf(customer));
-}
-
-export async function listApplications(db: Queryable, ctx: Scope, query: ListApplicationsQuery): Promise<Page<ApplicationResponse>> {
-  const page = await repo.listApplications(db, ctx, query);
-  const items: ApplicationResponse[] = [];
-  for (const row of page.items) {
-    items.push(toApplicationResponse(row, billingAddressOf(await requireCustomer(db, ctx, row.customer_id))));
-  }
-  return { ...page, items };
-}
-
-/** Sandbox: the issuer moves an application (approved, denied, ...). */
-export async function simulateApplication(trx: Trx, ctx: Scope, id: string, status: ApplicationStatus) {
-  const row = await repo.findApplication(trx, ctx, id, true);
-  if (!row) throw notFound('Card application');
-  if (['denied', 'canceled'].includes(row.status)) {
-    throw new AppError('invalid_state_transition', `The application is ${row.status}`);
-  }
-  if (row.status !== status) {
-    await repo.setApplicationStatus(trx, ctx, id, status);
-    const application = await getApplication(trx, ctx, id);
-    await recordEvent(trx, ctx, 'cards.application.update', application);
-    return application;
-  }
-  return getApplication(trx, ctx, id);
 }
 
 // ---------- cards ----------
@@ -248,7 +156,7 @@ function shippingDetails(body: CreateCardBody): ErrorDetail[] {
   return [];
 }
 
-export async function createCard(trx: Trx, deps: CardDeps, ctx: Scope, body: CreateCardBody) {
+export async function createCard(trx: Trx, deps: CardDeps, ctx: GateCtx, body: CreateCardBody) {
   const currency = cardCurrency(deps.config, body.currency);
   const shipping = shippingDetails(body);
   if (shipping.length > 0) throw validationError(shipping);
