@@ -280,6 +280,32 @@ describe('authorizations', () => {
   });
 });
 
+describe('concurrency (meaningful on PostgreSQL)', () => {
+  it('never approves more than the card holds or its daily limit, under parallel authorizations', async () => {
+    const { account, card } = await setup({ card: { card_limit: 1000 } });
+    await fundCard(card.id, account, 100);
+    await api.patch(`/v1/cards/${card.id}/spending-controls`, { daily_transaction_limit: 90 });
+    const results = await Promise.all(Array.from({ length: 12 }, () => authorize(card.id, { amount: 15 })));
+    const approved = results.filter((r) => r.body.data.status === 'approved');
+    expect(results.every((r) => r.status === 200)).toBe(true);
+    expect(approved).toHaveLength(6);
+    expect(await balanceOf(card.id)).toMatchObject({ balance: '100.00', available_balance: '10.00' });
+  });
+
+  it('runs funding and withdrawals of one card side by side without deadlock or lost money', async () => {
+    const { account, card } = await setup();
+    await fundCard(card.id, account, 100);
+    const ops = Array.from({ length: 10 }, (_, i) =>
+      i % 2 === 0 ? fundCard(card.id, account, 5) : api.post('/v1/cards/withdraw', { card_id: card.id, amount: 5, account_id: account }),
+    );
+    const results = await Promise.all(ops);
+    expect(results.map((r) => r.status)).toEqual(Array(10).fill(200));
+    expect(await balanceOf(card.id)).toMatchObject({ balance: '100.00' });
+    expect((await accountBalance(account)).balance).toBe('900.00');
+    expect((await reconcile(t.db, biz.tenant_id)).ok).toBe(true);
+  });
+});
+
 describe('POST /v1/cards/withdraw', () => {
   it('moves available money back to the owner account, in any card status', async () => {
     const { account, card } = await setup();
