@@ -1,9 +1,10 @@
 import type { Queryable, Trx } from '../../db/client.js';
 import type { RequestContext } from '../../http/context.js';
-import { AppError, notFound, type ErrorDetail } from '../../http/errors.js';
+import { AppError, notFound, validationError, type ErrorDetail } from '../../http/errors.js';
 import type { Page } from '../../http/pagination.js';
 import { newId } from '../../lib/ids.js';
 import { formatAmount, parseAmount } from '../../lib/money.js';
+import { getAccount } from '../accounts/service.js';
 import { requireCustomer } from '../customers/service.js';
 import { recordEvent } from '../webhooks/outbox.js';
 import * as repo from './repo.js';
@@ -41,6 +42,19 @@ function decideApplication(kycStatus: string): ApplicationStatus {
   return 'needs_verification';
 }
 
+/** The account an application links to: this business's, and the customer's own (or the business's). */
+async function requireLinkedAccount(db: Queryable, ctx: Scope, customerId: string, accountId: string) {
+  const account = await getAccount(db, ctx, accountId).catch((err: unknown) => {
+    if (err instanceof AppError && err.code === 'not_found') {
+      throw new AppError('not_found', 'Account not found', [{ field: 'account_id', code: 'not_found', message: 'No such account' }]);
+    }
+    throw err;
+  });
+  if (account.customer_id !== null && account.customer_id !== customerId) {
+    throw validationError([{ field: 'account_id', code: 'mismatch', message: 'The account belongs to another customer' }]);
+  }
+}
+
 export async function createApplication(trx: Trx, deps: CardDeps, ctx: Scope, body: CreateApplicationBody) {
   const currency = cardCurrency(deps.config, body.currency);
   const details: ErrorDetail[] = [];
@@ -56,6 +70,7 @@ export async function createApplication(trx: Trx, deps: CardDeps, ctx: Scope, bo
   const monthly = amount('estimated_monthly_limit');
   if (details.length > 0) throw new AppError('invalid_amount', 'Invalid amounts', details);
   const customer = await requireCustomer(trx, ctx, body.customer_id);
+  await requireLinkedAccount(trx, ctx, customer.id, body.account_id);
   const id = newId();
   await repo.insertApplication(trx, {
     id,

@@ -30,6 +30,8 @@ async function newCard(body: Record<string, unknown> = {}, client = api) {
   return res.body.data.card;
 }
 
+const accountOf = async (customer_id: string) => (await api.post('/v1/accounts', { currency: 'USD', label: 'Main', customer_id })).body.data.id as string;
+
 const events = (groupId: string) =>
   t.db.selectFrom('events').select(['event_type', 'payload']).where('event_group_id', '=', groupId).orderBy('id').execute();
 
@@ -330,7 +332,8 @@ describe('card secrets', () => {
 describe('card applications', () => {
   it('creates, gets, lists and decides applications with cards.application.update events', async () => {
     const customer_id = (await api.post('/v1/customers', johnDoe())).body.data.id;
-    const body = { customer_id, account_id: customer_id, annual_remuneration: 120000, estimated_monthly_limit: '200', ip_address: '12.23.31.23' };
+    const account_id = await accountOf(customer_id);
+    const body = { customer_id, account_id, annual_remuneration: 120000, estimated_monthly_limit: '200', ip_address: '12.23.31.23' };
     const res = await api.post('/v1/cards/applications/new', body);
     expect(res.status).toBe(200);
     const { id } = res.body.data;
@@ -358,7 +361,7 @@ describe('card applications', () => {
 
   it('approves at once when the customer passed KYC', async () => {
     const customer_id = await newCustomer();
-    const res = await api.post('/v1/cards/applications/new', { customer_id, account_id: customer_id, annual_remuneration: 1, estimated_monthly_limit: 1, ip_address: '2001:db8::1' });
+    const res = await api.post('/v1/cards/applications/new', { customer_id, account_id: await accountOf(customer_id), annual_remuneration: 1, estimated_monthly_limit: 1, ip_address: '2001:db8::1' });
     expect(res.body.data.status).toBe('approved');
   });
 
@@ -366,10 +369,17 @@ describe('card applications', () => {
     const customer_id = await newCustomer();
     const bad = await api.post('/v1/cards/applications/new', { customer_id, account_id: 'x', annual_remuneration: -1, estimated_monthly_limit: 1, ip_address: '999.1.1.1' });
     expect(bad.status).toBe(400);
-    const amounts = await api.post('/v1/cards/applications/new', { customer_id, account_id: customer_id, annual_remuneration: -1, estimated_monthly_limit: '1.234', ip_address: '10.0.0.1' });
+    const account_id = await accountOf(customer_id);
+    const amounts = await api.post('/v1/cards/applications/new', { customer_id, account_id, annual_remuneration: -1, estimated_monthly_limit: '1.234', ip_address: '10.0.0.1' });
     expect(amounts.body.error.code).toBe('invalid_amount');
     expect(amounts.body.error.details).toHaveLength(2);
-    const ok = await api.post('/v1/cards/applications/new', { customer_id, account_id: customer_id, annual_remuneration: 1, estimated_monthly_limit: 1, ip_address: '10.0.0.1' });
+    const other = await accountOf(await newCustomer());
+    const foreign = await api.post('/v1/cards/applications/new', { customer_id, account_id: other, annual_remuneration: 1, estimated_monthly_limit: 1, ip_address: '10.0.0.1' });
+    expect(foreign.status).toBe(400);
+    expect(foreign.body.error.details[0].field).toBe('account_id');
+    const unknown = await api.post('/v1/cards/applications/new', { customer_id, account_id: customer_id, annual_remuneration: 1, estimated_monthly_limit: 1, ip_address: '10.0.0.1' });
+    expect(unknown.status).toBe(404);
+    const ok = await api.post('/v1/cards/applications/new', { customer_id, account_id, annual_remuneration: 1, estimated_monthly_limit: 1, ip_address: '10.0.0.1' });
     const id = ok.body.data.id;
     expect((await clientFor(t, biz.live.secret_key).get(`/v1/cards/applications/${id}`)).status).toBe(404);
     const live = await clientFor(t, biz.live.secret_key).post(`/v1/simulations/card-applications/${id}`, { status: 'approved' });
