@@ -38,6 +38,11 @@ export interface IdempotencyOptions {
   sensitive?: boolean;
   /** Success status (200 unless the contract says otherwise). */
   status?: number;
+  /**
+   * Runs the unit (work + completion) in a transaction; default: a transaction of its own. A
+   * group commit (db/group-commit.ts) passes its own to share one commit among many requests.
+   */
+  executor?: (unit: (trx: Trx) => Promise<string>) => Promise<string>;
 }
 
 /** Reads and checks the Idempotency-Key header of a POST. */
@@ -82,7 +87,8 @@ export class Idempotency {
 
     try {
       reply.code(status);
-      const text = await this.db.transaction().execute(async (trx) => {
+      const execute = options.executor ?? ((unit: (trx: Trx) => Promise<string>) => this.db.transaction().execute(unit));
+      const text = await execute(async (trx) => {
         const data = await work(trx);
         // Serialized by the route's response schema, so a replay is byte for byte the same.
         const serialized = reply.serialize(ok(data)) as string;

@@ -26,7 +26,8 @@
  *   pending hold and releases the rest. voidHold(trx, scope, holdId) -> Hold releases it.
  *   Each hold finishes at most once: a second post/void is 409 invalid_state_transition.
  * - getBalance / getBalances(db, scope, ids) -> Balance(s); lockBalances(trx, scope, ids) locks
- *   rows (ascending id) for decisions that must not race postings (closing at zero balance).
+ *   rows (ascending id) for decisions that must not race postings (closing at zero balance);
+ *   lockBalancesForBatch(trx, ids) locks without reading (group commit takes a batch's locks first).
  * - getHold, getTransaction(db, scope, id) for reads; reconcile(db, tenantId?) proves zero-sum
  *   per transaction, posted = sum(entries) and pending = open holds (CLI: `ledger reconcile`).
  *
@@ -45,6 +46,7 @@ export {
   getBalance,
   getBalances,
   lockBalances,
+  lockBalancesForBatch,
   getTransaction,
   insufficientFunds,
   LedgerInvariantError,

@@ -240,3 +240,9 @@ export async function finishHold(
     .returningAll()
     .executeTakeFirst();
 }
+
+/** Locks balance rows by id, ascending (a batch's locks, taken before any of its postings). */
+export async function lockBalancesById(db: Queryable, accountIds: string[]) {
+  if (accountIds.length === 0) return;
+  await sql`select 1 from ledger_balances where account_id in (${sql.join(accountIds)}) order by account_id for update`.execute(db);
+}

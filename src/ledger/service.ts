@@ -282,3 +282,11 @@ export async function getTransaction(db: Queryable, scope: LedgerScope, id: stri
     entries: entries.map((e) => ({ id: e.id, accountId: e.account_id, amount: e.amount, currency: e.currency, balanceAfter: e.balance_after })),
   };
 }
+
+/**
+ * Locks the balance rows of these ledger accounts (ascending id) without reading them: a group
+ * commit takes every lock of its batch first, in one global order, so batches cannot deadlock.
+ */
+export async function lockBalancesForBatch(trx: Queryable, accountIds: string[]): Promise<void> {
+  await repo.lockBalancesById(trx, [...new Set(accountIds)].sort());
+}

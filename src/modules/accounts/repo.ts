@@ -121,3 +121,9 @@ export async function listAccounts(db: Queryable, ctx: Scope, query: ListAccount
 export async function lockBusinessCurrency(db: Queryable, ctx: Scope, currency: string) {
   await sql`select pg_advisory_xact_lock(hashtextextended(${`${ctx.tenantId}:${ctx.environment}:${currency}`}, 0))`.execute(db);
 }
+
+/** Share-locks account rows by id, ascending, without reading them (a group commit's first step). */
+export async function shareLockById(db: Queryable, ids: string[]) {
+  if (ids.length === 0) return;
+  await sql`select 1 from accounts where id in (${sql.join(ids)}) order by id for share`.execute(db);
+}

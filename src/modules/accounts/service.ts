@@ -160,6 +160,16 @@ export async function lockForMovement(trx: Queryable, ctx: Scope, ids: string[])
   return new Map(rows.map((r) => [r.id, r]));
 }
 
+/**
+ * A batch of movements takes its locks first, in the same order as a single movement and a status
+ * change (account rows, then balance rows; each ascending by id), so they cannot deadlock.
+ */
+export async function lockForBatch(trx: Trx, ids: string[]): Promise<void> {
+  const sorted = [...new Set(ids)].sort();
+  await repo.shareLockById(trx, sorted);
+  await ledger.lockBalancesForBatch(trx, sorted);
+}
+
 /** 409 unless money may leave the account. */
 export function assertCanDebit(row: AccountRow, field = 'source.id'): void {
   if (row.status === 'frozen') throw new AppError('account_frozen', 'The source account is frozen', [{ field, code: 'account_frozen', message: 'Frozen accounts cannot send money' }]);

@@ -292,15 +292,20 @@ describe('concurrency (meaningful on PostgreSQL)', () => {
     expect(await balanceOf(card.id)).toMatchObject({ balance: '100.00', available_balance: '10.00' });
   });
 
-  it('runs funding and withdrawals of one card side by side without deadlock or lost money', async () => {
+  it('runs funding, withdrawals and authorizations of one card side by side without deadlock or lost money', async () => {
     const { account, card } = await setup();
     await fundCard(card.id, account, 100);
-    const ops = Array.from({ length: 10 }, (_, i) =>
-      i % 2 === 0 ? fundCard(card.id, account, 5) : api.post('/v1/cards/withdraw', { card_id: card.id, amount: 5, account_id: account }),
+    const ops = Array.from({ length: 15 }, (_, i) =>
+      i % 3 === 0
+        ? fundCard(card.id, account, 5)
+        : i % 3 === 1
+          ? api.post('/v1/cards/withdraw', { card_id: card.id, amount: 5, account_id: account })
+          : authorize(card.id, { amount: 5 }),
     );
     const results = await Promise.all(ops);
-    expect(results.map((r) => r.status)).toEqual(Array(10).fill(200));
-    expect(await balanceOf(card.id)).toMatchObject({ balance: '100.00' });
+    expect(results.map((r) => r.status)).toEqual(Array(15).fill(200));
+    expect(results.filter((r) => r.body.data.status === 'approved')).toHaveLength(5);
+    expect(await balanceOf(card.id)).toMatchObject({ balance: '100.00', available_balance: '75.00' });
     expect((await accountBalance(account)).balance).toBe('900.00');
     expect((await reconcile(t.db, biz.tenant_id)).ok).toBe(true);
   });

@@ -282,16 +282,16 @@ async function withdrawalAccount(trx: Trx, ctx: Scope, card: repo.CardRow, accou
 
 /**
  * Moves money from the card's balance to an account of its owner (or of the business). Allowed
- * in every card status: a blocked card must still be emptied. Lock order as in funding:
- * the account first, then the card.
+ * in every card status: a blocked card must still be emptied. Locks only what a transfer locks
+ * (the account shared, then the ledger balances in id order); the ledger's conditional debit keeps
+ * the card's available balance (net of held authorizations) from going below zero.
  */
 export async function withdraw(trx: Trx, ctx: Scope, body: WithdrawBody): Promise<WithdrawResponse> {
-  const peek = await requireCard(trx, ctx, body.card_id);
-  const amount = parseAmount(body.amount, peek.currency);
-  const accountId = await withdrawalAccount(trx, ctx, peek, body.account_id);
+  const card = await requireCard(trx, ctx, body.card_id);
+  const amount = parseAmount(body.amount, card.currency);
+  const accountId = await withdrawalAccount(trx, ctx, card, body.account_id);
   const account = (await accounts.lockForMovement(trx, ctx, [accountId])).get(accountId);
   if (!account) throw new AppError('not_found', 'Account not found', [{ field: 'account_id', code: 'not_found', message: 'No such account' }]);
-  const card = await requireCard(trx, ctx, body.card_id, true);
   if (account.customer_id !== null && account.customer_id !== card.customer_id) {
     throw validationError([{ field: 'account_id', code: 'mismatch', message: "The account must be the card owner's or the business's" }]);
   }

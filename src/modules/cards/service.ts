@@ -317,9 +317,15 @@ export function cardTransactionEvent(row: transactions.TransactionRow, card: rep
   return { ...transactions.toTransactionResponse(row), card_id: card.id, card_type: card.card_type };
 }
 
-/** For the card funding branch of transfers: the card locked, 409 when it can never be used again. */
-export async function lockCardForFunding(trx: Trx, ctx: Scope, cardId: string) {
-  const card = await repo.findCard(trx, ctx, cardId, true);
+/**
+ * For the card funding branch of transfers: the card, 404 when unknown, 409 when it can never be
+ * used again. Deliberately read without a row lock: funding only touches ledger balance rows (which
+ * the transfer batch locks up front, in id order), and locking the card row after them would invert
+ * the order authorizations use (card row, then balance) and deadlock. A card blocked at the same
+ * instant may still receive the money, which it can then withdraw.
+ */
+export async function cardForFunding(trx: Trx, ctx: Scope, cardId: string) {
+  const card = await repo.findCard(trx, ctx, cardId);
   if (!card) {
     throw new AppError('not_found', 'Card not found', [{ field: 'destination.id', code: 'not_found', message: 'No such card' }]);
   }

@@ -150,12 +150,17 @@ const EXPORT_PAGE = 500;
  * Every matching transaction, newest first, read in keyset pages of EXPORT_PAGE so an export of
  * any size never holds more than one page in memory (PGlite cannot stream a cursor).
  */
-export async function* exportTransactions(db: Queryable, ctx: Scope, query: ExportQuery): AsyncGenerator<TransactionResponse> {
+export async function* exportTransactions(
+  db: Queryable,
+  ctx: Scope,
+  query: ExportQuery,
+  pageSize = EXPORT_PAGE,
+): AsyncGenerator<TransactionResponse> {
   let before: string | undefined;
   for (;;) {
-    const rows = await repo.exportPage(db, ctx, query, before, EXPORT_PAGE);
+    const rows = await repo.exportPage(db, ctx, query, before, pageSize);
     for (const row of rows) yield toTransactionResponse(row);
-    if (rows.length < EXPORT_PAGE) return;
+    if (rows.length < pageSize) return;
     before = rows[rows.length - 1]!.id;
   }
 }

@@ -14,14 +14,15 @@ import type { CreateTransferBody } from './schema.js';
 
 /**
  * Card funding: an account of the card's owner (or of the business) moves money onto the card's
- * own balance, complete at once. Lock order (as in card withdrawals): the account, then the card.
+ * own balance, complete at once. Locks: the source account (shared) and the ledger balances; the
+ * card row is read, not locked (see cards.cardForFunding).
  */
 export async function cardFunding(trx: Trx, ctx: RequestContext, id: string, body: CreateTransferBody): Promise<repo.TransferRow> {
   const cardId = body.destination.id;
   if (!cardId) throw validationError([{ field: 'destination.id', code: 'required', message: 'Required: the card id' }]);
   const source = (await accounts.lockForMovement(trx, ctx, [body.source.id])).get(body.source.id);
   if (!source) throw new AppError('not_found', 'Source account not found', [{ field: 'source.id', code: 'not_found', message: 'No such account' }]);
-  const card = await cards.lockCardForFunding(trx, ctx, cardId);
+  const card = await cards.cardForFunding(trx, ctx, cardId);
   if (body.customer_id && body.customer_id !== source.customer_id) {
     throw validationError([{ field: 'customer_id', code: 'mismatch', message: 'The source account does not belong to this customer' }]);
   }

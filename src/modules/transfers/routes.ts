@@ -1,13 +1,23 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { Deps } from '../../app.js';
+import type { Trx } from '../../db/client.js';
+import { GroupCommit } from '../../db/group-commit.js';
 import { envelope, ok } from '../../http/envelope.js';
 import { pageSchema } from '../../http/pagination.js';
+import { lockForBatch } from '../accounts/service.js';
 import { CreateTransferBody, ListTransfersQuery, TransferIdParams, TransferResponse } from './schema.js';
 import * as service from './service.js';
 
 const tags = ['Transfers'];
 
 export function transferRoutes(deps: Deps): FastifyPluginAsyncZod {
+  // PostgreSQL: transfers share commits (group commit, one savepoint per transfer, so each is
+  // still all-or-nothing with its own idempotency record). PGlite runs one transaction at a time.
+  const batcher =
+    deps.dbKind === 'postgres' && deps.config.TRANSFER_BATCH_SIZE > 1
+      ? new GroupCommit(deps.db, lockForBatch, { maxBatch: deps.config.TRANSFER_BATCH_SIZE, lanes: deps.config.TRANSFER_BATCH_LANES })
+      : undefined;
+
   return async (app) => {
     // One operation under two paths: the same Idempotency-Key on either is the same request.
     for (const path of ['/v1/transfer', '/v1/transfers']) {
@@ -24,7 +34,13 @@ export function transferRoutes(deps: Deps): FastifyPluginAsyncZod {
             response: { 200: envelope(TransferResponse) },
           },
         },
-        (req, reply) => deps.idempotency.run(req, reply, 'transfers.create', (trx) => service.createTransfer(trx, req.ctx, req.body)),
+        (req, reply) => {
+          const keys = [req.body.source.id, ...(req.body.destination.id ? [req.body.destination.id] : [])];
+          const executor = batcher ? (unit: (trx: Trx) => Promise<string>) => batcher.run(unit, keys) : undefined;
+          return deps.idempotency.run(req, reply, 'transfers.create', (trx) => service.createTransfer(trx, req.ctx, req.body), {
+            ...(executor ? { executor } : {}),
+          });
+        },
       );
     }
 

@@ -1,0 +1,97 @@
+import type { ColumnType, Insertable, Selectable, Updateable } from 'kysely';
+import type { Queryable } from '../../db/client.js';
+import type { RequestContext } from '../../http/context.js';
+import { paginate, type Page } from '../../http/pagination.js';
+import { newId } from '../../lib/ids.js';
+import type { ApplicationStatus, ListApplicationsQuery, ValidationIssue } from './schema.js';
+
+type Json<T> = ColumnType<T, string, string>;
+
+export interface AccountApplicationsTable {
+  id: string;
+  tenant_id: string;
+  environment: string;
+  customer_id: string;
+  application_type: 'individual' | 'business';
+  status: ColumnType<ApplicationStatus, ApplicationStatus | undefined, ApplicationStatus>;
+  data: Json<Record<string, unknown>>;
+  metadata: Json<Record<string, unknown>>;
+  validation_errors: ColumnType<ValidationIssue[], string | undefined, string>;
+  tos_agreement_id: string | null;
+  account_id: string | null;
+  submitted_at: Date | null;
+  processed_at: Date | null;
+  created_at: ColumnType<Date, never, never>;
+  updated_at: ColumnType<Date, never, Date>;
+  deleted_at: Date | null;
+}
+
+export interface AccountApplicationHistoryTable {
+  id: string;
+  tenant_id: string;
+  environment: string;
+  application_id: string;
+  action: string;
+  actor: string;
+  changes: Json<Record<string, unknown>>;
+  created_at: ColumnType<Date, never, never>;
+}
+
+declare module '../../db/types.js' {
+  interface Database {
+    account_applications: AccountApplicationsTable;
+    account_application_history: AccountApplicationHistoryTable;
+  }
+}
+
+export type ApplicationRow = Selectable<AccountApplicationsTable>;
+type Scope = Pick<RequestContext, 'tenantId' | 'environment'>;
+
+export async function insertApplication(db: Queryable, row: Insertable<AccountApplicationsTable>) {
+  await db.insertInto('account_applications').values(row).execute();
+}
+
+/** A live (not deleted) application; `lock` takes it FOR UPDATE for a state change. */
+export async function findApplication(db: Queryable, ctx: Scope, id: string, lock = false) {
+  let q = db
+    .selectFrom('account_applications')
+    .selectAll()
+    .where('tenant_id', '=', ctx.tenantId)
+    .where('environment', '=', ctx.environment)
+    .where('id', '=', id)
+    .where('deleted_at', 'is', null);
+  if (lock) q = q.forUpdate();
+  return q.executeTakeFirst();
+}
+
+export async function updateApplication(db: Queryable, id: string, patch: Updateable<AccountApplicationsTable>) {
+  return db
+    .updateTable('account_applications')
+    .set({ ...patch, updated_at: new Date() })
+    .where('id', '=', id)
+    .returningAll()
+    .executeTakeFirstOrThrow();
+}
+
+export async function listApplications(db: Queryable, ctx: Scope, query: ListApplicationsQuery, statuses?: ApplicationStatus[]): Promise<Page<ApplicationRow>> {
+  let base = db
+    .selectFrom('account_applications')
+    .where('tenant_id', '=', ctx.tenantId)
+    .where('environment', '=', ctx.environment)
+    .where('deleted_at', 'is', null);
+  if (query.status) base = base.where('status', '=', query.status);
+  if (statuses) base = base.where('status', 'in', statuses);
+  if (query.customer_id) base = base.where('customer_id', '=', query.customer_id);
+  return paginate<ApplicationRow>(db, base, 'account_applications.id', query, (qb) => qb.selectAll());
+}
+
+export async function addHistory(db: Queryable, ctx: Scope, applicationId: string, action: string, actor: string, changes: Record<string, unknown> = {}) {
+  await db
+    .insertInto('account_application_history')
+    .values({ id: newId(), tenant_id: ctx.tenantId, environment: ctx.environment, application_id: applicationId, action, actor, changes: JSON.stringify(changes) })
+    .execute();
+}
+
+export async function historyOf(db: Queryable, applicationId: string) {
+  return db.selectFrom('account_application_history').selectAll().where('application_id', '=', applicationId).orderBy('id').execute();
+}
