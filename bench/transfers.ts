@@ -21,6 +21,8 @@ interface Options {
 interface LoadResult {
   ok: number;
   failed: number;
+  /** Failures by HTTP status (or "error"): a failed run says why. */
+  failures: string;
   perSecond: number;
   p50: number;
   p99: number;
@@ -79,6 +81,16 @@ async function startServer(dbUrl: string, port: number): Promise<ChildProcess> {
   throw new Error('server did not start');
 }
 
+/** Stops the server and waits for it to exit, so dropping its database cannot crash it mid-query. */
+async function stopServer(server: ChildProcess | undefined) {
+  if (!server || server.exitCode !== null) return;
+  const exited = new Promise((resolve) => server.once('exit', resolve));
+  server.kill('SIGCONT');
+  server.kill('SIGTERM');
+  await Promise.race([exited, new Promise((r) => setTimeout(r, 10_000))]);
+  if (server.exitCode === null) server.kill('SIGKILL');
+}
+
 async function call(base: string, key: string, path: string, body: unknown) {
   const res = await fetch(`${base}${path}`, {
     method: 'POST',
@@ -113,7 +125,12 @@ async function load(base: string, key: string, pick: () => [string, string], sec
   });
   const failed = result.non2xx + result.errors + result.timeouts;
   const ok = result['2xx'];
-  return { ok, failed, perSecond: ok / seconds, p50: result.latency.p50, p99: result.latency.p99 };
+  const byStatus = Object.entries(result.statusCodeStats ?? {})
+    .filter(([code]) => !code.startsWith('2'))
+    .map(([code, v]) => `${code}x${(v as { count: number }).count}`);
+  if (result.errors > 0) byStatus.push(`errors x${result.errors}`);
+  if (result.timeouts > 0) byStatus.push(`timeouts x${result.timeouts}`);
+  return { ok, failed, failures: byStatus.join(' ') || 'none', perSecond: ok / seconds, p50: result.latency.p50, p99: result.latency.p99 };
 }
 
 const fmt = (n: number) => n.toFixed(1);
@@ -181,9 +198,7 @@ export async function benchTransfers(options: Options): Promise<void> {
     process.exitCode = 1;
   } finally {
     await handle.close();
-    server?.kill('SIGCONT');
-    server?.kill('SIGTERM');
-    await new Promise((r) => setTimeout(r, 500));
+    await stopServer(server);
     await admin(options.adminUrl, async (c) => {
       await c.query(`drop database if exists ${appDb} with (force)`);
       await c.query(`drop database if exists ${pgbDb} with (force)`);
@@ -194,7 +209,7 @@ export async function benchTransfers(options: Options): Promise<void> {
 function report(title: string, run: LoadResult, half: LoadResult | undefined, ref: PgbenchResult, refName: string): string[] {
   const out = [
     `== ${title}: ${CONNECTIONS} connections, amount 1.00, unique Idempotency-Key per request`,
-    `   transfers/s ${fmt(run.perSecond)}  p50 ${run.p50} ms  p99 ${run.p99} ms  (ok ${run.ok}, failed ${run.failed})`,
+    `   transfers/s ${fmt(run.perSecond)}  p50 ${run.p50} ms  p99 ${run.p99} ms  (ok ${run.ok}, failed ${run.failed}: ${run.failures})`,
     `   ${refName} -c 16 -j 2: tps ${fmt(ref.tps)}  latency avg ${fmt(ref.latencyAvgMs)} ms`,
     `   ratio transfers/s : pgbench tps = ${(run.perSecond / ref.tps).toFixed(2)}`,
   ];

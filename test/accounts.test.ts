@@ -90,4 +90,20 @@ describe('accounts', () => {
     const events = await t.db.selectFrom('events').select('event_type').where('event_group_id', '=', empty.id).execute();
     expect(events.map((e) => e.event_type).sort()).toEqual(['account.created', 'account.status.updated']);
   });
+
+  it('paginates and filters the list', async () => {
+    const t2 = await t.tenant('Paging');
+    const c = clientFor(t, t2.sandbox.secret_key);
+    for (let i = 0; i < 5; i++) await c.post('/v1/accounts', { currency: i % 2 ? 'USD' : 'NGN', label: i < 2 ? 'ops' : 'misc', type: i === 4 ? 'savings' : 'regular' });
+    const page1 = (await c.get('/v1/accounts?items_per_page=2')).body.data;
+    expect(page1).toMatchObject({ page: 1, items_per_page: 2, total_items: 5, total_pages: 3 });
+    const page3 = (await c.get('/v1/accounts?items_per_page=2&page=3')).body.data;
+    expect(page3.items).toHaveLength(1);
+    expect((await c.get('/v1/accounts?label=ops')).body.data.total_items).toBe(2);
+    expect((await c.get('/v1/accounts?currency=USD')).body.data.total_items).toBe(2);
+    expect((await c.get('/v1/accounts?type=savings')).body.data.total_items).toBe(1);
+    expect((await c.get('/v1/accounts?status=frozen')).body.data.total_items).toBe(0);
+    const ids = page1.items.map((x: { id: string }) => x.id);
+    expect([...ids].sort().reverse()).toEqual(ids);
+  });
 });

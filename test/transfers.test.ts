@@ -175,6 +175,31 @@ describe('internal transfers', () => {
     expect((await api.get(`/v1/transfers?account_id=${b}&to=2000-01-01`)).body.data.total_items).toBe(0);
   });
 
+  it('refuses deleted accounts and unrounded JSON numbers', async () => {
+    const a = await account('NGN', '5.00');
+    const gone = await account();
+    expect((await api.patch(`/v1/accounts/${gone}/status`, { status: 'deleted' })).status).toBe(200);
+    const toDeleted = await api.post('/v1/transfer', transfer(a, gone, '1.00'));
+    expect(toDeleted.status).toBe(409);
+    expect(toDeleted.body.error.code).toBe('account_inactive');
+    expect((await api.post('/v1/transfer', transfer(gone, a, '1.00'))).body.error.code).toBe('account_inactive');
+    expect((await api.post(`/v1/simulations/accounts/${gone}/fund`, { amount: '1.00' })).body.error.code).toBe('account_inactive');
+    const raw = `{"source":{"id":"${a}"},"destination":{"destination_type":"internal_account","id":"${gone}"},"amount":1.129999999999999999}`;
+    const unrounded = await api.post('/v1/transfer', raw);
+    expect(unrounded.body.error.code).toBe('invalid_amount');
+    expect((await balance(a)).balance).toBe('5.00');
+  });
+
+  it('keeps the ledger reconciled, and reconcile catches tampering', async () => {
+    const a = await account('NGN', '3.00');
+    expect((await reconcile(t.db, tenantId)).ok).toBe(true);
+    await t.db.updateTable('ledger_balances').set({ posted: 999n }).where('account_id', '=', a).execute();
+    const broken = await reconcile(t.db, tenantId);
+    expect(broken.ok).toBe(false);
+    expect(broken.balance_mismatches).toEqual([{ account_id: a, posted: '999', entries_sum: '300' }]);
+    await t.db.updateTable('ledger_balances').set({ posted: 300n }).where('account_id', '=', a).execute();
+  });
+
   it('keeps the ledger reconciled', async () => {
     const report = await reconcile(t.db, tenantId);
     expect(report).toMatchObject({ ok: true });

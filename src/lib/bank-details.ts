@@ -77,7 +77,7 @@ const BANK = {
   GBP: { name: 'FSAPI Partner Bank UK', bankCode: 'FSAP', sortCode: '040075', bic: 'FSAPGB2LXXX' },
 } as const;
 
-function base(currency: string, accountName: string, country: string, bankName: string, accountNumber: string): BankDetails {
+function base(accountName: string, country: string, bankName: string, accountNumber: string): BankDetails {
   return {
     account_number: accountNumber,
     account_name: accountName,
@@ -113,16 +113,16 @@ export function generateBankDetails(currency: string, accountName: string, digit
     case 'NGN': {
       const serial = digits(9);
       const number = serial + String(nubanCheckDigit(BANK.NGN.code, serial));
-      return { ...base(currency, accountName, 'NG', BANK.NGN.name, number), bank_code: BANK.NGN.code };
+      return { ...base(accountName, 'NG', BANK.NGN.name, number), bank_code: BANK.NGN.code };
     }
     case 'USD': {
       const routing = BANK.USD.routingPrefix + String(abaCheckDigit(BANK.USD.routingPrefix));
-      return { ...base(currency, accountName, 'US', BANK.USD.name, `8${digits(11)}`), routing_number: routing };
+      return { ...base(accountName, 'US', BANK.USD.name, `8${digits(11)}`), routing_number: routing };
     }
     case 'EUR': {
       const number = digits(10);
       return {
-        ...base(currency, accountName, 'DE', BANK.EUR.name, number),
+        ...base(accountName, 'DE', BANK.EUR.name, number),
         bank_code: BANK.EUR.blz,
         iban: iban('DE', BANK.EUR.blz + number),
         bic: BANK.EUR.bic,
@@ -131,7 +131,7 @@ export function generateBankDetails(currency: string, accountName: string, digit
     case 'GBP': {
       const number = digits(8);
       return {
-        ...base(currency, accountName, 'GB', BANK.GBP.name, number),
+        ...base(accountName, 'GB', BANK.GBP.name, number),
         bank_code: BANK.GBP.bankCode,
         sort_code: BANK.GBP.sortCode,
         iban: iban('GB', BANK.GBP.bankCode + BANK.GBP.sortCode + number),
@@ -141,22 +141,22 @@ export function generateBankDetails(currency: string, accountName: string, digit
     case 'MXN': {
       const first17 = `646180${digits(11)}`; // bank 646, plaza 180, 11-digit account
       const clabe = first17 + String(clabeCheckDigit(first17));
-      return { ...base(currency, accountName, 'MX', 'FSAPI Partner Bank Mexico', clabe), bank_code: '646', clabe };
+      return { ...base(accountName, 'MX', 'FSAPI Partner Bank Mexico', clabe), bank_code: '646', clabe };
     }
     case 'XOF': {
       // BCEAO RIB inside a Senegalese IBAN: bank code SN + 3 digits, branch 5, account 12, key 2.
       const bban = `SN100${digits(19)}`;
-      return { ...base(currency, accountName, 'SN', 'FSAPI Partner Bank UEMOA', bban.slice(10, 22)), bank_code: 'SN100', iban: iban('SN', bban) };
+      return { ...base(accountName, 'SN', 'FSAPI Partner Bank UEMOA', bban.slice(10, 22)), bank_code: 'SN100', iban: iban('SN', bban) };
     }
     case 'XAF': {
       // CEMAC RIB inside a Cameroonian IBAN: bank 5, branch 5, account 11, key 2.
       const bban = `10005${digits(18)}`;
-      return { ...base(currency, accountName, 'CM', 'FSAPI Partner Bank CEMAC', bban.slice(10, 21)), bank_code: '10005', iban: iban('CM', bban) };
+      return { ...base(accountName, 'CM', 'FSAPI Partner Bank CEMAC', bban.slice(10, 21)), bank_code: '10005', iban: iban('CM', bban) };
     }
     default: {
       const shape = LOCAL_SHAPES[currency] ?? { country: 'XX', digits: 10 };
       return {
-        ...base(currency, accountName, shape.country, `FSAPI Partner Bank ${currency}`, digits(shape.digits)),
+        ...base(accountName, shape.country, `FSAPI Partner Bank ${currency}`, digits(shape.digits)),
         bank_code: shape.bankCode ?? null,
         branch_code: shape.branchCode ?? null,
       };

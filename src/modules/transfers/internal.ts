@@ -37,6 +37,86 @@ function currencyMismatch(field: string, message: string) {
   return new AppError('currency_mismatch', message, [{ field, code: 'currency_mismatch', message }]);
 }
 
+/** Posts amount + fee; an overdraft becomes 422 insufficient_funds naming the amount. */
+async function postTransfer(trx: Trx, ctx: RequestContext, id: string, legs: ledger.Leg[]) {
+  try {
+    return await ledger.post(trx, ctx, { kind: 'internal_transfer', reference: id, metadata: { transfer_id: id }, legs });
+  } catch (err) {
+    if (err instanceof AppError && err.code === 'insufficient_funds') {
+      throw new AppError('insufficient_funds', 'The source account has insufficient available balance', [
+        { field: 'amount', code: 'insufficient_funds', message: 'Amount plus fee exceeds the available balance' },
+      ]);
+    }
+    throw err;
+  }
+}
+
+interface Movement {
+  id: string;
+  body: CreateTransferBody;
+  source: accounts.AccountRow;
+  destination: accounts.AccountRow;
+  feeAccount: accounts.AccountRow | undefined;
+  amount: bigint;
+  fee: bigint;
+  posting: ledger.PostedTransaction;
+}
+
+/** One transaction per account touched: source (out, with the fee), destination (in), fee account (in). */
+async function recordTransactions(trx: Trx, ctx: RequestContext, m: Movement) {
+  const currency = m.source.currency;
+  const description = m.body.description ?? '';
+  const common = { currency, channel: 'internal' as const, sendingAccountId: m.source.id, receivingAccountId: m.destination.id, description };
+  const sides: transactions.AccountSide[] = [
+    { ...common, accountId: m.source.id, customerId: m.source.customer_id, direction: 'out', amount: m.amount, fee: m.fee, transactionType: 'internal_transfer' },
+    { ...common, accountId: m.destination.id, customerId: m.destination.customer_id, direction: 'in', amount: m.amount, transactionType: 'internal_transfer' },
+  ];
+  if (m.feeAccount) {
+    sides.push({ ...common, accountId: m.feeAccount.id, customerId: null, direction: 'in', amount: m.fee, transactionType: 'fee_charge', receivingAccountId: m.feeAccount.id, description: 'Transfer fee' });
+  }
+  const [sourceTx] = await transactions.recordMovement(trx, ctx, {
+    reference: m.id,
+    clientReference: m.body.client_reference ?? null,
+    clientMetadata: m.body.metadata ? JSON.stringify(m.body.metadata) : null,
+    posting: m.posting,
+    sides,
+  });
+  return sourceTx!.id;
+}
+
+function transferRow(ctx: RequestContext, m: Movement, transactionId: string): repo.TransferRow {
+  const now = new Date();
+  return {
+    id: m.id,
+    tenant_id: ctx.tenantId,
+    environment: ctx.environment,
+    reference: m.id,
+    client_reference: m.body.client_reference ?? null,
+    description: m.body.description ?? '',
+    customer_id: m.source.customer_id,
+    destination_customer_id: m.destination.customer_id,
+    source_type: 'internal_account',
+    source_id: m.source.id,
+    destination_type: m.body.destination.destination_type,
+    destination_id: m.destination.id,
+    rail: null,
+    currency: m.source.currency,
+    amount: m.amount,
+    fee: m.fee,
+    local_amount: m.amount,
+    local_currency: m.source.currency,
+    rate: null,
+    status: 'completed',
+    failure_reason: null,
+    ledger_transaction_id: m.posting.id,
+    transaction_id: transactionId,
+    hold_id: null,
+    metadata: m.body.metadata ?? {},
+    created_at: now,
+    updated_at: now,
+  };
+}
+
 /**
  * An internal transfer between two accounts of the business, complete at once: source pays
  * amount + fee, destination receives amount, the business's own account receives the fee.
@@ -59,66 +139,10 @@ export async function internalTransfer(trx: Trx, ctx: RequestContext, id: string
     { accountId: destination.id, amount, currency },
   ];
   if (feeAccount) legs.push({ accountId: feeAccount.id, amount: fee, currency });
-  let posting: ledger.PostedTransaction;
-  try {
-    posting = await ledger.post(trx, ctx, { kind: 'internal_transfer', reference: id, metadata: { transfer_id: id }, legs });
-  } catch (err) {
-    if (err instanceof AppError && err.code === 'insufficient_funds') {
-      throw new AppError('insufficient_funds', 'The source account has insufficient available balance', [
-        { field: 'amount', code: 'insufficient_funds', message: 'Amount plus fee exceeds the available balance' },
-      ]);
-    }
-    throw err;
-  }
-
-  const description = body.description ?? '';
-  const common = { currency, channel: 'internal' as const, sendingAccountId: source.id, receivingAccountId: destination.id, description };
-  const sides: transactions.AccountSide[] = [
-    { ...common, accountId: source.id, customerId: source.customer_id, direction: 'out', amount, fee, transactionType: 'internal_transfer' },
-    { ...common, accountId: destination.id, customerId: destination.customer_id, direction: 'in', amount, transactionType: 'internal_transfer' },
-  ];
-  if (feeAccount) {
-    sides.push({ ...common, accountId: feeAccount.id, customerId: null, direction: 'in', amount: fee, transactionType: 'fee_charge', receivingAccountId: feeAccount.id, description: 'Transfer fee' });
-  }
-  const [sourceTx] = await transactions.recordMovement(trx, ctx, {
-    reference: id,
-    clientReference: body.client_reference ?? null,
-    clientMetadata: body.metadata ? JSON.stringify(body.metadata) : null,
-    posting,
-    sides,
-  });
-  const now = new Date();
-  const row: repo.TransferRow = {
-    id,
-    tenant_id: ctx.tenantId,
-    environment: ctx.environment,
-    reference: id,
-    client_reference: body.client_reference ?? null,
-    description,
-    customer_id: source.customer_id,
-    destination_customer_id: destination.customer_id,
-    source_type: 'internal_account',
-    source_id: source.id,
-    destination_type: body.destination.destination_type,
-    destination_id: destination.id,
-    rail: null,
-    currency,
-    amount,
-    fee,
-    local_amount: amount,
-    local_currency: currency,
-    rate: null,
-    status: 'completed',
-    failure_reason: null,
-    ledger_transaction_id: posting.id,
-    transaction_id: sourceTx!.id,
-    hold_id: null,
-    metadata: body.metadata ?? {},
-    created_at: now,
-    updated_at: now,
-  };
+  const posting = await postTransfer(trx, ctx, id, legs);
+  const movement: Movement = { id, body, source, destination, feeAccount, amount, fee, posting };
+  const row = transferRow(ctx, movement, await recordTransactions(trx, ctx, movement));
   await repo.insertTransfer(trx, { ...row, metadata: JSON.stringify(row.metadata) });
   await recordEvent(trx, ctx, 'transfer.status.completed', toTransferResponse(row));
   return row;
 }
-
