@@ -91,6 +91,25 @@ describe('duplicate identity', () => {
   });
 });
 
+describe('document data against the customer', () => {
+  it('sends a different date of birth or name on the document to manual review', async () => {
+    const a = await freshApi();
+    const meta = (extra: Record<string, unknown>) => ({ metadata: { idDocType: 'PASSPORT', idDocSubType: 'FRONT_SIDE', country: 'NGA', ...extra } });
+    const ok = await createCustomer(a, johnDoe({ first_name: 'Tunde', last_name: 'Bakare' }));
+    await a.post('/v1/customers/kyc/upload-document', passport(ok, meta({ firstName: 'TUNDE', lastName: 'BAKARE', dob: '1990-01-15' })));
+    await a.post('/v1/customers/kyc/upload-document', selfie(ok));
+    await a.post('/v1/customers/kyc/start-s2s', { customer_id: ok });
+    expect((await statusOf(a, ok)).reviewResult?.reviewAnswer).toBe('approved');
+    for (const extra of [{ dob: '1991-02-02' }, { firstName: 'Grace', lastName: 'Eze' }]) {
+      const id = await createCustomer(a, johnDoe({ first_name: `N${Object.keys(extra)[0]}`, last_name: 'Okoro' }));
+      await a.post('/v1/customers/kyc/upload-document', passport(id, meta(extra)));
+      await a.post('/v1/customers/kyc/upload-document', selfie(id));
+      await a.post('/v1/customers/kyc/start-s2s', { customer_id: id });
+      expect((await statusOf(a, id)).review_reason).toBe('manual_review');
+    }
+  });
+});
+
 describe('sanctions screening', () => {
   it('sends a fuzzy match against the configured list to manual review, never approval', async () => {
     const a = await freshApi();

@@ -109,6 +109,11 @@ describe('POST /v1/customers/kyc/upload-document', () => {
     expect(huge.status).toBe(413);
     const elsewhere = await api.post('/v1/customers', { ...johnDoe(), first_name: 'x'.repeat(2 * 1024 * 1024) });
     expect(elsewhere.status).toBe(413);
+    const broken = await api.post('/v1/customers/kyc/upload-document', '{"customer_id":');
+    expect(broken.status).toBe(400);
+    expect(broken.body.error.code).toBe('invalid_json');
+    const text = await api.post('/v1/customers/kyc/upload-document', 'hello', { headers: { 'content-type': 'text/plain' } });
+    expect(text.status).toBe(415);
   });
 });
 

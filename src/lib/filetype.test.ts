@@ -42,3 +42,15 @@ describe('decodeBase64Strict', () => {
     for (const bad of ['', 'not base64!', '****', 'a', 'aGk=x', 'aG=k', '=aGk']) expect(decodeBase64Strict(bad)).toBeUndefined();
   });
 });
+
+describe('sniffing random bytes', () => {
+  it('never throws and only recognises the three magic prefixes', async () => {
+    const fc = (await import('fast-check')).default;
+    fc.assert(
+      fc.property(fc.uint8Array({ maxLength: 64 }), (bytes) => {
+        const t = sniffFileType(bytes);
+        return t === undefined || [0x89, 0xff, 0x25].includes(bytes[0]!);
+      }),
+    );
+  });
+});

@@ -76,3 +76,22 @@ describe('token subset', () => {
     expect(tokenSubsetSimilarity(['kovalenko'], ['dmytro', 'kovalenko'])).toBe(0);
   });
 });
+
+describe('properties', () => {
+  it('scores stay in [0, 1], never throw, and ignore token order and case', async () => {
+    const fc = (await import('fast-check')).default;
+    fc.assert(
+      fc.property(fc.string(), fc.string(), (a, b) => {
+        const s = nameSimilarity(a, nameKey(b));
+        return s >= 0 && s <= 1;
+      }),
+    );
+    const word = fc.stringMatching(/^[a-z]{2,10}$/);
+    fc.assert(
+      fc.property(fc.array(word, { minLength: 1, maxLength: 4 }), (tokens) => {
+        const listed = nameKey(tokens.join(' '));
+        return nameSimilarity([...tokens].reverse().join(' ').toUpperCase(), listed) === 1;
+      }),
+    );
+  });
+});

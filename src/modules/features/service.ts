@@ -16,7 +16,9 @@
  *    (bigint, minor units) is above the per-transaction limit of the customer's KYC level, or
  *    `spentTodayMinor + amountMinor` above the daily limit (the caller, who owns the ledger,
  *    passes what the customer already sent today in that currency). Limits: config KYC_LIMITS,
- *    overridden by the business's `kyc_limits` setting (see limits.ts).
+ *    overridden by the business's `kyc_limits` setting (see limits.ts). A currency without a
+ *    configured limit is refused. For customers' money only; the business's own accounts are
+ *    not limited here.
  * `config` is optional everywhere: without it the configuration is read from the environment.
  */
 import { loadConfig, type Config } from '../../config.js';

@@ -2,6 +2,7 @@ import { loadConfig, type Config } from '../../config.js';
 import type { Queryable } from '../../db/client.js';
 import type { RequestContext } from '../../http/context.js';
 import { sanctionsList, type SanctionsList } from '../../lib/sanctions/list.js';
+import { nameKey, nameSimilarity } from '../../lib/sanctions/match.js';
 import type { KycDecision } from '../../rails/kyc.js';
 import { associatedPersons, customersWithSameIdentity } from '../customers/service.js';
 import type { CustomerRow } from '../customers/repo.js';
@@ -13,6 +14,7 @@ import * as repo from './repo.js';
  *  - supported country of residence (KYC_SUPPORTED_COUNTRIES) → rejected (RETRY: an address can change)
  *  - duplicate identity in the business (same name + date of birth, or same ID document) → manual review
  *  - sanctions screening of every name (SANCTIONS_LIST_FILE, fuzzy match) → manual review
+ *  - documents whose printed name or date of birth differ from the customer's → manual review
  * A hit is never approved silently: it is a rejection or waits for a person.
  */
 export interface KycPolicy {
@@ -93,6 +95,20 @@ async function duplicateCheck(db: Queryable, ctx: Scope, c: CustomerRow): Promis
   return { check: 'duplicate', subject: 'customer', result: others.size > 0 ? 'hit' : 'pass', ...(others.size ? { detail: [...others] } : {}) };
 }
 
+/** Name (fuzzy, same threshold as screening) and date of birth on each document against the customer. */
+async function documentCheck(db: Queryable, ctx: Scope, policy: KycPolicy, c: CustomerRow): Promise<repo.ComplianceCheck> {
+  const customerKey = nameKey([c.first_name, c.last_name].filter(Boolean).join(' '));
+  const mismatches: { document_id: string; field: string }[] = [];
+  for (const d of await repo.documentIdentities(db, ctx, c.id)) {
+    if (d.dob && c.date_of_birth && d.dob !== c.date_of_birth) mismatches.push({ document_id: d.id, field: 'dob' });
+    const printed = [d.first_name, d.last_name].filter(Boolean).join(' ');
+    if (d.first_name && d.last_name && nameSimilarity(printed, customerKey) < policy.sanctions().threshold) {
+      mismatches.push({ document_id: d.id, field: 'name' });
+    }
+  }
+  return { check: 'document', subject: 'customer', result: mismatches.length ? 'hit' : 'pass', ...(mismatches.length ? { detail: mismatches } : {}) };
+}
+
 export interface ComplianceResult {
   checks: repo.ComplianceCheck[];
   /** Per associated person: the checks that concern them. */
@@ -106,7 +122,7 @@ export async function runComplianceChecks(db: Queryable, ctx: Scope, policy: Kyc
   ];
   const persons: ComplianceResult['persons'] = [];
   if (c.type === 'individual') {
-    checks.push(...personChecks(policy, 'customer', c, country), await duplicateCheck(db, ctx, c));
+    checks.push(...personChecks(policy, 'customer', c, country), await duplicateCheck(db, ctx, c), await documentCheck(db, ctx, policy, c));
   } else {
     checks.push(sanctionsCheck(policy, 'customer', c.business_name ?? ''));
     for (const p of await associatedPersons(db, c.id)) {

@@ -1,10 +1,10 @@
 import type { FastifyRequest } from 'fastify';
-import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import type { FastifyPluginAsyncZod, ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { Deps } from '../../app.js';
 import { notFound } from '../../http/errors.js';
 import { envelope, ok } from '../../http/envelope.js';
 import { policyFrom } from './compliance.js';
-import { hostedKycRoutes } from './hosted.js';
+import { hostedKycRoutes, useFastJsonParser } from './hosted.js';
 import {
   CustomerIdParams,
   KycDocumentsQuery,
@@ -44,25 +44,6 @@ export function kycRoutes(deps: Deps): FastifyPluginAsyncZod {
         (req, reply) =>
           deps.idempotency.run(req, reply, 'kyc.start', (trx) =>
             service.startKyc(trx, req.ctx, req.body, { baseUrl: baseUrlOf(deps, req), ttlMinutes: deps.config.KYC_LINK_TTL_MINUTES }),
-          ),
-      );
-    }
-
-    for (const url of ['/v1/customers/kyc/upload-document', '/v1/risk/upload-document']) {
-      app.post(
-        url,
-        {
-          bodyLimit: KYC_UPLOAD_BODY_LIMIT,
-          schema: {
-            tags,
-            summary: 'Upload a KYC document (base64 JPEG, PNG or PDF, at most 10 MB decoded)',
-            body: UploadDocumentBody,
-            response: { 200: envelope(UploadDocumentResponse) },
-          },
-        },
-        (req, reply) =>
-          deps.idempotency.run(req, reply, 'kyc.upload_document', (trx) =>
-            service.uploadDocument(trx, req.ctx, req.body, deps.config.KYC_DOCUMENT_MAX_BYTES),
           ),
       );
     }
@@ -112,6 +93,31 @@ export function kycRoutes(deps: Deps): FastifyPluginAsyncZod {
         return deps.idempotency.run(req, reply, 'simulations.kyc', (trx) => service.simulateKyc(trx, req.ctx, req.params.customer_id, req.body));
       },
     );
+
+    // Uploads carry no amounts: plain JSON.parse instead of the exact-number parser, which takes
+    // seconds on a 14 MB body. Content-type parsers are scoped to this nested plugin.
+    await app.register(async (scope) => {
+      useFastJsonParser(scope);
+      const uploads = scope.withTypeProvider<ZodTypeProvider>();
+      for (const url of ['/v1/customers/kyc/upload-document', '/v1/risk/upload-document']) {
+        uploads.post(
+          url,
+          {
+            bodyLimit: KYC_UPLOAD_BODY_LIMIT,
+            schema: {
+              tags,
+              summary: 'Upload a KYC document (base64 JPEG, PNG or PDF, at most 10 MB decoded)',
+              body: UploadDocumentBody,
+              response: { 200: envelope(UploadDocumentResponse) },
+            },
+          },
+          (req, reply) =>
+            deps.idempotency.run(req, reply, 'kyc.upload_document', (trx) =>
+              service.uploadDocument(trx, req.ctx, req.body, deps.config.KYC_DOCUMENT_MAX_BYTES),
+            ),
+        );
+      }
+    });
 
     await app.register(hostedKycRoutes(deps, policy));
   };
