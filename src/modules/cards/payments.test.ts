@@ -3,7 +3,7 @@ import { decryptEnvelope, rsaKeyPair } from '../../../test/card-crypto.js';
 import { cardholder } from '../../../test/card-helpers.js';
 import { clientFor, startTestApp, type Client, type TestApp } from '../../../test/harness.js';
 import { reconcile } from '../../ledger/index.js';
-import type { CreatedTenant } from '../tenants/service.js';
+import { setSettings, type CreatedTenant } from '../tenants/service.js';
 import { expireDue } from './payments.js';
 import { isLuhnValid } from './secrets.js';
 
@@ -126,6 +126,20 @@ describe('funding through POST /v1/transfer', () => {
     const blocked = await fundCard(card.id, account, 1);
     expect(blocked.status).toBe(409);
     expect(blocked.body.error.code).toBe('card_blocked');
+  });
+
+  it('charges a configured card_funding fee to the business account', async () => {
+    const feeTenant = await t.tenant();
+    const client = clientFor(t, feeTenant.sandbox.secret_key);
+    await setSettings(t.db, feeTenant.tenant_id, { fees: { card_funding: { USD: { flat: '0.50', bps: 100 } } } });
+    const { account, card } = await setup({ client });
+    const res = await fundCard(card.id, account, '20.00', client);
+    expect(res.body.data).toMatchObject({ amount: '20.00', fee: '0.70' });
+    expect((await client.get(`/v1/cards/${card.id}/balance`)).body.data.balance).toBe('20.00');
+    expect((await client.get(`/v1/accounts/${account}`)).body.data.balance).toBe('979.30');
+    const fees = (await client.get('/v1/transactions?transaction_type=fee_charge')).body.data.items;
+    expect(fees.map((f: { amount: string }) => f.amount)).toEqual(['0.70']);
+    expect((await reconcile(t.db, feeTenant.tenant_id)).ok).toBe(true);
   });
 
   it('funds frozen and inactive cards (they cannot spend, but may hold money)', async () => {
