@@ -75,9 +75,10 @@ const ConfigSchema = z.object({
     .optional(),
   /**
    * PostgreSQL group commit for transfers: up to this many transfers share one commit (each in its
-   * own savepoint); 1 turns it off. LANES: batches in flight at once.
+   * own savepoint; at most 60 keeps the savepoints inside PostgreSQL's 64 cached subtransactions);
+   * 1 turns it off. LANES: batches in flight at once.
    */
-  TRANSFER_BATCH_SIZE: z.coerce.number().int().min(1).max(1000).default(32),
+  TRANSFER_BATCH_SIZE: z.coerce.number().int().min(1).max(60).default(32),
   TRANSFER_BATCH_LANES: z.coerce.number().int().min(1).max(64).default(4),
   /** Whether `npm start` creates a demo business on an empty database. */
   DEMO_TENANT: z

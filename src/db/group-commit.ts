@@ -95,8 +95,8 @@ export class GroupCommit {
   private async runOne(trx: Trx, item: Item): Promise<{ ok: true; value: unknown } | { ok: false; err: unknown }> {
     await sql`savepoint group_commit_unit`.execute(trx);
     try {
+      // No RELEASE (a round trip saved): savepoints nest, and ROLLBACK TO names the latest one.
       const value = await item.unit(trx);
-      await sql`release savepoint group_commit_unit`.execute(trx);
       return { ok: true, value };
     } catch (err) {
       const code = (err as { code?: string }).code;

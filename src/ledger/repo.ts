@@ -167,21 +167,25 @@ export async function findBalances(db: Queryable, scope: LedgerScope, accountIds
   return q.execute();
 }
 
-export async function insertTransaction(
+/**
+ * The transaction and its entries in one statement (one round trip): the entries' foreign key is
+ * checked at the end of the statement, when the transaction row exists. Returns the creation time
+ * (now(), the same for both: it is the database transaction's start time).
+ */
+export async function insertTransactionWithEntries(
   db: Queryable,
   scope: LedgerScope,
   row: { id: string; kind: string; reference: string | null; metadata: Record<string, unknown> },
-) {
+  entries: Omit<EntryRow, 'created_at' | 'tenant_id' | 'environment' | 'transaction_id'>[],
+): Promise<Date> {
+  const tx = { ...row, tenant_id: scope.tenantId, environment: scope.environment, metadata: JSON.stringify(row.metadata) };
   const result = await db
-    .insertInto('ledger_transactions')
-    .values({ ...row, tenant_id: scope.tenantId, environment: scope.environment, metadata: JSON.stringify(row.metadata) })
+    .with('tx', (qb) => qb.insertInto('ledger_transactions').values(tx))
+    .insertInto('ledger_entries')
+    .values(entries.map((e) => ({ ...e, tenant_id: scope.tenantId, environment: scope.environment, transaction_id: row.id })))
     .returning('created_at')
-    .executeTakeFirstOrThrow();
-  return result.created_at;
-}
-
-export async function insertEntries(db: Queryable, rows: Omit<EntryRow, 'created_at'>[]) {
-  if (rows.length > 0) await db.insertInto('ledger_entries').values(rows).execute();
+    .execute();
+  return result[0]?.created_at ?? new Date();
 }
 
 export async function findTransaction(db: Queryable, scope: LedgerScope, id: string) {

@@ -85,24 +85,16 @@ export async function post(trx: Queryable, scope: LedgerScope, input: PostingInp
     if (balanceAfter === undefined) throw await diagnose(trx, scope, leg);
     entries.push({ id: newId(), accountId: leg.accountId, amount: leg.amount, currency: leg.currency, balanceAfter });
   }
-  const createdAt = await repo.insertTransaction(trx, scope, {
-    id: transactionId,
-    kind: input.kind,
-    reference: input.reference ?? null,
-    metadata: input.metadata ?? {},
-  });
-  await repo.insertEntries(
+  const createdAt = await repo.insertTransactionWithEntries(
     trx,
-    entries.map((e) => ({
-      id: e.id,
-      tenant_id: scope.tenantId,
-      environment: scope.environment,
-      transaction_id: transactionId,
-      account_id: e.accountId,
-      currency: e.currency,
-      amount: e.amount,
-      balance_after: e.balanceAfter,
-    })),
+    scope,
+    {
+      id: transactionId,
+      kind: input.kind,
+      reference: input.reference ?? null,
+      metadata: input.metadata ?? {},
+    },
+    entries.map((e) => ({ id: e.id, account_id: e.accountId, currency: e.currency, amount: e.amount, balance_after: e.balanceAfter })),
   );
   return { id: transactionId, kind: input.kind, reference: input.reference ?? null, createdAt, entries };
 }
@@ -191,24 +183,16 @@ export async function postHold(
     if (balanceAfter === undefined) throw new LedgerInvariantError(`hold ${holdId} could not be posted`);
     entries.push({ id: newId(), accountId: id, amount: change.posted, currency: row.currency, balanceAfter });
   }
-  const createdAt = await repo.insertTransaction(trx, scope, {
-    id: transactionId,
-    kind: row.kind,
-    reference: row.reference,
-    metadata: { ...row.metadata, hold_id: row.id },
-  });
-  await repo.insertEntries(
+  const createdAt = await repo.insertTransactionWithEntries(
     trx,
-    entries.map((e) => ({
-      id: e.id,
-      tenant_id: scope.tenantId,
-      environment: scope.environment,
-      transaction_id: transactionId,
-      account_id: e.accountId,
-      currency: e.currency,
-      amount: e.amount,
-      balance_after: e.balanceAfter,
-    })),
+    scope,
+    {
+      id: transactionId,
+      kind: row.kind,
+      reference: row.reference,
+      metadata: { ...row.metadata, hold_id: row.id },
+    },
+    entries.map((e) => ({ id: e.id, account_id: e.accountId, currency: e.currency, amount: e.amount, balance_after: e.balanceAfter })),
   );
   const finished = await repo.finishHold(trx, row.id, 'posted', postAmount, transactionId);
   if (!finished) throw new LedgerInvariantError('hold changed under its lock');
