@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decryptEnvelope, rsaKeyPair } from '../../../test/card-crypto.js';
 import { cardholder } from '../../../test/card-helpers.js';
 import { clientFor, startTestApp, type Client, type TestApp } from '../../../test/harness.js';
+import { enableAccountCurrency } from '../../../test/kyc-helpers.js';
 import { reconcile } from '../../ledger/index.js';
 import { setSettings, type CreatedTenant } from '../tenants/service.js';
 import { expireDue } from './payments.js';
@@ -104,6 +105,7 @@ describe('funding through POST /v1/transfer', () => {
   it('refuses what cannot fund a card, changing nothing', async () => {
     const { account, card, customer } = await setup({ fund: '50.00' });
     const other = await setup();
+    await enableAccountCurrency(api, customer, 'EUR');
     const eur = (await api.post('/v1/accounts', { currency: 'EUR', label: 'EUR', customer_id: customer })).body.data.id;
     const cases: [string, () => Promise<{ status: number; body: { error: { code: string } } }>, number, string][] = [
       ['insufficient funds', () => fundCard(card.id, account, '50.01'), 422, 'insufficient_funds'],
@@ -348,6 +350,7 @@ describe('POST /v1/cards/withdraw', () => {
     const { account, card, customer } = await setup();
     await fundCard(card.id, account, 10);
     const other = await setup();
+    await enableAccountCurrency(api, customer, 'EUR');
     const eur = (await api.post('/v1/accounts', { currency: 'EUR', label: 'EUR', customer_id: customer })).body.data.id;
     const business = (await api.post('/v1/accounts', { currency: 'USD', label: 'Ops' })).body.data.id;
     const w = (body: Record<string, unknown>) => api.post('/v1/cards/withdraw', { card_id: card.id, amount: 1, ...body });
