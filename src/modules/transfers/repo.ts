@@ -1,7 +1,9 @@
 import type { ColumnType, Insertable, Selectable } from 'kysely';
+import { sql } from 'kysely';
 import type { Queryable } from '../../db/client.js';
 import type { RequestContext } from '../../http/context.js';
 import { paginate, type Page } from '../../http/pagination.js';
+import { uuidv7LowerBound } from '../../lib/ids.js';
 import type { ListTransfersQuery, TransferStatus } from './schema.js';
 
 export interface TransfersTable {
@@ -112,4 +114,24 @@ export async function pendingPayouts(db: Queryable, limit: number) {
     .orderBy('id')
     .limit(limit)
     .execute();
+}
+
+/**
+ * What a customer already sent today (UTC day of `now`) in `currency`, in minor units: every
+ * transfer out of its accounts that did not fail or come back. Ids are UUIDv7, so "today" is an
+ * id range on transfers_customer_idx (tenant, environment, customer_id, id), no date scan.
+ */
+export async function sentToday(db: Queryable, ctx: Scope, customerId: string, currency: string, now: Date): Promise<bigint> {
+  const midnight = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate()));
+  const row = await db
+    .selectFrom('transfers')
+    .select(sql<string>`coalesce(sum(amount), 0)::text`.as('total'))
+    .where('tenant_id', '=', ctx.tenantId)
+    .where('environment', '=', ctx.environment)
+    .where('customer_id', '=', customerId)
+    .where('id', '>=', uuidv7LowerBound(midnight))
+    .where('currency', '=', currency)
+    .where('status', 'not in', ['failed', 'returned'])
+    .executeTakeFirstOrThrow();
+  return BigInt(row.total);
 }
