@@ -154,6 +154,23 @@ describe('limits per KYC level', () => {
     expect((await reconcile(t.db, tenantId)).ok).toBe(true);
   });
 
+  it('concurrent transfers from several accounts of one customer pass the daily limit together at most', async () => {
+    const customers = [await customer(), await customer()];
+    for (const c of customers) await approveKyc(api, c);
+    const sources = await Promise.all(customers.flatMap((c) => [1, 2, 3, 4, 5].map(() => account('NGN', c, '200.00'))));
+    const sink = await account('NGN', null); // shared by all: the batcher's locks and the limit locks meet here
+    const results = await Promise.all(sources.map((s) => api.post('/v1/transfer', internal(s, sink, '100.00'))));
+    const outcome = results.map((r) => [r.status, r.body.error?.code ?? null]);
+    expect(outcome.filter(([s]) => s === 200), JSON.stringify(outcome)).toHaveLength(4); // 2 x 100.00 each, daily limit 250.00
+    expect(outcome.filter(([s, c]) => s === 422 && c === 'limit_exceeded'), JSON.stringify(outcome)).toHaveLength(6);
+    for (const c of customers) {
+      const sent = (await api.get(`/v1/transfers?customer_id=${c}&status=completed`)).body.data.total_items;
+      expect(sent).toBe(2);
+    }
+    expect((await api.get(`/v1/accounts/${sink}`)).body.data.balance).toBe('400.00');
+    expect((await reconcile(t.db, tenantId)).ok).toBe(true);
+  });
+
   it('allows an intermediate customer more', async () => {
     const basic = await customer();
     await approveKyc(api, basic);

@@ -117,6 +117,24 @@ export async function pendingPayouts(db: Queryable, limit: number) {
 }
 
 /**
+ * Serializes the limit checks of one customer until the caller commits: two transfers from two of
+ * its accounts would otherwise both read the same "sent today" and together pass the daily limit.
+ * An advisory lock (not the customer row) so foreign-key checks on the customer never wait on it.
+ */
+export async function lockCustomerSpending(db: Queryable, ctx: Scope, customerId: string) {
+  await lockSpendingKeys(db, [spendingKey(ctx, customerId)]);
+}
+
+export const spendingKey = (ctx: Scope, customerId: string) => `transfer-limits:${ctx.tenantId}:${ctx.environment}:${customerId}`;
+
+/** Takes the spending locks of `keys` in one statement, in key order (batches cannot deadlock on them). */
+export async function lockSpendingKeys(db: Queryable, keys: string[]) {
+  const sorted = [...new Set(keys)].sort();
+  if (sorted.length === 0) return;
+  await sql`select pg_advisory_xact_lock(hashtextextended(k, 0)) from (select unnest(${sorted}::text[]) as k order by k) s`.execute(db);
+}
+
+/**
  * What a customer already sent today (UTC day of `now`) in `currency`, in minor units: every
  * transfer out of its accounts that did not fail or come back. Ids are UUIDv7, so "today" is an
  * id range on transfers_customer_idx (tenant, environment, customer_id, id), no date scan.
