@@ -22,6 +22,7 @@ import { newId } from './lib/ids.js';
 import { dashboardRoutes } from './dashboard/routes.js';
 import { accountApplicationRoutes } from './modules/account-applications/routes.js';
 import { accountRoutes } from './modules/accounts/routes.js';
+import { cardRoutes } from './modules/cards/routes.js';
 import { customerRoutes } from './modules/customers/routes.js';
 import { fxRoutes } from './modules/fx/routes.js';
 import { externalAccountRoutes } from './modules/external-accounts/routes.js';
@@ -153,5 +154,6 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   await app.register(collectionSimulationRoutes(deps));
   await app.register(checkoutRoutes(deps));
   await app.register(dashboardRoutes(deps));
+  await app.register(cardRoutes(deps));
   return app;
 }

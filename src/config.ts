@@ -45,6 +45,10 @@ const ConfigSchema = z.object({
   FX_LIMIT_ORDER_TTL_HOURS: z.coerce.number().int().min(1).max(24 * 90).default(24 * 7),
   /** Currencies every business may hold without activating a `<ccy>_account` feature. */
   HOME_CURRENCIES: csv.default(['NGN', 'USD']),
+  /** Issuer BIN (6-8 digits) of the card numbers this program issues; the default is a sandbox test BIN. */
+  CARD_BIN: z.string().regex(/^\d{6,8}$/, 'CARD_BIN must be 6-8 digits').default('49000088'),
+  /** Hours after which an approved card authorization that was never captured is released. */
+  CARD_AUTH_EXPIRY_HOURS: z.coerce.number().int().min(1).max(24 * 31).default(7 * 24),
   /** KYC compliance: minimum age, and per-country exceptions as `CC:AGE` pairs (e.g. `US:21`). */
   KYC_MIN_AGE: z.coerce.number().int().min(0).max(120).default(18),
   KYC_MIN_AGE_BY_COUNTRY: csv.default([]),

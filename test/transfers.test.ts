@@ -119,9 +119,10 @@ describe('internal transfers', () => {
     expect((await api.post('/v1/transfer', transfer(a, b, -1))).body.error.code).toBe('invalid_amount');
     expect((await api.post('/v1/transfer', { ...transfer(a, b, 1), extra: true })).status).toBe(400);
     const card = await api.post('/v1/transfer', { ...transfer(a, b, 1), destination: { destination_type: 'card', id: b } });
-    expect(card.status).toBe(400);
-    expect(card.body.error.details[0].field).toBe('destination.destination_type');
-    expect((await api.post('/v1/transfer', { ...transfer(a, b, 1), destination: { destination_type: 'external_account', id: b } })).status).toBe(404); // an internal account id is no external account (payouts: test/payouts.test.ts)
+    // Card destinations fund a card (src/modules/transfers/card.ts): an account id is no card.
+    expect(card.status).toBe(404);
+    expect(card.body.error.details[0].field).toBe('destination.id');
+    expect((await api.post('/v1/transfer', { ...transfer(a, b, 1), destination: { destination_type: 'external_account', id: b } })).status).toBe(404);
     expect((await api.post('/v1/transfer', transfer(a, b, 1, { customer_id: customerId }))).status).toBe(400);
     expect((await api.post('/v1/transfer', transfer(a, b, 1), { idempotencyKey: null })).body.error.code).toBe('missing_idempotency_key');
   });

@@ -9,6 +9,7 @@ import { limitOrderJob } from '../modules/fx/worker.js';
 import { verifyDuePayees } from '../modules/external-accounts/service.js';
 import { dispatchPendingPayouts, settleDueSandboxPayouts } from '../modules/transfers/payout-lifecycle.js';
 import { expireDueCollections } from '../modules/collections/lifecycle.js';
+import { expireDue } from '../modules/cards/payments.js';
 
 export interface WorkerDeps {
   config: Config;
@@ -86,6 +87,7 @@ export function startWorkers(deps: WorkerDeps, options: WorkerOptions = {}) {
       // Links are not rendered by the job, so the base URL does not matter here.
       tick: () => expireDueCollections(deps.db, { config: deps.config, sealer: deps.sealer, baseUrl: deps.config.PUBLIC_BASE_URL ?? '' }),
     },
+    { name: 'card-authorization-expiry', intervalMs: 60_000, tick: () => expireDue(deps.db, 100, deps.dbKind === 'postgres') },
   ];
   return runJobs(jobs, deps.log);
 }

@@ -5,6 +5,7 @@ import { AppError, notFound, validationError } from '../../http/errors.js';
 import type { Page } from '../../http/pagination.js';
 import { newId } from '../../lib/ids.js';
 import { externalTransfer } from './external.js';
+import { cardFunding } from './card.js';
 import { internalTransfer } from './internal.js';
 import { toTransferResponse } from './format.js';
 import * as repo from './repo.js';
@@ -37,7 +38,7 @@ export async function createTransfer(trx: Trx, ctx: RequestContext, body: Create
     case 'customer_account':
       return toTransferResponse(await internalTransfer(trx, ctx, config, id, body));
     case 'card':
-      throw unsupportedDestination('card', 'Card destinations are not available yet');
+      return toTransferResponse(await cardFunding(trx, ctx, id, body));
     case 'external_account':
       if (!body.destination.id) throw validationError([{ field: 'destination.id', code: 'required', message: 'Required' }]);
       return toTransferResponse(await externalTransfer(trx, ctx, config, id, body));

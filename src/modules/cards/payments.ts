@@ -1,0 +1,344 @@
+import type { Db, Queryable, Trx } from '../../db/client.js';
+import type { RequestContext } from '../../http/context.js';
+import { AppError, notFound, validationError } from '../../http/errors.js';
+import type { Page } from '../../http/pagination.js';
+import { newId } from '../../lib/ids.js';
+import { formatAmount, parseAmount } from '../../lib/money.js';
+import * as ledger from '../../ledger/index.js';
+import type { AuthorizationRequest, CardNetwork } from '../../rails/cards.js';
+import * as accounts from '../accounts/service.js';
+import * as transactions from '../transactions/service.js';
+import { recordEvent } from '../webhooks/outbox.js';
+import * as repo from './repo.js';
+import type { AuthorizationResponse, DeclineReason, ListAuthorizationsQuery, SimulateAuthorizationBody, WithdrawBody, WithdrawResponse } from './schema.js';
+import { TERMINAL_STATUSES } from './schema.js';
+import { isExpired } from './secrets.js';
+import { cardTransactionEvent, requireCard } from './service.js';
+
+type Scope = Pick<RequestContext, 'tenantId' | 'environment'>;
+
+export function toAuthorizationResponse(a: repo.AuthorizationRow): AuthorizationResponse {
+  return {
+    id: a.id,
+    card_id: a.card_id,
+    status: a.status as AuthorizationResponse['status'],
+    amount: formatAmount(a.amount, a.currency),
+    captured_amount: a.captured_amount === null ? null : formatAmount(a.captured_amount, a.currency),
+    currency: a.currency,
+    merchant_name: a.merchant_name,
+    merchant_category: a.merchant_category,
+    decline_reason: a.decline_reason,
+    expires_at: a.expires_at?.toISOString() ?? null,
+    date_created: a.created_at.toISOString(),
+    date_updated: a.updated_at.toISOString(),
+  };
+}
+
+// ---------- authorizations ----------
+
+const startOfUtcDay = (now: Date) => new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate()));
+const startOfUtcMonth = (now: Date) => new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1));
+
+/** Spending controls: categories first, then per-transaction, daily and monthly limits. */
+async function controlsDecline(trx: Queryable, ctx: Scope, card: repo.CardRow, req: AuthorizationRequest): Promise<DeclineReason | null> {
+  if (!card.controls_activated) return null;
+  const category = req.merchantCategory;
+  if (category !== null && card.blocked_categories.includes(category)) return 'merchant_category_blocked';
+  if (card.allowed_categories.length > 0 && (category === null || !card.allowed_categories.includes(category))) {
+    return 'merchant_category_blocked';
+  }
+  if (card.single_transaction_limit !== null && req.amount > card.single_transaction_limit) return 'limit_exceeded';
+  const now = new Date();
+  if (card.daily_limit !== null && (await repo.spentSince(trx, ctx, card.id, startOfUtcDay(now))) + req.amount > card.daily_limit) {
+    return 'limit_exceeded';
+  }
+  if (card.monthly_limit !== null && (await repo.spentSince(trx, ctx, card.id, startOfUtcMonth(now))) + req.amount > card.monthly_limit) {
+    return 'limit_exceeded';
+  }
+  return null;
+}
+
+/**
+ * The issuer's decision. The card row is locked by the caller, so the limit sums and the balance
+ * read cannot race another authorization or a withdrawal of the same card.
+ */
+async function decide(trx: Queryable, ctx: Scope, card: repo.CardRow, req: AuthorizationRequest): Promise<DeclineReason | null> {
+  if (req.networkDecline) return req.networkDecline;
+  if ((TERMINAL_STATUSES as readonly string[]).includes(card.status)) return 'card_blocked';
+  if (card.status === 'freeze') return 'card_frozen';
+  if (card.status === 'inactive') return 'card_inactive';
+  if (isExpired(card.expiry_month, card.expiry_year)) return 'card_expired';
+  const control = await controlsDecline(trx, ctx, card, req);
+  if (control) return control;
+  const balance = await ledger.getBalance(trx, ctx, card.id);
+  if (!balance || balance.available < req.amount) return 'insufficient_funds';
+  return null;
+}
+
+/** A declined authorization still shows on the card's transactions, as failed, with its reason. */
+async function recordDecline(trx: Trx, ctx: Scope, card: repo.CardRow, auth: repo.AuthorizationRow) {
+  const [row] = await transactions.recordMovement(trx, ctx, {
+    reference: auth.id,
+    sides: [
+      {
+        accountId: card.id,
+        customerId: card.customer_id,
+        direction: 'out',
+        amount: auth.amount,
+        currency: card.currency,
+        channel: 'card_payment',
+        transactionType: 'card_payment',
+        status: 'failed',
+        description: auth.merchant_name,
+        cardId: card.id,
+        metadata: paymentMetadata(card, auth),
+      },
+    ],
+  });
+  const data = { ...cardTransactionEvent(row!, card), authorization: toAuthorizationResponse(auth) };
+  await recordEvent(trx, ctx, 'cards.transaction.declined', data, card.id);
+}
+
+function paymentMetadata(card: repo.CardRow, auth: repo.AuthorizationRow) {
+  return {
+    authorization_id: auth.id,
+    card_id: card.id,
+    card_type: card.card_type,
+    merchant_name: auth.merchant_name,
+    merchant_category: auth.merchant_category,
+    declined_reason: auth.decline_reason,
+    authorize_time: auth.created_at.toISOString(),
+  };
+}
+
+/** A network authorization: approved (funds held on the card) or declined with a reason. */
+export async function authorize(
+  trx: Trx,
+  network: CardNetwork,
+  expiryHours: number,
+  ctx: Scope,
+  cardId: string,
+  body: SimulateAuthorizationBody,
+): Promise<AuthorizationResponse> {
+  const card = await requireCard(trx, ctx, cardId, true);
+  const amount = parseAmount(body.amount, card.currency);
+  const req = network.authorization({
+    cardId,
+    amount,
+    merchantName: body.merchant_name,
+    merchantCategory: body.merchant_category,
+    declineReason: body.decline_reason,
+  });
+  const reason = await decide(trx, ctx, card, req);
+  const id = newId();
+  const now = new Date();
+  let holdId: string | null = null;
+  if (reason === null) {
+    const settlement = await ledger.systemAccount(trx, ctx, 'card_settlement', card.currency);
+    const hold = await ledger.hold(trx, ctx, {
+      debitAccountId: card.id,
+      creditAccountId: settlement,
+      amount,
+      currency: card.currency,
+      kind: 'card_payment',
+      reference: id,
+      metadata: { card_id: card.id, authorization_id: id, merchant_name: req.merchantName },
+    });
+    holdId = hold.id;
+  }
+  await repo.insertAuthorization(trx, {
+    id,
+    tenant_id: ctx.tenantId,
+    environment: ctx.environment,
+    card_id: card.id,
+    currency: card.currency,
+    amount,
+    merchant_name: req.merchantName,
+    merchant_category: req.merchantCategory,
+    status: reason === null ? 'approved' : 'declined',
+    decline_reason: reason,
+    hold_id: holdId,
+    expires_at: reason === null ? new Date(now.getTime() + expiryHours * 3_600_000) : null,
+  });
+  const auth = (await repo.findAuthorization(trx, ctx, id))!;
+  if (reason === null) await recordEvent(trx, ctx, 'cards.transaction.payment', toAuthorizationResponse(auth), card.id);
+  else await recordDecline(trx, ctx, card, auth);
+  return toAuthorizationResponse(auth);
+}
+
+async function requireApproved(trx: Trx, ctx: Scope, id: string): Promise<repo.AuthorizationRow> {
+  const auth = await repo.findAuthorization(trx, ctx, id, true);
+  if (!auth) throw notFound('Card authorization');
+  if (auth.status !== 'approved' || auth.hold_id === null) {
+    throw new AppError('invalid_state_transition', `The authorization is ${auth.status}; it can be captured or reversed only while approved`);
+  }
+  return auth;
+}
+
+/** Clearing: posts all or part of the hold (the rest is released), at most once. */
+export async function capture(trx: Trx, network: CardNetwork, ctx: Scope, authorizationId: string, rawAmount: unknown) {
+  const auth = await requireApproved(trx, ctx, authorizationId);
+  const amount = rawAmount === undefined ? auth.amount : parseAmount(rawAmount, auth.currency);
+  const req = network.settlement(auth.id, amount);
+  const captured = req.amount ?? auth.amount;
+  if (captured > auth.amount) {
+    throw new AppError('unprocessable', 'A capture cannot exceed the authorized amount', [
+      { field: 'amount', code: 'exceeds_authorization', message: `At most ${formatAmount(auth.amount, auth.currency)}` },
+    ]);
+  }
+  const { transaction: posting } = await ledger.postHold(trx, ctx, auth.hold_id!, captured);
+  await repo.settleAuthorization(trx, auth.id, { status: 'captured', captured_amount: captured });
+  const settled = (await repo.findAuthorization(trx, ctx, auth.id))!;
+  const card = await requireCard(trx, ctx, auth.card_id);
+  await transactions.recordMovement(trx, ctx, {
+    reference: auth.id,
+    posting,
+    sides: [
+      {
+        accountId: card.id,
+        customerId: card.customer_id,
+        direction: 'out',
+        amount: captured,
+        currency: card.currency,
+        channel: 'card_payment',
+        transactionType: 'card_payment',
+        description: auth.merchant_name,
+        cardId: card.id,
+        metadata: paymentMetadata(card, settled),
+      },
+    ],
+  });
+  const response = toAuthorizationResponse(settled);
+  await recordEvent(trx, ctx, 'cards.transaction.payment', response, card.id);
+  return response;
+}
+
+/** Reversal: the whole hold is released, nothing posts, at most once. */
+export async function reverse(trx: Trx, network: CardNetwork, ctx: Scope, authorizationId: string, rawAmount: unknown) {
+  const auth = await requireApproved(trx, ctx, authorizationId);
+  if (rawAmount !== undefined) {
+    const amount = network.settlement(auth.id, parseAmount(rawAmount, auth.currency)).amount;
+    if (amount !== auth.amount) {
+      throw new AppError('unprocessable', 'Only a full reversal is supported: capture the part that was spent instead', [
+        { field: 'amount', code: 'partial_reversal', message: `Send ${formatAmount(auth.amount, auth.currency)} or no amount` },
+      ]);
+    }
+  }
+  return release(trx, ctx, auth, 'reversed');
+}
+
+async function release(trx: Trx, ctx: Scope, auth: repo.AuthorizationRow, status: 'reversed' | 'expired') {
+  await ledger.voidHold(trx, ctx, auth.hold_id!);
+  await repo.settleAuthorization(trx, auth.id, { status });
+  const response = toAuthorizationResponse((await repo.findAuthorization(trx, ctx, auth.id))!);
+  await recordEvent(trx, ctx, 'cards.transaction.payment', response, auth.card_id);
+  return response;
+}
+
+/**
+ * Worker: approved authorizations never captured are released after CARD_AUTH_EXPIRY_HOURS. Claims
+ * a bounded batch with SKIP LOCKED (PostgreSQL) so several workers share the work; true = more.
+ */
+export async function expireDue(db: Db, batch: number, skipLocked: boolean): Promise<boolean> {
+  return db.transaction().execute(async (trx) => {
+    const due = await repo.claimExpiredAuthorizations(trx, batch, skipLocked);
+    for (const auth of due) {
+      await release(trx, { tenantId: auth.tenant_id, environment: auth.environment as Scope['environment'] }, auth, 'expired');
+    }
+    return due.length === batch;
+  });
+}
+
+export async function getAuthorization(db: Queryable, ctx: Scope, id: string): Promise<AuthorizationResponse> {
+  const row = await repo.findAuthorization(db, ctx, id);
+  if (!row) throw notFound('Card authorization');
+  return toAuthorizationResponse(row);
+}
+
+export async function listAuthorizations(db: Queryable, ctx: Scope, cardId: string, query: ListAuthorizationsQuery): Promise<Page<AuthorizationResponse>> {
+  await requireCard(db, ctx, cardId);
+  const page = await repo.listAuthorizations(db, ctx, cardId, query);
+  return { ...page, items: page.items.map(toAuthorizationResponse) };
+}
+
+// ---------- withdrawal ----------
+
+/** The account a withdrawal pays into: the one named, or the owner's oldest active one in the currency. */
+async function withdrawalAccount(trx: Trx, ctx: Scope, card: repo.CardRow, accountId: string | undefined): Promise<string> {
+  if (accountId) return accountId;
+  const page = await accounts.listAccounts(trx, ctx, {
+    customer_id: card.customer_id,
+    currency: card.currency,
+    status: 'active',
+    page: 1,
+    items_per_page: 100,
+  });
+  const oldest = page.items[page.items.length - 1];
+  if (!oldest) {
+    throw validationError([{ field: 'account_id', code: 'required', message: `The card owner has no active ${card.currency} account; name one` }]);
+  }
+  return oldest.id;
+}
+
+/**
+ * Moves money from the card's balance to an account of its owner (or of the business). Allowed
+ * in every card status: a blocked card must still be emptied. Locks only what a transfer locks
+ * (the account shared, then the ledger balances in id order); the ledger's conditional debit keeps
+ * the card's available balance (net of held authorizations) from going below zero.
+ */
+export async function withdraw(trx: Trx, ctx: Scope, body: WithdrawBody): Promise<WithdrawResponse> {
+  const card = await requireCard(trx, ctx, body.card_id);
+  const amount = parseAmount(body.amount, card.currency);
+  const accountId = await withdrawalAccount(trx, ctx, card, body.account_id);
+  const account = (await accounts.lockForMovement(trx, ctx, [accountId])).get(accountId);
+  if (!account) throw new AppError('not_found', 'Account not found', [{ field: 'account_id', code: 'not_found', message: 'No such account' }]);
+  if (account.customer_id !== null && account.customer_id !== card.customer_id) {
+    throw validationError([{ field: 'account_id', code: 'mismatch', message: "The account must be the card owner's or the business's" }]);
+  }
+  if (account.currency !== card.currency) {
+    throw new AppError('currency_mismatch', `The card holds ${card.currency}, the account ${account.currency}`, [
+      { field: 'account_id', code: 'currency_mismatch', message: `Use a ${card.currency} account` },
+    ]);
+  }
+  accounts.assertCanCredit(account, 'account_id');
+  const id = newId();
+  let posting: ledger.PostedTransaction;
+  try {
+    posting = await ledger.post(trx, ctx, {
+      kind: 'card_withdrawal',
+      reference: id,
+      metadata: { card_id: card.id },
+      legs: [
+        { accountId: card.id, amount: -amount, currency: card.currency },
+        { accountId: account.id, amount, currency: card.currency },
+      ],
+    });
+  } catch (err) {
+    if (err instanceof AppError && err.code === 'insufficient_funds') {
+      throw new AppError('insufficient_funds', 'The card has insufficient available balance', [
+        { field: 'amount', code: 'insufficient_funds', message: 'Exceeds the card available balance' },
+      ]);
+    }
+    throw err;
+  }
+  const common = { currency: card.currency, amount, channel: 'card_withdrawal' as const, transactionType: 'card_withdrawal' as const, cardId: card.id, sendingAccountId: card.id, receivingAccountId: account.id, metadata: { card_id: card.id, card_type: card.card_type } };
+  const [cardTx] = await transactions.recordMovement(trx, ctx, {
+    reference: id,
+    posting,
+    sides: [
+      { ...common, accountId: card.id, customerId: card.customer_id, direction: 'out', description: 'Card withdrawal' },
+      { ...common, accountId: account.id, customerId: account.customer_id, direction: 'in', description: 'Card withdrawal' },
+    ],
+  });
+  await recordEvent(trx, ctx, 'cards.transaction.withdraw', cardTransactionEvent(cardTx!, card), card.id);
+  return {
+    id,
+    card_id: card.id,
+    account_id: account.id,
+    amount: formatAmount(amount, card.currency),
+    currency: card.currency,
+    status: 'completed',
+    transaction_id: cardTx!.id,
+    date_created: posting.createdAt.toISOString(),
+  };
+}

@@ -1,0 +1,226 @@
+import type { FastifyRequest } from 'fastify';
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import type { Deps } from '../../app.js';
+import { envelope, ok } from '../../http/envelope.js';
+import { notFound } from '../../http/errors.js';
+import { pageSchema } from '../../http/pagination.js';
+import {
+  ApplicationIdParams,
+  ApplicationResponse,
+  BalanceResponse,
+  CardIdParams,
+  CardResponse,
+  ClientKeyHeaders,
+  CreateApplicationBody,
+  CreateApplicationResponse,
+  CreateCardBody,
+  CreateCardResponse,
+  ListApplicationsQuery,
+  ListCardsQuery,
+  SecretEnvelope,
+  AuthorizationIdParams,
+  AuthorizationResponse,
+  ListAuthorizationsQuery,
+  SettleAuthorizationBody,
+  SimulateAuthorizationBody,
+  WithdrawBody,
+  WithdrawResponse,
+  SimulateApplicationBody,
+  SimulateFulfilmentBody,
+  SpendingControlsInput,
+  UpdateCardStatusBody,
+  UpdatePinBody,
+} from './schema.js';
+import * as applications from './applications.js';
+import * as payments from './payments.js';
+import * as service from './service.js';
+import { z } from 'zod';
+import { sandboxCardNetwork } from '../../rails/cards.js';
+
+const tags = ['Cards'];
+const simTags = ['Simulations'];
+
+/** Sandbox-only routes do not exist for a live key: 404 before anything else is looked at. */
+export async function sandboxOnly(req: FastifyRequest): Promise<void> {
+  if (req.ctx?.environment !== 'sandbox') throw notFound('Route');
+}
+
+export function cardRoutes(deps: Deps): FastifyPluginAsyncZod {
+  return async (app) => {
+    app.post(
+      '/v1/cards/applications/new',
+      { schema: { tags, summary: 'Create a card application', body: CreateApplicationBody, response: { 200: envelope(CreateApplicationResponse) } } },
+      (req, reply) => deps.idempotency.run(req, reply, 'cards.applications.create', (trx) => applications.createApplication(trx, deps, req.ctx, req.body)),
+    );
+    app.get(
+      '/v1/cards/applications',
+      { schema: { tags, summary: 'List card applications', querystring: ListApplicationsQuery, response: { 200: envelope(pageSchema(ApplicationResponse)) } } },
+      async (req) => ok(await applications.listApplications(deps.db, req.ctx, req.query)),
+    );
+    app.get(
+      '/v1/cards/applications/:application_id',
+      { schema: { tags, summary: 'Get a card application', params: ApplicationIdParams, response: { 200: envelope(ApplicationResponse) } } },
+      async (req) => ok(await applications.getApplication(deps.db, req.ctx, req.params.application_id)),
+    );
+
+    app.post(
+      '/v1/cards',
+      {
+        schema: {
+          tags,
+          summary: 'Create a card',
+          description: 'Virtual cards are active at once; physical cards are shipped and start `inactive` until activated. A card is in USD unless `currency` names another supported currency.',
+          body: CreateCardBody,
+          response: { 200: envelope(CreateCardResponse) },
+        },
+      },
+      (req, reply) => deps.idempotency.run(req, reply, 'cards.create', (trx) => service.createCard(trx, deps, req.ctx, req.body)),
+    );
+    app.get(
+      '/v1/cards',
+      { schema: { tags, summary: 'List cards', querystring: ListCardsQuery, response: { 200: envelope(pageSchema(CardResponse)) } } },
+      async (req) => ok(await service.listCards(deps.db, req.ctx, req.query)),
+    );
+    app.get(
+      '/v1/cards/:card_id',
+      { schema: { tags, summary: 'Get a card', params: CardIdParams, response: { 200: envelope(CardResponse) } } },
+      async (req) => ok(await service.getCard(deps.db, req.ctx, req.params.card_id)),
+    );
+    app.get(
+      '/v1/cards/:card_id/balance',
+      { schema: { tags, summary: 'Get a card balance', params: CardIdParams, response: { 200: envelope(BalanceResponse) } } },
+      async (req) => ok(await service.getBalance(deps.db, req.ctx, req.params.card_id)),
+    );
+    app.patch(
+      '/v1/cards/:card_id/update',
+      {
+        schema: {
+          tags,
+          summary: 'Update a card status',
+          description: '`active` (activation or unfreeze), `freeze` (reversible), `blocked`, `lost`, `stolen` (final: 409 card_blocked afterwards).',
+          params: CardIdParams,
+          body: UpdateCardStatusBody,
+          response: { 200: envelope(CardResponse) },
+        },
+      },
+      async (req) => ok(await service.updateStatus(deps.db, req.ctx, req.params.card_id, req.body)),
+    );
+    app.patch(
+      '/v1/cards/:card_id/spending-controls',
+      {
+        schema: {
+          tags,
+          summary: 'Update spending controls',
+          description: 'Only the fields sent change; a limit of null removes it.',
+          params: CardIdParams,
+          body: SpendingControlsInput,
+          response: { 200: envelope(CardResponse) },
+        },
+      },
+      async (req) => ok(await service.updateSpendingControls(deps.db, req.ctx, req.params.card_id, req.body)),
+    );
+    app.put(
+      '/v1/cards/:card_id/pin',
+      { schema: { tags, summary: 'Update a card PIN', params: CardIdParams, body: UpdatePinBody, response: { 200: envelope(z.object({ message: z.string() })) } } },
+      async (req) => ok(await service.updatePin(deps.db, deps, req.ctx, req.params.card_id, req.body.card_pin)),
+    );
+
+    const secretSchema = (summary: string) => ({
+      tags,
+      summary,
+      description: 'Needs `X-Client-Public-Key`: base64 of a PEM RSA public key (>= 2048 bits). See the README, "Cards", for decryption.',
+      params: CardIdParams,
+      headers: ClientKeyHeaders,
+      response: { 200: envelope(SecretEnvelope) },
+    });
+    app.get('/v1/cards/:card_id/sensitive-details', { schema: secretSchema('View card sensitive details') }, async (req, reply) => {
+      reply.header('Cache-Control', 'no-store');
+      return ok(await service.sensitiveDetails(deps.db, deps, req.ctx, req.params.card_id, req.headers['x-client-public-key']));
+    });
+    app.get('/v1/cards/:card_id/pin', { schema: secretSchema('Get a card PIN') }, async (req, reply) => {
+      reply.header('Cache-Control', 'no-store');
+      return ok(await service.pinDetails(deps.db, deps, req.ctx, req.params.card_id, req.headers['x-client-public-key']));
+    });
+
+    app.post(
+      '/v1/cards/withdraw',
+      {
+        schema: {
+          tags,
+          summary: 'Withdraw from a card',
+          description: "Moves money from the card's balance to `account_id` (the owner's or the business's; default: the owner's oldest active account in the card's currency).",
+          body: WithdrawBody,
+          response: { 200: envelope(WithdrawResponse) },
+        },
+      },
+      (req, reply) => deps.idempotency.run(req, reply, 'cards.withdraw', (trx) => payments.withdraw(trx, req.ctx, req.body)),
+    );
+    app.get(
+      '/v1/cards/:card_id/authorizations',
+      { schema: { tags, summary: "List a card's authorizations", params: CardIdParams, querystring: ListAuthorizationsQuery, response: { 200: envelope(pageSchema(AuthorizationResponse)) } } },
+      async (req) => ok(await payments.listAuthorizations(deps.db, req.ctx, req.params.card_id, req.query)),
+    );
+    app.get(
+      '/v1/card-authorizations/:authorization_id',
+      { schema: { tags, summary: 'Get a card authorization', params: AuthorizationIdParams, response: { 200: envelope(AuthorizationResponse) } } },
+      async (req) => ok(await payments.getAuthorization(deps.db, req.ctx, req.params.authorization_id)),
+    );
+
+    // ---------- sandbox simulations (the sandbox card network) ----------
+    app.post(
+      '/v1/simulations/cards/:card_id/authorizations',
+      {
+        onRequest: sandboxOnly,
+        schema: {
+          tags: simTags,
+          summary: 'Sandbox: a card network authorization',
+          description: 'Approved (funds held on the card) or declined with a reason; `decline_reason` forces a decline.',
+          params: CardIdParams,
+          body: SimulateAuthorizationBody,
+          response: { 200: envelope(AuthorizationResponse) },
+        },
+      },
+      (req, reply) =>
+        deps.idempotency.run(req, reply, 'simulations.cards.authorize', (trx) =>
+          payments.authorize(trx, sandboxCardNetwork, deps.config.CARD_AUTH_EXPIRY_HOURS, req.ctx, req.params.card_id, req.body),
+        ),
+    );
+    for (const action of ['capture', 'reverse'] as const) {
+      app.post(
+        `/v1/simulations/card-authorizations/:authorization_id/${action}`,
+        {
+          onRequest: sandboxOnly,
+          schema: {
+            tags: simTags,
+            summary: action === 'capture' ? 'Sandbox: clear (post) an authorization, fully or partly' : 'Sandbox: release an authorization',
+            params: AuthorizationIdParams,
+            body: SettleAuthorizationBody,
+            response: { 200: envelope(AuthorizationResponse) },
+          },
+        },
+        (req, reply) =>
+          deps.idempotency.run(req, reply, `simulations.card_authorizations.${action}`, (trx) =>
+            payments[action](trx, sandboxCardNetwork, req.ctx, req.params.authorization_id, req.body?.amount),
+          ),
+      );
+    }
+
+    // ---------- sandbox simulations ----------
+    app.post(
+      '/v1/simulations/card-applications/:application_id',
+      { onRequest: sandboxOnly, schema: { tags: simTags, summary: 'Sandbox: decide a card application', params: ApplicationIdParams, body: SimulateApplicationBody, response: { 200: envelope(ApplicationResponse) } } },
+      (req, reply) =>
+        deps.idempotency.run(req, reply, 'simulations.card_applications.decide', (trx) =>
+          applications.simulateApplication(trx, req.ctx, req.params.application_id, req.body.status),
+        ),
+    );
+    app.post(
+      '/v1/simulations/cards/:card_id/fulfilment',
+      { onRequest: sandboxOnly, schema: { tags: simTags, summary: 'Sandbox: ship or deliver a physical card', params: CardIdParams, body: SimulateFulfilmentBody, response: { 200: envelope(CardResponse) } } },
+      (req, reply) =>
+        deps.idempotency.run(req, reply, 'simulations.cards.fulfilment', (trx) =>
+          service.simulateFulfilment(trx, req.ctx, req.params.card_id, req.body.status),
+        ),
+    );
+  };
+}
