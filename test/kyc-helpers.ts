@@ -1,4 +1,6 @@
+import type { Db } from '../src/db/client.js';
 import { newId } from '../src/lib/ids.js';
+import { reviewCase } from '../src/modules/kyc/service.js';
 import type { Client } from './harness.js';
 
 /** Tiny valid files for uploads (content decides the type, not the name). */
@@ -73,4 +75,17 @@ export async function activateFeature(api: Client, customerId: string, featureId
 export async function enableAccountCurrency(api: Client, customerId: string, currency: string) {
   if (['NGN', 'USD'].includes(currency)) return;
   await activateFeature(api, customerId, `${currency.toLowerCase()}_account`, { source_of_funds: 'salary' });
+}
+
+/** Live has no simulations: documents go to the manual connector and an operator approves. */
+export async function approveKycLive(db: Db, tenantId: string, api: Client, customerId: string) {
+  const res = await verify(api, customerId);
+  if (res.status !== 200) throw new Error(`KYC submission failed: ${res.text}`);
+  await reviewCase(db, { tenantId, environment: 'live' }, customerId, 'approved');
+}
+
+/** international_transfers needs KYC at intermediate, then the feature's provider data. */
+export async function enableInternationalTransfers(api: Client, customerId: string) {
+  await approveKyc(api, customerId, 'intermediate');
+  await activateFeature(api, customerId, 'international_transfers', { source_of_funds: 'salary', estimated_monthly_limit: 10000 });
 }

@@ -6,6 +6,7 @@ import { verifyDuePayees } from '../src/modules/external-accounts/service.js';
 import { dispatchPendingPayouts, settleDueSandboxPayouts } from '../src/modules/transfers/payout-lifecycle.js';
 import { setSettings } from '../src/modules/tenants/service.js';
 import { clientFor, johnDoe, startTestApp, type Client, type TestApp } from './harness.js';
+import { approveKyc, approveKycLive, enableInternationalTransfers } from './kyc-helpers.js';
 
 let t: TestApp;
 let api: Client;
@@ -39,6 +40,7 @@ beforeAll(async () => {
   live = clientFor(t, tenant.live.secret_key);
   other = clientFor(t, (await t.tenant('Other')).sandbox.secret_key);
   customerId = (await api.post('/v1/customers', johnDoe())).body.data.id;
+  await approveKyc(api, customerId);
 });
 afterAll(async () => t?.close());
 
@@ -166,6 +168,8 @@ describe('domestic payout', () => {
 });
 
 describe('international payouts', () => {
+  beforeAll(async () => enableInternationalTransfers(api, customerId));
+
   it('pays a bank in NGN from USD at a locked rate, both legs through the FX positions', async () => {
     const src = await account('USD', '1000.00');
     const dest = await payee();
@@ -246,6 +250,7 @@ describe('payout errors change nothing', () => {
     await setSettings(t.db, feeTenant.tenant_id, { fees: { payout_bank_transfer: { NGN: { flat: '25.00' } } }, payout_limits: { bank_transfer: { NGN: '150.00' } } });
     const fees = clientFor(t, feeTenant.sandbox.secret_key);
     const cust = (await fees.post('/v1/customers', johnDoe())).body.data.id;
+    await approveKyc(fees, cust);
     const src = (await fees.post('/v1/accounts', { currency: 'NGN', label: 'f', customer_id: cust })).body.data.id;
     await fees.post(`/v1/simulations/accounts/${src}/fund`, { amount: '1000.00' });
     const dest = (await fees.post('/v1/external-accounts', { payee_type: 'bank_account', account_number: nuban(), account_name: 'A B', currency: 'NGN', customer_id: cust, institution_id: gtb.id })).body.data.id;
@@ -262,6 +267,7 @@ describe('live: the manual connector, settled by an operator', () => {
   it('waits for the operator, who settles or fails from the CLI path', async () => {
     const { operatorOutcome } = await import('../src/modules/transfers/payout-operator.js');
     const liveCustomer = (await live.post('/v1/customers', johnDoe())).body.data.id;
+    await approveKycLive(t.db, tenantId, live, liveCustomer);
     const src = (await live.post('/v1/accounts', { currency: 'NGN', label: 'live', customer_id: liveCustomer })).body.data.id;
     // No funding simulation in live: credit the account straight through the ledger for the test.
     const ls = { tenantId, environment: 'live' as const };

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { exportTransactions } from '../src/modules/transactions/service.js';
 import { clientFor, johnDoe, startTestApp, type Client, type TestApp } from './harness.js';
+import { approveKyc } from './kyc-helpers.js';
 
 let t: TestApp;
 let api: Client;
@@ -20,6 +21,7 @@ beforeAll(async () => {
   live = clientFor(t, tenant.live.secret_key);
   other = clientFor(t, (await t.tenant('Other')).sandbox.secret_key);
   customerId = (await api.post('/v1/customers', johnDoe())).body.data.id;
+  await approveKyc(api, customerId);
   a = (await api.post('/v1/accounts', { currency: 'NGN', label: 'a', customer_id: customerId })).body.data.id;
   b = (await api.post('/v1/accounts', { currency: 'NGN', label: 'b' })).body.data.id;
   usd = (await api.post('/v1/accounts', { currency: 'USD', label: 'u' })).body.data.id;

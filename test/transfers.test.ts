@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { reconcile } from '../src/ledger/index.js';
 import { setSettings } from '../src/modules/tenants/service.js';
 import { clientFor, johnDoe, startTestApp, type Client, type TestApp } from './harness.js';
+import { approveKyc } from './kyc-helpers.js';
 
 let t: TestApp;
 let api: Client;
@@ -18,6 +19,7 @@ beforeAll(async () => {
   live = clientFor(t, tenant.live.secret_key);
   other = clientFor(t, (await t.tenant('Other')).sandbox.secret_key);
   customerId = (await api.post('/v1/customers', johnDoe())).body.data.id;
+  await approveKyc(api, customerId);
 });
 afterAll(async () => t?.close());
 
@@ -143,6 +145,7 @@ describe('internal transfers', () => {
     const fees = clientFor(t, feeTenant.sandbox.secret_key);
     await setSettings(t.db, feeTenant.tenant_id, { fees: { internal_transfer: { NGN: { flat: '10.00', bps: 100 } } } });
     const cust = (await fees.post('/v1/customers', johnDoe())).body.data.id;
+    await approveKyc(fees, cust);
     const a = await account('NGN', '1000.00', fees, cust);
     const b = await account('NGN', undefined, fees, cust);
     const res = await fees.post('/v1/transfer', transfer(a, b, '100.00'));

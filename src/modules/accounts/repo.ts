@@ -122,6 +122,17 @@ export async function lockBusinessCurrency(db: Queryable, ctx: Scope, currency: 
   await sql`select pg_advisory_xact_lock(hashtextextended(${`${ctx.tenantId}:${ctx.environment}:${currency}`}, 0))`.execute(db);
 }
 
+/** The business, environment and customer of each customer-owned account among `ids` (any business). */
+export async function customerOwners(db: Queryable, ids: string[]) {
+  if (ids.length === 0) return [];
+  return db
+    .selectFrom('accounts')
+    .select(['tenant_id', 'environment', 'customer_id'])
+    .where('id', 'in', ids)
+    .where('customer_id', 'is not', null)
+    .execute() as Promise<{ tenant_id: string; environment: string; customer_id: string }[]>;
+}
+
 /** Share-locks account rows by id, ascending, without reading them (a group commit's first step). */
 export async function shareLockById(db: Queryable, ids: string[]) {
   if (ids.length === 0) return;

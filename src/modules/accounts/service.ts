@@ -172,10 +172,17 @@ export async function lockForMovement(trx: Queryable, ctx: Scope, ids: string[])
  * A batch of movements takes its locks first, in the same order as a single movement and a status
  * change (account rows, then balance rows; each ascending by id), so they cannot deadlock.
  */
-export async function lockForBatch(trx: Trx, ids: string[]): Promise<void> {
+export async function lockForBatch(trx: Trx, ids: string[], beforeBalances?: () => Promise<void>): Promise<void> {
   const sorted = [...new Set(ids)].sort();
   await repo.shareLockById(trx, sorted);
+  // Locks a single movement takes between its account rows and its balances (transfer limits).
+  if (beforeBalances) await beforeBalances();
   await ledger.lockBalancesForBatch(trx, sorted);
+}
+
+/** Who owns the customer accounts among `ids`: tenant, environment and customer (a batch's locks). */
+export async function customerOwnersOf(trx: Trx, ids: string[]) {
+  return repo.customerOwners(trx, ids);
 }
 
 /** 409 unless money may leave the account. */

@@ -12,11 +12,11 @@ import type { PayeeDetails } from '../../rails/index.js';
 import * as transactions from '../transactions/service.js';
 import { recordEvent } from '../webhooks/outbox.js';
 import { toTransferResponse } from './format.js';
+import { assertCustomerMayMove } from './limits.js';
 import { assertWithinRailLimit, channelOf, convert, parseRemitter, payoutFee, railFor } from './payout-rules.js';
 import * as repo from './repo.js';
 import type { CreateTransferBody } from './schema.js';
 
-export type PayoutConfig = Pick<Config, 'PAYOUT_FEES' | 'PAYOUT_LIMITS' | 'SANDBOX_FX_RATES' | 'PAYOUT_FX_SPREAD_BPS'>;
 
 /** What a payout keeps in the transfer's metadata to finish it later, exactly once. */
 export interface PayoutMetadata {
@@ -93,7 +93,7 @@ async function holdFunds(trx: Trx, ctx: RequestContext, id: string, input: { sou
  * account now; the rail's connector then settles it (hold posted), or fails it (hold released).
  * International payouts lock the rate here: the payee receives `local_amount` in its currency.
  */
-export async function externalTransfer(trx: Trx, ctx: RequestContext, config: PayoutConfig, id: string, body: CreateTransferBody): Promise<repo.TransferRow> {
+export async function externalTransfer(trx: Trx, ctx: RequestContext, config: Config, id: string, body: CreateTransferBody): Promise<repo.TransferRow> {
   const { payee, source } = await loadParties(trx, ctx, body);
   const currency = source.currency;
   const amount = parseAmount(body.amount, currency);
@@ -105,6 +105,8 @@ export async function externalTransfer(trx: Trx, ctx: RequestContext, config: Pa
   assertWithinRailLimit(ctx.settings, config, rail, currency, amount);
   const fx = await convert(config, amount, currency, payee.currency);
   assertInstitutionBounds(payee.institution_id, fx.localAmount, payee.currency);
+  const international = payee.currency !== currency || rail === 'swift';
+  await assertCustomerMayMove(trx, ctx, config, { customerId: source.customer_id, currency, amount, international });
 
   let fee = payoutFee(ctx.settings, config, rail, currency, amount);
   const feeAccount = fee > 0n ? await accounts.businessFeeAccount(trx, ctx, currency) : undefined;

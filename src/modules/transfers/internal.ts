@@ -1,3 +1,4 @@
+import type { Config } from '../../config.js';
 import type { Trx } from '../../db/client.js';
 import type { RequestContext } from '../../http/context.js';
 import { AppError, validationError } from '../../http/errors.js';
@@ -8,6 +9,7 @@ import { requireCustomer } from '../customers/service.js';
 import * as transactions from '../transactions/service.js';
 import { recordEvent } from '../webhooks/outbox.js';
 import { computeFee } from './fees.js';
+import { assertCustomerMayMove } from './limits.js';
 import * as repo from './repo.js';
 import type { CreateTransferBody } from './schema.js';
 import { toTransferResponse } from './format.js';
@@ -121,7 +123,7 @@ function transferRow(ctx: RequestContext, m: Movement, transactionId: string): r
  * An internal transfer between two accounts of the business, complete at once: source pays
  * amount + fee, destination receives amount, the business's own account receives the fee.
  */
-export async function internalTransfer(trx: Trx, ctx: RequestContext, id: string, body: CreateTransferBody): Promise<repo.TransferRow> {
+export async function internalTransfer(trx: Trx, ctx: RequestContext, config: Config, id: string, body: CreateTransferBody): Promise<repo.TransferRow> {
   const { source, destination } = await loadAccounts(trx, ctx, body);
   const currency = source.currency;
   const amount = parseAmount(body.amount, currency);
@@ -131,6 +133,7 @@ export async function internalTransfer(trx: Trx, ctx: RequestContext, id: string
   }
   accounts.assertCanDebit(source);
   accounts.assertCanCredit(destination);
+  await assertCustomerMayMove(trx, ctx, config, { customerId: source.customer_id, currency, amount });
 
   const fee = computeFee(ctx.settings, 'internal_transfer', currency, amount);
   const feeAccount = fee > 0n ? await accounts.businessFeeAccount(trx, ctx, currency) : undefined;

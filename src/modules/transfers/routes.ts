@@ -4,8 +4,8 @@ import type { Trx } from '../../db/client.js';
 import { GroupCommit } from '../../db/group-commit.js';
 import { envelope, ok } from '../../http/envelope.js';
 import { pageSchema } from '../../http/pagination.js';
-import { lockForBatch } from '../accounts/service.js';
 import { CreateTransferBody, ListTransfersQuery, TransferIdParams, TransferResponse } from './schema.js';
+import { lockTransferBatch } from './limits.js';
 import * as service from './service.js';
 
 const tags = ['Transfers'];
@@ -15,7 +15,7 @@ export function transferRoutes(deps: Deps): FastifyPluginAsyncZod {
   // still all-or-nothing with its own idempotency record). PGlite runs one transaction at a time.
   const batcher =
     deps.dbKind === 'postgres' && deps.config.TRANSFER_BATCH_SIZE > 1
-      ? new GroupCommit(deps.db, lockForBatch, { maxBatch: deps.config.TRANSFER_BATCH_SIZE, lanes: deps.config.TRANSFER_BATCH_LANES })
+      ? new GroupCommit(deps.db, lockTransferBatch, { maxBatch: deps.config.TRANSFER_BATCH_SIZE, lanes: deps.config.TRANSFER_BATCH_LANES })
       : undefined;
 
   return async (app) => {

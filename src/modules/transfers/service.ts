@@ -1,9 +1,10 @@
+import type { Config } from '../../config.js';
 import type { Queryable, Trx } from '../../db/client.js';
 import type { RequestContext } from '../../http/context.js';
 import { AppError, notFound, validationError } from '../../http/errors.js';
 import type { Page } from '../../http/pagination.js';
 import { newId } from '../../lib/ids.js';
-import { externalTransfer, type PayoutConfig } from './external.js';
+import { externalTransfer } from './external.js';
 import { cardFunding } from './card.js';
 import { internalTransfer } from './internal.js';
 import { toTransferResponse } from './format.js';
@@ -26,7 +27,7 @@ function unsupportedDestination(type: string, why: string): AppError {
  * moves the money through the ledger, writes the transfer and its transactions and events, all
  * in `trx` (the idempotency transaction). Card and external-account branches plug in here.
  */
-export async function createTransfer(trx: Trx, ctx: RequestContext, body: CreateTransferBody, config: PayoutConfig): Promise<TransferResponse> {
+export async function createTransfer(trx: Trx, ctx: RequestContext, body: CreateTransferBody, config: Config): Promise<TransferResponse> {
   if (body.source.source_type !== 'internal_account') {
     throw validationError([{ field: 'source.source_type', code: 'unsupported', message: 'Only internal_account sources are supported (fiat only)' }]);
   }
@@ -35,7 +36,7 @@ export async function createTransfer(trx: Trx, ctx: RequestContext, body: Create
     case 'internal_account':
     case 'account':
     case 'customer_account':
-      return toTransferResponse(await internalTransfer(trx, ctx, id, body));
+      return toTransferResponse(await internalTransfer(trx, ctx, config, id, body));
     case 'card':
       return toTransferResponse(await cardFunding(trx, ctx, id, body));
     case 'external_account':
