@@ -43,7 +43,9 @@ describe('every /v1 route', () => {
   });
 
   it('answers 401 invalid_api_key for an unknown or malformed key, never saying whether a business exists', async () => {
-    const bad = ['sk_sandbox_' + 'x'.repeat(43), 'nonsense', biz.sandbox.secret_key.slice(0, -1) + 'Q'];
+    // A real key with its last character changed (to one it does not already end in).
+    const last = biz.sandbox.secret_key.slice(-1) === 'Q' ? 'R' : 'Q';
+    const bad = ['sk_sandbox_' + 'x'.repeat(43), 'nonsense', biz.sandbox.secret_key.slice(0, -1) + last];
     for (const r of v1Routes()) {
       for (const key of bad) {
         const res = await t.request(r.method as 'GET', concrete(r.url), r.method === 'GET' ? undefined : {}, { key });
