@@ -97,12 +97,6 @@ const ConfigSchema = z.object({
   PAYOUT_LIMITS: z
     .string()
     .default('{"*":{"USD":"100000","EUR":"100000","GBP":"100000","NGN":"150000000","GHS":"1000000","KES":"10000000","UGX":"300000000","ZAR":"1500000"}}'),
-  /** Sandbox FX mid rates per USD (international payouts); a real provider replaces them. */
-  SANDBOX_FX_RATES: z
-    .string()
-    .default('{"NGN":"1500","GHS":"15.5","KES":"129.5","UGX":"3700","ZAR":"18.2","EUR":"0.92","GBP":"0.79","XOF":"603.5","XAF":"603.5","MXN":"17.1"}'),
-  /** Spread taken on the FX leg of international payouts, in basis points of the mid rate. */
-  PAYOUT_FX_SPREAD_BPS: z.coerce.number().int().min(0).max(2000).default(50),
   /** Default collection fee (percent of the amount), overridable by the `collection_fee_percent` setting. */
   COLLECTION_FEE_PERCENT: z.string().regex(/^\d{1,2}(\.\d{1,2})?$/).default('1.5'),
   /**

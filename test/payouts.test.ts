@@ -168,15 +168,22 @@ describe('domestic payout', () => {
 });
 
 describe('international payouts', () => {
-  beforeAll(async () => enableInternationalTransfers(api, customerId));
+  beforeAll(async () => {
+    await enableInternationalTransfers(api, customerId);
+    // The sandbox market (the FX module's rates) decides payout rates too.
+    for (const [quote, rate] of [['NGN', '1500'], ['GHS', '15.5']]) {
+      const res = await api.post('/v1/simulations/fx/rates', { base: 'USD', quote, rate });
+      expect(res.status, res.text).toBe(200);
+    }
+  });
 
   it('pays a bank in NGN from USD at a locked rate, both legs through the FX positions', async () => {
     const src = await account('USD', '1000.00');
     const dest = await payee();
     const res = await api.post('/v1/transfer', payout(src, dest, '100.01'));
     expect(res.status, JSON.stringify(res.body)).toBe(200);
-    // mid 1500 NGN per USD less a 50 bps spread = 1492.5; 100.01 * 1492.5 = 149264.925 -> 149264.92
-    expect(res.body.data).toMatchObject({ amount: '100.01', currency: 'USD', fee: '0.50', local_amount: '149264.92', local_currency: 'NGN', rate: '1492.5' });
+    // mid 1500 NGN per USD less a 50 bps spread = 1492.50 (FX rate format); 100.01 * 1492.5 = 149264.925 -> 149264.92
+    expect(res.body.data).toMatchObject({ amount: '100.01', currency: 'USD', fee: '0.50', local_amount: '149264.92', local_currency: 'NGN', rate: '1492.50' });
     expect(await acct(src)).toMatchObject({ balance: '1000.00', available_balance: '899.49' });
     await api.post(`/v1/simulations/transfers/${res.body.data.id}/complete`);
     expect(await acct(src)).toMatchObject({ balance: '899.49', available_balance: '899.49' });

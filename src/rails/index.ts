@@ -11,4 +11,3 @@ export function payoutConnector(environment: Environment, config: Pick<Config, '
   return environment === 'sandbox' ? new SandboxPayouts(config.SANDBOX_RAIL_DELAY_MS) : new ManualPayouts();
 }
 
-export { SandboxFxRates, applySpread, convertMinor, type FxRateProvider } from './fx-rates.js';

@@ -103,7 +103,7 @@ export async function externalTransfer(trx: Trx, ctx: RequestContext, config: Co
   const rail = railFor(payee.payee_type, payee.payment_rail, body.destination.rail);
   const remitter = parseRemitter(payee.payee_type, body.additional_information);
   assertWithinRailLimit(ctx.settings, config, rail, currency, amount);
-  const fx = await convert(config, amount, currency, payee.currency);
+  const fx = await convert(trx, ctx, config, amount, currency, payee.currency);
   assertInstitutionBounds(payee.institution_id, fx.localAmount, payee.currency);
   const international = payee.currency !== currency || rail === 'swift';
   await assertCustomerMayMove(trx, ctx, config, { customerId: source.customer_id, currency, amount, international });

@@ -1,9 +1,12 @@
 import { z } from 'zod';
 import type { Config } from '../../config.js';
 import { AppError, validationError, type ErrorDetail } from '../../http/errors.js';
-import { currencyExponent, parseAmount } from '../../lib/money.js';
+import { parseAmount } from '../../lib/money.js';
 import { PastDate, Address, CountryCode, NameText, ShortText, isCalendarDate } from '../../lib/validators.js';
-import { applySpread, convertMinor, SandboxFxRates, type FxRateProvider, type Rail } from '../../rails/index.js';
+import type { Rail } from '../../rails/index.js';
+import type { Queryable } from '../../db/client.js';
+import type { RequestContext } from '../../http/context.js';
+import { convertAmount, getRate, type FxRate } from '../fx/service.js';
 import { computeFee } from './fees.js';
 
 /**
@@ -127,28 +130,32 @@ export interface Conversion {
   spreadBps: number;
 }
 
-export function fxProvider(config: Pick<Config, 'SANDBOX_FX_RATES'>): FxRateProvider {
-  return new SandboxFxRates(JSON.parse(config.SANDBOX_FX_RATES) as Record<string, string>);
-}
-
-/** What the payee receives: the same amount, or the amount at a locked rate (mid less spread). */
+/**
+ * What the payee receives: the same amount, or the amount at the FX module's current customer
+ * rate (mid less the business's spread, the sandbox market of /v1/simulations/fx/rates), rounded
+ * down to the payee currency's minor unit; the remainder stays in the FX position.
+ */
 export async function convert(
-  config: Pick<Config, 'SANDBOX_FX_RATES' | 'PAYOUT_FX_SPREAD_BPS'>,
+  db: Queryable,
+  ctx: RequestContext,
+  config: Config,
   amount: bigint,
   from: string,
   to: string,
 ): Promise<Conversion> {
   if (from === to) return { localAmount: amount, localCurrency: to, rate: null, midRate: null, spreadBps: 0 };
-  const mid = await fxProvider(config).midRate(from, to);
-  if (!mid) {
+  let fx: FxRate;
+  try {
+    fx = await getRate(db, ctx, config, from, to, 'sell');
+  } catch (err) {
+    if (!(err instanceof AppError) || err.code !== 'validation_failed') throw err;
     throw new AppError('currency_mismatch', `No exchange rate from ${from} to ${to}`, [
       { field: 'destination.id', code: 'currency_mismatch', message: `Payouts from ${from} to ${to} are not available` },
     ]);
   }
-  const rate = applySpread(mid, config.PAYOUT_FX_SPREAD_BPS);
-  const localAmount = convertMinor(amount, rate, currencyExponent(from), currencyExponent(to));
+  const localAmount = convertAmount(amount, from, to, fx.rate, 'down');
   if (localAmount <= 0n) {
     throw new AppError('invalid_amount', 'The amount is too small to convert', [{ field: 'amount', code: 'invalid_amount', message: `Converts to less than one minor unit of ${to}` }]);
   }
-  return { localAmount, localCurrency: to, rate, midRate: mid, spreadBps: config.PAYOUT_FX_SPREAD_BPS };
+  return { localAmount, localCurrency: to, rate: fx.rate, midRate: fx.midRate, spreadBps: fx.spreadBps };
 }
