@@ -4,6 +4,7 @@ import type { RequestContext } from '../../http/context.js';
 import { paginate, type Page } from '../../http/pagination.js';
 import { uuidv7LowerBound } from '../../lib/ids.js';
 import type { ListApplicationsQuery, ListAuthorizationsQuery, ListCardsQuery } from './schema.js';
+import { findScoped } from '../../db/scoped.js';
 
 type Json<T> = ColumnType<T, string, string>;
 type Created = ColumnType<Date, never, never>;
@@ -111,14 +112,7 @@ export async function insertApplication(db: Queryable, row: Insertable<CardAppli
 }
 
 export async function findApplication(db: Queryable, ctx: Scope, id: string, forUpdate = false) {
-  let q = db
-    .selectFrom('card_applications')
-    .selectAll()
-    .where('tenant_id', '=', ctx.tenantId)
-    .where('environment', '=', ctx.environment)
-    .where('id', '=', id);
-  if (forUpdate) q = q.forUpdate();
-  return q.executeTakeFirst();
+  return findScoped(db, 'card_applications', ctx, id, forUpdate);
 }
 
 export async function setApplicationStatus(db: Queryable, ctx: Scope, id: string, status: string) {
@@ -148,14 +142,7 @@ export async function insertCard(db: Queryable, row: Insertable<CardsTable>) {
 }
 
 export async function findCard(db: Queryable, ctx: Scope, id: string, forUpdate = false) {
-  let q = db
-    .selectFrom('cards')
-    .selectAll()
-    .where('tenant_id', '=', ctx.tenantId)
-    .where('environment', '=', ctx.environment)
-    .where('id', '=', id);
-  if (forUpdate) q = q.forUpdate();
-  return q.executeTakeFirst();
+  return findScoped(db, 'cards', ctx, id, forUpdate);
 }
 
 export async function updateCard(db: Queryable, ctx: Scope, id: string, patch: Updateable<CardsTable>) {
@@ -184,14 +171,7 @@ export async function insertAuthorization(db: Queryable, row: Insertable<CardAut
 }
 
 export async function findAuthorization(db: Queryable, ctx: Scope, id: string, forUpdate = false) {
-  let q = db
-    .selectFrom('card_authorizations')
-    .selectAll()
-    .where('tenant_id', '=', ctx.tenantId)
-    .where('environment', '=', ctx.environment)
-    .where('id', '=', id);
-  if (forUpdate) q = q.forUpdate();
-  return q.executeTakeFirst();
+  return findScoped(db, 'card_authorizations', ctx, id, forUpdate);
 }
 
 export async function settleAuthorization(

@@ -3,6 +3,7 @@ import type { Queryable } from '../../db/client.js';
 import type { RequestContext } from '../../http/context.js';
 import { paginate, type Page } from '../../http/pagination.js';
 import type { ListCollectionsQuery, ListSavedCardsQuery } from './schema.js';
+import { findScoped } from '../../db/scoped.js';
 
 export interface BankInstructions {
   account_number: string;
@@ -81,14 +82,7 @@ export async function insertCollection(db: Queryable, row: Insertable<Collection
 }
 
 export async function findCollection(db: Queryable, ctx: Scope, id: string, forUpdate = false) {
-  let q = db
-    .selectFrom('collections')
-    .selectAll()
-    .where('tenant_id', '=', ctx.tenantId)
-    .where('environment', '=', ctx.environment)
-    .where('id', '=', id);
-  if (forUpdate) q = q.forUpdate();
-  return q.executeTakeFirst();
+  return findScoped(db, 'collections', ctx, id, forUpdate);
 }
 
 /** The hosted checkout page has no API key: it finds the collection by id, then checks the session token. */

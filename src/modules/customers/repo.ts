@@ -4,6 +4,7 @@ import type { RequestContext } from '../../http/context.js';
 import { paginate, type Page } from '../../http/pagination.js';
 import type { Address } from '../../lib/validators.js';
 import type { ListCustomersQuery } from './schema.js';
+import { findScoped } from '../../db/scoped.js';
 
 type JsonAddress = ColumnType<Address, string, string>;
 
@@ -72,14 +73,7 @@ export async function insertPerson(db: Queryable, row: Insertable<AssociatedPers
 }
 
 export async function findCustomer(db: Queryable, ctx: Scope, id: string, forUpdate = false) {
-  let q = db
-    .selectFrom('customers')
-    .selectAll()
-    .where('tenant_id', '=', ctx.tenantId)
-    .where('environment', '=', ctx.environment)
-    .where('id', '=', id);
-  if (forUpdate) q = q.forUpdate();
-  return q.executeTakeFirst();
+  return findScoped(db, 'customers', ctx, id, forUpdate);
 }
 
 export async function personsOf(db: Queryable, customerIds: string[]): Promise<PersonRow[]> {

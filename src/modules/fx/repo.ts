@@ -6,6 +6,7 @@ import { isUuid } from '../../lib/ids.js';
 import type { RateOverride } from '../../rails/fx.js';
 import { rateFromDb } from './decimal.js';
 import type { ListOrdersQuery } from './schema.js';
+import { findScoped } from '../../db/scoped.js';
 
 /** numeric columns: written as decimal strings, read back as strings (db/client.ts). */
 type Numeric = ColumnType<string, string, string>;
@@ -123,14 +124,7 @@ export async function insertQuote(db: Queryable, row: Omit<Insertable<FxQuotesTa
 }
 
 export async function findQuote(db: Queryable, ctx: Scope, id: string, forUpdate = false): Promise<QuoteRow | undefined> {
-  let q = db
-    .selectFrom('fx_quotes')
-    .selectAll()
-    .where('tenant_id', '=', ctx.tenantId)
-    .where('environment', '=', ctx.environment)
-    .where('id', '=', id);
-  if (forUpdate) q = q.forUpdate();
-  return q.executeTakeFirst();
+  return findScoped(db, 'fx_quotes', ctx, id, forUpdate);
 }
 
 /** Marks a quote used by an order, only if it is still unused and unexpired (database clock). */
@@ -152,14 +146,7 @@ export async function insertOrder(db: Queryable, row: Insertable<FxOrdersTable>)
 }
 
 export async function findOrder(db: Queryable, ctx: Scope, id: string, forUpdate = false): Promise<OrderRow | undefined> {
-  let q = db
-    .selectFrom('fx_orders')
-    .selectAll()
-    .where('tenant_id', '=', ctx.tenantId)
-    .where('environment', '=', ctx.environment)
-    .where('id', '=', id);
-  if (forUpdate) q = q.forUpdate();
-  return q.executeTakeFirst();
+  return findScoped(db, 'fx_orders', ctx, id, forUpdate);
 }
 
 export async function updateOrder(db: Queryable, ctx: Scope, id: string, patch: Updateable<FxOrdersTable>): Promise<OrderRow> {
