@@ -149,7 +149,7 @@ describe('gating functions', () => {
 
   it('checkTransactionLimit applies per-transaction and daily limits of the KYC level, overridable per business', async () => {
     const id = await createCustomer(api, johnDoe());
-    await expect(checkTransactionLimit(t.db, ctxOf(), id, 'USD', 100n)).rejects.toMatchObject({ code: 'kyc_level_insufficient' });
+    await expect(checkTransactionLimit(t.db, ctxOf(), id, 'USD', 100n, { config: t.config })).rejects.toMatchObject({ code: 'kyc_level_insufficient' });
     await api.post(`/v1/simulations/kyc/${id}`, { outcome: 'approved' });
     const opts = { config: t.config };
     await expect(checkTransactionLimit(t.db, ctxOf(), id, 'USD', 100_000n, opts)).resolves.toBeUndefined(); // 1000.00 USD: at the limit

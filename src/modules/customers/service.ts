@@ -181,11 +181,11 @@ const BUSINESS_ONLY = [
 const NEW_PERSON_REQUIRED = ['first_name', 'last_name', 'email', 'phone', 'gender', 'date_of_birth', 'address'] as const;
 
 /** PUT: the path decides the customer; only the fields sent change. */
-export async function updateCustomer(db: Db, ctx: Scope, id: string, body: UpdateCustomerBody, config?: Config) {
+export async function updateCustomer(db: Db, ctx: Scope, id: string, body: UpdateCustomerBody, config: Config) {
   return db.transaction().execute((trx) => applyUpdate(trx, ctx, id, body, config));
 }
 
-async function applyUpdate(trx: Trx, ctx: Scope, id: string, body: UpdateCustomerBody, config?: Config) {
+async function applyUpdate(trx: Trx, ctx: Scope, id: string, body: UpdateCustomerBody, config: Config) {
   const mismatch = (['customer_id', 'id'] as const).filter((f) => body[f] !== undefined && body[f] !== id);
   if (mismatch.length > 0) {
     throw new AppError(

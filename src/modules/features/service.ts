@@ -6,12 +6,12 @@
  *  - `requireFeature(db, ctx, customerId, featureId)` → 403 `feature_not_active` unless the
  *    customer activated the feature (e.g. `virtual_cards` before issuing a card,
  *    `international_transfers` before a SWIFT payout).
- *  - `requireAccountCurrency(db, ctx, customerId, currency, config?)` → 403 `feature_not_active`
+ *  - `requireAccountCurrency(db, ctx, customerId, currency, config)` → 403 `feature_not_active`
  *    when `currency` is not a home currency of the business and `<ccy>_account` is not active.
  *    Accounts of the business itself (customerId null) pass.
  *  - `requireKycLevel(db, ctx, customerId, level)` → 403 `kyc_level_insufficient` unless KYC is
  *    approved at `level` ('basic' | 'intermediate') or higher.
- *  - `checkTransactionLimit(db, ctx, customerId, currency, amountMinor, { spentTodayMinor })` →
+ *  - `checkTransactionLimit(db, ctx, customerId, currency, amountMinor, { spentTodayMinor, config })` →
  *    403 `kyc_level_insufficient` without approved KYC; 422 `limit_exceeded` when `amountMinor`
  *    (bigint, minor units) is above the per-transaction limit of the customer's KYC level, or
  *    `spentTodayMinor + amountMinor` above the daily limit (the caller, who owns the ledger,
@@ -19,9 +19,8 @@
  *    overridden by the business's `kyc_limits` setting (see limits.ts). A currency without a
  *    configured limit is refused. For customers' money only; the business's own accounts are
  *    not limited here.
- * `config` is optional everywhere: without it the configuration is read from the environment.
  */
-import { loadConfig, type Config } from '../../config.js';
+import type { Config } from '../../config.js';
 import type { Queryable, Trx } from '../../db/client.js';
 import type { RequestContext } from '../../http/context.js';
 import { AppError, notFound } from '../../http/errors.js';
@@ -38,8 +37,6 @@ import type { EligibilityBody, Fulfilled, Pending } from './schema.js';
 
 type Ctx = Pick<RequestContext, 'tenantId' | 'environment' | 'settings'>;
 
-let envConfig: Config | undefined;
-const configOr = (config?: Config) => config ?? (envConfig ??= loadConfig());
 
 export async function isFeatureActive(db: Queryable, ctx: Ctx, customerId: string, featureId: string): Promise<boolean> {
   return (await repo.findFeature(db, ctx, customerId, featureId))?.status === 'active';
@@ -53,8 +50,8 @@ export async function requireFeature(db: Queryable, ctx: Ctx, customerId: string
   }
 }
 
-export async function requireAccountCurrency(db: Queryable, ctx: Ctx, customerId: string | null, currency: string, config?: Config) {
-  if (customerId === null || homeCurrencies(configOr(config), ctx.settings).includes(currency)) return;
+export async function requireAccountCurrency(db: Queryable, ctx: Ctx, customerId: string | null, currency: string, config: Config) {
+  if (customerId === null || homeCurrencies(config, ctx.settings).includes(currency)) return;
   await requireFeature(db, ctx, customerId, `${currency.toLowerCase()}_account`);
 }
 
@@ -73,11 +70,11 @@ export async function checkTransactionLimit(
   customerId: string,
   currency: string,
   amountMinor: bigint,
-  options: { spentTodayMinor?: bigint; config?: Config } = {},
+  options: { spentTodayMinor?: bigint; config: Config },
 ): Promise<void> {
   const approved = await approvedLevel(db, ctx, customerId);
   if (!approved) throw new AppError('kyc_level_insufficient', 'Money movement needs approved KYC');
-  const limits = limitsFor(configOr(options.config), ctx.settings, approved.level, currency);
+  const limits = limitsFor(options.config, ctx.settings, approved.level, currency);
   const refuse = (code: string, message: string) =>
     new AppError('limit_exceeded', message, [{ field: 'amount', code, message }]);
   if (!limits) throw refuse('no_limit_configured', `No ${currency} limit is configured for KYC level ${approved.level}`);

@@ -1,4 +1,4 @@
-import { loadConfig, type Config } from '../../config.js';
+import type { Config } from '../../config.js';
 import type { Queryable } from '../../db/client.js';
 import type { RequestContext } from '../../http/context.js';
 import { sanctionsList, type SanctionsList } from '../../lib/sanctions/list.js';
@@ -36,13 +36,6 @@ export function policyFrom(config: Config): KycPolicy {
     supportedCountries: new Set(config.KYC_SUPPORTED_COUNTRIES.map((c) => c.toUpperCase())),
     sanctions: () => sanctionsList(config.SANCTIONS_LIST_FILE, config.SANCTIONS_MATCH_THRESHOLD),
   };
-}
-
-let fallback: KycPolicy | undefined;
-/** Callers without the app's configuration (customer updates) read it from the environment. */
-export function defaultPolicy(): KycPolicy {
-  fallback ??= policyFrom(loadConfig());
-  return fallback;
 }
 
 /** Whole years between a birth date and today (UTC), birthdays counted on the day. */

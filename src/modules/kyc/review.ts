@@ -6,7 +6,7 @@ import { associatedPersons, requireCustomer } from '../customers/service.js';
 import type { CustomerRow } from '../customers/repo.js';
 import { recordEvent } from '../webhooks/outbox.js';
 import type { Config } from '../../config.js';
-import { combineDecisions, decisionFromChecks, defaultPolicy, policyFrom, runComplianceChecks, type KycPolicy } from './compliance.js';
+import { combineDecisions, decisionFromChecks, policyFrom, runComplianceChecks, type KycPolicy } from './compliance.js';
 import * as repo from './repo.js';
 import type { KycLevel, SimulateKycBody, StartKycBody } from './schema.js';
 import { assertNotCompleted, missingDocuments, openCase, syncCustomerKycStatus, toStatusResponse } from './service.js';
@@ -148,8 +148,8 @@ export async function reviewCase(db: Db, ctx: Scope, customerId: string, outcome
  * Customer changed: the compliance checks run again for every case under review or approved.
  * A hit sends the case to manual review (never silently kept approved); a clean result changes nothing.
  */
-export async function recheckAfterCustomerChange(trx: Trx, ctx: Scope, customerId: string, config?: Config) {
-  const policy = config ? policyFrom(config) : defaultPolicy();
+export async function recheckAfterCustomerChange(trx: Trx, ctx: Scope, customerId: string, config: Config) {
+  const policy = policyFrom(config);
   const cases = (await repo.casesOf(trx, ctx, [customerId])).filter((c) => c.status === 'approved' || c.status === 'pending');
   if (cases.length === 0) return;
   const customer = await requireCustomer(trx, ctx, customerId);
