@@ -1,8 +1,16 @@
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
+/** Imports a lower layer may never make (dependency-cruiser checks the whole graph; this flags them in the editor). */
+const upward = (layers) => ({
+  'no-restricted-imports': [
+    'error',
+    { patterns: [{ regex: `(^|/)(${layers.join('|')})/`, message: 'Layers point down only (docs/architecture.md).' }] },
+  ],
+});
+
 export default tseslint.config(
-  { ignores: ['node_modules/', 'data/', '.data-test/', 'src/dashboard/public/vendor/'] },
+  { ignores: ['.dependency-cruiser.cjs', 'node_modules/', 'dist/', 'data/', '.data-test/', 'src/dashboard/public/vendor/'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
@@ -12,6 +20,9 @@ export default tseslint.config(
       eqeqeq: ['error', 'always'],
     },
   },
+  { files: ['src/core/**'], rules: upward(['lib', 'db', 'ledger', 'rails', 'http', 'modules', 'dashboard', 'workers']) },
+  { files: ['src/lib/**', 'src/db/**', 'src/ledger/**', 'src/rails/**'], rules: upward(['http', 'modules', 'dashboard', 'workers']) },
+  { files: ['src/http/**'], rules: upward(['modules', 'dashboard', 'workers']) },
   {
     files: ['src/cli.ts', 'src/main.ts', 'bench/**', 'test/**'],
     rules: { 'no-console': 'off' },
@@ -19,6 +30,6 @@ export default tseslint.config(
   {
     // Tests read JSON responses whose shape the assertions check.
     files: ['test/**', 'src/**/*.test.ts'],
-    rules: { '@typescript-eslint/no-explicit-any': 'off' },
+    rules: { '@typescript-eslint/no-explicit-any': 'off', 'no-restricted-imports': 'off' },
   },
 );

@@ -2,21 +2,23 @@ import { readFileSync } from 'node:fs';
 import fastifySwagger from '@fastify/swagger';
 import fastifySwaggerUi from '@fastify/swagger-ui';
 import Fastify, { type FastifyInstance } from 'fastify';
-import {
-  jsonSchemaTransform,
-  jsonSchemaTransformObject,
-  serializerCompiler,
-  validatorCompiler,
-  type ZodTypeProvider,
-} from 'fastify-type-provider-zod';
+import { jsonSchemaTransformObject, serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { Config } from './config.js';
-import type { Db } from './db/client.js';
+import type { ChangeFeed } from './db/change-feed.js';
+import type { Db, PoolStats } from './db/client.js';
+import { retryOnConflict } from './db/retry.js';
 import { registerAuth } from './http/auth.js';
 import { registerErrorHandling } from './http/envelope.js';
+import type { Deps } from './http/deps.js';
 import { Idempotency, idempotencyKeyOf } from './http/idempotency.js';
 import { registerObservability } from './http/observability.js';
+import { openApiTransform } from './http/openapi.js';
 import { registerRateLimit } from './http/rate-limit.js';
+import { registerRequestLog } from './http/request-log.js';
+import { pinoRedactPaths } from './lib/redact.js';
+import { RequestLog } from './modules/request-log/service.js';
 import { BODY_LIMIT, registerTransport, requestIdFrom } from './http/transport.js';
+import { openCounters } from './lib/counters.js';
 import type { Sealer } from './lib/crypto.js';
 import { newId } from './lib/ids.js';
 import { dashboardRoutes } from './dashboard/routes.js';
@@ -26,16 +28,18 @@ import { cardRoutes } from './modules/cards/routes.js';
 import { customerRoutes } from './modules/customers/routes.js';
 import { fxRoutes } from './modules/fx/routes.js';
 import { externalAccountRoutes } from './modules/external-accounts/routes.js';
-import { fundAccountRoutes } from './modules/simulations/fund-account.js';
-import { payoutSimulationRoutes } from './modules/simulations/payouts.js';
-import { collectionSimulationRoutes } from './modules/simulations/collections.js';
+import { fundAccountRoutes } from './modules/collections/fund-account-routes.js';
+import { payoutSimulationRoutes } from './modules/transfers/simulation-routes.js';
+import { collectionSimulationRoutes } from './modules/collections/simulation-routes.js';
 import { collectionRoutes } from './modules/collections/routes.js';
 import { checkoutRoutes } from './modules/collections/checkout.js';
 import { transactionRoutes } from './modules/transactions/routes.js';
 import { transferRoutes } from './modules/transfers/routes.js';
+import { transferReferenceRoutes } from './modules/transfer-reference/routes.js';
 import { webhookRoutes } from './modules/webhooks/routes.js';
 import { featureRoutes } from './modules/features/routes.js';
 import { kycRoutes } from './modules/kyc/routes.js';
+import { lookupKey } from './modules/tenants/service.js';
 
 export interface RouteSummary {
   method: string;
@@ -50,31 +54,20 @@ declare module 'fastify' {
   }
 }
 
-/** What every module's routes and services may use: passed in, never imported as singletons. */
-export interface Deps {
-  config: Config;
-  db: Db;
-  dbKind: 'pglite' | 'postgres';
-  sealer: Sealer;
-  idempotency: Idempotency;
-}
-
 export interface AppOptions {
   config: Config;
   db: Db;
   dbKind: 'pglite' | 'postgres';
   sealer: Sealer;
   logger?: boolean | object;
+  /** Notifications that invalidate the key cache in every process (DatabaseHandle.changes). */
+  changes?: ChangeFeed | undefined;
+  /** Pool figures for /metrics (DatabaseHandle.poolStats). */
+  poolStats?: (() => PoolStats) | undefined;
 }
 
-/** Header and body fields that never reach a log line. */
-const REDACT = [
-  'req.headers["api-key"]',
-  'req.headers.authorization',
-  'req.headers.cookie',
-  'req.headers["x-client-public-key"]',
-  'res.headers["set-cookie"]',
-];
+/** Header and body fields that never reach a log line: the same rules as the request log's. */
+const REDACT = pinoRedactPaths();
 
 export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   const { config } = options;
@@ -94,7 +87,8 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   const routes: RouteSummary[] = [];
   app.addHook('onRoute', (r) => {
     for (const method of [r.method].flat()) {
-      if (method !== 'HEAD') routes.push({ method, url: r.url, publicKeyAllowed: Boolean(r.config?.publicKeyAllowed), noAuth: Boolean(r.config?.noAuth) });
+      if (method !== 'HEAD')
+        routes.push({ method, url: r.url, publicKeyAllowed: Boolean(r.config?.publicKeyAllowed), noAuth: Boolean(r.config?.noAuth) });
     }
   });
   app.decorate('apiRoutes', routes);
@@ -107,17 +101,32 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     dbKind: options.dbKind,
     sealer: options.sealer,
     idempotency: new Idempotency(options.db, options.sealer, config.IDEMPOTENCY_TTL_HOURS),
+    // A deadlock or serialization failure rolled the unit back whole: it runs again (db/retry.ts).
+    inTransaction: (work) => retryOnConflict(() => options.db.transaction().execute(work)),
+    counters: openCounters(config, app.log),
   };
+  app.addHook('onClose', () => deps.counters.close());
+  // Start counting in Redis when it answers soon; if not, per process until it does (logged).
+  await deps.counters.ready(2000);
 
   registerErrorHandling(app);
   registerTransport(app, config);
-  registerAuth(app, deps.db);
-  registerRateLimit(app, config.RATE_LIMIT_PER_MINUTE);
+  registerAuth(app, (key) => lookupKey(deps.db, key), options.changes);
+  registerRateLimit(app, config.RATE_LIMIT_PER_MINUTE, deps.counters);
   // Every POST under /v1 needs an Idempotency-Key, checked before the body is validated.
   app.addHook('preValidation', async (request) => {
     if (request.method === 'POST' && request.ctx) idempotencyKeyOf(request);
   });
-  registerObservability(app, deps.db);
+  registerObservability(app, deps.db, options.poolStats);
+  // The API request log: buffered in memory, written by its own flusher, never on a request's path.
+  const requestLog =
+    config.REQUEST_LOG === 'on' ? new RequestLog(deps.db, { onError: (err) => app.log.warn({ err }, 'request log flush failed') }) : null;
+  app.decorate('requestLog', requestLog);
+  if (requestLog) {
+    registerRequestLog(app, requestLog);
+    requestLog.start();
+    app.addHook('onClose', async () => requestLog.stop());
+  }
 
   await app.register(fastifySwagger, {
     openapi: {
@@ -132,7 +141,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
       components: { securitySchemes: { ApiKeyAuth: { type: 'apiKey', in: 'header', name: 'Api-Key' } } },
       security: [{ ApiKeyAuth: [] }],
     },
-    transform: jsonSchemaTransform,
+    transform: openApiTransform,
     transformObject: jsonSchemaTransformObject,
   });
   await app.register(fastifySwaggerUi, { routePrefix: '/docs' });
@@ -143,6 +152,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   await app.register(accountApplicationRoutes(deps));
   await app.register(accountRoutes(deps));
   await app.register(transferRoutes(deps));
+  await app.register(transferReferenceRoutes(deps));
   await app.register(transactionRoutes(deps));
   await app.register(fundAccountRoutes(deps));
   await app.register(webhookRoutes(deps));

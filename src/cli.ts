@@ -1,15 +1,17 @@
+import { operatorResetLink } from './dashboard/team-service.js';
 import { parseArgs } from 'node:util';
 import { loadConfig } from './config.js';
 import type { DatabaseHandle } from './db/client.js';
 import { openDatabase } from './db/client.js';
+import { DataDirLocked } from './db/data-dir-lock.js';
 import { migrate } from './db/migrate.js';
 import { openRuntime } from './runtime.js';
 import { addUser, EmailTaken } from './dashboard/service.js';
 import { reconcile } from './ledger/index.js';
 import { operatorOutcome } from './modules/transfers/payout-operator.js';
 import { createTenant, ENVIRONMENTS, rotateKeys, ROTATION_EXPIRY_SECONDS, setSettings } from './modules/tenants/service.js';
-import type { Environment } from './http/context.js';
-import { AppError } from './http/errors.js';
+import type { Environment } from './core/context.js';
+import { AppError } from './core/errors.js';
 import { isUuid } from './lib/ids.js';
 import { reviewCase } from './modules/kyc/service.js';
 
@@ -29,6 +31,9 @@ const USAGE = `Usage: npm run --silent cli -- <command> [options]
   dashboard-user create --tenant ID --email EMAIL [--json]
                                               a dashboard login for a business; the password is read
                                               from DASHBOARD_PASSWORD (never an argument: ps shows those)
+  dashboard-user reset-link --email EMAIL [--json]
+                                              print a one-time password reset link (valid 24 h; prefix it
+                                              with the dashboard's origin); no mail is sent
   migrate                                     apply pending database migrations
   payouts settle|fail|return --transfer ID [--reason TEXT] [--json]
                                               record a live (manual connector) payout's result
@@ -40,8 +45,13 @@ function fail(message: string): never {
   process.exit(2);
 }
 
+/**
+ * Output waits until the database is closed (everything written is on disk): a command never
+ * reports success for work that is not durable.
+ */
+const output: string[] = [];
 function print(value: unknown, json: boolean, text: () => string) {
-  console.log(json ? JSON.stringify(value) : text());
+  output.push(json ? JSON.stringify(value) : text());
 }
 
 const commands: Record<string, Command> = {
@@ -91,8 +101,11 @@ const commands: Record<string, Command> = {
     if (!values.tenant || !ENVIRONMENTS.includes(env)) fail('keys rotate needs --tenant and --env sandbox|live');
     if (!(ROTATION_EXPIRY_SECONDS as readonly number[]).includes(expireIn)) fail('--expire-in must be 0, 3600, 86400 or 604800');
     const pair = await rotateKeys(handle.db, values.tenant, env, expireIn);
-    print(pair, Boolean(values.json), () =>
-      `New ${env} keys (shown only now):\n  secret ${pair.secret_key}\n  public ${pair.public_key}\nOld keys expire at ${pair.old_keys_expire_at}`,
+    print(
+      pair,
+      Boolean(values.json),
+      () =>
+        `New ${env} keys (shown only now):\n  secret ${pair.secret_key}\n  public ${pair.public_key}\nOld keys expire at ${pair.old_keys_expire_at}`,
     );
   },
   'ledger reconcile': async (args, handle) => {
@@ -122,10 +135,14 @@ const commands: Record<string, Command> = {
     if (!values.tenant || !values.customer) fail('kyc review needs --tenant and --customer');
     if (outcome !== 'approved' && outcome !== 'rejected') fail('--outcome must be approved or rejected');
     if (!ENVIRONMENTS.includes(env)) fail('--env must be sandbox or live');
-    if (values.level !== undefined && values.level !== 'basic' && values.level !== 'intermediate') fail('--level must be basic or intermediate');
+    if (values.level !== undefined && values.level !== 'basic' && values.level !== 'intermediate')
+      fail('--level must be basic or intermediate');
     if (!isUuid(values.tenant) || !isUuid(values.customer)) fail('--tenant and --customer must be UUIDs');
+    const { tenant, customer, level } = values;
     try {
-      const status = await reviewCase(handle.db, { tenantId: values.tenant, environment: env }, values.customer, outcome, values.level);
+      const status = await handle.db
+        .transaction()
+        .execute((trx) => reviewCase(trx, { tenantId: tenant, environment: env }, customer, outcome, level));
       print(status, Boolean(values.json), () => `KYC ${status.kyc_level} of customer ${values.customer}: ${outcome}`);
     } catch (err) {
       if (err instanceof AppError) fail(`kyc review: ${err.message}`);
@@ -146,6 +163,14 @@ const commands: Record<string, Command> = {
     });
     print(user, Boolean(values.json), () => `Dashboard user ${user.email} can now log in at /dashboard/login`);
   },
+  'dashboard-user reset-link': async (args, handle) => {
+    const { values } = parseArgs({ args, options: { email: { type: 'string' }, json: { type: 'boolean' } } });
+    if (!values.email) fail('dashboard-user reset-link needs --email');
+    const path = await operatorResetLink(handle.db, values.email).catch((err: unknown) =>
+      fail(err instanceof Error ? err.message : String(err)),
+    );
+    print({ email: values.email, path }, Boolean(values.json), () => `Password reset link (works once, for 24 hours): ${path}`);
+  },
   migrate: async () => undefined,
 };
 
@@ -165,9 +190,8 @@ async function main() {
   const config = loadConfig(process.env, { LOG_LEVEL: 'silent' });
   if (name === 'migrate') {
     const handle = await openDatabase(config);
-    const applied = await migrate(handle);
+    const applied = await migrate(handle).finally(() => handle.close());
     console.log(applied.length ? `Applied: ${applied.join(', ')}` : 'Database is up to date');
-    await handle.close();
     return;
   }
   const { handle } = await openRuntime(config);
@@ -176,9 +200,19 @@ async function main() {
   } finally {
     await handle.close();
   }
+  for (const line of output) console.log(line);
 }
 
 main().catch((err: unknown) => {
-  console.error(err instanceof Error ? err.message : err);
+  if (err instanceof DataDirLocked) {
+    // The embedded database is one process at a time: the CLI does not go around the server.
+    const pid = err.holder.pid;
+    console.error(
+      `${err.message}\n\nStop the server first (kill -TERM ${pid}), run this command, then start the server again. ` +
+        'To use the CLI while the server runs, run both on PostgreSQL (DATABASE_URL).',
+    );
+  } else {
+    console.error(err instanceof Error ? err.message : err);
+  }
   process.exit(1);
 });

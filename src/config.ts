@@ -4,14 +4,12 @@ import { z } from 'zod';
  * Every setting the program reads, validated once at start-up. Nothing else reads process.env.
  * Defaults suit `npm start` on a laptop: embedded database in ./data, plain HTTP on loopback.
  */
-const csv = z
-  .string()
-  .transform((s) =>
-    s
-      .split(',')
-      .map((x) => x.trim())
-      .filter(Boolean),
-  );
+const csv = z.string().transform((s) =>
+  s
+    .split(',')
+    .map((x) => x.trim())
+    .filter(Boolean),
+);
 
 const ConfigSchema = z.object({
   PROFILE: z.enum(['development', 'production']).default('development'),
@@ -21,6 +19,25 @@ const ConfigSchema = z.object({
   DATABASE_URL: z.string().optional(),
   DATA_DIR: z.string().default('./data'),
   DB_POOL_SIZE: z.coerce.number().int().min(1).max(200).default(20),
+  /**
+   * A direct PostgreSQL URL (not through PgBouncer) for the one connection per API process that
+   * LISTENs for key and settings changes; LISTEN needs a session. Unset: DATABASE_URL.
+   */
+  DATABASE_DIRECT_URL: z.string().optional(),
+  /**
+   * How many processes (API and workers together) share the database. When set, start-up refuses
+   * a deployment whose pools cannot fit in max_connections (docs/scaling.md); unset: a warning
+   * when this process's own pool does not fit in the connections free now.
+   */
+  DB_CLUSTER_PROCESSES: z.coerce.number().int().min(1).max(10_000).optional(),
+  /**
+   * Redis for counters every process shares (API rate limits, dashboard login and sign-up
+   * limits). Unset: each process counts on its own. Redis down: counted per process, logged.
+   */
+  REDIS_URL: z.string().optional(),
+  REDIS_KEY_PREFIX: z.string().default('fsapi:'),
+  /** Upper bound of every background job's idle wait (tests and small sandboxes shorten it). */
+  JOB_INTERVAL_MAX_MS: z.coerce.number().int().min(10).max(3_600_000).optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   /** PEM files: when both are set the server speaks TLS itself and sends HSTS. */
   TLS_CERT_FILE: z.string().optional(),
@@ -32,7 +49,12 @@ const ConfigSchema = z.object({
    * secrets, card data). Unset in development: a key is generated once into DATA_DIR.
    */
   SECRETS_KEY: z.string().optional(),
-  IDEMPOTENCY_TTL_HOURS: z.coerce.number().int().min(1).max(24 * 30).default(24),
+  IDEMPOTENCY_TTL_HOURS: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(24 * 30)
+    .default(24),
   RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(1).default(6000),
   PUBLIC_BASE_URL: z.string().optional(),
   SUPPORTED_CURRENCIES: csv.default(['NGN', 'USD', 'EUR', 'GBP', 'GHS', 'KES', 'UGX', 'ZAR', 'XOF', 'XAF', 'MXN']),
@@ -42,29 +64,86 @@ const ConfigSchema = z.object({
   /** How long a quote locks its rate. */
   FX_QUOTE_TTL_SECONDS: z.coerce.number().int().min(1).max(3600).default(30),
   /** How long a limit order waits for its target rate before it expires. */
-  FX_LIMIT_ORDER_TTL_HOURS: z.coerce.number().int().min(1).max(24 * 90).default(24 * 7),
+  FX_LIMIT_ORDER_TTL_HOURS: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(24 * 90)
+    .default(24 * 7),
   /** Currencies every business may hold without activating a `<ccy>_account` feature. */
   HOME_CURRENCIES: csv.default(['NGN', 'USD']),
   /** Issuer BIN (6-8 digits) of the card numbers this program issues; the default is a sandbox test BIN. */
-  CARD_BIN: z.string().regex(/^\d{6,8}$/, 'CARD_BIN must be 6-8 digits').default('49000088'),
+  CARD_BIN: z
+    .string()
+    .regex(/^\d{6,8}$/, 'CARD_BIN must be 6-8 digits')
+    .default('49000088'),
   /** Hours after which an approved card authorization that was never captured is released. */
-  CARD_AUTH_EXPIRY_HOURS: z.coerce.number().int().min(1).max(24 * 31).default(7 * 24),
+  CARD_AUTH_EXPIRY_HOURS: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(24 * 31)
+    .default(7 * 24),
   /** KYC compliance: minimum age, and per-country exceptions as `CC:AGE` pairs (e.g. `US:21`). */
   KYC_MIN_AGE: z.coerce.number().int().min(0).max(120).default(18),
   KYC_MIN_AGE_BY_COUNTRY: csv.default([]),
   /** Countries of residence the business may onboard (ISO 3166-1 alpha-2). */
   KYC_SUPPORTED_COUNTRIES: csv.default([
-    'NG', 'GH', 'KE', 'UG', 'ZA', 'CI', 'SN', 'CM', 'BJ', 'TG', 'ML', 'BF', 'NE', 'GA', 'CG', 'TD', 'GQ', 'CF',
-    'RW', 'TZ', 'EG', 'MA', 'US', 'CA', 'MX', 'GB', 'IE', 'DE', 'FR', 'ES', 'IT', 'NL', 'BE', 'PT', 'AT', 'FI',
+    'NG',
+    'GH',
+    'KE',
+    'UG',
+    'ZA',
+    'CI',
+    'SN',
+    'CM',
+    'BJ',
+    'TG',
+    'ML',
+    'BF',
+    'NE',
+    'GA',
+    'CG',
+    'TD',
+    'GQ',
+    'CF',
+    'RW',
+    'TZ',
+    'EG',
+    'MA',
+    'US',
+    'CA',
+    'MX',
+    'GB',
+    'IE',
+    'DE',
+    'FR',
+    'ES',
+    'IT',
+    'NL',
+    'BE',
+    'PT',
+    'AT',
+    'FI',
   ]),
   /** OFAC SDN CSV file(s) (sdn.csv[,alt.csv]); unset: the fictional sample in src/lib/sanctions. */
   SANCTIONS_LIST_FILE: z.string().optional(),
   /** Jaro-Winkler similarity at or above which a name is a sanctions hit (manual review). */
   SANCTIONS_MATCH_THRESHOLD: z.coerce.number().min(0.5).max(1).default(0.92),
   /** Lifetime of a hosted verification link (web_url). */
-  KYC_LINK_TTL_MINUTES: z.coerce.number().int().min(1).max(60 * 24 * 30).default(60 * 24),
+  KYC_LINK_TTL_MINUTES: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(60 * 24 * 30)
+    .default(60 * 24),
   /** Largest decoded KYC document. */
-  KYC_DOCUMENT_MAX_BYTES: z.coerce.number().int().min(1024).max(10 * 1024 * 1024).default(10 * 1024 * 1024),
+  KYC_DOCUMENT_MAX_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1024)
+    .max(10 * 1024 * 1024)
+    .default(10 * 1024 * 1024),
   /**
    * Transaction limits per KYC level and currency, in major units, as JSON:
    * {"basic": {"USD": {"per_transaction": "1000", "daily": "5000"}, ...}, "intermediate": {...}}.
@@ -83,7 +162,12 @@ const ConfigSchema = z.object({
   /** Sandbox rails: how long a payout, a payee verification or a mobile money prompt takes to settle on its own. */
   SANDBOX_RAIL_DELAY_MS: z.coerce.number().int().min(0).max(86_400_000).default(5000),
   /** Collections not paid within this many minutes expire. */
-  COLLECTION_EXPIRY_MINUTES: z.coerce.number().int().min(1).max(60 * 24 * 30).default(60 * 24),
+  COLLECTION_EXPIRY_MINUTES: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(60 * 24 * 30)
+    .default(60 * 24),
   /**
    * Default payout fees per rail and currency, in the fee-rule format of transfers/fees.ts:
    * {"<rail>|*": {"<currency>|*": {"flat": "1.00", "bps": 50, "min": "…", "max": "…"}}}. A business's
@@ -96,9 +180,14 @@ const ConfigSchema = z.object({
    */
   PAYOUT_LIMITS: z
     .string()
-    .default('{"*":{"USD":"100000","EUR":"100000","GBP":"100000","NGN":"150000000","GHS":"1000000","KES":"10000000","UGX":"300000000","ZAR":"1500000"}}'),
+    .default(
+      '{"*":{"USD":"100000","EUR":"100000","GBP":"100000","NGN":"150000000","GHS":"1000000","KES":"10000000","UGX":"300000000","ZAR":"1500000"}}',
+    ),
   /** Default collection fee (percent of the amount), overridable by the `collection_fee_percent` setting. */
-  COLLECTION_FEE_PERCENT: z.string().regex(/^\d{1,2}(\.\d{1,2})?$/).default('1.5'),
+  COLLECTION_FEE_PERCENT: z
+    .string()
+    .regex(/^\d{1,2}(\.\d{1,2})?$/)
+    .default('1.5'),
   /**
    * PostgreSQL group commit for transfers: up to this many transfers share one commit (each in its
    * own savepoint; at most 60 keeps the savepoints inside PostgreSQL's 64 cached subtransactions);
@@ -106,6 +195,9 @@ const ConfigSchema = z.object({
    */
   TRANSFER_BATCH_SIZE: z.coerce.number().int().min(1).max(60).default(32),
   TRANSFER_BATCH_LANES: z.coerce.number().int().min(1).max(64).default(4),
+  /** API request log (dashboard): `off` stops recording; rows older than the retention are deleted. */
+  REQUEST_LOG: z.enum(['on', 'off']).default('on'),
+  REQUEST_LOG_RETENTION_DAYS: z.coerce.number().int().min(1).max(3650).default(30),
   /** Whether `npm start` creates a demo business on an empty database. */
   DEMO_TENANT: z
     .enum(['true', 'false'])

@@ -1,10 +1,24 @@
 import { buildApp } from './app.js';
 import { loadConfig } from './config.js';
-import { openRuntime } from './runtime.js';
+import { checkDatabaseBudget, openRuntime } from './runtime.js';
 import { countTenants, createTenant } from './modules/tenants/service.js';
 import { startWorkers } from './workers/index.js';
 import { addUser } from './dashboard/service.js';
 import { randomBase62 } from './lib/crypto.js';
+
+/** After SIGTERM the process ends within this, whatever hangs (exit 1 and a log line if forced). */
+const SHUTDOWN_DEADLINE_MS = 10_000;
+/** How long shutdown waits for the background workers' current ticks. */
+const WORKER_DRAIN_MS = 2_000;
+
+let signalledDuringStartup: string | undefined;
+const duringStartup = (signal: string) => {
+  // Start-up finishes (the database opens and migrates cleanly), then the server stops at once.
+  signalledDuringStartup = signal;
+  setTimeout(() => process.exit(1), SHUTDOWN_DEADLINE_MS).unref();
+};
+process.once('SIGINT', duringStartup);
+process.once('SIGTERM', duringStartup);
 
 async function main() {
   const config = loadConfig();
@@ -18,7 +32,15 @@ async function main() {
     await addUser(handle.db, demo.tenant_id, demoLogin);
   }
 
-  const app = await buildApp({ config, db: handle.db, dbKind: handle.kind, sealer });
+  await checkDatabaseBudget(config, handle); // scale: refuses a deployment that cannot fit max_connections
+  const app = await buildApp({
+    config,
+    db: handle.db,
+    dbKind: handle.kind,
+    sealer,
+    changes: config.ROLE === 'worker' ? undefined : handle.changes,
+    poolStats: handle.poolStats,
+  });
   const workers = config.ROLE === 'api' ? undefined : startWorkers({ config, db: handle.db, dbKind: handle.kind, sealer, log: app.log });
   if (config.ROLE !== 'worker') await app.listen({ port: config.PORT, host: config.HOST });
 
@@ -44,18 +66,54 @@ async function main() {
     console.log('New keys for an existing one: npm run --silent cli -- keys rotate --tenant <id> --env sandbox\n');
   }
 
+  // SIGTERM / SIGINT: stop accepting, drain the requests in flight, stop the workers, close the
+  // database (PGlite flushes and frees its lock), exit 0. Whatever hangs, the process still ends:
+  // after SHUTDOWN_DEADLINE_MS it exits 1, logging the step it was stuck in. A second signal
+  // during shutdown exits at once.
   let stopping = false;
   const stop = async (signal: string) => {
-    if (stopping) return;
+    if (stopping) {
+      app.log.warn({ signal }, 'second signal during shutdown: exiting now');
+      process.exit(1);
+    }
     stopping = true;
+    let step = 'http and workers';
+    const deadline = setTimeout(() => {
+      app.log.error({ signal, step, deadline_ms: SHUTDOWN_DEADLINE_MS }, 'shutdown deadline passed: forcing exit');
+      process.exit(1);
+    }, SHUTDOWN_DEADLINE_MS);
     app.log.info({ signal }, 'shutting down');
-    await workers?.stop();
-    await app.close();
-    await handle.close();
+    const failed = (what: string) => (err: unknown) => app.log.error({ err }, `shutdown: ${what} failed`);
+    // A worker tick waiting on the network (a webhook receiver that hangs) is not waited for
+    // longer than WORKER_DRAIN_MS: what it did not record is retried after the restart.
+    const stopWorkers = async () => {
+      if (!workers) return;
+      let timer: NodeJS.Timeout | undefined;
+      const drained = await Promise.race([
+        workers.stop().then(() => true, failed('stopping the workers')),
+        new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), WORKER_DRAIN_MS))),
+      ]);
+      clearTimeout(timer);
+      if (drained === false) app.log.warn({ after_ms: WORKER_DRAIN_MS }, 'shutdown: workers still busy, closing the database anyway');
+    };
+    // The listener closes first (new connections are refused, idle keep-alive ones closed) while
+    // requests in flight finish; the workers finish their current tick at the same time. A
+    // keep-alive connection whose request was still running when the listener closed turns idle
+    // only later, and the server would wait for its keep-alive timeout: close those as they idle.
+    const closeIdle = setInterval(() => app.server.closeIdleConnections(), 100);
+    await Promise.all([app.close().catch(failed('closing the HTTP server')), stopWorkers()]);
+    clearInterval(closeIdle);
+    step = 'database';
+    await handle.close().catch(failed('closing the database'));
+    clearTimeout(deadline);
+    app.log.info({ signal }, 'stopped');
     process.exit(0);
   };
+  process.off('SIGINT', duringStartup);
+  process.off('SIGTERM', duringStartup);
   process.on('SIGINT', () => void stop('SIGINT'));
   process.on('SIGTERM', () => void stop('SIGTERM'));
+  if (signalledDuringStartup) void stop(signalledDuringStartup);
 }
 
 main().catch((err: unknown) => {

@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import type { Config } from './config.js';
 import { openDatabase, type DatabaseHandle } from './db/client.js';
+import { checkConnectionBudget } from './db/budget.js';
 import { migrate } from './db/migrate.js';
 import { Sealer } from './lib/crypto.js';
 
@@ -24,4 +25,23 @@ function localSecretsKey(dataDir: string): string {
   const key = randomBytes(32).toString('base64');
   writeFileSync(file, `${key}\n`, { mode: 0o600 });
   return key;
+}
+
+/**
+ * The connection budget (src/db/budget.ts, docs/scaling.md): a deployment whose pools cannot fit
+ * max_connections (DB_CLUSTER_PROCESSES set) refuses to start; a tight one is warned about.
+ */
+export async function checkDatabaseBudget(config: Config, handle: DatabaseHandle): Promise<void> {
+  if (handle.kind !== 'postgres') return; // PGlite: one process, one connection
+  const verdict = await checkConnectionBudget(handle.db, {
+    poolSize: config.DB_POOL_SIZE,
+    listener: config.ROLE !== 'worker',
+    processes: config.DB_CLUSTER_PROCESSES,
+    pooled: Boolean(config.DATABASE_DIRECT_URL && config.DATABASE_DIRECT_URL !== config.DATABASE_URL),
+  });
+  if (verdict.level === 'error') {
+    await handle.close();
+    throw new Error(verdict.message);
+  }
+  if (verdict.level === 'warn') console.warn(`warning: ${verdict.message}`);
 }

@@ -43,8 +43,15 @@ describe('account applications', () => {
     expect((await api.get('/v1/accounts/applications/pending')).body.data.count).toBe(1);
     const processed = await api.post(`/v1/accounts/applications/${app.id}/process`);
     expect(processed.body.data).toMatchObject({ status: 'approved', errors: [] });
-    expect(processed.body.data.account).toMatchObject({ currency: 'USD', type: 'savings', label: 'savings pot', customer_id: app.customer_id });
-    const history = (await api.get(`/v1/accounts/applications/${app.id}/history`)).body.data.history.map((h: { action: string }) => h.action);
+    expect(processed.body.data.account).toMatchObject({
+      currency: 'USD',
+      type: 'savings',
+      label: 'savings pot',
+      customer_id: app.customer_id,
+    });
+    const history = (await api.get(`/v1/accounts/applications/${app.id}/history`)).body.data.history.map(
+      (h: { action: string }) => h.action,
+    );
     expect(history).toEqual(['created', 'tos_accepted', 'updated', 'submitted', 'processing', 'approved']);
     // Terminal: no more changes.
     expect((await api.post(`/v1/accounts/applications/${app.id}/process`)).body.error.code).toBe('invalid_state_transition');
@@ -66,9 +73,23 @@ describe('account applications', () => {
   it('validates, lists, and isolates', async () => {
     const v = await api.post('/v1/accounts/applications/validate', { application_type: 'business', data: data({ currency: 'JPY' }) });
     expect(v.body.data.valid).toBe(false);
-    expect(v.body.data.validation_errors.map((e: { field: string }) => e.field).sort()).toEqual(['data.business', 'data.currency', 'data.individual']);
-    expect((await api.post('/v1/accounts/applications/validate', { application_type: 'individual', data: data() })).body.data.valid).toBe(true);
-    expect((await api.post('/v1/accounts/applications', { customer_id: '0190e7a0-0000-7000-8000-000000000000', application_type: 'individual', data: data() })).status).toBe(404);
+    expect(v.body.data.validation_errors.map((e: { field: string }) => e.field).sort()).toEqual([
+      'data.business',
+      'data.currency',
+      'data.individual',
+    ]);
+    expect((await api.post('/v1/accounts/applications/validate', { application_type: 'individual', data: data() })).body.data.valid).toBe(
+      true,
+    );
+    expect(
+      (
+        await api.post('/v1/accounts/applications', {
+          customer_id: '0190e7a0-0000-7000-8000-000000000000',
+          application_type: 'individual',
+          data: data(),
+        })
+      ).status,
+    ).toBe(404);
     expect((await api.post('/v1/accounts/applications', { application_type: 'individual', data: data() })).status).toBe(400);
     const app = await draft();
     await api.put(`/v1/accounts/applications/${app.id}`, { data: data({ currency: 'JPY' }) });

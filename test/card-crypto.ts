@@ -21,4 +21,3 @@ export function rsaKeyPair(bits = 2048) {
   });
   return { header: Buffer.from(publicKey).toString('base64'), privateKey, publicKey };
 }
-

@@ -55,12 +55,21 @@ describe('TLS', () => {
     const cert = join(dir, 'cert.pem');
     const key = join(dir, 'key.pem');
     try {
-      execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', key, '-out', cert, '-days', '1', '-subj', '/CN=localhost'], { stdio: 'ignore' });
+      execFileSync(
+        'openssl',
+        ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', key, '-out', cert, '-days', '1', '-subj', '/CN=localhost'],
+        { stdio: 'ignore' },
+      );
     } catch {
       console.warn('openssl missing: TLS test skipped');
       return;
     }
-    const t = await startTestApp({ TLS_CERT_FILE: cert, TLS_KEY_FILE: key, PROFILE: 'production', SECRETS_KEY: Buffer.alloc(32, 1).toString('base64') });
+    const t = await startTestApp({
+      TLS_CERT_FILE: cert,
+      TLS_KEY_FILE: key,
+      PROFILE: 'production',
+      SECRETS_KEY: Buffer.alloc(32, 1).toString('base64'),
+    });
     try {
       const biz = await t.tenant();
       await t.app.listen({ port: 0, host: '127.0.0.1' });
@@ -89,7 +98,13 @@ describe('database down', () => {
   it('answers 503 service_unavailable with Retry-After, never a 500', async () => {
     const handle = openPostgres('postgres://postgres@127.0.0.1:1/none', 1);
     const config = loadConfig({}, { LOG_LEVEL: 'silent' });
-    const app = await buildApp({ config, db: handle.db, dbKind: 'postgres', sealer: new Sealer(Buffer.alloc(32).toString('base64')), logger: false });
+    const app = await buildApp({
+      config,
+      db: handle.db,
+      dbKind: 'postgres',
+      sealer: new Sealer(Buffer.alloc(32).toString('base64')),
+      logger: false,
+    });
     try {
       const res = await app.inject({ method: 'GET', url: '/v1/customers', headers: { 'api-key': 'sk_sandbox_' + 'a'.repeat(43) } });
       expect(res.statusCode).toBe(503);

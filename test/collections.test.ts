@@ -26,8 +26,16 @@ async function account(currency: string, customer: string | null = customerId) {
 }
 const acct = async (id: string) => (await api.get(`/v1/accounts/${id}`)).body.data;
 const collection = (dest: string, methods: string[], extra: Record<string, unknown> = {}) => ({
-  amount: '50.00', currency: 'USD', country: 'NG', customer_id: customerId, client_customer_id: 'shopper-1', client_reference: 'order-1',
-  source: { source_type: 'external', methods }, destination: { destination_type: 'internal_account', id: dest }, metadata: { order_id: '12345' }, ...extra,
+  amount: '50.00',
+  currency: 'USD',
+  country: 'NG',
+  customer_id: customerId,
+  client_customer_id: 'shopper-1',
+  client_reference: 'order-1',
+  source: { source_type: 'external', methods },
+  destination: { destination_type: 'internal_account', id: dest },
+  metadata: { order_id: '12345' },
+  ...extra,
 });
 const eventsOf = async (id: string) =>
   (await t.db.selectFrom('events').select('event_type').where('event_group_id', '=', id).orderBy('id').execute()).map((e) => e.event_type);
@@ -47,7 +55,14 @@ describe('card collections through the hosted checkout page', () => {
     const res = await api.post('/v1/collections', collection(dest, ['card', 'apple_pay']));
     expect(res.status, JSON.stringify(res.body)).toBe(200);
     const c = res.body.data;
-    expect(c).toMatchObject({ status: 'pending', transaction_status: 'pending', detailed_status: 'created', method: 'card', amount: '50.00', metadata: { order_id: '12345' } });
+    expect(c).toMatchObject({
+      status: 'pending',
+      transaction_status: 'pending',
+      detailed_status: 'created',
+      method: 'card',
+      amount: '50.00',
+      metadata: { order_id: '12345' },
+    });
     expect(c.payment_link).toMatch(new RegExp(`/checkout/${c.id}\\?session=`));
     const url = new URL(c.payment_link);
     const pageRes = await t.request('GET', `${url.pathname}${url.search}`);
@@ -55,7 +70,10 @@ describe('card collections through the hosted checkout page', () => {
     expect(pageRes.headers['content-type']).toContain('text/html');
     expect(pageRes.text).toContain('Pay 50.00 USD');
     expect((await t.request('GET', `${url.pathname}?session=wrong`)).status).toBe(404);
-    expect((await t.request('POST', `${url.pathname}/pay`, { session: 'wrong', card_number: '4242424242424242', expiry: '12/34', cvv: '123' })).status).toBe(404);
+    expect(
+      (await t.request('POST', `${url.pathname}/pay`, { session: 'wrong', card_number: '4242424242424242', expiry: '12/34', cvv: '123' }))
+        .status,
+    ).toBe(404);
     const bad = await checkout(c.payment_link, { card_number: '4242424242424241', expiry: '01/20', cvv: '12' });
     expect(bad.status).toBe(400);
     expect(bad.body.error.details.map((d: { field: string }) => d.field).sort()).toEqual(['card_number', 'cvv', 'expiry']);
@@ -65,17 +83,33 @@ describe('card collections through the hosted checkout page', () => {
     expect(paid.status).toBe(200);
     expect(paid.body.data.status).toBe('succeeded');
     const got = (await api.get(`/v1/collections/${c.id}`)).body.data;
-    expect(got).toMatchObject({ status: 'completed', detailed_status: 'completed', fee: '0.75', net_amount: '49.25', payment_link: null });
+    expect(got).toMatchObject({ status: 'completed', detailed_status: 'completed', fee: '0.75', net_amount: '49.25' });
+    expect(got).not.toHaveProperty('payment_link');
     expect(await acct(dest)).toMatchObject({ balance: '49.25', available_balance: '49.25' });
     const txs = (await api.get(`/v1/transactions?account_id=${dest}`)).body.data.items;
-    expect(txs[0]).toMatchObject({ direction: 'in', amount: '50.00', fee: '0.75', channel: 'card', balance_before: '0.00', balance_after: '49.25', status: 'completed' });
+    expect(txs[0]).toMatchObject({
+      direction: 'in',
+      amount: '50.00',
+      fee: '0.75',
+      channel: 'card',
+      balance_before: '0.00',
+      balance_after: '49.25',
+      status: 'completed',
+    });
     expect((await checkout(c.payment_link, { card_number: '4242424242424242' })).status).toBe(409);
     expect((await api.post(`/v1/simulations/collections/${c.id}/fail`)).status).toBe(409);
     expect(await eventsOf(c.id)).toEqual(['collection.status.pending', 'collection.status.completed']);
 
-    const saved = (await api.get(`/v1/collections/cards?customer_id=${customerId}`)).body.data.items;
+    // An array, as the reference answers (GET /v1/collections/cards).
+    const saved = (await api.get(`/v1/collections/cards?customer_id=${customerId}`)).body.data;
     expect(saved).toHaveLength(1);
-    expect(saved[0]).toMatchObject({ card_last4: '4242', card_brand: 'visa', card_exp_month: '12', card_exp_year: '2034', is_default: true });
+    expect(saved[0]).toMatchObject({
+      card_last4: '4242',
+      card_brand: 'visa',
+      card_exp_month: '12',
+      card_exp_year: '2034',
+      is_default: true,
+    });
     const stored = await t.db.selectFrom('saved_cards').selectAll().execute();
     expect(JSON.stringify(stored)).not.toContain('4242424242424242');
     await reconciled();
@@ -86,7 +120,11 @@ describe('card collections through the hosted checkout page', () => {
     const c = (await api.post('/v1/collections', collection(dest, ['card']))).body.data;
     const res = await checkout(c.payment_link, { card_number: '4000000000000002' });
     expect(res.body.data).toMatchObject({ status: 'failed', failure_code: 'card_declined' });
-    expect((await api.get(`/v1/collections/${c.id}`)).body.data).toMatchObject({ status: 'failed', detailed_status: 'provider_failed', failure_code: 'card_declined' });
+    expect((await api.get(`/v1/collections/${c.id}`)).body.data).toMatchObject({
+      status: 'failed',
+      detailed_status: 'provider_failed',
+      failure_code: 'card_declined',
+    });
     expect(await acct(dest)).toMatchObject({ balance: '0.00' });
     expect(await eventsOf(c.id)).toEqual(['collection.status.pending', 'collection.status.failed']);
   });
@@ -95,10 +133,18 @@ describe('card collections through the hosted checkout page', () => {
 describe('payment intents and saved card tokens', () => {
   it('charges a token at once, declines the magic numbers, and charges later through /charge', async () => {
     const dest = await account('USD');
-    const token = async (card_number: string) => (await api.post('/v1/simulations/card-tokens', { card_number, expiry: '12/30', cvv: '999', customer_id: customerId })).body.data.card_token as string;
+    const token = async (card_number: string) =>
+      (await api.post('/v1/simulations/card-tokens', { card_number, expiry: '12/30', cvv: '999', customer_id: customerId })).body.data
+        .card_token as string;
     const intent = (extra: Record<string, unknown> = {}) => ({
-      customer_id: customerId, client_customer_id: 'm-1', amount: '3.50', currency: 'USD', client_reference: 'order-abc',
-      destination: { destination_type: 'internal_account', id: dest }, source: { source_type: 'external', id: 'src_1', methods: ['card'] }, ...extra,
+      customer_id: customerId,
+      client_customer_id: 'm-1',
+      amount: '3.50',
+      currency: 'USD',
+      client_reference: 'order-abc',
+      destination: { destination_type: 'internal_account', id: dest },
+      source: { source_type: 'external', id: 'src_1', methods: ['card'] },
+      ...extra,
     });
     const good = await token('4242424242424242');
     expect(good).toMatch(/^tokn_/);
@@ -113,20 +159,47 @@ describe('payment intents and saved card tokens', () => {
     const created = await api.post('/v1/collections/cards/payment-intents', intent());
     expect(created.body.data).toMatchObject({ status: 'created', collection_status: 'pending' });
     expect(created.body.data.payment_link).toContain('/checkout/');
-    const declined = await api.post('/v1/collections/cards/payment-intents/charge', { payment_intent_id: created.body.data.intent_id, card_token: await token('4000000000000002'), first_name: 'Jane' });
+    const declined = await api.post('/v1/collections/cards/payment-intents/charge', {
+      payment_intent_id: created.body.data.intent_id,
+      card_token: await token('4000000000000002'),
+      first_name: 'Jane',
+    });
     expect(declined.status).toBe(200);
     expect(declined.body.data).toMatchObject({ status: 'failed', failure_code: 'card_declined' });
-    const again = await api.post('/v1/collections/cards/payment-intents/charge', { payment_intent_id: created.body.data.intent_id, card_token: good });
+    const again = await api.post('/v1/collections/cards/payment-intents/charge', {
+      payment_intent_id: created.body.data.intent_id,
+      card_token: good,
+    });
     expect(again.status).toBe(409);
 
     const second = await api.post('/v1/collections/cards/payment-intents', intent());
-    const charged = await api.post('/v1/collections/cards/payment-intents/charge', { payment_intent_id: second.body.data.intent_id, card_token: good });
+    const charged = await api.post('/v1/collections/cards/payment-intents/charge', {
+      payment_intent_id: second.body.data.intent_id,
+      card_token: good,
+    });
     expect(charged.body.data).toMatchObject({ status: 'succeeded' });
     expect(await acct(dest)).toMatchObject({ balance: '6.90' });
-    expect((await api.post('/v1/collections/cards/payment-intents/charge', { payment_intent_id: second.body.data.intent_id, card_token: 'tokn_nope' })).status).toBe(409);
+    expect(
+      (
+        await api.post('/v1/collections/cards/payment-intents/charge', {
+          payment_intent_id: second.body.data.intent_id,
+          card_token: 'tokn_nope',
+        })
+      ).status,
+    ).toBe(409);
     const third = await api.post('/v1/collections/cards/payment-intents', intent());
-    expect((await api.post('/v1/collections/cards/payment-intents/charge', { payment_intent_id: third.body.data.intent_id, card_token: 'tokn_nope' })).status).toBe(404);
-    expect((await other.post('/v1/collections/cards/payment-intents/charge', { payment_intent_id: third.body.data.intent_id, card_token: good })).status).toBe(404);
+    expect(
+      (
+        await api.post('/v1/collections/cards/payment-intents/charge', {
+          payment_intent_id: third.body.data.intent_id,
+          card_token: 'tokn_nope',
+        })
+      ).status,
+    ).toBe(404);
+    expect(
+      (await other.post('/v1/collections/cards/payment-intents/charge', { payment_intent_id: third.body.data.intent_id, card_token: good }))
+        .status,
+    ).toBe(404);
     await reconciled();
   });
 
@@ -140,8 +213,12 @@ describe('payment intents and saved card tokens', () => {
     expect((await api.delete(`/v1/collections/cards/${id}`)).body.data).toEqual({ success: true, message: 'card deleted successfully' });
     expect((await api.delete(`/v1/collections/cards/${id}`)).status).toBe(200);
     expect((await api.get(`/v1/collections/cards/${id}`)).status).toBe(404);
-    expect((await live.post('/v1/simulations/card-tokens', { card_number: '4242424242424242', expiry: '12/30', cvv: '123' })).status).toBe(404);
-    expect((await api.post('/v1/simulations/card-tokens', { card_number: '4242424242424242', expiry: '12/30', cvv: '12345' })).status).toBe(400);
+    expect((await live.post('/v1/simulations/card-tokens', { card_number: '4242424242424242', expiry: '12/30', cvv: '123' })).status).toBe(
+      404,
+    );
+    expect((await api.post('/v1/simulations/card-tokens', { card_number: '4242424242424242', expiry: '12/30', cvv: '12345' })).status).toBe(
+      400,
+    );
   });
 });
 
@@ -151,7 +228,12 @@ describe('bank transfer collections', () => {
     const res = await api.post('/v1/collections', collection(dest, ['bank_transfer'], { currency: 'NGN', amount: '5000.00' }));
     const c = res.body.data;
     const number = (await acct(dest)).account_number;
-    expect(c).toMatchObject({ status: 'pending', method: 'bank_transfer', payment_link: null, bank_transfer: { account_number: number, amount: '5000.00', currency: 'NGN' } });
+    expect(c).toMatchObject({
+      status: 'pending',
+      method: 'bank_transfer',
+      bank_transfer: { account_number: number, amount: '5000.00', currency: 'NGN' },
+    });
+    expect(c).not.toHaveProperty('payment_link');
     expect(c.instruction).toContain(number);
     expect(c.instruction).toContain(c.bank_transfer.reference);
 
@@ -180,10 +262,16 @@ describe('mobile money collections', () => {
   it('the payer approves or declines the prompt', async () => {
     const dest = await account('USD');
     expect((await api.post('/v1/collections', collection(dest, ['mobile_money']))).status).toBe(400);
-    const wrongCountry = await api.post('/v1/collections', collection(dest, ['mobile_money'], { source: { source_type: 'external', methods: ['mobile_money'], phone_number: '+233241234567' } }));
+    const wrongCountry = await api.post(
+      '/v1/collections',
+      collection(dest, ['mobile_money'], { source: { source_type: 'external', methods: ['mobile_money'], phone_number: '+233241234567' } }),
+    );
     expect(wrongCountry.status).toBe(400);
     expect(wrongCountry.body.error.details[0].field).toBe('source.phone_number');
-    const body = collection(dest, ['mobile_money'], { country: 'GH', source: { source_type: 'external', methods: ['mobile_money'], phone_number: '+233241234567' } });
+    const body = collection(dest, ['mobile_money'], {
+      country: 'GH',
+      source: { source_type: 'external', methods: ['mobile_money'], phone_number: '+233241234567' },
+    });
     const a = (await api.post('/v1/collections', body)).body.data;
     expect(a.instruction).toContain('+233241234567');
     expect((await api.post(`/v1/simulations/collections/${a.id}/complete`, {})).body.data.status).toBe('completed');
@@ -201,7 +289,11 @@ describe('expiry', () => {
     const dest = await account('USD');
     const a = (await api.post('/v1/collections', collection(dest, ['card']))).body.data;
     const b = (await api.post('/v1/collections', collection(dest, ['card']))).body.data;
-    await t.db.updateTable('collections').set({ expires_at: new Date(Date.now() - 1000) }).where('id', '=', a.id).execute();
+    await t.db
+      .updateTable('collections')
+      .set({ expires_at: new Date(Date.now() - 1000) })
+      .where('id', '=', a.id)
+      .execute();
     await expireDueCollections(t.db, { config: t.config, sealer: t.sealer, baseUrl: '' });
     expect((await api.get(`/v1/collections/${a.id}`)).body.data).toMatchObject({ status: 'expired', detailed_status: 'expired' });
     expect((await api.get(`/v1/collections/${b.id}`)).body.data.status).toBe('pending');
@@ -233,7 +325,13 @@ describe('access and errors', () => {
       [collection('0190a5b0-0000-7000-8000-000000000000', ['card']), 404, 'not_found'],
       [collection(dest, ['card'], { customer_id: '0190a5b0-0000-7000-8000-000000000000' }), 404, 'not_found'],
       [collection(dest, ['pix']), 400, 'validation_failed'],
-      [collection(dest, ['card'], { destination: { destination_type: 'external_crypto_wallet', wallet_address: '0x1', network: 'polygon' } }), 400, 'validation_failed'],
+      [
+        collection(dest, ['card'], {
+          destination: { destination_type: 'external_crypto_wallet', wallet_address: '0x1', network: 'polygon' },
+        }),
+        400,
+        'validation_failed',
+      ],
       [collection(dest, ['card'], { amount: '1.001' }), 400, 'invalid_amount'],
       [collection(dest, ['card'], { amount: 0 }), 400, 'invalid_amount'],
       [collection(dest, ['card'], { colour: 'red' }), 400, 'validation_failed'],

@@ -112,7 +112,12 @@ describe('CSRF', () => {
     const res = await agent.post('/dashboard/login', { email: email(), password: 'x', _csrf: 'forged' });
     expect(res.statusCode).toBe(403);
     const fresh = new Agent(t);
-    const noCookie = await fresh.post('/dashboard/signup', { _csrf: 'a'.repeat(43), business_name: 'X Co', email: email(), password: 'p'.repeat(12) });
+    const noCookie = await fresh.post('/dashboard/signup', {
+      _csrf: 'a'.repeat(43),
+      business_name: 'X Co',
+      email: email(),
+      password: 'p'.repeat(12),
+    });
     expect(noCookie.statusCode).toBe(403);
   });
 
@@ -158,7 +163,9 @@ describe('log in and out', () => {
     const business = await t.tenant('Operator Co');
     const address = email();
     await addUser(t.db, business.tenant_id, { email: address, password: 'operator chosen pass' });
-    await expect(addUser(t.db, business.tenant_id, { email: address, password: 'operator chosen pass' })).rejects.toBeInstanceOf(EmailTaken);
+    await expect(addUser(t.db, business.tenant_id, { email: address, password: 'operator chosen pass' })).rejects.toBeInstanceOf(
+      EmailTaken,
+    );
     await expect(addUser(t.db, newId(), { email: email(), password: 'operator chosen pass' })).rejects.toThrow('No business');
     await expect(addUser(t.db, business.tenant_id, { email: email(), password: 'short' })).rejects.toThrow('password');
     const agent = new Agent(t);
@@ -175,7 +182,8 @@ describe('log in and out', () => {
     await new Agent(t).signup(address);
     const agent = new Agent(t, { 'x-forwarded-for': '198.51.100.7' });
     await agent.get('/dashboard/login');
-    for (let i = 0; i < 5; i++) expect((await agent.post('/dashboard/login', { email: address, password: 'wrong password' })).statusCode).toBe(401);
+    for (let i = 0; i < 5; i++)
+      expect((await agent.post('/dashboard/login', { email: address, password: 'wrong password' })).statusCode).toBe(401);
     const blocked = await agent.post('/dashboard/login', { email: address, password: 'correct horse battery' });
     expect(blocked.statusCode).toBe(429);
     expect(Number(blocked.headers['retry-after'])).toBeGreaterThan(0);
@@ -207,14 +215,20 @@ describe('log in and out', () => {
   it('marks cookies Secure with the __Host- prefix over HTTPS', async () => {
     const agent = new Agent(t, { 'x-forwarded-proto': 'https' });
     const page = await agent.get('/dashboard/signup');
-    expect(String(page.headers['set-cookie'])).toMatch(/^__Host-fsd_csrf=[\w-]{43}; Path=\/; Max-Age=3600; HttpOnly; SameSite=Strict; Secure$/);
+    expect(String(page.headers['set-cookie'])).toMatch(
+      /^__Host-fsd_csrf=[\w-]{43}; Path=\/; Max-Age=3600; HttpOnly; SameSite=Strict; Secure$/,
+    );
     const res = await agent.post('/dashboard/signup', { business_name: 'TLS Co', email: email(), password: 'correct horse battery' });
     expect(res.statusCode).toBe(303);
     const cookie = [res.headers['set-cookie']].flat().find((c) => String(c).startsWith('__Host-fsd_session='));
     expect(cookie).toMatch(/; HttpOnly; SameSite=Lax; Secure$/);
     // The plain-HTTP cookie name is not honoured on an HTTPS request and vice versa.
     const token = agent.cookies.get('__Host-fsd_session')!;
-    const plain = await t.app.inject({ method: 'GET', url: '/dashboard/business', headers: { cookie: `fsd_session=${token}`, 'x-forwarded-proto': 'https' } });
+    const plain = await t.app.inject({
+      method: 'GET',
+      url: '/dashboard/business',
+      headers: { cookie: `fsd_session=${token}`, 'x-forwarded-proto': 'https' },
+    });
     expect(plain.statusCode).toBe(303);
   });
 });
@@ -253,7 +267,10 @@ describe('environments and data', () => {
     const doc = await t.request('GET', '/v1/openapi.json');
     expect(Object.keys(doc.body.paths).some((p) => p.startsWith('/dashboard'))).toBe(false);
     const key = (await t.tenant()).sandbox.secret_key;
-    const res = await t.request('POST', '/v1/customers', 'first_name=John', { key, headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+    const res = await t.request('POST', '/v1/customers', 'first_name=John', {
+      key,
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    });
     expect(res.status).toBe(415);
     expect(res.body.error.code).toBe('unsupported_media_type');
   });

@@ -1,47 +1,26 @@
-import { existsSync } from 'node:fs';
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newId } from '../src/lib/ids.js';
-import { startWorkers } from '../src/workers/index.js';
-import { johnDoe, startTestApp, type TestApp } from './harness.js';
-import { startReceiver, type Receiver } from './webhooks/receiver.js';
+import { hasChromium, startBrowserStand, type BrowserStand } from './browser-stand.js';
+import { johnDoe } from './harness.js';
+import type { Receiver } from './webhooks/receiver.js';
 
 /**
  * The dashboard in a real headless Chromium (Debian's /usr/bin/chromium, never a downloaded
  * browser) against the app listening on 127.0.0.1. Skipped, with a message, where it is missing.
  */
-const CHROMIUM = '/usr/bin/chromium';
-const hasChromium = existsSync(CHROMIUM);
-if (!hasChromium) console.warn(`dashboard browser tests skipped: ${CHROMIUM} is missing (apt-get install -y chromium)`);
-
-let t: TestApp;
 let browser: Browser;
 let base: string;
 let receiver: Receiver;
-let workers: { stop(): Promise<void> };
+let stand: BrowserStand | undefined;
 
 beforeAll(async () => {
   if (!hasChromium) return;
-  t = await startTestApp();
-  base = await t.app.listen({ port: 0, host: '127.0.0.1' });
-  receiver = await startReceiver();
-  workers = startWorkers(
-    { config: t.config, db: t.db, dbKind: t.dbKind, sealer: t.sealer, log: t.app.log },
-    { webhooks: { retryDelaysMs: [200], jitter: 0, timeoutMs: 2000 } },
-  );
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    headless: true,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  });
+  stand = await startBrowserStand();
+  ({ browser, base, receiver } = stand);
 });
-afterAll(async () => {
-  await workers?.stop();
-  await receiver?.close();
-  await browser?.close();
-  await t?.close();
-});
+afterAll(async () => stand?.close());
 
 /** Calls the API over real HTTP with a key read from the page. */
 async function api(key: string, path: string, init: RequestInit = {}) {
@@ -114,7 +93,10 @@ describe.skipIf(!hasChromium)('dashboard in a browser', () => {
     const page = await signUp(context);
     const sandboxKey = (await page.locator('#new-secret-sandbox').textContent())!.trim();
     const liveKey = (await page.locator('#new-secret-live').textContent())!.trim();
-    for (const [key, first] of [[sandboxKey, 'Sandy'], [liveKey, 'Livia']] as const) {
+    for (const [key, first] of [
+      [sandboxKey, 'Sandy'],
+      [liveKey, 'Livia'],
+    ] as const) {
       const res = await api(key, '/v1/customers', {
         method: 'POST',
         headers: { 'content-type': 'application/json', 'idempotency-key': newId() },
@@ -163,15 +145,21 @@ describe.skipIf(!hasChromium)('dashboard in a browser', () => {
     expect(created.status).toBe(200);
     await expect.poll(() => receiver.received.length, { timeout: 10_000 }).toBe(before + 1);
     const first = receiver.received[before]!;
-    const payload = new Webhook(secret).verify(first.body, first.headers as Record<string, string>) as { event_type: string; event_data: { id: string } };
+    const payload = new Webhook(secret).verify(first.body, first.headers as Record<string, string>) as {
+      event_type: string;
+      event_data: { id: string };
+    };
     expect(payload.event_type).toBe('customer.created');
     expect(payload.event_data.id).toBe(created.body.data.id);
 
     await expect
-      .poll(async () => {
-        await page.reload();
-        return page.locator('main').textContent();
-      }, { timeout: 10_000 })
+      .poll(
+        async () => {
+          await page.reload();
+          return page.locator('main').textContent();
+        },
+        { timeout: 10_000 },
+      )
       .toContain('sent');
     await page.getByRole('button', { name: 'Resend customer.created event' }).click();
     await expect.poll(() => receiver.received.length, { timeout: 10_000 }).toBe(before + 2);
@@ -181,10 +169,13 @@ describe.skipIf(!hasChromium)('dashboard in a browser', () => {
 
     await page.getByRole('link', { name: 'customer.created' }).click();
     await expect
-      .poll(async () => {
-        await page.reload();
-        return page.locator('table tbody tr').count();
-      }, { timeout: 10_000 })
+      .poll(
+        async () => {
+          await page.reload();
+          return page.locator('table tbody tr').count();
+        },
+        { timeout: 10_000 },
+      )
       .toBe(2);
     expect(await page.locator('table tbody').textContent()).toContain('manual');
     expect(await page.locator('pre.payload').textContent()).toContain(created.body.data.id);

@@ -58,11 +58,19 @@ const address = { address_line1: '1800 N Pole St', city: 'Orlando', postal_code:
 
 describe('institutions', () => {
   it('lists banks and operators per country with a public key, amounts as decimal strings', async () => {
-    const res = await clientFor(t, biz.sandbox.public_key).get('/v1/external-accounts/institutions?country_iso_code=GH&institution_type=mobile_money');
+    const res = await clientFor(t, biz.sandbox.public_key).get(
+      '/v1/external-accounts/institutions?country_iso_code=GH&institution_type=mobile_money',
+    );
     expect(res.status).toBe(200);
     expect(res.body.data.items.map((i: { name: string }) => i.name)).toContain('MTN Mobile Money');
     const item = res.body.data.items.find((i: { code: string }) => i.code === 'MTN');
-    expect(item).toMatchObject({ currency: 'GHS', account_number_type: 'phone_number', min_amount: '1.00', max_amount: '20000.00', institution_type: 'mobile_money' });
+    expect(item).toMatchObject({
+      currency: 'GHS',
+      account_number_type: 'phone_number',
+      min_amount: '1.00',
+      max_amount: '20000.00',
+      institution_type: 'mobile_money',
+    });
     const ng = await api.get('/v1/external-accounts/institutions?country_iso_code=NG&items_per_page=5&page=2');
     expect(ng.body.data).toMatchObject({ page: 2, items_per_page: 5 });
     expect(ng.body.data.items).toHaveLength(5);
@@ -78,11 +86,22 @@ describe('POST /v1/external-accounts', () => {
   it('adds a bank payee as pending (202), verifies it to active with payee.setup events', async () => {
     const res = await api.post('/v1/external-accounts', bankBody());
     expect(res.status).toBe(202);
-    expect(res.body.data).toMatchObject({ status: 'pending', payee_type: 'bank_account', institution_name: gtb.name, institution_country_iso_code: 'NG', currency: 'NGN' });
+    expect(res.body.data).toMatchObject({
+      status: 'pending',
+      payee_type: 'bank_account',
+      institution_name: gtb.name,
+      institution_country_iso_code: 'NG',
+      currency: 'NGN',
+    });
     await runVerification();
     const got = await api.get(`/v1/external-accounts/${res.body.data.id}`);
     expect(got.body.data.status).toBe('active');
-    const events = await t.db.selectFrom('events').select('event_type').where('event_group_id', '=', res.body.data.id).orderBy('id').execute();
+    const events = await t.db
+      .selectFrom('events')
+      .select('event_type')
+      .where('event_group_id', '=', res.body.data.id)
+      .orderBy('id')
+      .execute();
     expect(events.map((e) => e.event_type)).toEqual(['payee.setup.pending', 'payee.setup.completed']);
   });
 
@@ -106,24 +125,48 @@ describe('POST /v1/external-accounts', () => {
 
   it('adds SEPA, ACH/wire, SWIFT and FPS payees', async () => {
     const sepa = await api.post('/v1/external-accounts', {
-      payee_type: 'sepa', account_owner_type: 'individual', iban: 'DE89 3704 0044 0532 0130 00', account_name: 'Anna Schmidt',
-      currency: 'EUR', customer_id: customerId, address: { ...address, state: 'DE-BE', country: 'DE' },
+      payee_type: 'sepa',
+      account_owner_type: 'individual',
+      iban: 'DE89 3704 0044 0532 0130 00',
+      account_name: 'Anna Schmidt',
+      currency: 'EUR',
+      customer_id: customerId,
+      address: { ...address, state: 'DE-BE', country: 'DE' },
     });
     expect(sepa.status).toBe(202);
     expect(sepa.body.data.iban).toBe('DE89370400440532013000');
     const ach = await api.post('/v1/external-accounts', {
-      payee_type: 'ach_wire', account_number: '4401682860', account_name: 'Amina Bello', currency: 'USD', customer_id: customerId,
-      routing_number: '021000021', account_owner_type: 'individual', account_type: 'savings', address, payment_rail: 'ach',
+      payee_type: 'ach_wire',
+      account_number: '4401682860',
+      account_name: 'Amina Bello',
+      currency: 'USD',
+      customer_id: customerId,
+      routing_number: '021000021',
+      account_owner_type: 'individual',
+      account_type: 'savings',
+      address,
+      payment_rail: 'ach',
     });
     expect(ach.status).toBe(202);
     expect(ach.body.data.payment_rail).toBe('ach');
     const swift = await api.post('/v1/external-accounts', {
-      payee_type: 'swift', account_owner_type: 'individual', account_number: '1245909283', account_name: 'Amina Bello',
-      bic: 'GTBINGLA', currency: 'USD', customer_id: customerId, address: { ...address, state: 'NG-LA', country: 'NG' },
+      payee_type: 'swift',
+      account_owner_type: 'individual',
+      account_number: '1245909283',
+      account_name: 'Amina Bello',
+      bic: 'GTBINGLA',
+      currency: 'USD',
+      customer_id: customerId,
+      address: { ...address, state: 'NG-LA', country: 'NG' },
     });
     expect(swift.status).toBe(202);
     const fps = await api.post('/v1/external-accounts', {
-      payee_type: 'fps', account_number: '12345678', sort_code: '20-00-00', account_name: 'Jane Smith', currency: 'GBP', customer_id: customerId,
+      payee_type: 'fps',
+      account_number: '12345678',
+      sort_code: '20-00-00',
+      account_name: 'Jane Smith',
+      currency: 'GBP',
+      customer_id: customerId,
     });
     expect(fps.status).toBe(202);
     expect(fps.body.data.sort_code).toBe('200000');
@@ -148,10 +191,48 @@ describe('POST /v1/external-accounts', () => {
       [momoBody({ phone_number: '+233201234567' }), ['phone_number']],
       [momoBody({ phone_number: '+254712345678' }), ['phone_number']],
       [momoBody({ institution_id: gtb.id }), ['institution_id']],
-      [{ payee_type: 'sepa', account_owner_type: 'individual', iban: 'DE89370400440532013001', account_name: 'A', currency: 'EUR', customer_id: customerId, address }, ['iban']],
-      [{ payee_type: 'ach_wire', account_number: '44', routing_number: '021000022', account_name: 'A', currency: 'USD', customer_id: customerId, account_owner_type: 'individual', account_type: 'savings', address: { ...address, state: 'NY' } }, ['account_number', 'routing_number', 'address.state']],
-      [{ payee_type: 'swift', account_owner_type: 'individual', account_name: 'A', bic: 'NG2893A', currency: 'USD', customer_id: customerId, address }, ['bic', 'account_number']],
-      [{ payee_type: 'fps', account_number: '1234567', sort_code: '20-00', account_name: 'A', currency: 'GBP', customer_id: customerId }, ['account_number', 'sort_code']],
+      [
+        {
+          payee_type: 'sepa',
+          account_owner_type: 'individual',
+          iban: 'DE89370400440532013001',
+          account_name: 'A',
+          currency: 'EUR',
+          customer_id: customerId,
+          address,
+        },
+        ['iban'],
+      ],
+      [
+        {
+          payee_type: 'ach_wire',
+          account_number: '44',
+          routing_number: '021000022',
+          account_name: 'A',
+          currency: 'USD',
+          customer_id: customerId,
+          account_owner_type: 'individual',
+          account_type: 'savings',
+          address: { ...address, state: 'NY' },
+        },
+        ['account_number', 'routing_number', 'address.state'],
+      ],
+      [
+        {
+          payee_type: 'swift',
+          account_owner_type: 'individual',
+          account_name: 'A',
+          bic: 'NG2893A',
+          currency: 'USD',
+          customer_id: customerId,
+          address,
+        },
+        ['bic', 'account_number'],
+      ],
+      [
+        { payee_type: 'fps', account_number: '1234567', sort_code: '20-00', account_name: 'A', currency: 'GBP', customer_id: customerId },
+        ['account_number', 'sort_code'],
+      ],
       [{ ...bankBody(), colour: 'blue' }, ['colour']],
       [{ ...bankBody(), payee_type: 'cheque' }, ['payee_type']],
     ];
@@ -177,7 +258,9 @@ describe('GET, list and DELETE', () => {
     expect(list.status).toBe(200);
     expect(list.body.data.items.length).toBe(2);
     expect(list.body.data.total_items).toBeGreaterThanOrEqual(3);
-    const next = await api.get(`/v1/external-accounts?customer_id=${customerId}&payee_type=bank_account&items_per_page=2&cursor=${list.body.data.next_cursor}`);
+    const next = await api.get(
+      `/v1/external-accounts?customer_id=${customerId}&payee_type=bank_account&items_per_page=2&cursor=${list.body.data.next_cursor}`,
+    );
     expect(next.body.data.items[0].id).not.toBe(list.body.data.items[0].id);
     expect((await api.get('/v1/external-accounts?status=weird')).status).toBe(400);
     const id = list.body.data.items[0].id;

@@ -44,7 +44,10 @@ describe('limit orders', () => {
     const res = await limit('sell', '10.00', '1600');
     expect(res.status).toBe(200);
     const o = res.body.data;
-    expect(o).toMatchObject({ status: 'pending', order_type: 'limit', target_rate: '1600.00', rate: null, converted_amount: null, fee: null });
+    expect(o).toMatchObject({ status: 'pending', order_type: 'limit', target_rate: '1600.00', fee: null });
+    // Absent, never null, until executed (contract section 14).
+    expect(o).not.toHaveProperty('rate');
+    expect(o).not.toHaveProperty('converted_amount');
     expect(new Date(o.expires_at).getTime() - Date.now()).toBeGreaterThan(6.9 * 24 * 3600_000);
     expect(await balances(api, usd)).toEqual({ balance: '100.00', available: '90.00' });
 
@@ -114,7 +117,16 @@ describe('limit orders', () => {
 
   it('refuses to cancel a completed market order (409)', async () => {
     const { api, customer, usd, ngn } = await setup();
-    const o = (await api.post('/v1/fx/orders', { customer_id: customer, order_type: 'market', pair: { base: 'USD', quote: 'NGN' }, amount: '1', source_id: usd, destination_id: ngn })).body.data;
+    const o = (
+      await api.post('/v1/fx/orders', {
+        customer_id: customer,
+        order_type: 'market',
+        pair: { base: 'USD', quote: 'NGN' },
+        amount: '1',
+        source_id: usd,
+        destination_id: ngn,
+      })
+    ).body.data;
     const res = await api.post(`/v1/fx/orders/${o.id}/cancel`);
     expect(res.status).toBe(409);
     expect(res.body.error.code).toBe('invalid_state_transition');
@@ -123,7 +135,11 @@ describe('limit orders', () => {
   it('expires after expires_at, releasing the hold', async () => {
     const { api, usd, limit } = await setup();
     const o = (await limit('sell', '40.00', '5000')).body.data;
-    await t.db.updateTable('fx_orders').set({ expires_at: new Date(Date.now() - 1000) }).where('id', '=', o.id).execute();
+    await t.db
+      .updateTable('fx_orders')
+      .set({ expires_at: new Date(Date.now() - 1000) })
+      .where('id', '=', o.id)
+      .execute();
     await runLimitWorker(t);
     expect((await api.get(`/v1/fx/orders/${o.id}`)).body.data.status).toBe('expired');
     expect(await balances(api, usd)).toEqual({ balance: '100.00', available: '100.00' });
@@ -147,9 +163,17 @@ describe('limit orders', () => {
     expect(tiny.status).toBe(400);
     expect(tiny.body.error.code).toBe('invalid_amount');
     const rich = await openAccount(api, 'USD', customer, '1000000.00');
-    const o = (await api.post('/v1/fx/orders', {
-      customer_id: customer, order_type: 'limit', pair: { base: 'USD', quote: 'NGN' }, amount: '1000000', target_rate: '1', source_id: rich, destination_id: ngn,
-    })).body.data;
+    const o = (
+      await api.post('/v1/fx/orders', {
+        customer_id: customer,
+        order_type: 'limit',
+        pair: { base: 'USD', quote: 'NGN' },
+        amount: '1000000',
+        target_rate: '1',
+        source_id: rich,
+        destination_id: ngn,
+      })
+    ).body.data;
     expect(o.status).toBe('pending');
     await api.post('/v1/simulations/fx/rates', { base: 'USD', quote: 'NGN', rate: '999999999' });
     await runLimitWorker(t);
@@ -164,7 +188,13 @@ describe('limit orders', () => {
     for (let i = 0; i < 6; i++) ids.push((await limit('sell', '1.00', '1600')).body.data.id);
     await api.post('/v1/simulations/fx/rates', { base: 'USD', quote: 'NGN', rate: '1700' });
     const workers = [limitOrderJob(t.db), limitOrderJob(t.db), limitOrderJob(t.db)];
-    await Promise.all(workers.map(async (w) => { while (await w.tick()) { /* more */ } }));
+    await Promise.all(
+      workers.map(async (w) => {
+        while (await w.tick()) {
+          /* more */
+        }
+      }),
+    );
     for (const id of ids) {
       expect((await api.get(`/v1/fx/orders/${id}`)).body.data.status).toBe('completed');
       expect(await eventsOf(t, id)).toEqual(['fx.order.completed']);

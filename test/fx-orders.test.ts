@@ -70,13 +70,20 @@ describe('market orders', () => {
     expect(before[0]!.balance).toBe('1000.00');
 
     const row = await t.db.selectFrom('fx_orders').selectAll().where('id', '=', o.id).executeTakeFirstOrThrow();
-    const entries = await t.db.selectFrom('ledger_entries').innerJoin('ledger_accounts', 'ledger_accounts.id', 'ledger_entries.account_id')
+    const entries = await t.db
+      .selectFrom('ledger_entries')
+      .innerJoin('ledger_accounts', 'ledger_accounts.id', 'ledger_entries.account_id')
       .select(['ledger_entries.account_id', 'ledger_entries.amount', 'ledger_entries.currency', 'ledger_accounts.system_role'])
-      .where('transaction_id', '=', row.ledger_transaction_id!).execute();
+      .where('transaction_id', '=', row.ledger_transaction_id!)
+      .execute();
     expect(entries).toHaveLength(4);
     const legs = entries.map((e) => `${e.system_role ?? e.account_id}:${e.currency}:${e.amount}`).sort();
     expect(legs).toEqual([`${ngn}:NGN:1542250`, `${usd}:USD:-1000`, 'fx_position:NGN:-1542250', 'fx_position:USD:1000'].sort());
-    const tx = await t.db.selectFrom('ledger_transactions').select(['kind', 'metadata']).where('id', '=', row.ledger_transaction_id!).executeTakeFirstOrThrow();
+    const tx = await t.db
+      .selectFrom('ledger_transactions')
+      .select(['kind', 'metadata'])
+      .where('id', '=', row.ledger_transaction_id!)
+      .executeTakeFirstOrThrow();
     expect(tx.kind).toBe('fx');
     expect(tx.metadata).toMatchObject({ fx_order_id: o.id, rate: '1542.25', mid_rate: '1550.00', spread_bps: 50, fee: '0.00' });
 
@@ -90,22 +97,42 @@ describe('market orders', () => {
     const res = await api.post('/v1/fx/orders', sell('3.33', { side: 'buy', source_id: ngn, destination_id: usd }));
     expect(res.status).toBe(200);
     // ask 1557.75; 3.33 * 1557.75 = 5187.3075 NGN -> pays 5187.31
-    expect(res.body.data).toMatchObject({ status: 'completed', side: 'buy', amount: '3.33', converted_amount: '5187.31', rate: '1557.75', fee_currency: 'NGN' });
+    expect(res.body.data).toMatchObject({
+      status: 'completed',
+      side: 'buy',
+      amount: '3.33',
+      converted_amount: '5187.31',
+      rate: '1557.75',
+      fee_currency: 'NGN',
+    });
   });
 
   it('charges the business fee setting in the source currency to the business account', async () => {
     const tenant = await t.tenant('Fee Co');
-    await t.db.updateTable('tenants').set({ settings: JSON.stringify({ fx_fee_bps: 100, fx_spread_bps: 0 }) }).where('id', '=', tenant.tenant_id).execute();
+    await t.db
+      .updateTable('tenants')
+      .set({ settings: JSON.stringify({ fx_fee_bps: 100, fx_spread_bps: 0 }) })
+      .where('id', '=', tenant.tenant_id)
+      .execute();
     const c = clientFor(t, tenant.sandbox.secret_key);
     const owner = await newCustomer(c);
     const from = await openAccount(c, 'USD', owner, '100.00');
     const to = await openAccount(c, 'NGN', owner);
-    const res = await c.post('/v1/fx/orders', { customer_id: owner, order_type: 'market', pair: { base: 'USD', quote: 'NGN' }, amount: '10.01', source_id: from, destination_id: to });
+    const res = await c.post('/v1/fx/orders', {
+      customer_id: owner,
+      order_type: 'market',
+      pair: { base: 'USD', quote: 'NGN' },
+      amount: '10.01',
+      source_id: from,
+      destination_id: to,
+    });
     expect(res.status).toBe(200);
     // fee = 1% of 10.01 = 0.1001 -> 0.11 (rounded up); no spread: 10.01 * 1550 = 15515.50
     expect(res.body.data).toMatchObject({ customer_id: owner, fee: '0.11', converted_amount: '15515.50', rate: '1550.00' });
     expect((await balances(c, from)).balance).toBe('89.88');
-    const feeAccounts = (await c.get('/v1/accounts?currency=USD')).body.data.items.filter((a: { customer_id: string | null }) => a.customer_id === null);
+    const feeAccounts = (await c.get('/v1/accounts?currency=USD')).body.data.items.filter(
+      (a: { customer_id: string | null }) => !a.customer_id,
+    );
     expect(feeAccounts.map((a: { balance: string }) => a.balance)).toEqual(['0.11']);
     const tx = (await c.get(`/v1/transactions/${res.body.data.transaction_id}`)).body.data;
     expect(tx).toMatchObject({ amount: '10.01', fee: '0.11' });
@@ -114,22 +141,45 @@ describe('market orders', () => {
   it('lets the business convert between its own accounts without customer_id', async () => {
     const from = await openAccount(api, 'EUR', null, '50.00');
     const to = await openAccount(api, 'GBP', null);
-    const res = await api.post('/v1/fx/orders', { order_type: 'market', pair: { base: 'EUR', quote: 'GBP' }, amount: 50, source_id: from, destination_id: to });
+    const res = await api.post('/v1/fx/orders', {
+      order_type: 'market',
+      pair: { base: 'EUR', quote: 'GBP' },
+      amount: 50,
+      source_id: from,
+      destination_id: to,
+    });
     expect(res.status).toBe(200);
-    expect(res.body.data).toMatchObject({ customer_id: null, status: 'completed' });
+    expect(res.body.data).toMatchObject({ status: 'completed' });
+    expect(res.body.data).not.toHaveProperty('customer_id');
     expect((await balances(api, from)).balance).toBe('0.00');
   });
 
   it('fails with 422 insufficient_funds and moves nothing', async () => {
     const poor = await openAccount(api, 'USD', customer, '5.00');
-    const entriesBefore = await t.db.selectFrom('ledger_entries').select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow();
-    const ordersBefore = await t.db.selectFrom('fx_orders').select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow();
+    const entriesBefore = await t.db
+      .selectFrom('ledger_entries')
+      .select((eb) => eb.fn.countAll().as('n'))
+      .executeTakeFirstOrThrow();
+    const ordersBefore = await t.db
+      .selectFrom('fx_orders')
+      .select((eb) => eb.fn.countAll().as('n'))
+      .executeTakeFirstOrThrow();
     const res = await api.post('/v1/fx/orders', sell('5.01', { source_id: poor }));
     expect(res.status).toBe(422);
     expect(res.body.error.code).toBe('insufficient_funds');
     expect(await balances(api, poor)).toEqual({ balance: '5.00', available: '5.00' });
-    expect(await t.db.selectFrom('ledger_entries').select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).toEqual(entriesBefore);
-    expect(await t.db.selectFrom('fx_orders').select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).toEqual(ordersBefore);
+    expect(
+      await t.db
+        .selectFrom('ledger_entries')
+        .select((eb) => eb.fn.countAll().as('n'))
+        .executeTakeFirstOrThrow(),
+    ).toEqual(entriesBefore);
+    expect(
+      await t.db
+        .selectFrom('fx_orders')
+        .select((eb) => eb.fn.countAll().as('n'))
+        .executeTakeFirstOrThrow(),
+    ).toEqual(ordersBefore);
   });
 
   it('answers 422 currency_mismatch when the accounts do not match the pair and side', async () => {
@@ -178,7 +228,10 @@ describe('market orders', () => {
     for (const [body, field] of bad) {
       const res = await api.post('/v1/fx/orders', body);
       expect(res.status, JSON.stringify(body)).toBe(400);
-      expect(res.body.error.details.map((d: { field: string }) => d.field), JSON.stringify(body)).toContain(field);
+      expect(
+        res.body.error.details.map((d: { field: string }) => d.field),
+        JSON.stringify(body),
+      ).toContain(field);
     }
     const stranger = await newCustomer(api);
     const notMine = await api.post('/v1/fx/orders', sell('1', { customer_id: stranger }));
@@ -204,7 +257,14 @@ describe('quoted orders', () => {
     await api.post('/v1/simulations/fx/rates', { base: 'USD', quote: 'NGN', rate: '1400' });
     const res = await api.post('/v1/fx/orders', { quote_id: q.quote_id, source_id: usd, destination_id: ngn });
     expect(res.status).toBe(200);
-    expect(res.body.data).toMatchObject({ quote_id: q.quote_id, rate: q.rate, converted_amount: q.to_currency_amount, amount: '20.00', side: 'sell', status: 'completed' });
+    expect(res.body.data).toMatchObject({
+      quote_id: q.quote_id,
+      rate: q.rate,
+      converted_amount: q.to_currency_amount,
+      amount: '20.00',
+      side: 'sell',
+      status: 'completed',
+    });
     const again = await api.post('/v1/fx/orders', { quote_id: q.quote_id, source_id: usd, destination_id: ngn });
     expect(again.status).toBe(409);
     expect(again.body.error.code).toBe('quote_used');
@@ -214,7 +274,13 @@ describe('quoted orders', () => {
   it('executes a BUY quote as a buy order and accepts repeated matching terms', async () => {
     const q = await quote('BUY', '2.00');
     const res = await api.post('/v1/fx/orders', {
-      quote_id: q.quote_id, order_type: 'market', side: 'buy', pair: { base: 'USD', quote: 'NGN' }, amount: '2', source_id: ngn, destination_id: usd,
+      quote_id: q.quote_id,
+      order_type: 'market',
+      side: 'buy',
+      pair: { base: 'USD', quote: 'NGN' },
+      amount: '2',
+      source_id: ngn,
+      destination_id: usd,
     });
     expect(res.status).toBe(200);
     expect(res.body.data).toMatchObject({ side: 'buy', amount: '2.00', converted_amount: q.to_currency_amount });
@@ -233,7 +299,11 @@ describe('quoted orders', () => {
 
   it('answers 409 quote_expired after expires_at', async () => {
     const q = await quote();
-    await t.db.updateTable('fx_quotes').set({ expires_at: new Date(Date.now() - 1000) } as never).where('id', '=', q.quote_id).execute();
+    await t.db
+      .updateTable('fx_quotes')
+      .set({ expires_at: new Date(Date.now() - 1000) } as never)
+      .where('id', '=', q.quote_id)
+      .execute();
     const res = await api.post('/v1/fx/orders', { quote_id: q.quote_id, source_id: usd, destination_id: ngn });
     expect(res.status).toBe(409);
     expect(res.body.error.code).toBe('quote_expired');
@@ -261,7 +331,8 @@ describe('quoted orders', () => {
       expect(res.status, field).toBe(400);
       expect(res.body.error.details.map((d: { field: string }) => d.field)).toContain(field);
     }
-    const foreign = (await other.post('/v1/fx/quote', { from_currency: 'USD', to_currency: 'NGN', amount: '1', direction: 'SELL' })).body.data;
+    const foreign = (await other.post('/v1/fx/quote', { from_currency: 'USD', to_currency: 'NGN', amount: '1', direction: 'SELL' })).body
+      .data;
     const res = await api.post('/v1/fx/orders', { quote_id: foreign.quote_id, source_id: usd, destination_id: ngn });
     expect(res.status).toBe(404);
     expect(res.body.error.details[0].field).toBe('quote_id');
@@ -288,7 +359,9 @@ describe('list, get, isolation', () => {
     expect(mine.total_items).toBe(all.body.data.total_items - 1); // one order is the business's own
     expect(mine.items.every((o: { customer_id: string }) => o.customer_id === customer)).toBe(true);
     const byAccount = (await api.get(`/v1/fx/orders?account_id=${usd}`)).body.data.items;
-    expect(byAccount.every((o: { source_id: string; destination_id: string }) => o.source_id === usd || o.destination_id === usd)).toBe(true);
+    expect(byAccount.every((o: { source_id: string; destination_id: string }) => o.source_id === usd || o.destination_id === usd)).toBe(
+      true,
+    );
     expect((await api.get(`/v1/fx/orders?search=${ids[0]}`)).body.data.items.map((o: { id: string }) => o.id)).toEqual([ids[0]]);
     expect((await api.get('/v1/fx/orders?search=OTC-0VA89I')).body.data.items).toEqual([]);
     for (const q of ['status=waiting_approval', 'side=up', 'customer_id=x', 'from=yesterday', 'items_per_page=101', 'foo=1']) {

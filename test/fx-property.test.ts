@@ -71,48 +71,55 @@ const order = fc.record({
 describe('FX conservation property', () => {
   it('never creates or loses a minor unit across the two legs', async () => {
     await fc.assert(
-      fc.asyncProperty(order.filter((o) => o.base !== o.quote), async ({ base, quote, side, amountMinor, midDigits, midScale }) => {
-        const mid = format(BigInt(midDigits), midScale);
-        if (BigInt(midDigits) / pow10(midScale) >= 1_000_000_000n) return;
-        expect((await api.post('/v1/simulations/fx/rates', { base, quote, rate: mid })).status).toBe(200);
-        const source = side === 'sell' ? base : quote;
-        const destination = side === 'sell' ? quote : base;
-        const before = { src: await balanceOf(accounts[source]!), dst: await balanceOf(accounts[destination]!), pos: await positions() };
+      fc.asyncProperty(
+        order.filter((o) => o.base !== o.quote),
+        async ({ base, quote, side, amountMinor, midDigits, midScale }) => {
+          const mid = format(BigInt(midDigits), midScale);
+          if (BigInt(midDigits) / pow10(midScale) >= 1_000_000_000n) return;
+          expect((await api.post('/v1/simulations/fx/rates', { base, quote, rate: mid })).status).toBe(200);
+          const source = side === 'sell' ? base : quote;
+          const destination = side === 'sell' ? quote : base;
+          const before = { src: await balanceOf(accounts[source]!), dst: await balanceOf(accounts[destination]!), pos: await positions() };
 
-        const res = await api.post('/v1/fx/orders', {
-          order_type: 'market', side, pair: { base, quote }, amount: format(amountMinor, EXP[base]!),
-          source_id: accounts[source], destination_id: accounts[destination],
-        });
-        const after = { src: await balanceOf(accounts[source]!), dst: await balanceOf(accounts[destination]!), pos: await positions() };
-        if (res.status !== 200) {
-          // Too small to convert (400) or too expensive (422): nothing moved.
-          expect([400, 422]).toContain(res.status);
-          expect(after).toEqual(before);
-          return;
-        }
-        const o = res.body.data;
-        // The customer rate: the mid less (sell) or plus (buy) 50 bps, rounded to 12 decimals in favour of the house.
-        const m = fraction(mid);
-        const midFixed = m.num * pow10(12 - m.scale);
-        const bps = side === 'sell' ? 9950n : 10050n;
-        const rate = side === 'sell' ? (midFixed * bps) / 10000n : (midFixed * bps + 9999n) / 10000n;
-        expect(minor(o.rate.padEnd(o.rate.indexOf('.') + 13, '0'))).toBe(rate);
-        // Exact value of the counter amount in quote minor units, as a fraction n / d.
-        const n = amountMinor * rate * pow10(EXP[quote]!);
-        const d = pow10(12) * pow10(EXP[base]!);
-        const counter = side === 'sell' ? n / d : (n + d - 1n) / d;
-        expect(minor(o.converted_amount)).toBe(counter);
-        // Rounded at most one minor unit, always against the customer.
-        const slack = side === 'sell' ? n - counter * d : counter * d - n;
-        expect(slack >= 0n && slack < d).toBe(true);
+          const res = await api.post('/v1/fx/orders', {
+            order_type: 'market',
+            side,
+            pair: { base, quote },
+            amount: format(amountMinor, EXP[base]!),
+            source_id: accounts[source],
+            destination_id: accounts[destination],
+          });
+          const after = { src: await balanceOf(accounts[source]!), dst: await balanceOf(accounts[destination]!), pos: await positions() };
+          if (res.status !== 200) {
+            // Too small to convert (400) or too expensive (422): nothing moved.
+            expect([400, 422]).toContain(res.status);
+            expect(after).toEqual(before);
+            return;
+          }
+          const o = res.body.data;
+          // The customer rate: the mid less (sell) or plus (buy) 50 bps, rounded to 12 decimals in favour of the house.
+          const m = fraction(mid);
+          const midFixed = m.num * pow10(12 - m.scale);
+          const bps = side === 'sell' ? 9950n : 10050n;
+          const rate = side === 'sell' ? (midFixed * bps) / 10000n : (midFixed * bps + 9999n) / 10000n;
+          expect(minor(o.rate.padEnd(o.rate.indexOf('.') + 13, '0'))).toBe(rate);
+          // Exact value of the counter amount in quote minor units, as a fraction n / d.
+          const n = amountMinor * rate * pow10(EXP[quote]!);
+          const d = pow10(12) * pow10(EXP[base]!);
+          const counter = side === 'sell' ? n / d : (n + d - 1n) / d;
+          expect(minor(o.converted_amount)).toBe(counter);
+          // Rounded at most one minor unit, always against the customer.
+          const slack = side === 'sell' ? n - counter * d : counter * d - n;
+          expect(slack >= 0n && slack < d).toBe(true);
 
-        const given = side === 'sell' ? amountMinor : counter;
-        const received = side === 'sell' ? counter : amountMinor;
-        expect(before.src - after.src).toBe(given);
-        expect(after.dst - before.dst).toBe(received);
-        expect((after.pos.get(source) ?? 0n) - (before.pos.get(source) ?? 0n)).toBe(given);
-        expect((before.pos.get(destination) ?? 0n) - (after.pos.get(destination) ?? 0n)).toBe(received);
-      }),
+          const given = side === 'sell' ? amountMinor : counter;
+          const received = side === 'sell' ? counter : amountMinor;
+          expect(before.src - after.src).toBe(given);
+          expect(after.dst - before.dst).toBe(received);
+          expect((after.pos.get(source) ?? 0n) - (before.pos.get(source) ?? 0n)).toBe(given);
+          expect((before.pos.get(destination) ?? 0n) - (after.pos.get(destination) ?? 0n)).toBe(received);
+        },
+      ),
       { numRuns: 40 },
     );
 
@@ -124,7 +131,11 @@ describe('FX conservation property', () => {
       .execute();
     expect(sums.length).toBe(CCYS.length);
     for (const s of sums) expect(BigInt(s.total), s.currency).toBe(0n);
-    const orders = await t.db.selectFrom('fx_orders').select(sql<string>`count(*)`.as('n')).where('tenant_id', '=', biz.tenant_id).executeTakeFirstOrThrow();
+    const orders = await t.db
+      .selectFrom('fx_orders')
+      .select(sql<string>`count(*)`.as('n'))
+      .where('tenant_id', '=', biz.tenant_id)
+      .executeTakeFirstOrThrow();
     expect(Number(orders.n)).toBeGreaterThan(5);
   });
 });

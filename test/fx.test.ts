@@ -44,7 +44,14 @@ describe('supported currencies and rates', () => {
     const res = await pub.get('/v1/fx/rates?currency_pairs=USD/NGN');
     expect(res.status).toBe(200);
     const [buy, sell] = res.body.data;
-    expect(buy).toMatchObject({ direction: 'BUY', currency_pair: 'USD/NGN', mid_rate: '1550.00', rate: '1557.75', spread_bps: 50, pair_type: 'fiat/fiat' });
+    expect(buy).toMatchObject({
+      direction: 'BUY',
+      currency_pair: 'USD/NGN',
+      mid_rate: '1550.00',
+      rate: '1557.75',
+      spread_bps: 50,
+      pair_type: 'fiat/fiat',
+    });
     expect(sell).toMatchObject({ direction: 'SELL', mid_rate: '1550.00', rate: '1542.25', from_currency_name: 'US Dollar' });
     expect(typeof sell.rate).toBe('string');
     expect(new Date(sell.timestamp).toISOString()).toBe(sell.timestamp);
@@ -69,7 +76,11 @@ describe('supported currencies and rates', () => {
 
   it('uses the business spread setting', async () => {
     const tenant = await t.tenant('Tight spread');
-    await t.db.updateTable('tenants').set({ settings: JSON.stringify({ fx_spread_bps: 0 }) }).where('id', '=', tenant.tenant_id).execute();
+    await t.db
+      .updateTable('tenants')
+      .set({ settings: JSON.stringify({ fx_spread_bps: 0 }) })
+      .where('id', '=', tenant.tenant_id)
+      .execute();
     const res = await clientFor(t, tenant.sandbox.public_key).get('/v1/fx/rates?currency_pairs=USD/NGN&direction=SELL');
     expect(res.body.data[0]).toMatchObject({ rate: '1550.00', spread_bps: 0 });
   });
@@ -90,7 +101,15 @@ describe('service functions for other modules (international payouts)', () => {
 describe('OpenAPI', () => {
   it('documents the FX routes', async () => {
     const doc = (await t.request('GET', '/v1/openapi.json')).body;
-    for (const path of ['/v1/fx/rates', '/v1/fx/supported-currencies', '/v1/fx/quote', '/v1/fx/orders', '/v1/fx/orders/{order_id}', '/v1/fx/orders/{order_id}/cancel', '/v1/simulations/fx/rates']) {
+    for (const path of [
+      '/v1/fx/rates',
+      '/v1/fx/supported-currencies',
+      '/v1/fx/quote',
+      '/v1/fx/orders',
+      '/v1/fx/orders/{order_id}',
+      '/v1/fx/orders/{order_id}/cancel',
+      '/v1/simulations/fx/rates',
+    ]) {
       expect(doc.paths[path], path).toBeDefined();
     }
   });
@@ -140,7 +159,17 @@ describe('POST /v1/fx/quote', () => {
     expect(res.status).toBe(200);
     const q = res.body.data;
     // bid = 3700.37 * 0.995 = 3681.86815; 10.01 * 3681.86815 = 36855.5801... -> 36855 UGX
-    expect(q).toMatchObject({ from_currency: 'USD', to_currency: 'UGX', amount: '10.01', direction: 'SELL', rate: '3681.86815', mid_rate: '3700.37', to_currency_amount: '36855', fee: '0.00', fee_currency: 'USD' });
+    expect(q).toMatchObject({
+      from_currency: 'USD',
+      to_currency: 'UGX',
+      amount: '10.01',
+      direction: 'SELL',
+      rate: '3681.86815',
+      mid_rate: '3700.37',
+      to_currency_amount: '36855',
+      fee: '0.00',
+      fee_currency: 'USD',
+    });
     expect(q.display_rate_label).toBe('1 USD = 3681.86815 UGX');
     const ttl = new Date(q.expires_at).getTime() - new Date(q.created_at).getTime();
     expect(ttl).toBeGreaterThan(29_000);
@@ -174,7 +203,11 @@ describe('POST /v1/fx/quote', () => {
       expect(res.body.error.code).toBe(code);
       expect(res.body.error.details.map((d: { field: string }) => d.field)).toContain(field);
     }
-    const missingKey = await api.post('/v1/fx/quote', { from_currency: 'USD', to_currency: 'NGN', amount: '10', direction: 'SELL' }, { idempotencyKey: null });
+    const missingKey = await api.post(
+      '/v1/fx/quote',
+      { from_currency: 'USD', to_currency: 'NGN', amount: '10', direction: 'SELL' },
+      { idempotencyKey: null },
+    );
     expect(missingKey.body.error.code).toBe('missing_idempotency_key');
   });
 
@@ -184,7 +217,11 @@ describe('POST /v1/fx/quote', () => {
     const second = await api.post('/v1/fx/quote', body, { idempotencyKey: 'quote-1' });
     expect(second.headers['idempotency-replayed']).toBe('true');
     expect(second.body.data.quote_id).toBe(first.body.data.quote_id);
-    const count = await t.db.selectFrom('fx_quotes').select(sql<string>`count(*)`.as('n')).where('id', '=', first.body.data.quote_id).executeTakeFirst();
+    const count = await t.db
+      .selectFrom('fx_quotes')
+      .select(sql<string>`count(*)`.as('n'))
+      .where('id', '=', first.body.data.quote_id)
+      .executeTakeFirst();
     expect(Number(count?.n)).toBe(1);
   });
 
@@ -192,7 +229,14 @@ describe('POST /v1/fx/quote', () => {
     const short = await startTestApp({ FX_QUOTE_TTL_SECONDS: 5 });
     try {
       const tenant = await short.tenant();
-      const q = (await clientFor(short, tenant.sandbox.secret_key).post('/v1/fx/quote', { from_currency: 'USD', to_currency: 'NGN', amount: '1', direction: 'SELL' })).body.data;
+      const q = (
+        await clientFor(short, tenant.sandbox.secret_key).post('/v1/fx/quote', {
+          from_currency: 'USD',
+          to_currency: 'NGN',
+          amount: '1',
+          direction: 'SELL',
+        })
+      ).body.data;
       expect(new Date(q.expires_at).getTime() - new Date(q.created_at).getTime()).toBe(5_000);
     } finally {
       await short.close();

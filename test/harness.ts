@@ -27,25 +27,39 @@ export interface RequestOptions {
 
 export type TestApp = Awaited<ReturnType<typeof startTestApp>>;
 
+/**
+ * A new PostgreSQL database cloned from the run's migrated template (DATABASE_URL's server):
+ * its URL, and `drop` to remove it.
+ */
+export async function cloneTemplateDatabase(url: string): Promise<{ url: string; drop: () => Promise<void> }> {
+  const name = `fsapi_${inject('runId')}_${newId().replace(/-/g, '').slice(-16)}`;
+  const admin = new pg.Client({ connectionString: url });
+  await admin.connect();
+  await admin.query(`create database ${name} template ${inject('pgTemplate')}`);
+  await admin.end();
+  return {
+    url: withDatabase(url, name),
+    async drop() {
+      const cleanup = new pg.Client({ connectionString: url });
+      await cleanup.connect();
+      await cleanup.query(`drop database if exists ${name} with (force)`);
+      await cleanup.end();
+    },
+  };
+}
+
 /** A fresh database for this test file: a clone of the run's migrated template. */
 export async function openTestDatabase(): Promise<DatabaseHandle> {
   const url = process.env.DATABASE_URL;
   if (url) {
-    const name = `fsapi_${inject('runId')}_${newId().replace(/-/g, '').slice(-16)}`;
-    const admin = new pg.Client({ connectionString: url });
-    await admin.connect();
-    await admin.query(`create database ${name} template ${inject('pgTemplate')}`);
-    await admin.end();
-    const handle = openPostgres(withDatabase(url, name), 10);
+    const clone = await cloneTemplateDatabase(url);
+    const handle = openPostgres(clone.url, 10);
     const close = handle.close;
     return {
       ...handle,
       async close() {
         await close();
-        const cleanup = new pg.Client({ connectionString: url });
-        await cleanup.connect();
-        await cleanup.query(`drop database if exists ${name} with (force)`);
-        await cleanup.end();
+        await clone.drop();
       },
     };
   }
@@ -61,7 +75,15 @@ export async function startTestApp(overrides: Partial<Config> = {}) {
   const handle = await openTestDatabase();
   const config = loadConfig({}, { LOG_LEVEL: 'silent', DEMO_TENANT: false, ...overrides });
   const sealer = new Sealer(randomBytes(32).toString('base64'));
-  const app: FastifyInstance = await buildApp({ config, db: handle.db, dbKind: handle.kind, sealer, logger: false });
+  const app: FastifyInstance = await buildApp({
+    config,
+    db: handle.db,
+    dbKind: handle.kind,
+    sealer,
+    logger: false,
+    changes: handle.changes,
+    poolStats: handle.poolStats,
+  });
   await app.ready();
 
   async function request<T = any>(

@@ -24,9 +24,7 @@ async function customersWithEmail(email: string) {
 describe('idempotency (contract section 4)', () => {
   it('concurrent duplicates have one effect; the others get the replay or 409 in progress', async () => {
     const body = johnDoe();
-    const results = await Promise.all(
-      Array.from({ length: 12 }, () => api.post('/v1/customers', body, { idempotencyKey: 'race-1' })),
-    );
+    const results = await Promise.all(Array.from({ length: 12 }, () => api.post('/v1/customers', body, { idempotencyKey: 'race-1' })));
     const ids = new Set<string>();
     for (const r of results) {
       if (r.status === 200) ids.add(r.body.data.id);
@@ -99,5 +97,69 @@ describe('idempotency (contract section 4)', () => {
     const second = await api.post('/v1/customers', other, { idempotencyKey: 'old-key' });
     expect(second.status).toBe(200);
     expect(second.body.data.id).not.toBe(first.body.data.id);
+  });
+});
+
+// Issue #15: a claim follows its owner process. One whose owner is gone (no heartbeat for a few
+// seconds, or no instance row) is taken over at once; a live owner's claim is still 409.
+/** An in-progress claim for exactly this request, owned by `owner`, its lease a minute ahead. */
+async function leftClaim(key: string, body: unknown, owner: string) {
+  await sql`insert into idempotency_keys
+      (tenant_id, environment, key, fingerprint, state, claim_token, locked_until, expires_at, owner_id)
+    values (${biz.tenant_id}, 'sandbox', ${key}, ${sha256Hex(`customers.create\n{}\n${canonicalJson(body)}`)}, 'in_progress',
+      ${newId()}, now() + interval '60 seconds', now() + interval '1 day', ${owner})`.execute(t.db);
+}
+
+async function instance(heartbeatSecondsAgo: number) {
+  const id = newId();
+  await sql`insert into process_instances (id, pid, host, heartbeat_at)
+    values (${id}, 999999, 'elsewhere', now() - make_interval(secs => ${heartbeatSecondsAgo}))`.execute(t.db);
+  return id;
+}
+
+describe('idempotency claims follow their owner process', () => {
+  it('a claim whose owner stopped heartbeating is taken over at once, within the lease', async () => {
+    const body = johnDoe();
+    await leftClaim('dead-owner', body, await instance(60));
+    const retry = await api.post('/v1/customers', body, { idempotencyKey: 'dead-owner' });
+    expect(retry.status).toBe(200);
+    expect(await customersWithEmail(body.email)).toBe(1);
+    const replay = await api.post('/v1/customers', body, { idempotencyKey: 'dead-owner' });
+    expect(replay.headers['idempotency-replayed']).toBe('true');
+    expect(replay.body.data.id).toBe(retry.body.data.id);
+  });
+
+  it('a claim whose owner left no instance row at all (gone) is taken over at once', async () => {
+    const body = johnDoe();
+    await leftClaim('gone-owner', body, newId());
+    expect((await api.post('/v1/customers', body, { idempotencyKey: 'gone-owner' })).status).toBe(200);
+    expect(await customersWithEmail(body.email)).toBe(1);
+  });
+
+  it("a live owner's claim answers 409 in progress with a short Retry-After, and is never run twice", async () => {
+    const body = johnDoe();
+    await leftClaim('live-owner', body, await instance(0));
+    const busy = await api.post('/v1/customers', body, { idempotencyKey: 'live-owner' });
+    expect(busy.status).toBe(409);
+    expect(busy.body.error.code).toBe('idempotency_request_in_progress');
+    expect(Number(busy.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+    expect(Number(busy.headers['retry-after'])).toBeLessThanOrEqual(5);
+    expect(await customersWithEmail(body.email)).toBe(0);
+  });
+
+  it("a different request under a dead owner's key is still 422 idempotency_key_reused", async () => {
+    const body = johnDoe();
+    await leftClaim('dead-other', body, await instance(60));
+    const other = await api.post('/v1/customers', johnDoe(), { idempotencyKey: 'dead-other' });
+    expect(other.status).toBe(422);
+    expect(other.body.error.code).toBe('idempotency_key_reused');
+  });
+
+  it('this process registers itself and keeps its heartbeat fresh', async () => {
+    await api.post('/v1/customers', johnDoe());
+    const rows = await sql<{ fresh: boolean; pid: number }>`
+      select heartbeat_at > now() - interval '5 seconds' as fresh, pid from process_instances where pid = ${process.pid}`.execute(t.db);
+    expect(rows.rows).toHaveLength(1);
+    expect(rows.rows[0]!.fresh).toBe(true);
   });
 });

@@ -14,7 +14,10 @@ let biz: CreatedTenant;
 // A real-format OFAC SDN list given through SANCTIONS_LIST_FILE replaces the shipped sample.
 const dir = mkdtempSync(join(tmpdir(), 'sdn-'));
 const sdn = join(dir, 'sdn.csv');
-writeFileSync(sdn, '501,"KOVALENKO, Dmytro Ivanovych","individual","UKRAINE-EO13660","-0- ","-0- ","-0- ","-0- ","-0- ","-0- ","-0- ","-0- "\n');
+writeFileSync(
+  sdn,
+  '501,"KOVALENKO, Dmytro Ivanovych","individual","UKRAINE-EO13660","-0- ","-0- ","-0- ","-0- ","-0- ","-0- ","-0- ","-0- "\n',
+);
 
 beforeAll(async () => {
   t = await startTestApp({ SANCTIONS_LIST_FILE: sdn, KYC_MIN_AGE_BY_COUNTRY: ['US:21'] });
@@ -40,7 +43,11 @@ describe('age of majority', () => {
     const id = await createCustomer(a, johnDoe({ date_of_birth: dob }));
     await verify(a, id);
     const s = await statusOf(a, id);
-    expect(s.reviewResult).toMatchObject({ reviewAnswer: 'rejected', rejectLabels: ['AGE_REQUIREMENT_MISMATCH'], reviewRejectType: 'FINAL' });
+    expect(s.reviewResult).toMatchObject({
+      reviewAnswer: 'rejected',
+      rejectLabels: ['AGE_REQUIREMENT_MISMATCH'],
+      reviewRejectType: 'FINAL',
+    });
     const restart = await a.post('/v1/customers/kyc/start', { customer_id: id });
     expect(restart.status).toBe(409);
     expect(restart.body.error.code).toBe('invalid_state_transition');
@@ -81,7 +88,8 @@ describe('duplicate identity', () => {
     const a = await freshApi();
     const one = await createCustomer(a, johnDoe({ first_name: 'Ada', last_name: 'Obi' }));
     const two = await createCustomer(a, johnDoe({ first_name: 'Bola', last_name: 'Ade' }));
-    const doc = (id: string) => passport(id, { metadata: { idDocType: 'PASSPORT', idDocSubType: 'FRONT_SIDE', country: 'NGA', number: 'SAME123' } });
+    const doc = (id: string) =>
+      passport(id, { metadata: { idDocType: 'PASSPORT', idDocSubType: 'FRONT_SIDE', country: 'NGA', number: 'SAME123' } });
     for (const id of [one, two]) {
       await a.post('/v1/customers/kyc/upload-document', doc(id));
       await a.post('/v1/customers/kyc/upload-document', selfie(id));
@@ -94,7 +102,9 @@ describe('duplicate identity', () => {
 describe('document data against the customer', () => {
   it('sends a different date of birth or name on the document to manual review', async () => {
     const a = await freshApi();
-    const meta = (extra: Record<string, unknown>) => ({ metadata: { idDocType: 'PASSPORT', idDocSubType: 'FRONT_SIDE', country: 'NGA', ...extra } });
+    const meta = (extra: Record<string, unknown>) => ({
+      metadata: { idDocType: 'PASSPORT', idDocSubType: 'FRONT_SIDE', country: 'NGA', ...extra },
+    });
     const ok = await createCustomer(a, johnDoe({ first_name: 'Tunde', last_name: 'Bakare' }));
     await a.post('/v1/customers/kyc/upload-document', passport(ok, meta({ firstName: 'TUNDE', lastName: 'BAKARE', dob: '1990-01-15' })));
     await a.post('/v1/customers/kyc/upload-document', selfie(ok));
@@ -132,7 +142,12 @@ describe('sanctions screening', () => {
     const renamed = await a.put(`/v1/customers/${id}`, { first_name: 'Dmytro', middle_name: 'Ivanovych', last_name: 'Kovalenko' });
     expect(renamed.status).toBe(200);
     expect(renamed.body.data.customer.kyc_status).toBe('manual_review');
-    const events = await t.db.selectFrom('events').select('event_type').where('event_group_id', '=', id).where('event_type', '=', 'customer.kyc.status.manual_review').execute();
+    const events = await t.db
+      .selectFrom('events')
+      .select('event_type')
+      .where('event_group_id', '=', id)
+      .where('event_type', '=', 'customer.kyc.status.manual_review')
+      .execute();
     expect(events).toHaveLength(1);
   });
 });
@@ -144,10 +159,12 @@ describe('live: manual connector and operator review', () => {
     await verify(a, id);
     expect(await statusOf(a, id)).toMatchObject({ reviewStatus: 'pending', review_reason: 'manual_review' });
     const ctx = { tenantId: biz.tenant_id, environment: 'live' as const };
-    const decided = await reviewCase(t.db, ctx, id, 'approved');
+    const decided = await t.db.transaction().execute((trx) => reviewCase(trx, ctx, id, 'approved'));
     expect(decided.reviewResult?.reviewAnswer).toBe('approved');
     expect((await a.get(`/v1/customers/${id}`)).body.data.kyc_status).toBe('approved');
-    await expect(reviewCase(t.db, ctx, id, 'rejected')).rejects.toMatchObject({ code: 'not_found' });
-    await expect(reviewCase(t.db, { ...ctx, environment: 'sandbox' }, id, 'approved')).rejects.toMatchObject({ code: 'not_found' });
+    await expect(t.db.transaction().execute((trx) => reviewCase(trx, ctx, id, 'rejected'))).rejects.toMatchObject({ code: 'not_found' });
+    await expect(
+      t.db.transaction().execute((trx) => reviewCase(trx, { ...ctx, environment: 'sandbox' }, id, 'approved')),
+    ).rejects.toMatchObject({ code: 'not_found' });
   });
 });

@@ -11,7 +11,13 @@ export const PDF_B64 = Buffer.from('%PDF-1.4\n1 0 obj <<>> endobj\ntrailer <<>>\
 export function passport(customerId: string, overrides: Record<string, unknown> = {}) {
   return {
     customer_id: customerId,
-    metadata: { idDocType: 'PASSPORT', idDocSubType: 'FRONT_SIDE', country: 'NGA', number: `A${newId().slice(-8)}`, validUntil: '2035-01-15' },
+    metadata: {
+      idDocType: 'PASSPORT',
+      idDocSubType: 'FRONT_SIDE',
+      country: 'NGA',
+      number: `A${newId().slice(-8)}`,
+      validUntil: '2035-01-15',
+    },
     content: PNG_B64,
     filename: 'passport_front.png',
     ...overrides,
@@ -23,7 +29,12 @@ export function selfie(customerId: string) {
 }
 
 export function certificate(customerId: string) {
-  return { customer_id: customerId, metadata: { idDocType: 'REGISTRATION_CERTIFICATE', country: 'NGA', number: `RC${newId().slice(-6)}` }, content: PDF_B64, filename: 'cert.pdf' };
+  return {
+    customer_id: customerId,
+    metadata: { idDocType: 'REGISTRATION_CERTIFICATE', country: 'NGA', number: `RC${newId().slice(-6)}` },
+    content: PDF_B64,
+    filename: 'cert.pdf',
+  };
 }
 
 export async function createCustomer(api: Client, body: Record<string, unknown>): Promise<string> {
@@ -81,7 +92,7 @@ export async function enableAccountCurrency(api: Client, customerId: string, cur
 export async function approveKycLive(db: Db, tenantId: string, api: Client, customerId: string) {
   const res = await verify(api, customerId);
   if (res.status !== 200) throw new Error(`KYC submission failed: ${res.text}`);
-  await reviewCase(db, { tenantId, environment: 'live' }, customerId, 'approved');
+  await db.transaction().execute((trx) => reviewCase(trx, { tenantId, environment: 'live' }, customerId, 'approved'));
 }
 
 /** international_transfers needs KYC at intermediate, then the feature's provider data. */

@@ -51,11 +51,24 @@ describe('hosted verification page', () => {
     const { pathname } = await start(id);
     const early = await post(`${pathname}/submit`);
     expect(early.statusCode).toBe(412);
-    const up = await post(`${pathname}/documents`, { metadata: { idDocType: 'ID_CARD', idDocSubType: 'FRONT_SIDE', country: 'NGA' }, filename: 'id.png', content: `data:image/png;base64,${PNG_B64}` });
+    const up = await post(`${pathname}/documents`, {
+      metadata: { idDocType: 'ID_CARD', idDocSubType: 'FRONT_SIDE', country: 'NGA' },
+      filename: 'id.png',
+      content: `data:image/png;base64,${PNG_B64}`,
+    });
     expect(up.statusCode).toBe(200);
-    const bad = await post(`${pathname}/documents`, { metadata: { idDocType: 'SELFIE', country: 'NGA' }, filename: 'me.png', content: JPEG_B64 });
+    // A file that is no image or PDF at all is refused; its name's extension is not held against
+    // a real image (contract §14), so the JPEG below is accepted whatever it is called.
+    const bad = await post(`${pathname}/documents`, {
+      metadata: { idDocType: 'SELFIE', country: 'NGA' },
+      filename: 'me.png',
+      content: Buffer.from('MZ\x90\x00 executable').toString('base64'),
+    });
     expect(bad.statusCode).toBe(400);
-    expect((await post(`${pathname}/documents`, { metadata: { idDocType: 'SELFIE', country: 'NGA' }, filename: 'me.jpg', content: JPEG_B64 })).statusCode).toBe(200);
+    expect(
+      (await post(`${pathname}/documents`, { metadata: { idDocType: 'SELFIE', country: 'NGA' }, filename: 'me.jpg', content: JPEG_B64 }))
+        .statusCode,
+    ).toBe(200);
     const submit = await post(`${pathname}/submit`);
     expect(submit.statusCode).toBe(200);
     expect(JSON.parse(submit.body).data.reviewResult.reviewAnswer).toBe('approved');
@@ -71,11 +84,18 @@ describe('hosted verification page', () => {
     expect((await post('/kyc/verify/' + 'x'.repeat(43) + '/submit')).statusCode).toBe(404);
     const id = await createCustomer(api, johnDoe());
     const { pathname } = await start(id);
-    await t.db.updateTable('kyc_cases').set({ web_token_expires_at: new Date(Date.now() - 1000) }).where('customer_id', '=', id).execute();
+    await t.db
+      .updateTable('kyc_cases')
+      .set({ web_token_expires_at: new Date(Date.now() - 1000) })
+      .where('customer_id', '=', id)
+      .execute();
     const expired = await page(pathname);
     expect(expired.statusCode).toBe(404);
     expect(expired.body).toContain('expired');
-    expect((await post(`${pathname}/documents`, { metadata: { idDocType: 'SELFIE', country: 'NGA' }, filename: 'me.jpg', content: JPEG_B64 })).statusCode).toBe(404);
+    expect(
+      (await post(`${pathname}/documents`, { metadata: { idDocType: 'SELFIE', country: 'NGA' }, filename: 'me.jpg', content: JPEG_B64 }))
+        .statusCode,
+    ).toBe(404);
   });
 
   it('a new link replaces the old one; each link opens only its own customer', async () => {
@@ -85,7 +105,11 @@ describe('hosted verification page', () => {
     const second = await start(a);
     expect((await page(first.pathname)).statusCode).toBe(404);
     expect((await page(second.pathname)).statusCode).toBe(200);
-    await post(`${second.pathname}/documents`, { metadata: { idDocType: 'SELFIE', country: 'NGA' }, filename: 'me.jpg', content: JPEG_B64 });
+    await post(`${second.pathname}/documents`, {
+      metadata: { idDocType: 'SELFIE', country: 'NGA' },
+      filename: 'me.jpg',
+      content: JPEG_B64,
+    });
     expect((await api.get(`/v1/customers/${a}/kyc/documents`)).body.data.count).toBe(1);
     expect((await api.get(`/v1/customers/${b}/kyc/documents`)).body.data.count).toBe(0);
   });

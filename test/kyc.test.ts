@@ -24,7 +24,12 @@ async function freshApi(): Promise<Client> {
 }
 
 async function events(type: string, customerId: string) {
-  const rows = await t.db.selectFrom('events').select(['event_type', 'payload']).where('event_group_id', '=', customerId).where('event_type', '=', type).execute();
+  const rows = await t.db
+    .selectFrom('events')
+    .select(['event_type', 'payload'])
+    .where('event_group_id', '=', customerId)
+    .where('event_type', '=', type)
+    .execute();
   return rows;
 }
 
@@ -48,7 +53,9 @@ describe('POST /v1/customers/kyc/start', () => {
 
   it('validates the body and hides other businesses and environments', async () => {
     const id = await createCustomer(api, johnDoe());
-    expect((await api.post('/v1/customers/kyc/start', { customer_id: id, kyc_level: 'advanced' })).body.error.code).toBe('validation_failed');
+    expect((await api.post('/v1/customers/kyc/start', { customer_id: id, kyc_level: 'advanced' })).body.error.code).toBe(
+      'validation_failed',
+    );
     const unknown = await api.post('/v1/customers/kyc/start', { customer_id: id, level: 'basic' });
     expect(unknown.status).toBe(400);
     expect(unknown.body.error.details[0]).toMatchObject({ field: 'level', code: 'unknown_field' });
@@ -63,10 +70,20 @@ describe('POST /v1/customers/kyc/upload-document', () => {
     const id = await createCustomer(api, johnDoe());
     const res = await api.post('/v1/customers/kyc/upload-document', passport(id));
     expect(res.status).toBe(200);
-    expect(res.body.data).toMatchObject({ status: 'success', customer_id: id, document_type: 'PASSPORT', country: 'NGA', content_type: 'image/png' });
+    expect(res.body.data).toMatchObject({
+      status: 'success',
+      customer_id: id,
+      document_type: 'PASSPORT',
+      country: 'NGA',
+      content_type: 'image/png',
+    });
     const s = await api.post('/v1/risk/upload-document', selfie(id));
     expect(s.body.data.content_type).toBe('image/jpeg');
-    const row = await t.db.selectFrom('kyc_documents').select(['content', 'sha256', 'size_bytes']).where('id', '=', res.body.data.document_id).executeTakeFirstOrThrow();
+    const row = await t.db
+      .selectFrom('kyc_documents')
+      .select(['content', 'sha256', 'size_bytes'])
+      .where('id', '=', res.body.data.document_id)
+      .executeTakeFirstOrThrow();
     expect(Buffer.from(row.content).equals(Buffer.from(PNG_B64, 'base64'))).toBe(true);
   });
 
@@ -75,14 +92,13 @@ describe('POST /v1/customers/kyc/upload-document', () => {
     const cases: [Record<string, unknown>, number, string][] = [
       [passport(id, { content: 'not base64!' }), 400, 'content'],
       [passport(id, { content: Buffer.from('MZ\x90\x00 executable').toString('base64') }), 400, 'content'],
-      [passport(id, { filename: 'passport.pdf' }), 400, 'filename'],
       [passport(id, { filename: 'passport.exe' }), 400, 'filename'],
       [{ ...selfie(id), content: PDF_B64, filename: 'selfie.pdf' }, 400, 'content'],
       [passport(id, { metadata: { idDocType: 'PASSPORT', country: 'NG' } }), 400, 'metadata.country'],
       [passport(id, { metadata: { idDocType: 'VISA', country: 'NGA' } }), 400, 'metadata.idDocType'],
       [passport(id, { metadata: { idDocType: 'REGISTRATION_CERTIFICATE', country: 'NGA' } }), 400, 'metadata.idDocType'],
       [passport(id, { metadata: { idDocType: 'PASSPORT', country: 'NGA', validUntil: '2001-01-01' } }), 400, 'metadata.validUntil'],
-      [passport(id, { metadata: { idDocType: 'SELFIE', idDocSubType: 'FRONT_SIDE', country: 'NGA' } }), 400, 'metadata.idDocSubType'],
+      [passport(id, { metadata: { idDocType: 'SELFIE', idDocSubType: 'BACK_SIDE', country: 'NGA' } }), 400, 'metadata.idDocSubType'],
       [passport(id, { extra: 1 }), 400, 'extra'],
     ];
     for (const [body, status, field] of cases) {
@@ -91,8 +107,39 @@ describe('POST /v1/customers/kyc/upload-document', () => {
       expect(res.body.error.details.map((d: { field: string }) => d.field)).toContain(field);
     }
     expect((await other.post('/v1/customers/kyc/upload-document', passport(id))).status).toBe(404);
-    const count = await t.db.selectFrom('kyc_documents').select(t.db.fn.countAll().as('n')).where('customer_id', '=', id).executeTakeFirstOrThrow();
+    const count = await t.db
+      .selectFrom('kyc_documents')
+      .select(t.db.fn.countAll().as('n'))
+      .where('customer_id', '=', id)
+      .executeTakeFirstOrThrow();
     expect(Number(count.n)).toBe(0);
+  });
+
+  it('decides the type from the content: a PNG named .pdf or .jpg is stored as image/png (contract section 14)', async () => {
+    const id = await createCustomer(api, johnDoe());
+    for (const filename of ['passport.pdf', 'passport_front.jpg']) {
+      const res = await api.post('/v1/customers/kyc/upload-document', passport(id, { filename }));
+      expect(res.status, res.text).toBe(200);
+      expect(res.body.data.content_type).toBe('image/png');
+    }
+  });
+
+  it('accepts the older /v1/risk spelling: lower-case idDocType, return_doc_warnings, a FRONT_SIDE selfie', async () => {
+    const id = await createCustomer(api, johnDoe());
+    const res = await api.post('/v1/risk/upload-document', {
+      ...passport(id, { metadata: { idDocType: 'passport', idDocSubType: 'FRONT_SIDE', country: 'NGA', validUntil: '2035-01-15' } }),
+      return_doc_warnings: true,
+    });
+    expect(res.status, res.text).toBe(200);
+    expect(res.body.data).toMatchObject({ document_type: 'passport', document_sub_type: 'FRONT_SIDE' });
+    const selfieRes = await api.post('/v1/risk/upload-document', {
+      ...selfie(id),
+      metadata: { idDocType: 'selfie', idDocSubType: 'FRONT_SIDE', country: 'NGA' },
+    });
+    expect(selfieRes.status, selfieRes.text).toBe(200);
+    const submitted = await api.post('/v1/risk/start-kyc-s2s', { customer_id: id });
+    expect(submitted.status, submitted.text).toBe(200);
+    expect(submitted.body.data).toMatchObject({ status: 'success', applicant_id: expect.any(String) });
   });
 
   it('allows a 15 MiB body on this route only and refuses a decoded file above 10 MB', async () => {
@@ -102,7 +149,10 @@ describe('POST /v1/customers/kyc/upload-document', () => {
     const tooBig = await api.post('/v1/customers/kyc/upload-document', passport(id, { content: big.toString('base64') }));
     expect(tooBig.status).toBe(413);
     expect(tooBig.body.error.code).toBe('payload_too_large');
-    const atLimit = await api.post('/v1/customers/kyc/upload-document', passport(id, { content: big.subarray(0, 10 * 1024 * 1024).toString('base64') }));
+    const atLimit = await api.post(
+      '/v1/customers/kyc/upload-document',
+      passport(id, { content: big.subarray(0, 10 * 1024 * 1024).toString('base64') }),
+    );
     expect(atLimit.status).toBe(200);
     expect(atLimit.body.data.size_bytes).toBe(10 * 1024 * 1024);
     const huge = await api.post('/v1/customers/kyc/upload-document', passport(id, { content: 'A'.repeat(16 * 1024 * 1024) }));
@@ -120,7 +170,19 @@ describe('POST /v1/customers/kyc/upload-document', () => {
 describe('GET /v1/customers/{id}/kyc/documents', () => {
   it('lists metadata only, newest first, paginated', async () => {
     const id = await createCustomer(api, johnDoe());
-    await api.post('/v1/customers/kyc/upload-document', passport(id, { metadata: { idDocType: 'PASSPORT', idDocSubType: 'FRONT_SIDE', country: 'NGA', number: 'A111', issuedDate: '2020-01-01', validUntil: '2030-01-01' } }));
+    await api.post(
+      '/v1/customers/kyc/upload-document',
+      passport(id, {
+        metadata: {
+          idDocType: 'PASSPORT',
+          idDocSubType: 'FRONT_SIDE',
+          country: 'NGA',
+          number: 'A111',
+          issuedDate: '2020-01-01',
+          validUntil: '2030-01-01',
+        },
+      }),
+    );
     await api.post('/v1/customers/kyc/upload-document', selfie(id));
     const res = await api.get(`/v1/customers/${id}/kyc/documents?items_per_page=1`);
     expect(res.status).toBe(200);
@@ -128,7 +190,14 @@ describe('GET /v1/customers/{id}/kyc/documents', () => {
     expect(res.body.data.documents[0]).toMatchObject({ IDType: 'SELFIE', has_front_image: true });
     expect(res.text).not.toContain(PNG_B64.slice(0, 20));
     const next = await api.get(`/v1/customers/${id}/kyc/documents?items_per_page=1&cursor=${res.body.data.next_cursor}`);
-    expect(next.body.data.documents[0]).toMatchObject({ IDType: 'PASSPORT', IDNumber: 'A111', IssuingCountry: 'NGA', IssuedDate: '2020-01-01', ExpiryDate: '2030-01-01', OriginalFilename: 'passport_front.png' });
+    expect(next.body.data.documents[0]).toMatchObject({
+      IDType: 'PASSPORT',
+      IDNumber: 'A111',
+      IssuingCountry: 'NGA',
+      IssuedDate: '2020-01-01',
+      ExpiryDate: '2030-01-01',
+      OriginalFilename: 'passport_front.png',
+    });
     expect((await other.get(`/v1/customers/${id}/kyc/documents`)).status).toBe(404);
     expect((await live.get(`/v1/customers/${id}/kyc/documents`)).status).toBe(404);
     expect((await api.get(`/v1/customers/${id}/kyc/documents?items_per_page=0`)).status).toBe(400);
@@ -172,10 +241,9 @@ describe('POST /v1/customers/kyc/start-s2s and status', () => {
     expect((await a.post('/v1/customers/kyc/upload-document', poa)).status).toBe(200);
     expect((await a.post('/v1/customers/kyc/start-s2s', { customer_id: id, kyc_level: 'intermediate' })).status).toBe(200);
     expect((await a.get(`/v1/customers/${id}/kyc/status?level=intermediate`)).body.data.reviewResult.reviewAnswer).toBe('approved');
-    expect((await a.get(`/v1/customers/${id}`)).body.data.kyc.map((k: { type: string; status: string }) => `${k.type}:${k.status}`).sort()).toEqual([
-      'basic:approved',
-      'intermediate:approved',
-    ]);
+    expect(
+      (await a.get(`/v1/customers/${id}`)).body.data.kyc.map((k: { type: string; status: string }) => `${k.type}:${k.status}`).sort(),
+    ).toEqual(['basic:approved', 'intermediate:approved']);
     const late = await a.post('/v1/customers/kyc/upload-document', selfie(id));
     expect(late.status).toBe(409);
     expect(late.body.error.code).toBe('kyc_already_completed');
@@ -213,7 +281,11 @@ describe('POST /v1/customers/kyc/start-s2s and status', () => {
 
   it('passes a business only when every associated person passes', async () => {
     const a = await freshApi();
-    const person = (last: string) => ({ ...johnDoe({ last_name: last, first_name: `P${last}` }), type: undefined, email: `${last.toLowerCase()}@example.com` });
+    const person = (last: string) => ({
+      ...johnDoe({ last_name: last, first_name: `P${last}` }),
+      type: undefined,
+      email: `${last.toLowerCase()}@example.com`,
+    });
     const strip = (p: Record<string, unknown>) => Object.fromEntries(Object.entries(p).filter(([k, v]) => k !== 'type' && v !== undefined));
     const good = await createCustomer(a, business([strip(person('Okafor')), strip(person('Bello'))]));
     expect((await a.post('/v1/customers/kyc/upload-document', passport(good))).status).toBe(400);
@@ -278,7 +350,11 @@ describe('concurrency', () => {
     expect(await events('customer.kyc.status.approved', id)).toHaveLength(1);
     const activations = await Promise.all(
       Array.from({ length: 4 }, () =>
-        a.post('/v1/risk/features/activate', { customer_id: id, feature_id: 'virtual_cards', provider_data: { annual_remuneration: 1, estimated_monthly_limit: 1, ip_address: '::1' } }),
+        a.post('/v1/risk/features/activate', {
+          customer_id: id,
+          feature_id: 'virtual_cards',
+          provider_data: { annual_remuneration: 1, estimated_monthly_limit: 1, ip_address: '::1' },
+        }),
       ),
     );
     expect(activations.every((r) => r.status === 200)).toBe(true);

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as ledger from '../src/ledger/index.js';
-import { AppError } from '../src/http/errors.js';
+import { AppError } from '../src/core/errors.js';
 import { clientFor, startTestApp, type TestApp } from './harness.js';
 
 /**
@@ -83,7 +83,15 @@ async function runScenario(ops: Op[]) {
     } else if (o.kind === 'hold') {
       const result = await t.db
         .transaction()
-        .execute((trx) => ledger.hold(trx, scope, { debitAccountId: ids[o.account]!, creditAccountId: sink, amount: BigInt(o.amount), currency: 'NGN', kind: 'card' }))
+        .execute((trx) =>
+          ledger.hold(trx, scope, {
+            debitAccountId: ids[o.account]!,
+            creditAccountId: sink,
+            amount: BigInt(o.amount),
+            currency: 'NGN',
+            kind: 'card',
+          }),
+        )
         .catch((e: unknown) => e);
       if (posted[o.account]! - held[o.account]! >= o.amount) {
         expect(result).not.toBeInstanceOf(Error);
@@ -98,7 +106,10 @@ async function runScenario(ops: Op[]) {
       const part = o.kind === 'post' ? Math.max(1, Math.floor((h.amount * o.fraction) / 100)) : 0;
       const result = await t.db
         .transaction()
-        .execute(async (trx): Promise<unknown> => (o.kind === 'post' ? ledger.postHold(trx, scope, h.id, BigInt(part)) : ledger.voidHold(trx, scope, h.id)))
+        .execute(
+          async (trx): Promise<unknown> =>
+            o.kind === 'post' ? ledger.postHold(trx, scope, h.id, BigInt(part)) : ledger.voidHold(trx, scope, h.id),
+        )
         .catch((e: unknown) => e);
       if (!h.open) {
         expect((result as AppError).code).toBe('invalid_state_transition');

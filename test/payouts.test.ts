@@ -20,8 +20,12 @@ const scope = () => ({ tenantId, environment: 'sandbox' as const });
 const cfg = { SANDBOX_RAIL_DELAY_MS: 0 };
 
 const remitter = {
-  remitter_full_name: 'John Doe', remitter_country: 'US', remitter_document_number: 'A123456789',
-  remitter_document_issue_date: '2020-01-15', remitter_document_expiry_date: '2035-01-15', remitter_date_of_birth: '1990-06-25',
+  remitter_full_name: 'John Doe',
+  remitter_country: 'US',
+  remitter_document_number: 'A123456789',
+  remitter_document_issue_date: '2020-01-15',
+  remitter_document_expiry_date: '2035-01-15',
+  remitter_date_of_birth: '1990-06-25',
   remitter_address: { address_line1: '123 Main Street', city: 'New York', state: 'US-NY', postal_code: '10001', country: 'US' },
   remitter_nationality: 'US',
 };
@@ -52,7 +56,13 @@ async function account(currency: string, fund?: string) {
 
 async function payee(body: Record<string, unknown> = {}, verify = true) {
   const res = await api.post('/v1/external-accounts', {
-    payee_type: 'bank_account', account_number: nuban(), account_name: 'Amina Bello', currency: 'NGN', customer_id: customerId, institution_id: gtb.id, ...body,
+    payee_type: 'bank_account',
+    account_number: nuban(),
+    account_name: 'Amina Bello',
+    currency: 'NGN',
+    customer_id: customerId,
+    institution_id: gtb.id,
+    ...body,
   });
   expect(res.status, JSON.stringify(res.body)).toBe(202);
   if (verify) await verifyDuePayees(t.db, cfg);
@@ -62,7 +72,11 @@ async function payee(body: Record<string, unknown> = {}, verify = true) {
 const payout = (source: string, destination: string, amount: unknown, extra: Record<string, unknown> = {}) => ({
   source: { source_type: 'internal_account', id: source },
   destination: { destination_type: 'external_account', id: destination },
-  amount, description: 'supplier', customer_id: customerId, additional_information: remitter, ...extra,
+  amount,
+  description: 'supplier',
+  customer_id: customerId,
+  additional_information: remitter,
+  ...extra,
 });
 
 const acct = async (id: string) => (await api.get(`/v1/accounts/${id}`)).body.data;
@@ -81,10 +95,26 @@ describe('domestic payout', () => {
     const res = await api.post('/v1/transfer', payout(src, dest, '1000.00', { client_reference: 'po-1' }));
     expect(res.status, JSON.stringify(res.body)).toBe(200);
     const tr = res.body.data;
-    expect(tr).toMatchObject({ transfer_status: 'pending', amount: '1000.00', fee: '5.00', currency: 'NGN', local_amount: '1000.00', local_currency: 'NGN', rate: null, destination: { destination_type: 'external_account', id: dest, rail: 'bank_transfer' } });
+    expect(tr).toMatchObject({
+      transfer_status: 'pending',
+      amount: '1000.00',
+      fee: '5.00',
+      currency: 'NGN',
+      local_amount: '1000.00',
+      local_currency: 'NGN',
+      rate: null,
+      destination: { destination_type: 'external_account', id: dest, rail: 'bank_transfer' },
+    });
     expect(await acct(src)).toMatchObject({ balance: '10000.00', available_balance: '8995.00' });
     const [pendingTx] = await txOf(src);
-    expect(pendingTx).toMatchObject({ status: 'pending', direction: 'out', amount: '1000.00', fee: '5.00', channel: 'bank_transfer', transaction_type: 'global_remittance' });
+    expect(pendingTx).toMatchObject({
+      status: 'pending',
+      direction: 'out',
+      amount: '1000.00',
+      fee: '5.00',
+      channel: 'bank_transfer',
+      transaction_type: 'global_remittance',
+    });
 
     await dispatchPendingPayouts(t.db, cfg);
     expect((await api.get(`/v1/transfers/${tr.id}`)).body.data.transfer_status).toBe('processing');
@@ -150,10 +180,23 @@ describe('domestic payout', () => {
     expect(ret.body.data).toMatchObject({ transfer_status: 'returned', failure_reason: 'Beneficiary name mismatch' });
     expect(await acct(src)).toMatchObject({ balance: '998.00', available_balance: '998.00' });
     const [credit, debit] = await txOf(src);
-    expect(credit).toMatchObject({ direction: 'in', amount: '400.00', transaction_type: 'credit', status: 'completed', balance_before: '598.00', balance_after: '998.00', reference: id });
+    expect(credit).toMatchObject({
+      direction: 'in',
+      amount: '400.00',
+      transaction_type: 'credit',
+      status: 'completed',
+      balance_before: '598.00',
+      balance_after: '998.00',
+      reference: id,
+    });
     expect(debit).toMatchObject({ direction: 'out', status: 'completed', reference: id });
     expect((await api.post(`/v1/simulations/transfers/${id}/return`)).status).toBe(409);
-    expect(await eventsOf(id)).toEqual(['transfer.status.pending', 'transfer.status.processing', 'transfer.status.completed', 'transfer.status.returned']);
+    expect(await eventsOf(id)).toEqual([
+      'transfer.status.pending',
+      'transfer.status.processing',
+      'transfer.status.completed',
+      'transfer.status.returned',
+    ]);
     await reconciled();
   });
 
@@ -171,7 +214,10 @@ describe('international payouts', () => {
   beforeAll(async () => {
     await enableInternationalTransfers(api, customerId);
     // The sandbox market (the FX module's rates) decides payout rates too.
-    for (const [quote, rate] of [['NGN', '1500'], ['GHS', '15.5']]) {
+    for (const [quote, rate] of [
+      ['NGN', '1500'],
+      ['GHS', '15.5'],
+    ]) {
       const res = await api.post('/v1/simulations/fx/rates', { base: 'USD', quote, rate });
       expect(res.status, res.text).toBe(200);
     }
@@ -183,7 +229,14 @@ describe('international payouts', () => {
     const res = await api.post('/v1/transfer', payout(src, dest, '100.01'));
     expect(res.status, JSON.stringify(res.body)).toBe(200);
     // mid 1500 NGN per USD less a 50 bps spread = 1492.50 (FX rate format); 100.01 * 1492.5 = 149264.925 -> 149264.92
-    expect(res.body.data).toMatchObject({ amount: '100.01', currency: 'USD', fee: '0.50', local_amount: '149264.92', local_currency: 'NGN', rate: '1492.50' });
+    expect(res.body.data).toMatchObject({
+      amount: '100.01',
+      currency: 'USD',
+      fee: '0.50',
+      local_amount: '149264.92',
+      local_currency: 'NGN',
+      rate: '1492.50',
+    });
     expect(await acct(src)).toMatchObject({ balance: '1000.00', available_balance: '899.49' });
     await api.post(`/v1/simulations/transfers/${res.body.data.id}/complete`);
     expect(await acct(src)).toMatchObject({ balance: '899.49', available_balance: '899.49' });
@@ -203,9 +256,20 @@ describe('international payouts', () => {
 
   it('pays a mobile money wallet in GHS', async () => {
     const src = await account('USD', '50.00');
-    const dest = await payee({ payee_type: 'mobile_money', phone_number: '+233241234567', account_number: undefined, currency: 'GHS', institution_id: mtnGh.id });
+    const dest = await payee({
+      payee_type: 'mobile_money',
+      phone_number: '+233241234567',
+      account_number: undefined,
+      currency: 'GHS',
+      institution_id: mtnGh.id,
+    });
     const res = await api.post('/v1/transfer', payout(src, dest, '10'));
-    expect(res.body.data).toMatchObject({ local_currency: 'GHS', local_amount: '154.22', rate: '15.4225', destination: { rail: 'mobile_money' } });
+    expect(res.body.data).toMatchObject({
+      local_currency: 'GHS',
+      local_amount: '154.22',
+      rate: '15.4225',
+      destination: { rail: 'mobile_money' },
+    });
     await dispatchPendingPayouts(t.db, cfg);
     await settleDueSandboxPayouts(t.db);
     expect((await api.get(`/v1/transfers/${res.body.data.id}`)).body.data.transfer_status).toBe('completed');
@@ -220,8 +284,18 @@ describe('payout errors change nothing', () => {
     const cases: [unknown, number, string][] = [
       [payout(src, await payee({}, false), '10'), 409, 'account_inactive'],
       [payout(src, dest, '10', { additional_information: undefined }), 400, 'validation_failed'],
-      [payout(src, dest, '10', { additional_information: { ...remitter, remitter_address: { ...remitter.remitter_address, state: 'NY' } } }), 400, 'validation_failed'],
-      [payout(src, dest, '10', { destination: { destination_type: 'external_account', id: dest, rail: 'swift' } }), 400, 'validation_failed'],
+      [
+        payout(src, dest, '10', {
+          additional_information: { ...remitter, remitter_address: { ...remitter.remitter_address, state: 'NY' } },
+        }),
+        400,
+        'validation_failed',
+      ],
+      [
+        payout(src, dest, '10', { destination: { destination_type: 'external_account', id: dest, rail: 'swift' } }),
+        400,
+        'validation_failed',
+      ],
       [payout(src, dest, '5000.00'), 422, 'insufficient_funds'],
       [payout(src, dest, '99.99'), 422, 'limit_exceeded'],
       [payout(src, dest, '10', { currency: 'USD' }), 422, 'currency_mismatch'],
@@ -248,19 +322,37 @@ describe('payout errors change nothing', () => {
     expect((await api.post('/v1/simulations/transfers/0190a5b0-0000-7000-8000-000000000000/complete')).status).toBe(404);
     expect((await api.post(`/v1/simulations/transfers/${id}/complete`, { reason: 'x', extra: 1 })).status).toBe(400);
     const b = await account('NGN');
-    const internal = (await api.post('/v1/transfer', { ...payout(src, b, '1'), destination: { destination_type: 'internal_account', id: b }, additional_information: undefined })).body.data.id;
+    const internal = (
+      await api.post('/v1/transfer', {
+        ...payout(src, b, '1'),
+        destination: { destination_type: 'internal_account', id: b },
+        additional_information: undefined,
+      })
+    ).body.data.id;
     expect((await api.post(`/v1/simulations/transfers/${internal}/fail`)).status).toBe(409);
   });
 
   it('uses the business fee and limit settings per rail', async () => {
     const feeTenant = await t.tenant('Fees Ltd');
-    await setSettings(t.db, feeTenant.tenant_id, { fees: { payout_bank_transfer: { NGN: { flat: '25.00' } } }, payout_limits: { bank_transfer: { NGN: '150.00' } } });
+    await setSettings(t.db, feeTenant.tenant_id, {
+      fees: { payout_bank_transfer: { NGN: { flat: '25.00' } } },
+      payout_limits: { bank_transfer: { NGN: '150.00' } },
+    });
     const fees = clientFor(t, feeTenant.sandbox.secret_key);
     const cust = (await fees.post('/v1/customers', johnDoe())).body.data.id;
     await approveKyc(fees, cust);
     const src = (await fees.post('/v1/accounts', { currency: 'NGN', label: 'f', customer_id: cust })).body.data.id;
     await fees.post(`/v1/simulations/accounts/${src}/fund`, { amount: '1000.00' });
-    const dest = (await fees.post('/v1/external-accounts', { payee_type: 'bank_account', account_number: nuban(), account_name: 'A B', currency: 'NGN', customer_id: cust, institution_id: gtb.id })).body.data.id;
+    const dest = (
+      await fees.post('/v1/external-accounts', {
+        payee_type: 'bank_account',
+        account_number: nuban(),
+        account_name: 'A B',
+        currency: 'NGN',
+        customer_id: cust,
+        institution_id: gtb.id,
+      })
+    ).body.data.id;
     await verifyDuePayees(t.db, cfg);
     const body = (amount: string) => ({ ...payout(src, dest, amount), customer_id: cust });
     expect((await fees.post('/v1/transfer', body('151.00'))).body.error.code).toBe('limit_exceeded');
@@ -279,9 +371,24 @@ describe('live: the manual connector, settled by an operator', () => {
     // No funding simulation in live: credit the account straight through the ledger for the test.
     const ls = { tenantId, environment: 'live' as const };
     await t.db.transaction().execute(async (trx) =>
-      ledger.post(trx, ls, { kind: 'funding', legs: [{ accountId: await ledger.systemAccount(trx, ls, 'settlement', 'NGN'), amount: -100000n, currency: 'NGN' }, { accountId: src, amount: 100000n, currency: 'NGN' }] }),
+      ledger.post(trx, ls, {
+        kind: 'funding',
+        legs: [
+          { accountId: await ledger.systemAccount(trx, ls, 'settlement', 'NGN'), amount: -100000n, currency: 'NGN' },
+          { accountId: src, amount: 100000n, currency: 'NGN' },
+        ],
+      }),
     );
-    const dest = (await live.post('/v1/external-accounts', { payee_type: 'bank_account', account_number: nuban(), account_name: 'Live Payee', currency: 'NGN', customer_id: liveCustomer, institution_id: gtb.id })).body.data.id;
+    const dest = (
+      await live.post('/v1/external-accounts', {
+        payee_type: 'bank_account',
+        account_number: nuban(),
+        account_name: 'Live Payee',
+        currency: 'NGN',
+        customer_id: liveCustomer,
+        institution_id: gtb.id,
+      })
+    ).body.data.id;
     await verifyDuePayees(t.db, cfg);
     expect((await live.get(`/v1/external-accounts/${dest}`)).body.data.status).toBe('active');
     const body = { ...payout(src, dest, '100.00'), customer_id: liveCustomer };
@@ -294,7 +401,9 @@ describe('live: the manual connector, settled by an operator', () => {
     await expect(operatorOutcome(t.db, cfg, a, 'settled', null)).rejects.toMatchObject({ code: 'invalid_state_transition' });
     expect((await operatorOutcome(t.db, cfg, b, 'failed', 'Beneficiary bank offline')).failure_reason).toBe('Beneficiary bank offline');
     expect((await live.get(`/v1/accounts/${src}`)).body.data).toMatchObject({ balance: '899.50', available_balance: '899.50' });
-    await expect(operatorOutcome(t.db, cfg, '0190a5b0-0000-7000-8000-000000000000', 'settled', null)).rejects.toMatchObject({ code: 'not_found' });
+    await expect(operatorOutcome(t.db, cfg, '0190a5b0-0000-7000-8000-000000000000', 'settled', null)).rejects.toMatchObject({
+      code: 'not_found',
+    });
     const sandboxSrc = await account('NGN', '200.00');
     const sandboxId = (await api.post('/v1/transfer', payout(sandboxSrc, await payee(), '150.00'))).body.data.id;
     await dispatchPendingPayouts(t.db, cfg);
@@ -310,7 +419,11 @@ describe('races and delays', () => {
     await dispatchPendingPayouts(t.db, { SANDBOX_RAIL_DELAY_MS: 60_000 });
     await settleDueSandboxPayouts(t.db);
     expect((await api.get(`/v1/transfers/${id}`)).body.data.transfer_status).toBe('processing');
-    await t.db.updateTable('rail_payouts').set({ settle_after: new Date(Date.now() - 1) }).where('transfer_id', '=', id).execute();
+    await t.db
+      .updateTable('rail_payouts')
+      .set({ settle_after: new Date(Date.now() - 1) })
+      .where('transfer_id', '=', id)
+      .execute();
     await settleDueSandboxPayouts(t.db);
     expect((await api.get(`/v1/transfers/${id}`)).body.data.transfer_status).toBe('completed');
   });
@@ -330,7 +443,9 @@ describe('races and delays', () => {
     expect(['completed', 'failed']).toContain(final);
     expect(statuses.filter((s) => s === 200).length).toBeLessThanOrEqual(1);
     expect(statuses.every((s) => s === 200 || s === 409)).toBe(true);
-    expect(await acct(src)).toMatchObject(final === 'completed' ? { balance: '799.00', available_balance: '799.00' } : { balance: '1000.00', available_balance: '1000.00' });
+    expect(await acct(src)).toMatchObject(
+      final === 'completed' ? { balance: '799.00', available_balance: '799.00' } : { balance: '1000.00', available_balance: '1000.00' },
+    );
     await reconciled();
   });
 });

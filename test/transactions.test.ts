@@ -49,7 +49,16 @@ describe('transactions', () => {
     expect((await api.get('/v1/transactions?channel=internal&status=completed')).body.data.total_items).toBe(6);
     expect((await api.get('/v1/transactions?tx_hash=0xabc')).body.data.total_items).toBe(0);
     expect((await api.get('/v1/transactions?start_date=2000-01-01T00:00:00Z&end_date=2100-01-01')).body.data.total_items).toBe(8);
-    for (const bad of ['channel=pigeon', 'direction=up', 'status=ok', 'transaction_type=x', 'account_id=1', 'start_date=01/01/2024', 'items_per_page=500', 'page=0']) {
+    for (const bad of [
+      'channel=pigeon',
+      'direction=up',
+      'status=ok',
+      'transaction_type=x',
+      'account_id=1',
+      'start_date=01/01/2024',
+      'items_per_page=500',
+      'page=0',
+    ]) {
       const res = await api.get(`/v1/transactions?${bad}`);
       expect(res.status, bad).toBe(400);
     }
@@ -66,7 +75,7 @@ describe('transactions', () => {
 
   it('sums volume per currency, each movement once', async () => {
     const v = (await api.get('/v1/transactions/volume')).body.data;
-    expect(v.total_volume).toBeNull();
+    expect(v).not.toHaveProperty('total_volume');
     expect(v.by_currency).toEqual([
       { currency: 'NGN', total_volume: '535.00', transaction_count: 4 },
       { currency: 'USD', total_volume: '7.25', transaction_count: 1 },

@@ -18,8 +18,11 @@ let tenantId: string;
 const cfg = { SANDBOX_RAIL_DELAY_MS: 0 };
 const gtb = listInstitutions({ country: 'NG', type: 'bank' }).find((i) => i.code === '058')!;
 const remitter = {
-  remitter_full_name: 'John Doe', remitter_country: 'US', remitter_document_number: 'A123456789',
-  remitter_date_of_birth: '1990-06-25', remitter_nationality: 'US',
+  remitter_full_name: 'John Doe',
+  remitter_country: 'US',
+  remitter_document_number: 'A123456789',
+  remitter_date_of_birth: '1990-06-25',
+  remitter_nationality: 'US',
   remitter_address: { address_line1: '123 Main Street', city: 'New York', state: 'US-NY', postal_code: '10001', country: 'US' },
 };
 
@@ -54,7 +57,12 @@ async function account(currency: string, customerId: string | null, fund?: strin
 
 async function payee(customerId: string, currency = 'NGN') {
   const res = await api.post('/v1/external-accounts', {
-    payee_type: 'bank_account', account_number: nuban(), account_name: 'Amina Bello', currency, customer_id: customerId, institution_id: gtb.id,
+    payee_type: 'bank_account',
+    account_number: nuban(),
+    account_name: 'Amina Bello',
+    currency,
+    customer_id: customerId,
+    institution_id: gtb.id,
   });
   expect(res.status, JSON.stringify(res.body)).toBe(202);
   await verifyDuePayees(t.db, cfg);
@@ -69,7 +77,8 @@ const internal = (source: string, destination: string, amount: string) => ({
 const payout = (source: string, destination: string, amount: string) => ({
   source: { source_type: 'internal_account', id: source },
   destination: { destination_type: 'external_account', id: destination },
-  amount, additional_information: remitter,
+  amount,
+  additional_information: remitter,
 });
 
 /** Everything a refused transfer must leave alone. */
@@ -161,8 +170,14 @@ describe('limits per KYC level', () => {
     const sink = await account('NGN', null); // shared by all: the batcher's locks and the limit locks meet here
     const results = await Promise.all(sources.map((s) => api.post('/v1/transfer', internal(s, sink, '100.00'))));
     const outcome = results.map((r) => [r.status, r.body.error?.code ?? null]);
-    expect(outcome.filter(([s]) => s === 200), JSON.stringify(outcome)).toHaveLength(4); // 2 x 100.00 each, daily limit 250.00
-    expect(outcome.filter(([s, c]) => s === 422 && c === 'limit_exceeded'), JSON.stringify(outcome)).toHaveLength(6);
+    expect(
+      outcome.filter(([s]) => s === 200),
+      JSON.stringify(outcome),
+    ).toHaveLength(4); // 2 x 100.00 each, daily limit 250.00
+    expect(
+      outcome.filter(([s, c]) => s === 422 && c === 'limit_exceeded'),
+      JSON.stringify(outcome),
+    ).toHaveLength(6);
     for (const c of customers) {
       const sent = (await api.get(`/v1/transfers?customer_id=${c}&status=completed`)).body.data.total_items;
       expect(sent).toBe(2);
@@ -181,7 +196,10 @@ describe('limits per KYC level', () => {
     expect((await api.post('/v1/transfer', internal(ba, bb, '500.00'))).body.error.code).toBe('limit_exceeded');
     expect((await api.post('/v1/transfer', internal(ia, ib, '1000.00'))).status).toBe(200);
     expect((await api.post('/v1/transfer', internal(ia, ib, '1000.00'))).status).toBe(200);
-    expect((await api.post('/v1/transfer', internal(ia, ib, '500.01'))).body.error).toMatchObject({ code: 'limit_exceeded', details: [{ code: 'daily_limit' }] });
+    expect((await api.post('/v1/transfer', internal(ia, ib, '500.01'))).body.error).toMatchObject({
+      code: 'limit_exceeded',
+      details: [{ code: 'daily_limit' }],
+    });
     expect((await api.get(`/v1/accounts/${ib}`)).body.data.balance).toBe('2000.00');
   });
 
@@ -227,8 +245,14 @@ describe('international payouts', () => {
     await approveKyc(api, cust);
     const usd = await account('USD', cust, '500.00');
     const created = await api.post('/v1/external-accounts', {
-      payee_type: 'swift', account_owner_type: 'individual', account_number: '1245909283', account_name: 'Amina Bello', bic: 'GTBINGLA',
-      currency: 'USD', customer_id: cust, address: { address_line1: '1 Broad Street', city: 'Lagos', postal_code: '101001', state: 'NG-LA', country: 'NG' },
+      payee_type: 'swift',
+      account_owner_type: 'individual',
+      account_number: '1245909283',
+      account_name: 'Amina Bello',
+      bic: 'GTBINGLA',
+      currency: 'USD',
+      customer_id: cust,
+      address: { address_line1: '1 Broad Street', city: 'Lagos', postal_code: '101001', state: 'NG-LA', country: 'NG' },
     });
     expect(created.status, JSON.stringify(created.body)).toBe(202);
     await verifyDuePayees(t.db, cfg);

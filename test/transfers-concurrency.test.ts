@@ -32,7 +32,9 @@ describe('concurrent transfers', () => {
     // Transfers in both directions between the sinks too, to exercise lock ordering.
     const results = await Promise.all(
       Array.from({ length: 60 }, (_, i) =>
-        i % 6 === 5 ? api.post('/v1/transfers', body(sinks[i % 5]!, sinks[(i + 1) % 5]!, '0.01')) : api.post('/v1/transfers', body(hot, sinks[i % 5]!, '3.00')),
+        i % 6 === 5
+          ? api.post('/v1/transfers', body(sinks[i % 5]!, sinks[(i + 1) % 5]!, '0.01'))
+          : api.post('/v1/transfers', body(hot, sinks[i % 5]!, '3.00')),
       ),
     );
     const fromHot = results.filter((_, i) => i % 6 !== 5);
@@ -47,7 +49,9 @@ describe('concurrent transfers', () => {
     const a = (await api.post('/v1/accounts', { currency: 'NGN', label: 'a' })).body.data.id;
     const b = (await api.post('/v1/accounts', { currency: 'NGN', label: 'b' })).body.data.id;
     await api.post(`/v1/simulations/accounts/${a}/fund`, { amount: '10.00' });
-    const results = await Promise.all(Array.from({ length: 10 }, () => api.post('/v1/transfer', body(a, b, '1.00'), { idempotencyKey: `same-${a}` })));
+    const results = await Promise.all(
+      Array.from({ length: 10 }, () => api.post('/v1/transfer', body(a, b, '1.00'), { idempotencyKey: `same-${a}` })),
+    );
     for (const r of results) expect([200, 409]).toContain(r.status);
     expect((await api.get(`/v1/accounts/${b}`)).body.data.balance).toBe('1.00');
     expect((await api.get(`/v1/transfers?account_id=${a}`)).body.data.total_items).toBe(1);

@@ -44,7 +44,15 @@ describe('funding simulation', () => {
     const a = await account();
     const res = await api.post(`/v1/simulations/accounts/${a}/fund`, { amount: '100.50', reference: 'dep-1' });
     expect(res.status).toBe(200);
-    expect(res.body.data).toMatchObject({ amount: '100.50', balance_before: '0.00', balance_after: '100.50', direction: 'in', transaction_type: 'account_funding', channel: 'bank_transfer', client_reference: 'dep-1' });
+    expect(res.body.data).toMatchObject({
+      amount: '100.50',
+      balance_before: '0.00',
+      balance_after: '100.50',
+      direction: 'in',
+      transaction_type: 'account_funding',
+      channel: 'bank_transfer',
+      client_reference: 'dep-1',
+    });
     expect((await balance(a)).balance).toBe('100.50');
     const liveAcc = (await live.post('/v1/accounts', { currency: 'NGN', label: 'l' })).body.data.id;
     expect((await live.post(`/v1/simulations/accounts/${liveAcc}/fund`, { amount: 1 })).status).toBe(404);
@@ -59,14 +67,26 @@ describe('internal transfers', () => {
     const a = await account('NGN', '1000.00', api, customerId);
     const b = await account();
     const key = `k-${a}`;
-    const res = await api.post('/v1/transfer', transfer(a, b, '250.25', { client_reference: 'inv-9', customer_id: customerId }), { idempotencyKey: key });
+    const res = await api.post('/v1/transfer', transfer(a, b, '250.25', { client_reference: 'inv-9', customer_id: customerId }), {
+      idempotencyKey: key,
+    });
     expect(res.status).toBe(200);
     const tr = res.body.data;
-    expect(tr).toMatchObject({ transfer_status: 'completed', amount: '250.25', fee: '0.00', currency: 'NGN', client_reference: 'inv-9', source: { id: a }, destination: { id: b } });
+    expect(tr).toMatchObject({
+      transfer_status: 'completed',
+      amount: '250.25',
+      fee: '0.00',
+      currency: 'NGN',
+      client_reference: 'inv-9',
+      source: { id: a },
+      destination: { id: b },
+    });
     expect((await balance(a)).balance).toBe('749.75');
     expect((await balance(b)).available_balance).toBe('250.25');
     // Same key on the alias path: same operation, replayed, nothing moves again.
-    const replay = await api.post('/v1/transfers', transfer(a, b, '250.25', { client_reference: 'inv-9', customer_id: customerId }), { idempotencyKey: key });
+    const replay = await api.post('/v1/transfers', transfer(a, b, '250.25', { client_reference: 'inv-9', customer_id: customerId }), {
+      idempotencyKey: key,
+    });
     expect(replay.headers['idempotency-replayed']).toBe('true');
     expect(replay.body.data.id).toBe(tr.id);
     expect((await balance(a)).balance).toBe('749.75');
@@ -79,7 +99,15 @@ describe('internal transfers', () => {
     expect(txs).toHaveLength(2);
     const out = txs.find((x: { direction: string }) => x.direction === 'out');
     const inn = txs.find((x: { direction: string }) => x.direction === 'in');
-    expect(out).toMatchObject({ id: tr.transaction_id, account_id: a, balance_before: '1000.00', balance_after: '749.75', transaction_type: 'internal_transfer', channel: 'internal', customer_id: customerId });
+    expect(out).toMatchObject({
+      id: tr.transaction_id,
+      account_id: a,
+      balance_before: '1000.00',
+      balance_after: '749.75',
+      transaction_type: 'internal_transfer',
+      channel: 'internal',
+      customer_id: customerId,
+    });
     expect(inn).toMatchObject({ account_id: b, balance_before: '0.00', balance_after: '250.25' });
     const events = await t.db.selectFrom('events').select('event_type').where('event_group_id', '=', tr.id).execute();
     expect(events.map((e) => e.event_type)).toEqual(['transfer.status.completed']);
@@ -122,7 +150,9 @@ describe('internal transfers', () => {
     // Card destinations fund a card (src/modules/transfers/card.ts): an account id is no card.
     expect(card.status).toBe(404);
     expect(card.body.error.details[0].field).toBe('destination.id');
-    expect((await api.post('/v1/transfer', { ...transfer(a, b, 1), destination: { destination_type: 'external_account', id: b } })).status).toBe(404);
+    expect(
+      (await api.post('/v1/transfer', { ...transfer(a, b, 1), destination: { destination_type: 'external_account', id: b } })).status,
+    ).toBe(404);
     expect((await api.post('/v1/transfer', transfer(a, b, 1, { customer_id: customerId }))).status).toBe(400);
     expect((await api.post('/v1/transfer', transfer(a, b, 1), { idempotencyKey: null })).body.error.code).toBe('missing_idempotency_key');
   });
@@ -152,7 +182,7 @@ describe('internal transfers', () => {
     expect(res.status).toBe(200);
     expect(res.body.data.fee).toBe('11.00');
     expect((await balance(a, fees)).balance).toBe('889.00');
-    const own = (await fees.get('/v1/accounts')).body.data.items.filter((x: { customer_id: string | null }) => x.customer_id === null);
+    const own = (await fees.get('/v1/accounts')).body.data.items.filter((x: { customer_id: string | null }) => !x.customer_id);
     expect(own).toHaveLength(1);
     expect(own[0]).toMatchObject({ balance: '11.00', label: 'Fees' });
     // Amount + fee must be available.

@@ -1,16 +1,23 @@
 import type { FastifyInstance } from 'fastify';
-import type { Deps } from '../app.js';
+import type { Deps } from '../http/deps.js';
 import { ListCustomersQuery, type CustomerResponse } from '../modules/customers/schema.js';
 import { listCustomers } from '../modules/customers/service.js';
+import { customerKycView } from '../modules/kyc/service.js';
 import { AccountStatus, ListAccountsQuery, type AccountResponse } from '../modules/accounts/schema.js';
 import { listAccounts } from '../modules/accounts/service.js';
-import { ListTransactionsQuery, TRANSACTION_STATUSES, TRANSACTION_TYPES, type TransactionResponse } from '../modules/transactions/schema.js';
+import {
+  ListTransactionsQuery,
+  TRANSACTION_STATUSES,
+  TRANSACTION_TYPES,
+  type TransactionResponse,
+} from '../modules/transactions/schema.js';
 import { listTransactions } from '../modules/transactions/service.js';
 import { ListTransfersQuery, TRANSFER_STATUSES, type TransferResponse } from '../modules/transfers/schema.js';
 import { listTransfers } from '../modules/transfers/service.js';
-import { badge, idCell, when } from './layout.js';
+import { isUuid } from '../lib/ids.js';
+import { badge, idCell, idLink, when } from './layout.js';
 import { renderList } from './list-view.js';
-import { sendPage, sessionOf } from './routes.js';
+import { sendPage, sessionOf } from './replies.js';
 
 const DATE_FIELDS = [
   { name: 'from', label: 'From', type: 'date' },
@@ -39,16 +46,24 @@ export function dataRoutes(deps: Deps) {
           ...DATE_FIELDS,
         ],
         columns: [
-          { label: 'Name', cell: (c) => (c.type === 'business' ? c.business_name : [c.first_name, c.last_name].filter(Boolean).join(' ')) },
+          {
+            label: 'Name',
+            cell: (c) =>
+              idLink(
+                'customer',
+                c.id,
+                (c.type === 'business' ? c.business_name : [c.first_name, c.last_name].filter(Boolean).join(' ')) || c.id,
+              ),
+          },
           { label: 'Email', cell: (c) => c.email },
           { label: 'Type', cell: (c) => c.type },
           { label: 'Status', cell: (c) => badge(c.status) },
           { label: 'KYC', cell: (c) => badge(c.kyc_status) },
-          { label: 'Id', cell: (c) => idCell(c.id) },
+          { label: 'Id', cell: (c) => idLink('customer', c.id) },
           { label: 'Created', cell: (c) => when(c.date_added) },
         ],
         empty: 'No customers in this environment match.',
-        load: (scope, query) => listCustomers(deps.db, scope, query),
+        load: (scope, query) => listCustomers(deps.db, scope, query, customerKycView),
       });
       return sendPage(reply, page);
     });
@@ -68,14 +83,14 @@ export function dataRoutes(deps: Deps) {
             ...DATE_FIELDS,
           ],
           columns: [
-            { label: 'Label', cell: (a) => a.label },
+            { label: 'Label', cell: (a) => idLink('account', a.id, a.label) },
             { label: 'Currency', cell: (a) => a.currency },
             { label: 'Balance', cell: (a) => a.balance, numeric: true },
             { label: 'Available', cell: (a) => a.available_balance, numeric: true },
             { label: 'Status', cell: (a) => badge(a.status) },
             { label: 'Account number', cell: (a) => a.account_number },
-            { label: 'Customer', cell: (a) => idCell(a.customer_id) },
-            { label: 'Id', cell: (a) => idCell(a.id) },
+            { label: 'Customer', cell: (a) => idLink('customer', a.customer_id) },
+            { label: 'Id', cell: (a) => idLink('account', a.id) },
           ],
           empty: 'No accounts in this environment match.',
           load: (scope, query) => listAccounts(deps.db, scope, query),
@@ -97,12 +112,18 @@ export function dataRoutes(deps: Deps) {
             ...DATE_FIELDS,
           ],
           columns: [
-            { label: 'Reference', cell: (x) => idCell(x.reference) },
+            { label: 'Transfer', cell: (x) => idLink('transfer', x.id, x.reference ?? x.id) },
             { label: 'Amount', cell: (x) => `${x.amount} ${x.currency}`, numeric: true },
             { label: 'Fee', cell: (x) => x.fee, numeric: true },
             { label: 'Status', cell: (x) => badge(x.transfer_status) },
-            { label: 'From', cell: (x) => idCell(x.source.id) },
-            { label: 'To', cell: (x) => idCell(x.destination.id) },
+            { label: 'From', cell: (x) => idLink('account', x.source.id) },
+            {
+              label: 'To',
+              cell: (x) =>
+                x.destination.destination_type === 'external_account'
+                  ? idCell(x.destination.id)
+                  : idLink(x.destination.destination_type === 'card' ? 'card' : 'account', x.destination.id),
+            },
             { label: 'Created', cell: (x) => when(x.date_created) },
           ],
           empty: 'No transfers in this environment match.',
@@ -135,8 +156,11 @@ export function dataRoutes(deps: Deps) {
             { label: 'Amount', cell: (x) => `${x.direction === 'out' ? '−' : ''}${x.amount} ${x.currency}`, numeric: true },
             { label: 'Balance after', cell: (x) => x.balance_after, numeric: true },
             { label: 'Status', cell: (x) => badge(x.status) },
-            { label: 'Account', cell: (x) => idCell(x.account_id) },
-            { label: 'Reference', cell: (x) => idCell(x.reference) },
+            { label: 'Account', cell: (x) => idLink('account', x.account_id) },
+            {
+              label: 'Reference',
+              cell: (x) => (x.reference && isUuid(x.reference) ? idLink('transfer', x.reference) : idCell(x.reference)),
+            },
           ],
           empty: 'No transactions in this environment match.',
           load: (scope, query) => listTransactions(deps.db, scope, query),

@@ -1,17 +1,27 @@
-import type { Page } from '../http/pagination.js';
+import type { Page } from '../db/pagination.js';
 import { html, queryString, type Html } from './html.js';
+import { can, type Permission } from './roles.js';
 import type { Session } from './service.js';
 
 export const NAV = [
   ['business', 'Business'],
   ['keys', 'API keys'],
   ['webhooks', 'Webhooks'],
+  ['events', 'Events'],
+  ['requests', 'Request log'],
   ['customers', 'Customers'],
   ['accounts', 'Accounts'],
   ['transfers', 'Transfers'],
   ['transactions', 'Transactions'],
+  ['cards', 'Cards'],
+  ['team', 'Team'],
+  ['audit', 'Audit log'],
+  ['profile', 'Your login'],
 ] as const;
 export type Section = (typeof NAV)[number][0];
+
+/** Sections a role does not see in the navigation (the server refuses them anyway). */
+const HIDDEN: Partial<Record<Section, Permission>> = { keys: 'keys', audit: 'team' };
 
 function head(title: string): Html {
   return html`<!doctype html>
@@ -40,9 +50,8 @@ function environmentSwitch(session: Session, section: Section): Html {
 
 /** The signed-in frame: top bar (business, environment switch, log out) and side navigation. */
 export function appPage(session: Session, section: Section, title: string, body: Html, notice?: Html): Html {
-  const links = NAV.map(
-    ([id, label]) =>
-      html`<li><a href="/dashboard/${id}"${id === section ? html` aria-current="page"` : ''}>${label}</a></li>`,
+  const links = NAV.filter(([id]) => !HIDDEN[id] || can(session.role, HIDDEN[id]!)).map(
+    ([id, label]) => html`<li><a href="/dashboard/${id}"${id === section ? html` aria-current="page"` : ''}>${label}</a></li>`,
   );
   return html`${head(title)}
 <body class="env-${session.environment}">
@@ -51,7 +60,7 @@ export function appPage(session: Session, section: Section, title: string, body:
   <span class="brand">Financial Services</span>
   <span class="env-badge" id="env-badge">${session.environment === 'live' ? 'Live data' : 'Sandbox data'}</span>
   ${environmentSwitch(session, section)}
-  <span class="who">${session.email}</span>
+  <span class="who">${session.email} <small>(${session.role})</small></span>
   <form method="post" action="/dashboard/logout">${csrfField(session)}<button type="submit" class="link">Log out</button></form>
 </header>
 <div class="frame">
@@ -135,9 +144,9 @@ export function filterForm(base: string, fields: FilterField[], values: Record<s
     const id = `f-${f.name}`;
     const value = values[f.name] ?? '';
     if (f.type === 'select') {
-      return html`<label for="${id}">${f.label}</label><select id="${id}" name="${f.name}"><option value="">Any</option>${(f.options ?? []).map(
-        (o) => html`<option value="${o}"${o === value ? html` selected` : ''}>${o}</option>`,
-      )}</select>`;
+      return html`<label for="${id}">${f.label}</label><select id="${id}" name="${f.name}"><option value="">Any</option>${(
+        f.options ?? []
+      ).map((o) => html`<option value="${o}"${o === value ? html` selected` : ''}>${o}</option>`)}</select>`;
     }
     return html`<label for="${id}">${f.label}</label><input id="${id}" name="${f.name}" type="${f.type ?? 'text'}" value="${value}">`;
   };
@@ -159,4 +168,39 @@ export function idCell(id: string | null): Html | null {
 /** A timestamp as `2024-01-15 10:30:00 UTC`, machine-readable in `datetime`. */
 export function when(iso: string | null): Html | null {
   return iso ? html`<time datetime="${iso}">${iso.replace('T', ' ').replace(/\.\d+Z$|Z$/, ' UTC')}</time>` : null;
+}
+
+/** Pages that show one resource: every id on any page links to its page through these. */
+const DETAIL = {
+  customer: 'customers',
+  account: 'accounts',
+  transfer: 'transfers',
+  card: 'cards',
+  event: 'events',
+  request: 'requests',
+} as const;
+export type DetailKind = keyof typeof DETAIL;
+
+export function detailPath(kind: DetailKind, id: string): string {
+  return `/dashboard/${DETAIL[kind]}/${encodeURIComponent(id)}`;
+}
+
+/** An id that links to its own page (`label` overrides the text shown). */
+export function idLink(kind: DetailKind, id: string | null | undefined, label?: string): Html | null {
+  return id ? html`<a href="${detailPath(kind, id)}"><code class="id">${label ?? id}</code></a>` : null;
+}
+
+/** JSON text pretty-printed when it parses, as it is otherwise. */
+export function prettyJson(text: string | null): string {
+  if (text === null) return '';
+  try {
+    return JSON.stringify(JSON.parse(text), null, 2);
+  } catch {
+    return text;
+  }
+}
+
+/** A definition list of facts (label → value). */
+export function facts(rows: [string, Html | string | number | null | undefined][]): Html {
+  return html`<dl class="facts">${rows.map(([k, v]) => html`<dt>${k}</dt><dd>${v ?? '—'}</dd>`)}</dl>`;
 }

@@ -1,7 +1,8 @@
 import type { FastifyRequest } from 'fastify';
 import type { z } from 'zod';
-import { AppError } from '../http/errors.js';
-import type { Page } from '../http/pagination.js';
+import { AppError } from '../core/errors.js';
+import { statusOf } from '../http/errors.js';
+import type { Page } from '../db/pagination.js';
 import { html, type Html } from './html.js';
 import { alert, appPage, filterForm, pager, table, type Column, type FilterField, type Section } from './layout.js';
 import type { Session } from './service.js';
@@ -19,15 +20,20 @@ export interface ListView<Q, T> {
   load: (scope: Scope, query: Q) => Promise<Page<T>>;
 }
 
-/** The filter values of the query string, only the fields this view knows (strings only). */
-function filterValues(request: FastifyRequest, fields: FilterField[]): Record<string, string | undefined> {
+/** The non-empty string values of these query parameters (other parameters are ignored). */
+export function queryValues(request: FastifyRequest, names: string[]): Record<string, string | undefined> {
   const query = (request.query ?? {}) as Record<string, unknown>;
   const values: Record<string, string | undefined> = {};
-  for (const name of [...fields.map((f) => f.name), 'page']) {
+  for (const name of names) {
     const v = query[name];
-    if (typeof v === 'string' && v !== '') values[name] = v;
+    if (typeof v === 'string' && v.trim() !== '') values[name] = v.trim();
   }
   return values;
+}
+
+/** The filter values of the query string, only the fields this view knows (strings only). */
+function filterValues(request: FastifyRequest, fields: FilterField[]): Record<string, string | undefined> {
+  return queryValues(request, [...fields.map((f) => f.name), 'page']);
 }
 
 /**
@@ -48,7 +54,7 @@ export async function renderList<Q, T>(request: FastifyRequest, session: Session
   try {
     page = await view.load(scope, parsed.data);
   } catch (err) {
-    if (!(err instanceof AppError) || err.status !== 400) throw err;
+    if (!(err instanceof AppError) || statusOf(err) !== 400) throw err;
     return appPage(session, view.section, view.title, html`${form}${alert('error', err.message)}`);
   }
   const { page: _p, ...filters } = values;

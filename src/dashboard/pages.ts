@@ -1,4 +1,4 @@
-import type { Environment } from '../http/context.js';
+import type { Environment } from '../core/context.js';
 import type { KeyPair } from '../modules/tenants/service.js';
 import { html, type Html } from './html.js';
 import { alert, appPage, copyable, csrfField, publicPage, table, when } from './layout.js';

@@ -1,12 +1,14 @@
 import { sql, type ColumnType, type Selectable } from 'kysely';
 import type { Queryable } from '../db/client.js';
-import type { Environment } from '../http/context.js';
+import type { Environment } from '../core/context.js';
+import type { Role } from './roles.js';
 
 export interface DashboardUsersTable {
   id: string;
   tenant_id: string;
   email: string;
   password_hash: string;
+  role: Role;
   created_at: ColumnType<Date, never, never>;
 }
 
@@ -38,7 +40,7 @@ declare module '../db/types.js' {
 }
 
 export type UserRow = Selectable<DashboardUsersTable>;
-export type SessionRow = Selectable<DashboardSessionsTable> & { email: string };
+export type SessionRow = Selectable<DashboardSessionsTable> & { email: string; role: Role };
 
 export async function insertUser(db: Queryable, row: Omit<UserRow, 'created_at'>): Promise<void> {
   await db.insertInto('dashboard_users').values(row).execute();
@@ -46,6 +48,10 @@ export async function insertUser(db: Queryable, row: Omit<UserRow, 'created_at'>
 
 export async function findUserByEmail(db: Queryable, email: string) {
   return db.selectFrom('dashboard_users').selectAll().where('email', '=', email).executeTakeFirst();
+}
+
+export async function findUserById(db: Queryable, id: string) {
+  return db.selectFrom('dashboard_users').selectAll().where('id', '=', id).executeTakeFirst();
 }
 
 export async function insertSession(db: Queryable, row: Omit<Selectable<DashboardSessionsTable>, 'created_at'>) {
@@ -58,7 +64,7 @@ export async function findSession(db: Queryable, tokenHash: Buffer): Promise<Ses
     .selectFrom('dashboard_sessions')
     .innerJoin('dashboard_users', 'dashboard_users.id', 'dashboard_sessions.user_id')
     .selectAll('dashboard_sessions')
-    .select('dashboard_users.email')
+    .select(['dashboard_users.email', 'dashboard_users.role'])
     .where('dashboard_sessions.token_hash', '=', tokenHash)
     .where('dashboard_sessions.expires_at', '>', new Date())
     .executeTakeFirst();

@@ -1,9 +1,9 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { Deps } from '../app.js';
-import { AppError } from '../http/errors.js';
+import type { FastifyInstance } from 'fastify';
+import type { Deps } from '../http/deps.js';
+import { AppError } from '../core/errors.js';
+import { statusOf } from '../http/errors.js';
 import { getTenant, ROTATION_EXPIRY_SECONDS } from '../modules/tenants/service.js';
 import { dataRoutes } from './data-routes.js';
-import type { Html } from './html.js';
 import { alert } from './layout.js';
 import { businessPage, errorPage, keysPage, loginPage, signupPage, type FormState } from './pages.js';
 import {
@@ -13,48 +13,24 @@ import {
   isSecureRequest,
   originAllowed,
   parseCookies,
-  randomToken,
-  serializeCookie,
   setSecurityHeaders,
   tokensEqual,
 } from './security.js';
-import { DashboardService, EmailTaken, LoginForm, SESSION_HOURS, SignupForm, type Session } from './service.js';
+import type { Counters } from '../lib/counters.js';
+import { DashboardService, EmailTaken, LoginForm, SESSION_HOURS, SignupForm } from './service.js';
+import { formOf, preauthToken, seeOther, sendPage, sessionCookie, sessionOf } from './replies.js';
+import { detailRoutes } from './detail-routes.js';
+import { eventRoutes } from './event-routes.js';
+import { requestLogRoutes } from './request-routes.js';
+import { requirePermission } from './roles.js';
 import { staticRoutes } from './static.js';
+import { teamRoutes } from './team-routes.js';
+import { TeamService } from './team-service.js';
 import { webhookRoutes } from './webhook-routes.js';
 
-declare module 'fastify' {
-  interface FastifyRequest {
-    dashboardSession: Session | null;
-  }
-  interface FastifyContextConfig {
-    /** Dashboard pages reachable without a session (log in, sign up, assets). */
-    dashboardPublic?: boolean;
-  }
-}
-
-/** Form bodies arrive as URLSearchParams (parsed only inside the dashboard plugin). */
-export type Form = URLSearchParams;
 const FORM_LIMIT = 64 * 1024;
 /** Failed logins: 5 per email and 20 per client address in 15 minutes, then 429. */
 const LOGIN_WINDOW_MS = 15 * 60_000;
-
-export function sendPage(reply: FastifyReply, page: Html, status = 200) {
-  return reply.code(status).type('text/html; charset=utf-8').send(page.value);
-}
-
-/** 303 after a POST, so reloading the next page never repeats the action. */
-export function seeOther(reply: FastifyReply, path: string) {
-  return reply.code(303).header('location', path).send();
-}
-
-export function formOf(request: FastifyRequest): Form {
-  return request.body instanceof URLSearchParams ? request.body : new URLSearchParams();
-}
-
-export function sessionOf(request: FastifyRequest): Session {
-  if (!request.dashboardSession) throw new AppError('unauthorized', 'Log in first');
-  return request.dashboardSession;
-}
 
 /**
  * The web dashboard at /dashboard, as its own encapsulated plugin: it adds the form parser,
@@ -69,6 +45,7 @@ export function dashboardRoutes(deps: Deps) {
 function dashboard(deps: Deps) {
   return async function inner(app: FastifyInstance) {
     const service = new DashboardService(deps.db, deps.sealer);
+    const team = new TeamService(deps.db);
     app.addHook('onRoute', (route) => {
       route.schema = { ...route.schema, hide: true }; // not part of the API's OpenAPI document
     });
@@ -81,36 +58,27 @@ function dashboard(deps: Deps) {
 
     app.get('/', async (request, reply) => seeOther(reply, request.dashboardSession ? '/dashboard/business' : '/dashboard/login'));
     await app.register(staticRoutes);
-    await app.register(loginRoutes(service));
-    await app.register(signupRoutes(service));
-    await app.register(businessRoutes(deps, service));
+    await app.register(loginRoutes(service, team, deps.counters));
+    await app.register(signupRoutes(service, deps.counters));
+    await app.register(businessRoutes(deps, service, team));
     await app.register(dataRoutes(deps));
-    await app.register(webhookRoutes(deps, service));
+    await app.register(detailRoutes(deps));
+    await app.register(webhookRoutes(deps, service, team));
+    await app.register(eventRoutes(deps));
+    await app.register(requestLogRoutes(deps));
+    await app.register(teamRoutes(service, team));
   };
-}
-
-function sessionCookie(request: FastifyRequest, token: string, maxAgeSeconds: number): string {
-  const secure = isSecureRequest(request);
-  return serializeCookie(cookieNames(secure).session, token, { secure, maxAgeSeconds, sameSite: 'Lax' });
-}
-
-/** The double-submit token of the log-in and sign-up forms (no session exists yet). */
-function preauthToken(request: FastifyRequest, reply: FastifyReply): string {
-  const secure = isSecureRequest(request);
-  const name = cookieNames(secure).preauth;
-  const existing = parseCookies(request.headers.cookie)[name];
-  if (existing && existing.length === 43) return existing;
-  const token = randomToken();
-  addCookie(reply, serializeCookie(name, token, { secure, maxAgeSeconds: 3600, sameSite: 'Strict' }));
-  return token;
 }
 
 const open = { config: { dashboardPublic: true } };
 
 /** Log in (failures limited per email and per client address) and log out. */
-function loginRoutes(service: DashboardService) {
+function loginRoutes(service: DashboardService, team: TeamService, counters: Counters) {
   return async function plugin(app: FastifyInstance) {
-    const limits = { email: new FailureLimiter(5, LOGIN_WINDOW_MS), ip: new FailureLimiter(20, LOGIN_WINDOW_MS) };
+    const limits = {
+      email: new FailureLimiter(counters, 'login-email', 5, LOGIN_WINDOW_MS),
+      ip: new FailureLimiter(counters, 'login-ip', 20, LOGIN_WINDOW_MS),
+    };
 
     app.get('/login', open, async (request, reply) => {
       if (request.dashboardSession) return seeOther(reply, '/dashboard/business');
@@ -122,7 +90,7 @@ function loginRoutes(service: DashboardService) {
       const parsed = LoginForm.safeParse({ email: form.get('email') ?? '', password: form.get('password') ?? '' });
       const email = parsed.success ? parsed.data.email : '';
       const keys = [`email:${email}`, `ip:${request.ip}`];
-      const wait = Math.max(limits.email.blockedFor(keys[0]!), limits.ip.blockedFor(keys[1]!));
+      const wait = Math.max(await limits.email.blockedFor(keys[0]!), await limits.ip.blockedFor(keys[1]!));
       const csrf = preauthToken(request, reply);
       if (wait > 0) {
         reply.header('Retry-After', String(wait));
@@ -131,12 +99,13 @@ function loginRoutes(service: DashboardService) {
       }
       const result = parsed.success ? await service.login(email, parsed.data.password) : null;
       if (!result) {
-        limits.email.fail(keys[0]!);
-        limits.ip.fail(keys[1]!);
+        await limits.email.fail(keys[0]!);
+        await limits.ip.fail(keys[1]!);
         const state: FormState = { values: { email }, errors: {} };
         return sendPage(reply, loginPage(csrf, state, alert('error', 'The email or password is not correct.')), 401);
       }
-      limits.email.reset(keys[0]!);
+      await limits.email.reset(keys[0]!);
+      await team.audit(result.session, 'login', result.session.email);
       addCookie(reply, sessionCookie(request, result.token, SESSION_HOURS * 3600));
       return seeOther(reply, '/dashboard/business');
     });
@@ -150,10 +119,10 @@ function loginRoutes(service: DashboardService) {
 }
 
 /** Sign up: the business, its two key pairs and the first login. */
-function signupRoutes(service: DashboardService) {
+function signupRoutes(service: DashboardService, counters: Counters) {
   return async function plugin(app: FastifyInstance) {
     // Each sign-up creates a business and costs a password hash: 30 per client address per hour.
-    const signups = new FailureLimiter(30, 3_600_000);
+    const signups = new FailureLimiter(counters, 'signup-ip', 30, 3_600_000);
 
     app.get('/signup', open, async (request, reply) => {
       if (request.dashboardSession) return seeOther(reply, '/dashboard/business');
@@ -162,13 +131,21 @@ function signupRoutes(service: DashboardService) {
 
     app.post('/signup', open, async (request, reply) => {
       const form = formOf(request);
-      const values = { business_name: form.get('business_name') ?? '', email: form.get('email') ?? '', password: form.get('password') ?? '' };
+      const values = {
+        business_name: form.get('business_name') ?? '',
+        email: form.get('email') ?? '',
+        password: form.get('password') ?? '',
+      };
       const parsed = SignupForm.safeParse(values);
       const csrf = preauthToken(request, reply);
-      const wait = signups.blockedFor(request.ip);
+      const wait = await signups.blockedFor(request.ip);
       if (wait > 0) {
         reply.header('Retry-After', String(wait));
-        return sendPage(reply, signupPage(csrf, { values, errors: {} }, alert('error', 'Too many sign-ups from your network. Try again later.')), 429);
+        return sendPage(
+          reply,
+          signupPage(csrf, { values, errors: {} }, alert('error', 'Too many sign-ups from your network. Try again later.')),
+          429,
+        );
       }
       if (!parsed.success) {
         const errors: Record<string, string> = {};
@@ -177,7 +154,7 @@ function signupRoutes(service: DashboardService) {
       }
       try {
         const result = await service.signup(parsed.data);
-        signups.fail(request.ip);
+        await signups.fail(request.ip);
         addCookie(reply, sessionCookie(request, result.token, SESSION_HOURS * 3600));
         return seeOther(reply, '/dashboard/keys');
       } catch (err) {
@@ -190,7 +167,7 @@ function signupRoutes(service: DashboardService) {
 }
 
 /** Environment switch, business page, API keys. */
-function businessRoutes(deps: Deps, service: DashboardService) {
+function businessRoutes(deps: Deps, service: DashboardService, team: TeamService) {
   return async function plugin(app: FastifyInstance) {
     app.post('/environment', async (request, reply) => {
       const form = formOf(request);
@@ -209,6 +186,7 @@ function businessRoutes(deps: Deps, service: DashboardService) {
 
     app.get('/keys', async (request, reply) => {
       const session = sessionOf(request);
+      requirePermission(session.role, 'keys');
       const flash = await service.takeFlash(session);
       const notice = flash?.kind === 'keys' && flash.old_keys_expire_at ? alert('success', 'Keys rotated.') : undefined;
       return sendPage(reply, keysPage(session, await service.keys(session), flash, notice));
@@ -219,7 +197,10 @@ function businessRoutes(deps: Deps, service: DashboardService) {
       if (!(ROTATION_EXPIRY_SECONDS as readonly number[]).includes(seconds)) {
         throw new AppError('bad_request', 'Choose when the old keys expire: now, 1 hour, 24 hours or 7 days');
       }
-      await service.rotate(sessionOf(request), seconds);
+      const session = sessionOf(request);
+      requirePermission(session.role, 'keys');
+      await service.rotate(session, seconds);
+      await team.audit(session, 'keys.rotated', session.environment, `old keys expire in ${seconds} s`);
       return seeOther(reply, '/dashboard/keys');
     });
   };
@@ -258,7 +239,7 @@ function registerGuards(app: FastifyInstance, service: DashboardService, product
 /** Errors inside the dashboard are HTML pages, never the API's JSON envelope. */
 function registerErrorPages(app: FastifyInstance) {
   app.setErrorHandler((error: Error & { code?: string; statusCode?: number }, request, reply) => {
-    if (error instanceof AppError) return sendPage(reply, errorPage(titleOf(error.status), error.message), error.status);
+    if (error instanceof AppError) return sendPage(reply, errorPage(titleOf(statusOf(error)), error.message), statusOf(error));
     if (error.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
       return sendPage(reply, errorPage('Unsupported form', 'Send forms as application/x-www-form-urlencoded.'), 415);
     }
@@ -275,4 +256,3 @@ function registerErrorPages(app: FastifyInstance) {
 function titleOf(status: number): string {
   return status === 403 ? 'Forbidden' : status === 404 ? 'Not found' : status === 401 ? 'Log in first' : 'Request refused';
 }
-

@@ -1,5 +1,6 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { Counters } from '../lib/counters.js';
 
 /**
  * Cookies. Over TLS (served by us, or behind a trusted proxy that says https) they are `Secure`
@@ -85,36 +86,30 @@ export function originAllowed(request: FastifyRequest): boolean {
 }
 
 /**
- * Failed-login limiter: at most `max` failures per key (email, IP) in a sliding window. In this
- * process's memory, like the API rate limit: with several API processes each one counts on its own.
+ * Failed-login limiter: at most `max` failures per key (email, IP) in a sliding window. The
+ * failures live in `counters`: Redis when REDIS_URL is set, so the limit holds across every API
+ * process; otherwise this process's memory (each process counts on its own).
  */
 export class FailureLimiter {
-  private readonly failures = new Map<string, number[]>();
   constructor(
+    private readonly counters: Counters,
+    private readonly name: string,
     private readonly max: number,
     private readonly windowMs: number,
   ) {}
 
-  private recent(key: string, now: number): number[] {
-    const list = (this.failures.get(key) ?? []).filter((t) => now - t < this.windowMs);
-    if (list.length === 0) this.failures.delete(key);
-    else this.failures.set(key, list);
-    return list;
-  }
-
   /** Seconds until the key may try again, or 0 when it may try now. */
-  blockedFor(key: string, now = Date.now()): number {
-    const list = this.recent(key, now);
-    if (list.length < this.max) return 0;
-    return Math.ceil((list[0]! + this.windowMs - now) / 1000);
+  async blockedFor(key: string, now = Date.now()): Promise<number> {
+    const { count, oldest } = await this.counters.failures(`${this.name}:${key}`, this.windowMs, now);
+    if (count < this.max || oldest === null) return 0;
+    return Math.max(1, Math.ceil((oldest + this.windowMs - now) / 1000));
   }
 
-  fail(key: string, now = Date.now()): void {
-    if (this.failures.size > 100_000) this.failures.clear(); // bounded memory under a flood
-    this.failures.set(key, [...this.recent(key, now), now].slice(-this.max));
+  async fail(key: string, now = Date.now()): Promise<void> {
+    await this.counters.fail(`${this.name}:${key}`, this.max, this.windowMs, now);
   }
 
-  reset(key: string): void {
-    this.failures.delete(key);
+  async reset(key: string): Promise<void> {
+    await this.counters.reset(`${this.name}:${key}`);
   }
 }

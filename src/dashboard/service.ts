@@ -2,12 +2,13 @@ import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import type { Db } from '../db/client.js';
 import { isUniqueViolation } from '../db/errors.js';
-import type { Environment } from '../http/context.js';
+import type { Environment } from '../core/context.js';
 import { sha256, type Sealer } from '../lib/crypto.js';
 import { newId } from '../lib/ids.js';
 import { createTenant, getTenant, listKeys, maskKey, rotateKeys, type KeyPair } from '../modules/tenants/service.js';
 import { hashPassword, verifyAgainstDummy, verifyPassword } from './passwords.js';
 import * as repo from './repo.js';
+import type { Role } from './roles.js';
 
 /** Absolute session lifetime: a stolen cookie is useless after this, whatever the activity. */
 export const SESSION_HOURS = 12;
@@ -27,7 +28,8 @@ export const LoginForm = z.object({
 /** A secret shown exactly once on the next page, then gone. */
 export type Flash =
   | { kind: 'keys'; keys: Partial<Record<Environment, KeyPair>>; old_keys_expire_at?: string }
-  | { kind: 'webhook_secret'; endpoint_id: string; secret: string };
+  | { kind: 'webhook_secret'; endpoint_id: string; secret: string }
+  | { kind: 'link'; title: string; path: string };
 
 export interface Session {
   id: string;
@@ -36,6 +38,7 @@ export interface Session {
   tenantId: string;
   environment: Environment;
   csrfToken: string;
+  role: Role;
 }
 
 export class EmailTaken extends Error {}
@@ -48,6 +51,7 @@ function toSession(row: repo.SessionRow): Session {
     tenantId: row.tenant_id,
     environment: row.environment,
     csrfToken: row.csrf_token,
+    role: row.role,
   };
 }
 
@@ -66,14 +70,20 @@ export class DashboardService {
     const created = await createTenant(this.db, form.business_name);
     const userId = newId();
     try {
-      await repo.insertUser(this.db, { id: userId, tenant_id: created.tenant_id, email: form.email, password_hash: passwordHash });
+      await repo.insertUser(this.db, {
+        id: userId,
+        tenant_id: created.tenant_id,
+        email: form.email,
+        password_hash: passwordHash,
+        role: 'owner',
+      });
     } catch (err) {
       if (isUniqueViolation(err)) throw new EmailTaken();
       throw err;
     }
     await repo.upsertPublicKey(this.db, created.tenant_id, 'sandbox', created.sandbox.public_key);
     await repo.upsertPublicKey(this.db, created.tenant_id, 'live', created.live.public_key);
-    const started = await this.startSession(userId, created.tenant_id, form.email);
+    const started = await this.startSession(userId, created.tenant_id, form.email, 'owner');
     await this.setFlash(started.session, { kind: 'keys', keys: { sandbox: created.sandbox, live: created.live } });
     return started;
   }
@@ -83,10 +93,10 @@ export class DashboardService {
     const user = await repo.findUserByEmail(this.db, email);
     const ok = user ? await verifyPassword(password, user.password_hash) : await verifyAgainstDummy(password);
     if (!user || !ok) return null;
-    return this.startSession(user.id, user.tenant_id, user.email);
+    return this.startSession(user.id, user.tenant_id, user.email, user.role);
   }
 
-  private async startSession(userId: string, tenantId: string, email: string) {
+  async startSession(userId: string, tenantId: string, email: string, role: Role) {
     const token = randomBytes(32).toString('base64url');
     const row = {
       id: newId(),
@@ -99,7 +109,14 @@ export class DashboardService {
       expires_at: new Date(Date.now() + SESSION_HOURS * 3_600_000),
     };
     await repo.insertSession(this.db, row);
-    return { token, session: toSession({ ...row, email, created_at: new Date() }) };
+    return { token, session: toSession({ ...row, email, role, created_at: new Date() }) };
+  }
+
+  /** A session for a login that just proved itself another way (an invitation or reset link). */
+  async startSessionFor(userId: string): Promise<{ token: string; session: Session }> {
+    const user = await repo.findUserById(this.db, userId);
+    if (!user) throw new Error('login vanished');
+    return this.startSession(user.id, user.tenant_id, user.email, user.role);
   }
 
   async sessionFor(token: string): Promise<Session | null> {
@@ -145,7 +162,6 @@ export class DashboardService {
       old_keys_expire_at: rotated.old_keys_expire_at,
     });
   }
-
 }
 
 export const UserForm = SignupForm.pick({ email: true, password: true });
@@ -154,7 +170,11 @@ export const UserForm = SignupForm.pick({ email: true, password: true });
  * A dashboard login for an existing business (operator CLI: e.g. the demo business made at
  * start-up, or a second person). Throws EmailTaken, or Error when the business does not exist.
  */
-export async function addUser(db: Db, tenantId: string, input: { email: string; password: string }): Promise<{ user_id: string; email: string }> {
+export async function addUser(
+  db: Db,
+  tenantId: string,
+  input: { email: string; password: string },
+): Promise<{ user_id: string; email: string }> {
   const parsed = UserForm.safeParse(input);
   if (!parsed.success) throw new Error(parsed.error.issues.map((i) => `${String(i.path[0])}: ${i.message}`).join('; '));
   const { email, password } = parsed.data;
@@ -162,7 +182,7 @@ export async function addUser(db: Db, tenantId: string, input: { email: string; 
   if (await repo.findUserByEmail(db, email)) throw new EmailTaken();
   const id = newId();
   try {
-    await repo.insertUser(db, { id, tenant_id: tenantId, email, password_hash: await hashPassword(password) });
+    await repo.insertUser(db, { id, tenant_id: tenantId, email, password_hash: await hashPassword(password), role: 'owner' });
   } catch (err) {
     if (isUniqueViolation(err)) throw new EmailTaken();
     throw err;

@@ -1,8 +1,15 @@
-import type { Page } from '../http/pagination.js';
-import { EVENT_TYPES } from '../modules/webhooks/outbox.js';
-import { DELIVERY_STATUSES, type AttemptResponse, type DeliveryDetail, type DeliverySummary, type EndpointResponse } from '../modules/webhooks/schema.js';
+import type { Page } from '../db/pagination.js';
+import { EVENT_TYPES } from '../modules/webhooks/service.js';
+import {
+  DELIVERY_STATUSES,
+  type AttemptResponse,
+  type DeliveryDetail,
+  type DeliverySummary,
+  type EndpointResponse,
+} from '../modules/webhooks/schema.js';
 import { html, type Html } from './html.js';
-import { appPage, badge, copyable, csrfField, filterForm, pager, table, when } from './layout.js';
+import { appPage, badge, copyable, csrfField, filterForm, idLink, pager, table, when } from './layout.js';
+import { can } from './roles.js';
 import type { Flash, Session } from './service.js';
 
 const OVERLAP_CHOICES = [
@@ -17,15 +24,20 @@ export function eventTypeFields(selected: readonly string[], idPrefix: string): 
   return html`<fieldset>
   <legend>Event types (none ticked: all events)</legend>
   <div class="checks">${EVENT_TYPES.map(
-    (type) => html`<div><input type="checkbox" id="${idPrefix}-${type}" name="event_types" value="${type}"${selected.includes(type) ? html` checked` : ''}>
+    (
+      type,
+    ) => html`<div><input type="checkbox" id="${idPrefix}-${type}" name="event_types" value="${type}"${selected.includes(type) ? html` checked` : ''}>
     <label for="${idPrefix}-${type}">${type}</label></div>`,
   )}</div>
 </fieldset>`;
 }
 
-function endpointActions(session: Session, e: EndpointResponse): Html {
+function endpointActions(session: Session, e: EndpointResponse): Html | string {
+  if (!can(session.role, 'webhooks')) return '';
   const next = e.status === 'enabled' ? 'disabled' : 'enabled';
   return html`<a href="/dashboard/webhooks/endpoints/${e.id}">Edit</a>
+  <form method="post" action="/dashboard/webhooks/endpoints/${e.id}/test">${csrfField(session)}
+    <button type="submit" aria-label="Send test event to ${e.url}">Send test event</button></form>
   <form method="post" action="/dashboard/webhooks/endpoints/${e.id}/status">${csrfField(session)}
     <input type="hidden" name="status" value="${next}"><button type="submit">${next === 'enabled' ? 'Enable' : 'Disable'}</button></form>
   <form method="post" action="/dashboard/webhooks/endpoints/${e.id}/rotate" class="inline">${csrfField(session)}
@@ -54,6 +66,19 @@ export interface WebhooksView {
   form?: { url: string; event_types: string[] };
 }
 
+function addForm(session: Session, view: WebhooksView): Html {
+  return html`<section class="card">
+  <h2>Add an endpoint</h2>
+  <form method="post" action="/dashboard/webhooks">
+    ${csrfField(session)}
+    <div class="field"><label for="wh-url">Endpoint URL</label>
+      <input id="wh-url" name="url" type="url" required placeholder="https://example.com/webhooks" value="${view.form?.url ?? ''}"></div>
+    ${eventTypeFields(view.form?.event_types ?? [], 'new')}
+    <button type="submit" class="primary">Generate</button>
+  </form>
+</section>`;
+}
+
 export function webhooksPage(session: Session, view: WebhooksView): Html {
   const urls = new Map(view.endpoints.map((e) => [e.id, e.url]));
   const endpoints = table(
@@ -72,6 +97,7 @@ export function webhooksPage(session: Session, view: WebhooksView): Html {
         'Webhook deliveries',
         [
           { label: 'Event', cell: (d: DeliverySummary) => html`<a href="/dashboard/webhooks/deliveries/${d.id}">${d.event_type}</a>` },
+          { label: 'Event id', cell: (d) => idLink('event', d.event_id) },
           { label: 'Endpoint', cell: (d) => urls.get(d.endpoint_id) ?? d.path },
           { label: 'Status', cell: (d) => badge(d.status) },
           { label: 'Attempts', cell: (d) => d.attempts, numeric: true },
@@ -80,7 +106,10 @@ export function webhooksPage(session: Session, view: WebhooksView): Html {
           { label: 'Next attempt', cell: (d) => when(d.next_attempt) },
           {
             label: 'Resend',
-            cell: (d) => html`<form method="post" action="/dashboard/webhooks/deliveries/${d.id}/resend">${csrfField(session)}
+            cell: (d) =>
+              !can(session.role, 'webhooks')
+                ? null
+                : html`<form method="post" action="/dashboard/webhooks/deliveries/${d.id}/resend">${csrfField(session)}
               <button type="submit" aria-label="Resend ${d.event_type} event">Resend</button></form>`,
           },
         ],
@@ -93,16 +122,7 @@ export function webhooksPage(session: Session, view: WebhooksView): Html {
     'webhooks',
     `Webhooks · ${session.environment}`,
     html`${view.flash?.kind === 'webhook_secret' ? oneTimeSecret(view.flash) : ''}
-<section class="card">
-  <h2>Add an endpoint</h2>
-  <form method="post" action="/dashboard/webhooks">
-    ${csrfField(session)}
-    <div class="field"><label for="wh-url">Endpoint URL</label>
-      <input id="wh-url" name="url" type="url" required placeholder="https://example.com/webhooks" value="${view.form?.url ?? ''}"></div>
-    ${eventTypeFields(view.form?.event_types ?? [], 'new')}
-    <button type="submit" class="primary">Generate</button>
-  </form>
-</section>
+${can(session.role, 'webhooks') ? addForm(session, view) : ''}
 <section class="card"><h2>Endpoints</h2>${endpoints}</section>
 <section class="card"><h2>Deliveries</h2>
 ${filterForm(

@@ -1,14 +1,17 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { Deps } from '../app.js';
-import { AppError, notFound } from '../http/errors.js';
+import type { Deps } from '../http/deps.js';
+import { AppError, notFound } from '../core/errors.js';
+import { statusOf } from '../http/errors.js';
 import { isUuid } from '../lib/ids.js';
 import { AttemptsQuery, HistoryQuery, MAX_OVERLAP_SECONDS } from '../modules/webhooks/schema.js';
 import * as webhooks from '../modules/webhooks/service.js';
-import { EVENT_TYPES, type EventType } from '../modules/webhooks/outbox.js';
+import { EVENT_TYPES, type EventType } from '../modules/webhooks/service.js';
 import type { Html } from './html.js';
 import { alert } from './layout.js';
-import { formOf, seeOther, sendPage, sessionOf } from './routes.js';
+import { requirePermission } from './roles.js';
+import { formOf, seeOther, sendPage, sessionOf } from './replies.js';
 import type { DashboardService, Flash, Session } from './service.js';
+import type { TeamService } from './team-service.js';
 import { deliveryPage, endpointPage, webhooksPage } from './webhook-pages.js';
 
 const FILTERS = ['status', 'event_type', 'from', 'to', 'page'] as const;
@@ -26,7 +29,7 @@ function eventTypesOf(form: URLSearchParams): EventType[] {
 
 /** A client's mistake (bad URL, limit reached, disabled endpoint) shown on the page, not as an error page. */
 function isUserError(err: unknown): err is AppError {
-  return err instanceof AppError && err.status >= 400 && err.status < 500 && err.status !== 404;
+  return err instanceof AppError && statusOf(err) >= 400 && statusOf(err) < 500 && statusOf(err) !== 404;
 }
 
 function userMessage(err: AppError): string {
@@ -34,11 +37,15 @@ function userMessage(err: AppError): string {
 }
 
 /** The webhooks page: endpoint management, delivery history and resend, via the webhooks service. */
-export function webhookRoutes(deps: Deps, service: DashboardService) {
+export function webhookRoutes(deps: Deps, service: DashboardService, team: TeamService) {
   return async function plugin(app: FastifyInstance) {
     const scopeOf = (s: Session) => ({ tenantId: s.tenantId, environment: s.environment });
 
-    async function render(request: FastifyRequest, reply: FastifyReply, extra: { notice?: Html; status?: number; form?: { url: string; event_types: string[] }; flash?: Flash | null } = {}) {
+    async function render(
+      request: FastifyRequest,
+      reply: FastifyReply,
+      extra: { notice?: Html; status?: number; form?: { url: string; event_types: string[] }; flash?: Flash | null } = {},
+    ) {
       const session = sessionOf(request);
       const query = (request.query ?? {}) as Record<string, unknown>;
       const filters: Record<string, string | undefined> = {};
@@ -47,28 +54,41 @@ export function webhookRoutes(deps: Deps, service: DashboardService) {
       const parsed = HistoryQuery.safeParse({ ...filters, items_per_page: '20' });
       let notice = extra.notice;
       const deliveries = parsed.success ? await webhooks.listDeliveries(deps.db, scopeOf(session), parsed.data) : null;
-      if (!parsed.success) notice = alert('error', `Invalid filter: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+      if (!parsed.success)
+        notice = alert('error', `Invalid filter: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
       const flash = extra.flash === undefined ? await service.takeFlash(session) : extra.flash;
       const page = webhooksPage(session, { endpoints: endpoints.items, deliveries, filters, flash, notice, form: extra.form });
       return sendPage(reply, page, extra.status ?? 200);
     }
 
-    /** Runs a form action; a client mistake re-renders the page with the message (status 4xx). */
-    async function act(request: FastifyRequest, reply: FastifyReply, work: (s: Session, form: URLSearchParams) => Promise<string>) {
+    /**
+     * Runs a form action of a role that may manage webhooks, and records it in the audit log; a
+     * client mistake re-renders the page with the message (status 4xx).
+     */
+    async function act(
+      request: FastifyRequest,
+      reply: FastifyReply,
+      action: string,
+      work: (s: Session, form: URLSearchParams) => Promise<string>,
+    ) {
       const form = formOf(request);
+      const session = sessionOf(request);
+      requirePermission(session.role, 'webhooks');
       try {
-        return seeOther(reply, await work(sessionOf(request), form));
+        const next = await work(session, form);
+        await team.audit(session, action, (request.params as { id?: string }).id ?? (form.get('url') || null));
+        return seeOther(reply, next);
       } catch (err) {
         if (!isUserError(err)) throw err;
         const formState = { url: form.get('url') ?? '', event_types: eventTypesOf(form) };
-        return render(request, reply, { notice: alert('error', userMessage(err)), status: err.status, form: formState, flash: null });
+        return render(request, reply, { notice: alert('error', userMessage(err)), status: statusOf(err), form: formState, flash: null });
       }
     }
 
     app.get('/webhooks', async (request, reply) => render(request, reply));
 
     app.post('/webhooks', async (request, reply) =>
-      act(request, reply, async (session, form) => {
+      act(request, reply, 'webhook.endpoint_created', async (session, form) => {
         const created = await webhooks.createEndpoint(deps.db, scopeOf(session), deps.sealer, {
           url: (form.get('url') ?? '').trim(),
           event_types: eventTypesOf(form),
@@ -84,15 +104,18 @@ export function webhookRoutes(deps: Deps, service: DashboardService) {
     });
 
     app.post('/webhooks/endpoints/:id', async (request, reply) =>
-      act(request, reply, async (session, form) => {
+      act(request, reply, 'webhook.endpoint_updated', async (session, form) => {
         const id = idParam(request);
-        await webhooks.updateEndpoint(deps.db, scopeOf(session), id, { url: (form.get('url') ?? '').trim(), event_types: eventTypesOf(form) });
+        await webhooks.updateEndpoint(deps.db, scopeOf(session), id, {
+          url: (form.get('url') ?? '').trim(),
+          event_types: eventTypesOf(form),
+        });
         return '/dashboard/webhooks';
       }),
     );
 
     app.post('/webhooks/endpoints/:id/status', async (request, reply) =>
-      act(request, reply, async (session, form) => {
+      act(request, reply, 'webhook.endpoint_status', async (session, form) => {
         const status = form.get('status');
         if (status !== 'enabled' && status !== 'disabled') throw new AppError('bad_request', 'Choose enabled or disabled');
         await webhooks.updateEndpoint(deps.db, scopeOf(session), idParam(request), { status });
@@ -101,19 +124,21 @@ export function webhookRoutes(deps: Deps, service: DashboardService) {
     );
 
     app.post('/webhooks/endpoints/:id/rotate', async (request, reply) =>
-      act(request, reply, async (session, form) => {
+      act(request, reply, 'webhook.secret_rotated', async (session, form) => {
         const seconds = Number(form.get('expire_old_in_seconds') ?? '86400');
         if (!Number.isInteger(seconds) || seconds < 0 || seconds > MAX_OVERLAP_SECONDS) {
           throw new AppError('bad_request', 'Choose when the old secret stops signing');
         }
-        const rotated = await webhooks.rotateSecret(deps.db, scopeOf(session), deps.sealer, idParam(request), { expire_old_in_seconds: seconds });
+        const rotated = await webhooks.rotateSecret(deps.db, scopeOf(session), deps.sealer, idParam(request), {
+          expire_old_in_seconds: seconds,
+        });
         await service.setFlash(session, { kind: 'webhook_secret', endpoint_id: rotated.id, secret: rotated.secret });
         return '/dashboard/webhooks';
       }),
     );
 
     app.post('/webhooks/endpoints/:id/delete', async (request, reply) =>
-      act(request, reply, async (session) => {
+      act(request, reply, 'webhook.endpoint_deleted', async (session) => {
         await webhooks.deleteEndpoint(deps.db, scopeOf(session), idParam(request));
         return '/dashboard/webhooks';
       }),
@@ -130,9 +155,18 @@ export function webhookRoutes(deps: Deps, service: DashboardService) {
     });
 
     app.post('/webhooks/deliveries/:id/resend', async (request, reply) =>
-      act(request, reply, async (session) => {
+      act(request, reply, 'webhook.resent', async (session, form) => {
         await webhooks.resend(deps.db, scopeOf(session), idParam(request));
-        return '/dashboard/webhooks';
+        // Back to the page the button was on (an event's page), else the webhooks page.
+        const back = form.get('back') ?? '';
+        return /^\/dashboard\/events\/[0-9a-f-]{36}$/.test(back) ? back : '/dashboard/webhooks';
+      }),
+    );
+
+    app.post('/webhooks/endpoints/:id/test', async (request, reply) =>
+      act(request, reply, 'webhook.test_sent', async (session) => {
+        const sent = await webhooks.sendTestEvent(deps.db, scopeOf(session), idParam(request));
+        return `/dashboard/events/${sent.event_id}`;
       }),
     );
   };

@@ -1,7 +1,10 @@
 import { mkdirSync } from 'node:fs';
 import { PGlite } from '@electric-sql/pglite';
-import { Kysely, PostgresDialect, sql, type Transaction } from 'kysely';
+import { Kysely, PostgresDialect, sql, type PostgresPool, type PostgresPoolClient, type Transaction } from 'kysely';
 import pg from 'pg';
+import { PGliteChangeFeed, PostgresChangeFeed, type ChangeFeed } from './change-feed.js';
+import { lockDataDir, type DataDirLock } from './data-dir-lock.js';
+import { registerProcessInstance } from './instance.js';
 import { PGliteDialect } from './pglite-dialect.js';
 import type { Database } from './types.js';
 
@@ -18,6 +21,17 @@ export interface DatabaseHandle {
   close(): Promise<void>;
   /** PGlite only: a tarball of the data directory (tests clone a migrated database from it). */
   dumpDataDir?: () => Promise<Blob>;
+  /** LISTEN/NOTIFY for caches (src/db/change-feed.ts); PostgreSQL connects it on first use. */
+  changes?: ChangeFeed;
+  /** Connections of the pool (PostgreSQL) for /metrics. */
+  poolStats?: () => PoolStats;
+}
+
+export interface PoolStats {
+  max: number;
+  total: number;
+  idle: number;
+  waiting: number;
 }
 
 const INT8 = 20;
@@ -34,30 +48,109 @@ function pgTypeParser(oid: number, format?: string): (value: string) => unknown 
   return pg.types.getTypeParser(oid, format as 'text');
 }
 
-export function openPostgres(connectionString: string, poolSize = 20): DatabaseHandle {
+/** Messages pg gives a connection that died, without a SQLSTATE or errno of their own. */
+const CONNECTION_LOST = /^(Connection terminated|Client has encountered a connection error|Client was closed|Connection closed)/;
+/** SQLSTATE / errno of "the server is not there or not accepting yet": nothing was sent, a retry is safe. */
+const NOT_CONNECTED = new Set(['ECONNREFUSED', '57P03', 'ENOTFOUND', 'EAI_AGAIN']);
+/** How long acquiring a connection keeps retrying while PostgreSQL restarts (nothing sent yet). */
+const CONNECT_RETRY_MS = 3000;
+
+/**
+ * A connection lost mid-request gets SQLSTATE 08006 (connection_failure), so every layer above
+ * classifies it like the server's own connection errors (the HTTP layer answers 503).
+ */
+export function tagConnectionError(err: unknown): unknown {
+  const e = err as { code?: unknown; message?: unknown } | null;
+  if (e && typeof e === 'object' && e.code === undefined && typeof e.message === 'string' && CONNECTION_LOST.test(e.message)) {
+    try {
+      e.code = '08006';
+    } catch {
+      /* frozen error object: left as it is */
+    }
+  }
+  return err;
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * The pool as Kysely sees it. Every pg client gets an 'error' listener the moment it connects:
+ * a client checked out when PostgreSQL restarts (57P01) or the socket drops (ECONNRESET,
+ * "Connection terminated unexpectedly") emits 'error', and an unhandled 'error' event would end
+ * the process. Its pending query fails with that error instead (and only the request using it
+ * fails); pg-pool discards the broken client on release. Acquiring a connection, where nothing
+ * was sent yet, is retried for a few seconds while the server is refusing or starting up.
+ */
+function resilientPool(pool: pg.Pool): PostgresPool {
+  pool.on('connect', (client) => {
+    client.on('error', () => {
+      // The query in flight (if any) rejects with this error; nothing else to do here.
+    });
+  });
+  // An idle client whose connection drops: pg-pool removes it; the next query reconnects.
+  pool.on('error', () => {});
+  const wrapped = new WeakMap<pg.PoolClient, PostgresPoolClient>();
+  const wrap = (client: pg.PoolClient): PostgresPoolClient => {
+    let w = wrapped.get(client);
+    if (!w) {
+      w = {
+        query: ((...args: [string, unknown[]]) => {
+          const result = (client.query as (...a: unknown[]) => unknown)(...args);
+          if (result instanceof Promise) return result.catch((err: unknown) => Promise.reject(tagConnectionError(err)));
+          return result; // a cursor (streamed query): its reads reject on their own
+        }) as PostgresPoolClient['query'],
+        release: () => client.release(),
+      };
+      wrapped.set(client, w);
+    }
+    return w;
+  };
+  return {
+    async connect() {
+      const deadline = Date.now() + CONNECT_RETRY_MS;
+      for (let delay = 50; ; delay = Math.min(delay * 2, 500)) {
+        try {
+          return wrap(await pool.connect());
+        } catch (err) {
+          const code = (err as { code?: string }).code;
+          if (!code || !NOT_CONNECTED.has(code) || Date.now() + delay > deadline) throw tagConnectionError(err);
+          await sleep(delay);
+        }
+      }
+    },
+    end: () => pool.end(),
+  };
+}
+
+/** `listenUrl`: a direct URL for LISTEN when `connectionString` goes through PgBouncer. */
+export function openPostgres(connectionString: string, poolSize = 20, listenUrl?: string): DatabaseHandle {
   const pool = new pg.Pool({
     connectionString,
     max: poolSize,
     types: { getTypeParser: pgTypeParser } as pg.CustomTypesConfig,
   });
-  // A dropped idle connection must not crash the process; the next query reports it.
-  pool.on('error', () => {});
-  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: resilientPool(pool) }) });
+  const instance = registerProcessInstance(db, false);
+  const changes = new PostgresChangeFeed(listenUrl ?? connectionString);
   return {
     db,
     kind: 'postgres',
+    changes,
+    poolStats: () => ({ max: poolSize, total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
     async exec(script) {
       const client = await pool.connect();
       try {
         await client.query(script);
       } catch (err) {
         await client.query('rollback').catch(() => {});
-        throw err;
+        throw tagConnectionError(err);
       } finally {
         client.release();
       }
     },
     async close() {
+      await changes.close();
+      await instance.retire();
       await db.destroy();
     },
   };
@@ -70,16 +163,31 @@ export interface PGliteOptions {
 }
 
 export async function openPGlite(options: PGliteOptions = {}): Promise<DatabaseHandle> {
-  if (options.dataDir) mkdirSync(options.dataDir, { recursive: true });
-  const pglite = await PGlite.create({
-    ...(options.dataDir ? { dataDir: options.dataDir } : {}),
-    ...(options.loadDataDir ? { loadDataDir: options.loadDataDir } : {}),
-    parsers: { [INT8]: (v: string) => BigInt(v), [NUMERIC]: (v: string) => v, [DATE]: (v: string) => v },
-  });
+  // One process per data directory: a second one fails here, naming the process that holds it.
+  let lock: DataDirLock | undefined;
+  if (options.dataDir) {
+    mkdirSync(options.dataDir, { recursive: true });
+    lock = lockDataDir(options.dataDir);
+  }
+  let pglite: PGlite;
+  try {
+    pglite = await PGlite.create({
+      ...(options.dataDir ? { dataDir: options.dataDir } : {}),
+      ...(options.loadDataDir ? { loadDataDir: options.loadDataDir } : {}),
+      parsers: { [INT8]: (v: string) => BigInt(v), [NUMERIC]: (v: string) => v, [DATE]: (v: string) => v },
+    });
+  } catch (err) {
+    lock?.release();
+    throw err;
+  }
   const db = new Kysely<Database>({ dialect: new PGliteDialect(pglite) });
+  // Behind the lock no other process can be alive on this database.
+  const instance = registerProcessInstance(db, lock !== undefined);
+  const changes = new PGliteChangeFeed(pglite, db);
   return {
     db,
     kind: 'pglite',
+    changes,
     async exec(script) {
       // Through Kysely's connection queue so a script never interleaves with other work.
       await db.connection().execute(async () => {
@@ -92,7 +200,13 @@ export async function openPGlite(options: PGliteOptions = {}): Promise<DatabaseH
       });
     },
     async close() {
-      await db.destroy();
+      try {
+        await changes.close();
+        await instance.retire();
+        await db.destroy();
+      } finally {
+        lock?.release();
+      }
     },
     async dumpDataDir() {
       return db.connection().execute(async () => pglite.dumpDataDir('gzip'));
@@ -100,9 +214,14 @@ export async function openPGlite(options: PGliteOptions = {}): Promise<DatabaseH
   };
 }
 
-export async function openDatabase(config: { DATABASE_URL?: string; DATA_DIR: string; DB_POOL_SIZE: number }) {
+export async function openDatabase(config: {
+  DATABASE_URL?: string;
+  DATABASE_DIRECT_URL?: string;
+  DATA_DIR: string;
+  DB_POOL_SIZE: number;
+}) {
   return config.DATABASE_URL
-    ? openPostgres(config.DATABASE_URL, config.DB_POOL_SIZE)
+    ? openPostgres(config.DATABASE_URL, config.DB_POOL_SIZE, config.DATABASE_DIRECT_URL)
     : openPGlite({ dataDir: `${config.DATA_DIR}/pglite` });
 }
 

@@ -19,32 +19,42 @@ export async function migrate(handle: DatabaseHandle): Promise<string[]> {
   const files = readdirSync(MIGRATIONS_DIR)
     .filter((f) => f.endsWith('.sql'))
     .sort();
-  await handle.exec(`create table if not exists schema_migrations (
-    name text primary key, applied_at timestamptz not null default now())`);
+  const createTable = `create table if not exists schema_migrations (
+    name text primary key, applied_at timestamptz not null default now())`;
   const applied: string[] = [];
-  const run = async () => {
-    const done = new Set(
-      (await sql<{ name: string }>`select name from schema_migrations`.execute(handle.db)).rows.map((r) => r.name),
-    );
+  if (handle.kind === 'postgres') {
+    // Each file in its own transaction that first takes a transaction-level advisory lock, so
+    // processes starting together apply each file once. Transaction-level, not session-level:
+    // behind PgBouncer in transaction mode a session lock would stay on whichever server
+    // connection took it (the unlock may run on another) and block every later start.
+    const done = await handle.db.transaction().execute(async (trx) => {
+      await sql`select pg_advisory_xact_lock(${MIGRATION_LOCK})`.execute(trx);
+      await sql.raw(createTable).execute(trx);
+      return new Set((await sql<{ name: string }>`select name from schema_migrations`.execute(trx)).rows.map((r) => r.name));
+    });
     for (const file of files) {
       if (done.has(file)) continue;
       const body = readFileSync(join(MIGRATIONS_DIR, file), 'utf8');
-      const name = file.replace(/'/g, "''");
-      await handle.exec(`begin;\n${body}\n;insert into schema_migrations (name) values ('${name}');\ncommit;`);
-      applied.push(file);
+      const ran = await handle.db.transaction().execute(async (trx) => {
+        await sql`select pg_advisory_xact_lock(${MIGRATION_LOCK})`.execute(trx);
+        const again = await sql`select 1 from schema_migrations where name = ${file}`.execute(trx);
+        if (again.rows.length > 0) return false; // another process applied it meanwhile
+        await sql.raw(body).execute(trx);
+        await sql`insert into schema_migrations (name) values (${file})`.execute(trx);
+        return true;
+      });
+      if (ran) applied.push(file);
     }
-  };
-  if (handle.kind === 'postgres') {
-    await handle.db.connection().execute(async (conn) => {
-      await sql`select pg_advisory_lock(${MIGRATION_LOCK})`.execute(conn);
-      try {
-        await run();
-      } finally {
-        await sql`select pg_advisory_unlock(${MIGRATION_LOCK})`.execute(conn);
-      }
-    });
-  } else {
-    await run();
+    return applied;
+  }
+  await handle.exec(createTable);
+  const done = new Set((await sql<{ name: string }>`select name from schema_migrations`.execute(handle.db)).rows.map((r) => r.name));
+  for (const file of files) {
+    if (done.has(file)) continue;
+    const body = readFileSync(join(MIGRATIONS_DIR, file), 'utf8');
+    const name = file.replace(/'/g, "''");
+    await handle.exec(`begin;\n${body}\n;insert into schema_migrations (name) values ('${name}');\ncommit;`);
+    applied.push(file);
   }
   return applied;
 }

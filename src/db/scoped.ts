@@ -1,5 +1,5 @@
 import type { Kysely, Selectable } from 'kysely';
-import type { RequestContext } from '../http/context.js';
+import type { RequestContext } from '../core/context.js';
 import type { Queryable } from './client.js';
 import type { Database } from './types.js';
 

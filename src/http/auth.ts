@@ -1,34 +1,82 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import type { Db } from '../db/client.js';
+import type { KeyLookup } from '../core/context.js';
+import { AppError } from '../core/errors.js';
+import type { ChangeFeed } from '../db/change-feed.js';
 import { sha256Hex } from '../lib/crypto.js';
-import { lookupKey, type KeyLookup } from '../modules/tenants/service.js';
-import { AppError } from './errors.js';
 
-const CACHE_TTL_MS = 2_000;
+/** With a live change feed an entry lives until a notification drops it (bounded for safety). */
+const LISTENED_TTL_MS = 60_000;
+/** Without one (reconnecting, or none given): short enough that a change lands within a second. */
+const UNLISTENED_TTL_MS = 500;
 const CACHE_MAX = 10_000;
+export const AUTH_CHANNEL = 'fsapi_auth';
 
 /**
- * Api-Key authentication for every /v1 route. The key alone decides business and environment.
- * Lookups are cached for two seconds (by the key's hash, never the key) so a hot client costs
- * one query per key per two seconds; expiry is still checked on every request.
+ * Caches key lookups by the key's hash (never the key). Triggers on api_keys and tenants
+ * (migration 0900) NOTIFY every process when a key or a business's settings change, and the
+ * entry goes at once, so a rotated or revoked key stops working in every process within the
+ * notification's delay (milliseconds). While the listener is down an entry lives half a second,
+ * and the cache empties whenever the listener drops or (re)connects. Expiry is checked on every request.
  */
-export function registerAuth(app: FastifyInstance, db: Db): void {
-  const cache = new Map<string, { at: number; result: KeyLookup }>();
+export class KeyCache {
+  private readonly entries = new Map<string, { at: number; result: KeyLookup }>();
+  /** Bumped by every invalidation: a lookup that raced one is not cached. */
+  private generation = 0;
 
-  async function resolve(key: string): Promise<KeyLookup> {
+  constructor(
+    private readonly lookupKey: (key: string) => Promise<KeyLookup>,
+    private readonly changes?: ChangeFeed,
+  ) {
+    changes?.subscribe(
+      AUTH_CHANNEL,
+      (payload) => this.invalidate(payload),
+      () => this.clear(),
+    );
+  }
+
+  private ttl(): number {
+    return this.changes?.live ? LISTENED_TTL_MS : UNLISTENED_TTL_MS;
+  }
+
+  invalidate(payload: string): void {
+    this.generation++;
+    if (payload.startsWith('key:')) {
+      this.entries.delete(payload.slice(4));
+    } else if (payload.startsWith('tenant:')) {
+      const tenantId = payload.slice(7);
+      for (const [id, e] of this.entries) if (e.result.ok && e.result.tenantId === tenantId) this.entries.delete(id);
+    } else {
+      this.entries.clear();
+    }
+  }
+
+  clear(): void {
+    this.generation++;
+    this.entries.clear();
+  }
+
+  async resolve(key: string): Promise<KeyLookup> {
     const id = sha256Hex(key);
     const now = Date.now();
-    const hit = cache.get(id);
-    if (hit && now - hit.at < CACHE_TTL_MS) {
+    const hit = this.entries.get(id);
+    if (hit && now - hit.at < this.ttl()) {
       const { result } = hit;
       if (result.ok && result.expiresAt && result.expiresAt.getTime() <= now) return { ok: false, reason: 'expired' };
       return result;
     }
-    const result = await lookupKey(db, key);
-    if (cache.size >= CACHE_MAX) cache.clear();
-    cache.set(id, { at: now, result });
+    const generation = this.generation;
+    const result = await this.lookupKey(key);
+    if (this.ttl() > 0 && generation === this.generation) {
+      if (this.entries.size >= CACHE_MAX) this.entries.clear();
+      this.entries.set(id, { at: now, result });
+    }
     return result;
   }
+}
+
+/** Api-Key authentication for every /v1 route. The key alone decides business and environment. */
+export function registerAuth(app: FastifyInstance, lookupKey: (key: string) => Promise<KeyLookup>, changes?: ChangeFeed): KeyCache {
+  const cache = new KeyCache(lookupKey, changes);
 
   app.decorateRequest('ctx', null as unknown as FastifyRequest['ctx']);
   app.addHook('onRequest', async (request) => {
@@ -36,7 +84,7 @@ export function registerAuth(app: FastifyInstance, db: Db): void {
     const header = request.headers['api-key'];
     const key = Array.isArray(header) ? header[0] : header;
     if (!key) throw new AppError('missing_api_key', 'Send your API key in the Api-Key header');
-    const found = await resolve(key.trim());
+    const found = await cache.resolve(key.trim());
     if (!found.ok) {
       if (found.reason === 'expired') throw new AppError('expired_api_key', 'This API key has expired');
       throw new AppError('invalid_api_key', 'The API key is not valid');
@@ -56,5 +104,5 @@ export function registerAuth(app: FastifyInstance, db: Db): void {
       settings: found.settings,
     };
   });
+  return cache;
 }
-

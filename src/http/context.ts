@@ -1,14 +1,4 @@
-export type Environment = 'sandbox' | 'live';
-
-/** Who is asking: set by auth on every /v1 request and passed to every service and repo. */
-export interface RequestContext {
-  tenantId: string;
-  environment: Environment;
-  keyKind: 'secret' | 'public';
-  requestId: string;
-  /** The business's settings (fees, limits, quotas), loaded with the key. */
-  settings: Record<string, unknown>;
-}
+import type { RequestContext } from '../core/context.js';
 
 declare module 'fastify' {
   interface FastifyRequest {

@@ -1,8 +1,9 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { AppError, type ErrorDetail } from './errors.js';
-import { ReplayResponse } from './idempotency.js';
+import { AppError, type ErrorDetail } from '../core/errors.js';
+import { statusOf } from './errors.js';
+import { ReplayResponse } from './replay.js';
 
 /** `{data, error: null}`: every success response. */
 export function envelope<T extends z.ZodType>(data: T) {
@@ -12,18 +13,6 @@ export function envelope<T extends z.ZodType>(data: T) {
 export function ok<T>(data: T): { data: T; error: null } {
   return { data, error: null };
 }
-
-export const ErrorBody = z
-  .object({
-    data: z.null(),
-    error: z.object({
-      code: z.string(),
-      message: z.string(),
-      request_id: z.string(),
-      details: z.array(z.object({ field: z.string(), code: z.string(), message: z.string() })),
-    }),
-  })
-  .meta({ id: 'Error' });
 
 interface ZodLikeIssue {
   keyword: string;
@@ -39,7 +28,7 @@ function detailsFromValidation(issues: ZodLikeIssue[], context: string | undefin
     const base = issue.instancePath.replace(/^\//, '').split('/').filter(Boolean).join('.');
     if (issue.keyword === 'unrecognized_keys') {
       for (const key of issue.params.keys ?? []) {
-        details.push({ field: (base ? `${base}.${key}` : key), code: 'unknown_field', message: 'Unknown field' });
+        details.push({ field: base ? `${base}.${key}` : key, code: 'unknown_field', message: 'Unknown field' });
       }
       continue;
     }
@@ -59,21 +48,38 @@ function errorBody(request: FastifyRequest, code: string, message: string, detai
 
 export function sendError(request: FastifyRequest, reply: FastifyReply, err: AppError) {
   for (const [name, value] of Object.entries(err.headers)) reply.header(name, value);
-  return reply.code(err.status).send(errorBody(request, err.code, err.message, err.details));
+  return reply.code(statusOf(err)).send(errorBody(request, err.code, err.message, err.details));
 }
 
 const DB_DOWN_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', '57P01', '57P02', '57P03', '08006', '08001', '08003']);
+
+/**
+ * PostgreSQL errors (SQLSTATE, the same on pg and PGlite) that a client's input can cause, as the
+ * client's error. Class 22 (data exception: a value the column type refuses, out of range, NUL,
+ * bad encoding) and 54000 (a value too large to index) are 400; a unique violation no service
+ * turned into its own code is 409. Everything else from the database is our fault: 500.
+ */
+export function clientDatabaseError(code: string | undefined): AppError | null {
+  if (!code || !/^[0-9A-Z]{5}$/.test(code)) return null;
+  if (code.startsWith('22') || code === '54000') {
+    return new AppError('validation_failed', 'A value in the request is not acceptable', [
+      { field: 'request', code: 'invalid', message: 'A value is malformed, out of range or too large' },
+    ]);
+  }
+  if (code === '23505') return new AppError('conflict', 'The resource already exists');
+  // Serialization failures and deadlocks are transient: the client retries, nothing was done.
+  if (code === '40001' || code === '40P01') {
+    return new AppError('service_unavailable', 'The request conflicted with another; retry', [], { 'Retry-After': '1' });
+  }
+  return null;
+}
 
 /** Maps every failure to the envelope. Nothing internal (stack, SQL, names) reaches the client. */
 export function registerErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler((error: FastifyError & { code?: string }, request, reply) => {
     if (error instanceof AppError) return sendError(request, reply, error);
     if (error instanceof ReplayResponse) {
-      return reply
-        .header('Idempotency-Replayed', 'true')
-        .code(error.status)
-        .type('application/json; charset=utf-8')
-        .send(error.bodyText);
+      return reply.header('Idempotency-Replayed', 'true').code(error.status).type('application/json; charset=utf-8').send(error.bodyText);
     }
     if (hasZodFastifySchemaValidationErrors(error)) {
       const issues = error.validation as unknown as ZodLikeIssue[];
@@ -103,10 +109,15 @@ export function registerErrorHandling(app: FastifyInstance): void {
         new AppError('service_unavailable', 'The service is briefly unavailable, retry shortly', [], { 'Retry-After': '5' }),
       );
     }
+    const fromDatabase = clientDatabaseError(error.code);
+    if (fromDatabase) {
+      request.log.warn({ err: error, request_id: request.id }, 'database refused a client value');
+      return sendError(request, reply, fromDatabase);
+    }
     if (typeof error.statusCode === 'number' && error.statusCode >= 400 && error.statusCode < 500) {
       return sendError(request, reply, new AppError('bad_request', 'The request could not be processed'));
     }
-    request.log.error({ err: error }, 'unhandled error');
+    request.log.error({ err: error, request_id: request.id }, 'unhandled error');
     return sendError(request, reply, new AppError('internal_error', 'Something went wrong on our side'));
   });
 

@@ -1,8 +1,10 @@
+import { AppError, type ErrorCode } from '../core/errors.js';
+
 /**
- * The one error type. Every failure a client can see is an AppError with a code from this closed
- * table; the table alone decides the HTTP status. The error handler renders the envelope.
+ * Code → HTTP status: the one table that decides the status of every error answer. Typed as a
+ * record over every code, so a new code without a status fails the type check.
  */
-export const ERROR_STATUS = {
+export const ERROR_STATUS: Record<ErrorCode, number> = {
   bad_request: 400,
   validation_failed: 400,
   invalid_json: 400,
@@ -45,33 +47,9 @@ export const ERROR_STATUS = {
   rate_limited: 429,
   internal_error: 500,
   service_unavailable: 503,
-} as const;
+};
 
-export type ErrorCode = keyof typeof ERROR_STATUS;
-
-export interface ErrorDetail {
-  field: string;
-  code: string;
-  message: string;
-}
-
-export class AppError extends Error {
-  readonly status: number;
-  constructor(
-    readonly code: ErrorCode,
-    message: string,
-    readonly details: ErrorDetail[] = [],
-    /** Extra response headers (Retry-After). */
-    readonly headers: Record<string, string> = {},
-  ) {
-    super(message);
-    this.name = 'AppError';
-    this.status = ERROR_STATUS[code];
-  }
-}
-
-export const notFound = (what = 'Resource') => new AppError('not_found', `${what} not found`);
-
-export function validationError(details: ErrorDetail[], message = 'The request has invalid fields'): AppError {
-  return new AppError('validation_failed', message, details);
+/** The HTTP status of an error answer. */
+export function statusOf(err: AppError): number {
+  return ERROR_STATUS[err.code];
 }

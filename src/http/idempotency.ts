@@ -1,11 +1,15 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { sql, type ColumnType } from 'kysely';
 import type { Db, Queryable, Trx } from '../db/client.js';
+import { processInstance, STALE_AFTER_SECONDS } from '../db/instance.js';
 import { canonicalJson } from '../lib/json.js';
 import { sha256Hex, type Sealer } from '../lib/crypto.js';
 import { newId } from '../lib/ids.js';
-import { AppError } from './errors.js';
+import { AppError } from '../core/errors.js';
+import { statusOf } from './errors.js';
 import { ok } from './envelope.js';
+import { ReplayResponse } from './replay.js';
+import { retryOnConflict } from '../db/retry.js';
 
 interface IdempotencyKeysTable {
   tenant_id: string;
@@ -15,6 +19,8 @@ interface IdempotencyKeysTable {
   state: 'in_progress' | 'completed';
   locked_until: ColumnType<Date, Date | string, Date | string>;
   claim_token: string;
+  /** The process_instances row of the process running the work (null: claimed by older code). */
+  owner_id: string | null;
   response_status: number | null;
   response_body: string | null;
   response_sealed: ColumnType<boolean, boolean | undefined, boolean>;
@@ -39,8 +45,8 @@ export interface IdempotencyOptions<T = unknown> {
   /** Success status (200 unless the contract says otherwise), or a function of the result. */
   status?: number | ((data: T) => number);
   /**
-   * Runs the unit (work + completion) in a transaction; default: a transaction of its own. A
-   * group commit (db/group-commit.ts) passes its own to share one commit among many requests.
+   * Runs the unit (work + completion) in a transaction; default: a transaction of its own.
+   * (Batched money movements use idempotency-batch.ts instead, which claims keys in the batch.)
    */
   executor?: (unit: (trx: Trx) => Promise<string>) => Promise<string>;
 }
@@ -88,28 +94,34 @@ export class Idempotency {
     try {
       reply.code(status);
       const execute = options.executor ?? ((unit: (trx: Trx) => Promise<string>) => this.db.transaction().execute(unit));
-      const text = await execute(async (trx) => {
-        const data = await work(trx);
-        if (typeof options.status === 'function') status = options.status(data);
-        reply.code(status);
-        // Serialized by the route's response schema, so a replay is byte for byte the same.
-        const serialized = reply.serialize(ok(data)) as string;
-        await this.complete(trx, scope, claimToken, status, serialized, options.sensitive, sealContext);
-        return serialized;
-      });
+      // A deadlock or serialization failure (two processes, two lock orders) rolled the unit back
+      // whole: it runs again instead of answering 500.
+      const text = await retryOnConflict(() =>
+        execute(async (trx) => {
+          const data = await work(trx);
+          if (typeof options.status === 'function') status = options.status(data);
+          reply.code(status);
+          // Serialized by the route's response schema, so a replay is byte for byte the same.
+          const serialized = reply.serialize(ok(data)) as string;
+          await this.complete(trx, scope, claimToken, status, serialized, options.sensitive, sealContext);
+          return serialized;
+        }),
+      );
       reply.type('application/json; charset=utf-8');
       return text as unknown as { data: T; error: null };
     } catch (err) {
-      if (err instanceof AppError && STORED_ERROR_STATUSES.has(err.status) && err.code !== 'idempotency_request_in_progress') {
+      if (err instanceof AppError && STORED_ERROR_STATUSES.has(statusOf(err)) && err.code !== 'idempotency_request_in_progress') {
         const payload = {
           data: null,
           error: { code: err.code, message: err.message, request_id: String(request.id), details: err.details },
         };
-        await this.complete(this.db, scope, claimToken, err.status, JSON.stringify(payload), false, sealContext);
+        await this.complete(this.db, scope, claimToken, statusOf(err), JSON.stringify(payload), false, sealContext);
         throw err;
       }
       await this.release(scope, claimToken).catch((releaseErr: unknown) => {
-        request.log.error({ err: releaseErr }, 'could not release idempotency claim; its lease will expire');
+        // The database is away (restarting): release as soon as it is back, not after the lease.
+        request.log.error({ err: releaseErr }, 'could not release idempotency claim; retrying in the background');
+        processInstance(this.db).retryLater(() => this.release(scope, claimToken));
       });
       throw err;
     }
@@ -118,28 +130,35 @@ export class Idempotency {
   /** Returns this request's claim token, or throws the replay / conflict outcome. */
   private async claim(scope: { tenant_id: string; environment: string; key: string }, fingerprint: string): Promise<string> {
     const token = newId();
-    // One statement: insert, or take over a key whose retention ended or whose holder's lease ran
-    // out on the same request. Concurrent duplicates block on the row and then see the winner's claim.
+    const owner = await processInstance(this.db).ensure();
+    // One statement: insert, or take over a key whose retention ended, or an in-progress claim of
+    // the same request whose lease ran out or whose owner process is gone (no heartbeat for
+    // STALE_AFTER_SECONDS: killed, crashed). Concurrent duplicates block on the row and then see
+    // the winner's claim. Two runs never both commit: completion checks the claim token.
     const claimed = await sql<{ claim_token: string }>`
       insert into idempotency_keys
-        (tenant_id, environment, key, fingerprint, state, locked_until, claim_token, expires_at)
+        (tenant_id, environment, key, fingerprint, state, locked_until, claim_token, owner_id, expires_at)
       values (${scope.tenant_id}, ${scope.environment}, ${scope.key}, ${fingerprint}, 'in_progress',
-        now() + make_interval(secs => ${LEASE_SECONDS}), ${token},
+        now() + make_interval(secs => ${LEASE_SECONDS}), ${token}, ${owner},
         now() + make_interval(hours => ${this.ttlHours}))
       on conflict (tenant_id, environment, key) do update set
         fingerprint = excluded.fingerprint, state = 'in_progress', locked_until = excluded.locked_until,
-        claim_token = excluded.claim_token, expires_at = excluded.expires_at,
+        claim_token = excluded.claim_token, owner_id = excluded.owner_id, expires_at = excluded.expires_at,
         response_status = null, response_body = null, response_sealed = false, created_at = now()
       where idempotency_keys.expires_at < now()
-        or (idempotency_keys.state = 'in_progress' and idempotency_keys.locked_until < now()
-            and idempotency_keys.fingerprint = excluded.fingerprint)
+        or (idempotency_keys.state = 'in_progress' and idempotency_keys.fingerprint = excluded.fingerprint
+            and (idempotency_keys.locked_until < now()
+                 or (idempotency_keys.owner_id <> excluded.owner_id and not exists (
+                       select 1 from process_instances p where p.id = idempotency_keys.owner_id
+                         and p.heartbeat_at > now() - make_interval(secs => ${STALE_AFTER_SECONDS})))))
       returning claim_token`.execute(this.db);
     if (claimed.rows.length > 0) return token;
 
     const existing = await this.db
       .selectFrom('idempotency_keys')
       .selectAll()
-      .select(sql<number>`greatest(1, ceil(extract(epoch from locked_until - now())))::int`.as('retry_after'))
+      // Its owner is alive and working: ask for a retry soon (the claim ends with the work).
+      .select(sql<number>`least(2, greatest(1, ceil(extract(epoch from locked_until - now()))))::int`.as('retry_after'))
       .where('tenant_id', '=', scope.tenant_id)
       .where('environment', '=', scope.environment)
       .where('key', '=', scope.key)
@@ -208,15 +227,5 @@ export class Idempotency {
       delete from idempotency_keys where ctid in (
         select ctid from idempotency_keys where expires_at < now() limit ${batch})`.execute(this.db);
     return Number(result.numAffectedRows ?? 0n);
-  }
-}
-
-/** Thrown by a claim that finds a finished request: the route answers with the stored response. */
-export class ReplayResponse extends Error {
-  constructor(
-    readonly status: number,
-    readonly bodyText: string,
-  ) {
-    super('idempotent replay');
   }
 }

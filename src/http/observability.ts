@@ -1,10 +1,17 @@
 import type { FastifyInstance } from 'fastify';
+import { sql } from 'kysely';
 import client from 'prom-client';
-import type { Db } from '../db/client.js';
+import type { Db, PoolStats } from '../db/client.js';
 import { ping } from '../db/client.js';
+import { metricsRegistry } from '../lib/metrics.js';
 
-/** /healthz (process up), /readyz (database answers), /metrics (Prometheus). */
-export function registerObservability(app: FastifyInstance, db: Db): void {
+/**
+ * /healthz (process up), /readyz (database answers), /metrics (Prometheus, this process):
+ * requests by route and status (count and latency histogram), the process-wide registry of
+ * src/lib/metrics.ts (posting batch sizes, job ticks, webhook delivery lag), pool usage,
+ * and the job queues' depth and oldest age (read from the database when scraped).
+ */
+export function registerObservability(app: FastifyInstance, db: Db, poolStats?: () => PoolStats): void {
   const registry = new client.Registry();
   client.collectDefaultMetrics({ register: registry });
   const duration = new client.Histogram({
@@ -14,12 +21,49 @@ export function registerObservability(app: FastifyInstance, db: Db): void {
     buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
     registers: [registry],
   });
+  const requests = new client.Counter({
+    name: 'http_requests_total',
+    help: 'HTTP requests by route and status (a rate: rate(http_requests_total[1m]))',
+    labelNames: ['method', 'route', 'status'],
+    registers: [registry],
+  });
+  if (poolStats) {
+    new client.Gauge({
+      name: 'fsapi_db_pool_connections',
+      help: 'Database pool of this process: max, total (open), idle, waiting (requests queued for a connection)',
+      labelNames: ['state'],
+      registers: [registry],
+      collect() {
+        const s = poolStats();
+        for (const [state, value] of Object.entries(s)) this.set({ state }, value);
+      },
+    });
+  }
+  const queues = queueReader(db);
+  for (const [name, help, pick] of [
+    ['fsapi_job_queue_depth', 'Rows due for a background job, by queue', 'depth'],
+    ['fsapi_job_queue_oldest_age_seconds', 'How long the oldest due row of each queue has waited', 'age'],
+  ] as const) {
+    new client.Gauge({
+      name,
+      help,
+      labelNames: ['queue'],
+      registers: [registry],
+      async collect() {
+        this.reset();
+        try {
+          for (const r of await queues()) this.set({ queue: r.queue }, r[pick]);
+        } catch {
+          // database unavailable: the gauge is empty for this scrape (readyz says why)
+        }
+      },
+    });
+  }
 
   app.addHook('onResponse', async (request, reply) => {
-    duration.observe(
-      { method: request.method, route: request.routeOptions.url ?? 'unmatched', status: String(reply.statusCode) },
-      reply.elapsedTime / 1000,
-    );
+    const labels = { method: request.method, route: request.routeOptions.url ?? 'unmatched', status: String(reply.statusCode) };
+    duration.observe(labels, reply.elapsedTime / 1000);
+    requests.inc(labels);
   });
 
   const hide = { hide: true } as const;
@@ -33,6 +77,35 @@ export function registerObservability(app: FastifyInstance, db: Db): void {
     }
   });
   app.get('/metrics', { schema: hide }, async (_req, reply) =>
-    reply.type(registry.contentType).send(await registry.metrics()),
+    reply.type(registry.contentType).send(`${await registry.metrics()}\n${await metricsRegistry.metrics()}`),
   );
+}
+
+/** The job queues, one query, read at most once a second (both gauges share it). */
+function queueReader(db: Db) {
+  let cached: { at: number; value: Promise<Array<{ queue: string; depth: number; age: number }>> } | undefined;
+  return () => {
+    if (cached && Date.now() - cached.at < 1000) return cached.value;
+    const value = sql<{ queue: string; depth: string; age: string | null }>`
+      select 'webhook_deliveries' as queue, count(*)::text as depth,
+             extract(epoch from now() - min(next_attempt_at))::text as age
+        from webhook_deliveries where status in ('pending', 'retrying') and next_attempt_at <= now()
+      union all
+      select 'webhook_fanout', count(*)::text, extract(epoch from now() - min(created_at))::text
+        from events where fanned_out_at is null
+      union all
+      select 'rail_settlement', count(*)::text, extract(epoch from now() - min(settle_after))::text
+        from rail_payouts where state = 'submitted' and settle_after is not null and settle_after <= now()
+      union all
+      select 'collection_expiry', count(*)::text, extract(epoch from now() - min(expires_at))::text
+        from collections where status = 'pending' and expires_at <= now()
+      union all
+      select 'card_authorization_expiry', count(*)::text, extract(epoch from now() - min(expires_at))::text
+        from card_authorizations where status = 'approved' and expires_at <= now()`
+      .execute(db)
+      .then(({ rows }) => rows.map((r) => ({ queue: r.queue, depth: Number(r.depth), age: Math.max(0, Number(r.age ?? 0)) })));
+    cached = { at: Date.now(), value };
+    value.catch(() => (cached = undefined));
+    return value;
+  };
 }

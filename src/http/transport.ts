@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Config } from '../config.js';
-import { parseJsonPreservingNumbers } from '../lib/json.js';
-import { AppError } from './errors.js';
+import { AppError } from '../core/errors.js';
+import { registerInputScreen } from './input.js';
 
 export const BODY_LIMIT = 1024 * 1024;
 const REQUEST_ID_RE = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -17,20 +17,12 @@ function isTls(request: FastifyRequest): boolean {
 }
 
 /**
- * Body parsing (JSON only, numbers kept exact), request ids, HSTS on TLS, and the production
+ * Body parsing (JSON only, numbers kept exact, screened by input.ts), request ids, HSTS on TLS, and the production
  * profile's HTTPS rule: plain HTTP is refused unless a trusted proxy says the client used HTTPS.
  */
 export function registerTransport(app: FastifyInstance, config: Config): void {
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, body, done) => {
-    const text = body as string;
-    if (text.trim() === '') return done(null, undefined);
-    try {
-      done(null, parseJsonPreservingNumbers(text));
-    } catch {
-      done(new AppError('invalid_json', 'The body is not valid JSON'), undefined);
-    }
-  });
+  registerInputScreen(app);
 
   const trusted = new Set(config.TRUSTED_PROXIES);
   app.addHook('onRequest', async (request, reply) => {
@@ -40,8 +32,7 @@ export function registerTransport(app: FastifyInstance, config: Config): void {
       return;
     }
     if (config.PROFILE !== 'production' || !request.url.startsWith('/v1/')) return;
-    const viaTrustedProxy =
-      trusted.has(request.socket.remoteAddress ?? '') && request.headers['x-forwarded-proto'] === 'https';
+    const viaTrustedProxy = trusted.has(request.socket.remoteAddress ?? '') && request.headers['x-forwarded-proto'] === 'https';
     if (!viaTrustedProxy) throw new AppError('https_required', 'Use HTTPS');
   });
 }

@@ -15,6 +15,8 @@
  * API (scope = {tenantId, environment}, usually `req.ctx`):
  * - openAccount(trx, scope, {id?, currency, allowNegative?}) -> id. New ledger account at zero.
  * - systemAccount(trx, scope, role, currency) -> id. Get-or-create a system account (race-safe).
+ * - tryPost(trx, scope, {kind, reference?, metadata?, legs: [{accountId, amount, currency}]})
+ *     -> {ok: true, posting} | {ok: false, reason: 'insufficient_funds', accountId}: nothing written on a refusal.
  * - post(trx, scope, {kind, reference?, metadata?, legs: [{accountId, amount, currency}]})
  *     -> {id, createdAt, entries: [{id, accountId, amount, currency, balanceAfter}]}.
  *   Legs must sum to zero per currency (else LedgerInvariantError = bug, 500). A debit that would
@@ -26,19 +28,24 @@
  *   pending hold and releases the rest. voidHold(trx, scope, holdId) -> Hold releases it.
  *   Each hold finishes at most once: a second post/void is 409 invalid_state_transition.
  * - getBalance / getBalances(db, scope, ids) -> Balance(s); lockBalances(trx, scope, ids) locks
- *   rows (ascending id) for decisions that must not race postings (closing at zero balance);
- *   lockBalancesForBatch(trx, ids) locks without reading (group commit takes a batch's locks first).
+ *   rows (ascending id) for decisions that must not race postings (closing at zero balance).
  * - getHold, getTransaction(db, scope, id) for reads; reconcile(db, tenantId?) proves zero-sum
  *   per transaction, posted = sum(entries) and pending = open holds (CLI: `ledger reconcile`).
  *
- * Concurrency: balances change only through conditional UPDATEs (`... WHERE allow_negative OR
- * posted + delta - pending_debits >= 0`) applied in ascending account id, so there is no
- * read-modify-write and no deadlock between postings; a CHECK constraint backs the rule up.
+ * - PostingBatch.open(trx, accountIds) locks and reads the balance rows of a batch in one statement;
+ *   batch.tryPost(scope, input) -> {ok: true, posting} | {ok: false, reason: 'insufficient_funds',
+ *   accountId} decides in memory (a refusal is a value, not an exception, and changes nothing);
+ *   batch.flush(trx) writes all accepted postings with two statements (docs/money-path.md).
+ *
+ * Concurrency: a posting (or batch) first locks its balance rows FOR UPDATE in ascending account id
+ * (one statement), decides under those locks and writes: no unlocked read-modify-write, and no
+ * deadlock between postings; holds use conditional UPDATEs; a CHECK constraint backs the rule up.
  */
 export {
   openAccount,
   systemAccount,
   post,
+  tryPost,
   hold,
   postHold,
   voidHold,
@@ -46,11 +53,11 @@ export {
   getBalance,
   getBalances,
   lockBalances,
-  lockBalancesForBatch,
   getTransaction,
   insufficientFunds,
   LedgerInvariantError,
 } from './service.js';
+export { PostingBatch, type PostRefusal, type PostResult } from './batch.js';
 export { reconcile, type ReconcileReport } from './reconcile.js';
 export { SYSTEM_ROLES } from './types.js';
 export type { Balance, Hold, HoldInput, LedgerScope, Leg, PostedEntry, PostedTransaction, PostingInput, SystemRole } from './types.js';

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DatabaseHandle } from '../db/client.js';
-import { AppError } from '../http/errors.js';
+import { AppError } from '../core/errors.js';
 import { newId } from '../lib/ids.js';
 import { openTestDatabase } from '../../test/harness.js';
 import * as ledger from './index.js';
@@ -60,11 +60,27 @@ describe('ledger posting', () => {
     const a = await fundedAccount(100n);
     const b = await fundedAccount(0n);
     await expect(
-      tx((trx) => ledger.post(trx, scope, { kind: 'x', legs: [{ accountId: a, amount: -10n, currency: 'NGN' }, { accountId: b, amount: 9n, currency: 'NGN' }] })),
+      tx((trx) =>
+        ledger.post(trx, scope, {
+          kind: 'x',
+          legs: [
+            { accountId: a, amount: -10n, currency: 'NGN' },
+            { accountId: b, amount: 9n, currency: 'NGN' },
+          ],
+        }),
+      ),
     ).rejects.toBeInstanceOf(ledger.LedgerInvariantError);
     const usd = await fundedAccount(0n, 'USD');
     await expect(
-      tx((trx) => ledger.post(trx, scope, { kind: 'x', legs: [{ accountId: a, amount: -10n, currency: 'NGN' }, { accountId: usd, amount: 10n, currency: 'NGN' }] })),
+      tx((trx) =>
+        ledger.post(trx, scope, {
+          kind: 'x',
+          legs: [
+            { accountId: a, amount: -10n, currency: 'NGN' },
+            { accountId: usd, amount: 10n, currency: 'NGN' },
+          ],
+        }),
+      ),
     ).rejects.toBeInstanceOf(ledger.LedgerInvariantError);
     expect((await ledger.getBalance(handle.db, scope, a))?.posted).toBe(100n);
   });
@@ -73,7 +89,13 @@ describe('ledger posting', () => {
     const a = await fundedAccount(100n);
     const b = await fundedAccount(0n);
     const err = await tx((trx) =>
-      ledger.post(trx, scope, { kind: 't', legs: [{ accountId: b, amount: 101n, currency: 'NGN' }, { accountId: a, amount: -101n, currency: 'NGN' }] }),
+      ledger.post(trx, scope, {
+        kind: 't',
+        legs: [
+          { accountId: b, amount: 101n, currency: 'NGN' },
+          { accountId: a, amount: -101n, currency: 'NGN' },
+        ],
+      }),
     ).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(AppError);
     expect((err as AppError).code).toBe('insufficient_funds');
@@ -85,11 +107,15 @@ describe('ledger posting', () => {
   it('holds, posts partially at most once, and voids', async () => {
     const a = await fundedAccount(1_000n);
     const sink = await tx((trx) => ledger.systemAccount(trx, scope, 'card_settlement', 'NGN'));
-    const h = await tx((trx) => ledger.hold(trx, scope, { debitAccountId: a, creditAccountId: sink, amount: 600n, currency: 'NGN', kind: 'card' }));
+    const h = await tx((trx) =>
+      ledger.hold(trx, scope, { debitAccountId: a, creditAccountId: sink, amount: 600n, currency: 'NGN', kind: 'card' }),
+    );
     let bal = await ledger.getBalance(handle.db, scope, a);
     expect(bal).toMatchObject({ posted: 1_000n, pendingDebits: 600n, available: 400n });
     // A second hold beyond available fails.
-    const over = await tx((trx) => ledger.hold(trx, scope, { debitAccountId: a, creditAccountId: sink, amount: 401n, currency: 'NGN', kind: 'card' })).catch((e: unknown) => e);
+    const over = await tx((trx) =>
+      ledger.hold(trx, scope, { debitAccountId: a, creditAccountId: sink, amount: 401n, currency: 'NGN', kind: 'card' }),
+    ).catch((e: unknown) => e);
     expect((over as AppError).code).toBe('insufficient_funds');
     const { hold, transaction } = await tx((trx) => ledger.postHold(trx, scope, h.id, 250n));
     expect(hold).toMatchObject({ status: 'posted', postedAmount: 250n });
@@ -98,7 +124,9 @@ describe('ledger posting', () => {
     expect(bal).toMatchObject({ posted: 750n, pendingDebits: 0n, available: 750n });
     const again = await tx((trx) => ledger.voidHold(trx, scope, h.id)).catch((e: unknown) => e);
     expect((again as AppError).code).toBe('invalid_state_transition');
-    const h2 = await tx((trx) => ledger.hold(trx, scope, { debitAccountId: a, creditAccountId: sink, amount: 750n, currency: 'NGN', kind: 'card' }));
+    const h2 = await tx((trx) =>
+      ledger.hold(trx, scope, { debitAccountId: a, creditAccountId: sink, amount: 750n, currency: 'NGN', kind: 'card' }),
+    );
     expect((await tx((trx) => ledger.voidHold(trx, scope, h2.id))).status).toBe('voided');
     expect((await ledger.getBalance(handle.db, scope, a))?.available).toBe(750n);
     const twice = await tx((trx) => ledger.postHold(trx, scope, h2.id)).catch((e: unknown) => e);

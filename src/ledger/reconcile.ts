@@ -10,7 +10,13 @@ export interface ReconcileReport {
   /** Accounts whose posted balance differs from the sum of their entries. */
   balance_mismatches: { account_id: string; posted: string; entries_sum: string }[];
   /** Accounts whose pending columns differ from their pending holds. */
-  pending_mismatches: { account_id: string; pending_debits: string; pending_credits: string; holds_debits: string; holds_credits: string }[];
+  pending_mismatches: {
+    account_id: string;
+    pending_debits: string;
+    pending_credits: string;
+    holds_debits: string;
+    holds_credits: string;
+  }[];
   /** Entries or holds whose currency differs from their account's. */
   currency_mismatches: { id: string; account_id: string }[];
 }

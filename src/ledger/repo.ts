@@ -85,8 +85,14 @@ export async function insertAccount(
   row: { id: string; currency: string; kind: 'account' | 'system'; systemRole: SystemRole | null; allowNegative: boolean },
 ) {
   const base = { tenant_id: scope.tenantId, environment: scope.environment, currency: row.currency };
-  await db.insertInto('ledger_accounts').values({ ...base, id: row.id, kind: row.kind, system_role: row.systemRole }).execute();
-  await db.insertInto('ledger_balances').values({ ...base, account_id: row.id, allow_negative: row.allowNegative }).execute();
+  await db
+    .insertInto('ledger_accounts')
+    .values({ ...base, id: row.id, kind: row.kind, system_role: row.systemRole })
+    .execute();
+  await db
+    .insertInto('ledger_balances')
+    .values({ ...base, account_id: row.id, allow_negative: row.allowNegative })
+    .execute();
 }
 
 export async function findSystemAccount(db: Queryable, scope: LedgerScope, role: SystemRole, currency: string) {
@@ -114,22 +120,6 @@ export async function insertSystemAccountIfAbsent(db: Queryable, scope: LedgerSc
     .values({ account_id: id, tenant_id: scope.tenantId, environment: scope.environment, currency, allow_negative: true })
     .execute();
   return true;
-}
-
-/**
- * Adds `delta` to the posted balance, in one conditional statement: the row lock is taken by the
- * UPDATE itself and the balance check happens under it, so there is no read-modify-write race.
- * Returns the new posted balance, or undefined when the row is missing, in another currency, or
- * the debit would make available (posted - pending_debits) negative on a customer account.
- */
-export async function applyPosted(db: Queryable, scope: LedgerScope, accountId: string, currency: string, delta: bigint) {
-  const result = await sql<{ posted: bigint }>`
-    update ledger_balances set posted = posted + ${delta}, version = version + 1
-    where account_id = ${accountId} and tenant_id = ${scope.tenantId} and environment = ${scope.environment}
-      and currency = ${currency}
-      and (allow_negative or ${delta}::bigint >= 0 or posted + ${delta}::bigint - pending_debits >= 0)
-    returning posted`.execute(db);
-  return result.rows[0]?.posted;
 }
 
 /** Changes the pending columns (holds), with the same available-balance guard for a new debit hold. */
@@ -203,7 +193,10 @@ export async function entriesOf(db: Queryable, transactionIds: string[]) {
   return db.selectFrom('ledger_entries').selectAll().where('transaction_id', 'in', transactionIds).orderBy('id').execute();
 }
 
-export async function insertHold(db: Queryable, row: Omit<HoldRow, 'created_at' | 'updated_at' | 'status' | 'metadata'> & { metadata: string }) {
+export async function insertHold(
+  db: Queryable,
+  row: Omit<HoldRow, 'created_at' | 'updated_at' | 'status' | 'metadata'> & { metadata: string },
+) {
   return db.insertInto('ledger_holds').values(row).returningAll().executeTakeFirstOrThrow();
 }
 
@@ -245,8 +238,48 @@ export async function finishHold(
     .executeTakeFirst();
 }
 
-/** Locks balance rows by id, ascending (a batch's locks, taken before any of its postings). */
-export async function lockBalancesById(db: Queryable, accountIds: string[]) {
-  if (accountIds.length === 0) return;
-  await sql`select 1 from ledger_balances where account_id in (${sql.join(accountIds)}) order by account_id for update`.execute(db);
+/** Locks and reads balance rows in ascending id, in one statement (a posting batch's first step). */
+export async function lockBalancesReturning(db: Queryable, sortedIds: string[]): Promise<BalanceRow[]> {
+  if (sortedIds.length === 0) return [];
+  const result = await sql<BalanceRow>`
+    select * from ledger_balances where account_id = any(${sortedIds}::uuid[]) order by account_id for update`.execute(db);
+  return result.rows;
+}
+
+/** Adds each account's net delta of a batch to its posted balance: one statement for the batch. */
+export async function addPostedDeltas(db: Queryable, deltas: { accountId: string; delta: bigint }[]) {
+  if (deltas.length === 0) return;
+  const ids = deltas.map((d) => d.accountId);
+  const amounts = deltas.map((d) => d.delta.toString());
+  await sql`
+    update ledger_balances b set posted = b.posted + d.delta, version = b.version + 1
+    from (select unnest(${ids}::uuid[]) as id, unnest(${amounts}::bigint[]) as delta) d
+    where b.account_id = d.id`.execute(db);
+}
+
+/** Many transactions and all their entries in one statement; returns the creation time (now()). */
+export async function insertTransactionsWithEntries(
+  db: Queryable,
+  items: {
+    scope: LedgerScope;
+    row: { id: string; kind: string; reference: string | null; metadata: Record<string, unknown> };
+    entries: Omit<EntryRow, 'created_at' | 'tenant_id' | 'environment' | 'transaction_id'>[];
+  }[],
+): Promise<Date> {
+  const txs = items.map((i) => ({
+    ...i.row,
+    tenant_id: i.scope.tenantId,
+    environment: i.scope.environment,
+    metadata: JSON.stringify(i.row.metadata),
+  }));
+  const entries = items.flatMap((i) =>
+    i.entries.map((e) => ({ ...e, tenant_id: i.scope.tenantId, environment: i.scope.environment, transaction_id: i.row.id })),
+  );
+  const result = await db
+    .with('tx', (qb) => qb.insertInto('ledger_transactions').values(txs))
+    .insertInto('ledger_entries')
+    .values(entries)
+    .returning(sql<Date>`now()`.as('created_at'))
+    .execute();
+  return result[0]?.created_at ?? new Date();
 }

@@ -1,13 +1,11 @@
 import type { Queryable } from '../db/client.js';
-import { AppError } from '../http/errors.js';
+import { AppError } from '../core/errors.js';
 import { newId } from '../lib/ids.js';
+import { LedgerInvariantError, PostingBatch, type PostResult } from './batch.js';
 import * as repo from './repo.js';
 import type { Balance, Hold, HoldInput, LedgerScope, Leg, PostedEntry, PostedTransaction, PostingInput, SystemRole } from './types.js';
 
-/** A programming error (unbalanced posting, unknown account): a 500, never a client's fault. */
-export class LedgerInvariantError extends Error {
-  override name = 'LedgerInvariantError';
-}
+export { LedgerInvariantError };
 
 export function insufficientFunds(): AppError {
   return new AppError('insufficient_funds', 'The available balance is too low for this amount');
@@ -41,62 +39,36 @@ export async function systemAccount(db: Queryable, scope: LedgerScope, role: Sys
   return winner;
 }
 
-function assertBalanced(legs: Leg[]): void {
-  if (legs.length < 2) throw new LedgerInvariantError('a posting needs at least two legs');
-  const sums = new Map<string, bigint>();
-  for (const leg of legs) {
-    if (leg.amount === 0n) throw new LedgerInvariantError('a leg of zero');
-    sums.set(leg.currency, (sums.get(leg.currency) ?? 0n) + leg.amount);
-  }
-  for (const [currency, sum] of sums) {
-    if (sum !== 0n) throw new LedgerInvariantError(`unbalanced posting: ${currency} legs sum to ${sum}`);
-  }
-}
-
-/**
- * Lock order: balance rows are updated in ascending account id (credits before debits on the
- * same account), so two postings touching the same accounts never deadlock.
- */
-function lockOrder(legs: Leg[]): Leg[] {
-  return [...legs].sort((a, b) =>
-    a.accountId < b.accountId ? -1 : a.accountId > b.accountId ? 1 : a.amount > b.amount ? -1 : a.amount < b.amount ? 1 : 0,
-  );
-}
-
 /** Why a conditional update touched no row: not enough money, or a bug in the caller. */
 async function diagnose(db: Queryable, scope: LedgerScope, leg: Leg): Promise<Error> {
   const [row] = await repo.findBalances(db, scope, [leg.accountId]);
   if (!row) return new LedgerInvariantError(`unknown ledger account ${leg.accountId}`);
-  if (row.currency !== leg.currency) return new LedgerInvariantError(`ledger account ${leg.accountId} is ${row.currency}, leg is ${leg.currency}`);
+  if (row.currency !== leg.currency)
+    return new LedgerInvariantError(`ledger account ${leg.accountId} is ${row.currency}, leg is ${leg.currency}`);
   return insufficientFunds();
 }
 
 /**
  * Posts a balanced transaction: entries append, balances change, all in the caller's transaction.
- * Throws 422 insufficient_funds (nothing written that the caller's rollback would keep) when a
- * debit would take a customer account's available balance below zero.
+ * The same code as a batch of one (batch.ts): lock the balance rows (ascending id), decide in
+ * memory, write. A debit that would take a customer account's available balance below zero is
+ * a typed refusal naming the account; nothing is written then.
  */
-export async function post(trx: Queryable, scope: LedgerScope, input: PostingInput): Promise<PostedTransaction> {
-  assertBalanced(input.legs);
-  const transactionId = newId();
-  const entries: PostedEntry[] = [];
-  for (const leg of lockOrder(input.legs)) {
-    const balanceAfter = await repo.applyPosted(trx, scope, leg.accountId, leg.currency, leg.amount);
-    if (balanceAfter === undefined) throw await diagnose(trx, scope, leg);
-    entries.push({ id: newId(), accountId: leg.accountId, amount: leg.amount, currency: leg.currency, balanceAfter });
-  }
-  const createdAt = await repo.insertTransactionWithEntries(
+export async function tryPost(trx: Queryable, scope: LedgerScope, input: PostingInput): Promise<PostResult> {
+  const batch = await PostingBatch.open(
     trx,
-    scope,
-    {
-      id: transactionId,
-      kind: input.kind,
-      reference: input.reference ?? null,
-      metadata: input.metadata ?? {},
-    },
-    entries.map((e) => ({ id: e.id, account_id: e.accountId, currency: e.currency, amount: e.amount, balance_after: e.balanceAfter })),
+    input.legs.map((l) => l.accountId),
   );
-  return { id: transactionId, kind: input.kind, reference: input.reference ?? null, createdAt, entries };
+  const result = batch.tryPost(scope, input);
+  if (result.ok) await batch.flush(trx);
+  return result;
+}
+
+/** tryPost for callers whose only answer to a refusal is 422 insufficient_funds (thrown). */
+export async function post(trx: Queryable, scope: LedgerScope, input: PostingInput): Promise<PostedTransaction> {
+  const result = await tryPost(trx, scope, input);
+  if (!result.ok) throw insufficientFunds();
+  return result.posting;
 }
 
 function toHold(row: repo.HoldRow): Hold {
@@ -177,8 +149,7 @@ export async function postHold(
   const transactionId = newId();
   const entries: PostedEntry[] = [];
   for (const { id, side } of holdSides(row.debit_account_id, row.credit_account_id)) {
-    const change =
-      side === 'debit' ? { debits: -row.amount, posted: -postAmount } : { credits: -row.amount, posted: postAmount };
+    const change = side === 'debit' ? { debits: -row.amount, posted: -postAmount } : { credits: -row.amount, posted: postAmount };
     const balanceAfter = await repo.applyPending(trx, scope, id, row.currency, change);
     if (balanceAfter === undefined) throw new LedgerInvariantError(`hold ${holdId} could not be posted`);
     entries.push({ id: newId(), accountId: id, amount: change.posted, currency: row.currency, balanceAfter });
@@ -263,14 +234,12 @@ export async function getTransaction(db: Queryable, scope: LedgerScope, id: stri
     reference: tx.reference,
     metadata: tx.metadata,
     createdAt: tx.created_at,
-    entries: entries.map((e) => ({ id: e.id, accountId: e.account_id, amount: e.amount, currency: e.currency, balanceAfter: e.balance_after })),
+    entries: entries.map((e) => ({
+      id: e.id,
+      accountId: e.account_id,
+      amount: e.amount,
+      currency: e.currency,
+      balanceAfter: e.balance_after,
+    })),
   };
-}
-
-/**
- * Locks the balance rows of these ledger accounts (ascending id) without reading them: a group
- * commit takes every lock of its batch first, in one global order, so batches cannot deadlock.
- */
-export async function lockBalancesForBatch(trx: Queryable, accountIds: string[]): Promise<void> {
-  await repo.lockBalancesById(trx, [...new Set(accountIds)].sort());
 }

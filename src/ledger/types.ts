@@ -1,4 +1,4 @@
-import type { RequestContext } from '../http/context.js';
+import type { RequestContext } from '../core/context.js';
 
 /** Every ledger call is scoped to one business and environment. */
 export type LedgerScope = Pick<RequestContext, 'tenantId' | 'environment'>;

@@ -3,7 +3,8 @@ import { cardBrand, expiringSoon, isCvv, luhnValid, parseExpiry } from './cards.
 
 describe('card rules', () => {
   it('checks Luhn for the contract magic numbers and rejects a changed digit', () => {
-    for (const pan of ['4242424242424242', '4000000000000002', '4000000000009995', '5555555555554444', '378282246310005']) expect(luhnValid(pan), pan).toBe(true);
+    for (const pan of ['4242424242424242', '4000000000000002', '4000000000009995', '5555555555554444', '378282246310005'])
+      expect(luhnValid(pan), pan).toBe(true);
     expect(luhnValid('4242424242424241')).toBe(false);
     expect(luhnValid('42424242')).toBe(false);
   });

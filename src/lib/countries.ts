@@ -1,4 +1,4 @@
-import { iso31661, iso31661Alpha2ToAlpha3, iso31661Alpha3ToAlpha2, iso31662 } from 'iso-3166';
+import { iso31661, iso31661Alpha3ToAlpha2, iso31662 } from 'iso-3166';
 
 const COUNTRIES = new Set(iso31661.map((c) => c.alpha2));
 const SUBDIVISIONS = new Set(iso31662.map((s) => s.code));
@@ -9,10 +9,6 @@ export function isCountry(code: string): boolean {
 
 export function isAlpha3Country(code: string): boolean {
   return code in iso31661Alpha3ToAlpha2;
-}
-
-export function alpha2ToAlpha3(code: string): string | undefined {
-  return (iso31661Alpha2ToAlpha3 as Record<string, string>)[code];
 }
 
 /** ISO 3166-2 code that exists and belongs to the country (`NG-LA` with `NG`). */

@@ -29,7 +29,28 @@ interface DataFile {
   institutions: { country: string; type: InstitutionType; code: string; name: string; prefixes?: string[] }[];
 }
 
-const EURO_AREA = new Set(['AT', 'BE', 'CY', 'DE', 'EE', 'ES', 'FI', 'FR', 'GR', 'HR', 'IE', 'IT', 'LT', 'LU', 'LV', 'MT', 'NL', 'PT', 'SI', 'SK']);
+const EURO_AREA = new Set([
+  'AT',
+  'BE',
+  'CY',
+  'DE',
+  'EE',
+  'ES',
+  'FI',
+  'FR',
+  'GR',
+  'HR',
+  'IE',
+  'IT',
+  'LT',
+  'LU',
+  'LV',
+  'MT',
+  'NL',
+  'PT',
+  'SI',
+  'SK',
+]);
 
 /** A stable UUID (version 8, RFC 9562 custom) derived from the institution's natural key. */
 function stableId(key: string): string {

@@ -1,10 +1,43 @@
-import { AppError } from '../http/errors.js';
+import { AppError } from '../core/errors.js';
 
 /** ISO 4217 minor-unit exponents for the currencies this service knows. */
 const EXPONENTS: Record<string, number> = {
-  AED: 2, AUD: 2, BHD: 3, BRL: 2, BWP: 2, CAD: 2, CHF: 2, CNY: 2, CZK: 2, DKK: 2, EGP: 2, ETB: 2,
-  EUR: 2, GBP: 2, GHS: 2, HKD: 2, INR: 2, JPY: 0, KES: 2, KWD: 3, MAD: 2, MWK: 2, MXN: 2, NGN: 2,
-  NOK: 2, NZD: 2, PLN: 2, RWF: 0, SEK: 2, SGD: 2, TZS: 2, UGX: 0, USD: 2, XAF: 0, XOF: 0, ZAR: 2,
+  AED: 2,
+  AUD: 2,
+  BHD: 3,
+  BRL: 2,
+  BWP: 2,
+  CAD: 2,
+  CHF: 2,
+  CNY: 2,
+  CZK: 2,
+  DKK: 2,
+  EGP: 2,
+  ETB: 2,
+  EUR: 2,
+  GBP: 2,
+  GHS: 2,
+  HKD: 2,
+  INR: 2,
+  JPY: 0,
+  KES: 2,
+  KWD: 3,
+  MAD: 2,
+  MWK: 2,
+  MXN: 2,
+  NGN: 2,
+  NOK: 2,
+  NZD: 2,
+  PLN: 2,
+  RWF: 0,
+  SEK: 2,
+  SGD: 2,
+  TZS: 2,
+  UGX: 0,
+  USD: 2,
+  XAF: 0,
+  XOF: 0,
+  ZAR: 2,
   ZMW: 2,
 };
 
@@ -28,8 +61,7 @@ const MAX_SIGNIFICANT_DIGITS = 15;
  */
 export function parseAmount(input: unknown, currency: string, field = 'amount'): bigint {
   const exponent = currencyExponent(currency);
-  const fail = (why: string) =>
-    new AppError('invalid_amount', `${field}: ${why}`, [{ field, code: 'invalid_amount', message: why }]);
+  const fail = (why: string) => new AppError('invalid_amount', `${field}: ${why}`, [{ field, code: 'invalid_amount', message: why }]);
   if (typeof input !== 'string' && typeof input !== 'number') throw fail('must be a decimal string or number');
   const text = typeof input === 'number' ? String(input) : input.trim();
   const match = DECIMAL_RE.exec(text);

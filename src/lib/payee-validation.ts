@@ -69,9 +69,7 @@ export function isValidNuban(bankCode: string, accountNumber: string): boolean {
   return nubanCheckDigit(bankCode, accountNumber.slice(0, 9)) === Number(accountNumber[9]);
 }
 
-export type MobileNumberCheck =
-  | { ok: true; e164: string }
-  | { ok: false; reason: string };
+export type MobileNumberCheck = { ok: true; e164: string } | { ok: false; reason: string };
 
 /**
  * A mobile money wallet number: a valid mobile number of `country`, whose national number starts

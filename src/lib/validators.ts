@@ -1,22 +1,30 @@
-import { isValidPhoneNumber } from 'libphonenumber-js/max';
+import { isPossiblePhoneNumber } from 'libphonenumber-js/max';
 import { z } from 'zod';
 import { isCountry, isStateOf } from './countries.js';
 import { isKnownCurrency } from './money.js';
 
 /** Shared field rules: one definition of a valid email, phone, date, country and address. */
 
-export const Email = z.string().trim().max(254).pipe(z.email({ message: 'Must be a valid email address' }));
+export const Email = z
+  .string()
+  .trim()
+  .max(254)
+  .pipe(z.email({ message: 'Must be a valid email address' }));
 
+/**
+ * A customer's phone: E.164 with a leading + and a *possible* number (a known country code and a
+ * length that country's numbers can have), as the reference's own examples (+15555550101) are.
+ * Mobile-money payees are stricter: their number must fall in the operator's ranges
+ * (`checkMobileMoneyNumber`), because money is sent to it.
+ */
 export const Phone = z
   .string()
   .trim()
-  .refine((s) => /^\+[1-9]\d{6,14}$/.test(s) && isValidPhoneNumber(s), {
-    message: 'Must be a valid phone number in E.164 format with a leading + (e.g. +2348012345678)',
+  .refine((s) => /^\+[1-9]\d{6,14}$/.test(s) && isPossiblePhoneNumber(s), {
+    message: 'Must be a phone number in E.164 format with a leading + and a country code (e.g. +2348012345678)',
   });
 
-export const CountryCode = z
-  .string()
-  .refine(isCountry, { message: 'Must be an ISO 3166-1 alpha-2 country code (e.g. NG)' });
+export const CountryCode = z.string().refine(isCountry, { message: 'Must be an ISO 3166-1 alpha-2 country code (e.g. NG)' });
 
 export const CurrencyCode = z
   .string()

@@ -1,4 +1,4 @@
-import type { Environment } from '../http/context.js';
+import type { Environment } from '../core/context.js';
 
 /**
  * The card acquiring connector (collections): charges a card the payer gave us. The sandbox

@@ -1,4 +1,4 @@
-import type { Environment } from '../http/context.js';
+import type { Environment } from '../core/context.js';
 
 /**
  * Card network connector. A network sends the issuer (us) authorization requests and later

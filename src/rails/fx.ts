@@ -1,6 +1,6 @@
 import type { Queryable } from '../db/client.js';
 import type { LedgerScope } from '../ledger/index.js';
-import { crossRate, invertRate, parseRate } from '../modules/fx/decimal.js';
+import { crossRate, invertRate, parseRate } from '../lib/decimal.js';
 
 /**
  * The FX rate connector. A source answers mid-market rates (quote-currency units per base unit,

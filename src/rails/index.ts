@@ -1,5 +1,5 @@
 import type { Config } from '../config.js';
-import type { Environment } from '../http/context.js';
+import type { Environment } from '../core/context.js';
 import { ManualPayouts } from './manual.js';
 import type { PayoutConnector } from './payouts.js';
 import { SandboxPayouts } from './sandbox.js';
@@ -10,4 +10,3 @@ export type { PayeeDetails, PayoutConnector, PayoutInstruction, PayoutState, Rai
 export function payoutConnector(environment: Environment, config: Pick<Config, 'SANDBOX_RAIL_DELAY_MS'>): PayoutConnector {
   return environment === 'sandbox' ? new SandboxPayouts(config.SANDBOX_RAIL_DELAY_MS) : new ManualPayouts();
 }
-

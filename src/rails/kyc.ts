@@ -1,4 +1,4 @@
-import type { Environment } from '../http/context.js';
+import type { Environment } from '../core/context.js';
 
 /**
  * KYC vendor connector. The service runs its own compliance checks first (age, country,

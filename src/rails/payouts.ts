@@ -1,5 +1,5 @@
 import type { Queryable } from '../db/client.js';
-import type { RequestContext } from '../http/context.js';
+import type { RequestContext } from '../core/context.js';
 
 type LedgerScope = Pick<RequestContext, 'tenantId' | 'environment'>;
 

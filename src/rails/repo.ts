@@ -1,7 +1,7 @@
 import { sql, type ColumnType, type Selectable } from 'kysely';
 import type { Queryable } from '../db/client.js';
 import { newId } from '../lib/ids.js';
-import type { RequestContext } from '../http/context.js';
+import type { RequestContext } from '../core/context.js';
 
 type LedgerScope = Pick<RequestContext, 'tenantId' | 'environment'>;
 import type { PayeeDetails, PayoutInstruction, PayoutState } from './payouts.js';

@@ -1,9 +1,12 @@
+import type { Job } from '../core/job.js';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from '../config.js';
 import type { Db } from '../db/client.js';
 import { purgeExpiredSessions } from '../dashboard/service.js';
 import { Idempotency } from '../http/idempotency.js';
+import { purgeExpiredRequests } from '../modules/request-log/service.js';
 import type { Sealer } from '../lib/crypto.js';
+import { observeJobTick } from '../lib/metrics.js';
 import { webhookJobs, type DeliveryOptions } from '../modules/webhooks/delivery.js';
 import { limitOrderJob } from '../modules/fx/worker.js';
 import { verifyDuePayees } from '../modules/external-accounts/service.js';
@@ -19,38 +22,42 @@ export interface WorkerDeps {
   log: FastifyBaseLogger;
 }
 
-/** One background job: `tick` does a bounded batch of work and says whether more is waiting. */
-export interface Job {
-  name: string;
-  intervalMs: number;
-  tick: () => Promise<boolean>;
-}
-
 /**
  * Runs each job in its own loop. A tick that reports more work runs again at once; an idle or
  * failed tick waits its interval. Jobs claim rows with FOR UPDATE SKIP LOCKED, so any number of
  * worker processes can run side by side.
  */
-export function runJobs(jobs: Job[], log: FastifyBaseLogger) {
+export function runJobs(jobs: Job[], log: FastifyBaseLogger, maxIntervalMs = Infinity) {
   let running = true;
   const timers = new Set<NodeJS.Timeout>();
   const inFlight = new Set<Promise<void>>();
 
   const loop = (job: Job) => {
     if (!running) return;
+    const started = performance.now();
     const p = job
       .tick()
-      .then((more) => more, (err: unknown) => {
-        log.error({ err, job: job.name }, 'background job failed');
-        return false;
-      })
+      .then(
+        (more) => {
+          observeJobTick(job.name, (performance.now() - started) / 1000, more ? 'more' : 'idle');
+          return more;
+        },
+        (err: unknown) => {
+          log.error({ err, job: job.name }, 'background job failed');
+          observeJobTick(job.name, (performance.now() - started) / 1000, 'failed');
+          return false;
+        },
+      )
       .then((more) => {
         inFlight.delete(p);
         if (!running) return;
-        const timer = setTimeout(() => {
-          timers.delete(timer);
-          loop(job);
-        }, more ? 0 : job.intervalMs);
+        const timer = setTimeout(
+          () => {
+            timers.delete(timer);
+            loop(job);
+          },
+          more ? 0 : Math.min(job.intervalMs, maxIntervalMs),
+        );
         timers.add(timer);
       });
     inFlight.add(p);
@@ -62,6 +69,7 @@ export function runJobs(jobs: Job[], log: FastifyBaseLogger) {
       running = false;
       for (const t of timers) clearTimeout(t);
       await Promise.all(inFlight);
+      await Promise.all(jobs.map((job) => job.stop?.()));
     },
   };
 }
@@ -76,6 +84,11 @@ export function startWorkers(deps: WorkerDeps, options: WorkerOptions = {}) {
   const jobs: Job[] = [
     { name: 'idempotency-sweep', intervalMs: 60_000, tick: async () => (await idempotency.sweep()) > 0 },
     { name: 'dashboard-session-sweep', intervalMs: 600_000, tick: async () => (await purgeExpiredSessions(deps.db)) > 0 },
+    {
+      name: 'request-log-retention',
+      intervalMs: 600_000,
+      tick: () => purgeExpiredRequests(deps.db, deps.config.REQUEST_LOG_RETENTION_DAYS),
+    },
     ...webhookJobs({ db: deps.db, sealer: deps.sealer, log: deps.log }, options.webhooks),
     limitOrderJob(deps.db),
     { name: 'payee-verification', intervalMs: 1000, tick: () => verifyDuePayees(deps.db, deps.config) },
@@ -89,5 +102,5 @@ export function startWorkers(deps: WorkerDeps, options: WorkerOptions = {}) {
     },
     { name: 'card-authorization-expiry', intervalMs: 60_000, tick: () => expireDue(deps.db, 100, deps.dbKind === 'postgres') },
   ];
-  return runJobs(jobs, deps.log);
+  return runJobs(jobs, deps.log, deps.config.JOB_INTERVAL_MAX_MS);
 }

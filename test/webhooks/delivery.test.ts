@@ -61,7 +61,10 @@ describe('signed delivery', () => {
     const rx = await receiver();
     const ep = await endpoint(api, rx.url);
     const customerId = await customer(api);
-    await until(() => rx.received.length >= 1, () => tick());
+    await until(
+      () => rx.received.length >= 1,
+      () => tick(),
+    );
 
     const got = rx.received[0]!;
     // The README's recipe: verify the raw body with the endpoint's secret, then trust it.
@@ -73,9 +76,16 @@ describe('signed delivery', () => {
       event_category: 'customer',
       event_group_id: customerId,
     });
-    expect(Object.keys(payload).sort()).toEqual(
-      ['environment', 'event_category', 'event_data', 'event_group_id', 'event_id', 'event_type', 'tenant_id', 'timestamp'],
-    );
+    expect(Object.keys(payload).sort()).toEqual([
+      'environment',
+      'event_category',
+      'event_data',
+      'event_group_id',
+      'event_id',
+      'event_type',
+      'tenant_id',
+      'timestamp',
+    ]);
     expect(payload.event_data).toEqual((await api.get(`/v1/customers/${customerId}`)).body.data);
     expect(got.headers['webhook-id']).toBe(payload.event_id);
     expect(got.headers['content-type']).toBe('application/json');
@@ -107,7 +117,10 @@ describe('signed delivery', () => {
     const rx = await receiver();
     await endpoint(api, rx.url);
     await customer(api);
-    await until(() => rx.received.length >= 1, () => tick());
+    await until(
+      () => rx.received.length >= 1,
+      () => tick(),
+    );
     await sleep(50);
     await tick();
     expect(rx.received).toHaveLength(1);
@@ -127,7 +140,10 @@ describe('outages and retries', () => {
     expect(failed.body.data.items.map((d: any) => d.status)).toEqual(['retrying', 'retrying', 'retrying']);
 
     const rx = await receiver(undefined, port);
-    await until(() => rx.received.length >= 3, () => tick());
+    await until(
+      () => rx.received.length >= 3,
+      () => tick(),
+    );
     const ids = rx.received.map((r) => r.headers['webhook-id']);
     expect(new Set(ids).size).toBe(3);
     for (const item of failed.body.data.items) {
@@ -149,8 +165,14 @@ describe('outages and retries', () => {
     const rx = await receiver((_r, n) => (n === 1 ? { status: 500, body: 'x'.repeat(10_000) } : { status: 204 }));
     const ep = await endpoint(api, rx.url);
     await customer(api);
-    await until(() => rx.received.length >= 2, () => tick());
-    await until(async () => (await api.get('/v1/webhooks/history')).body.data.items[0].status === 'sent', () => tick());
+    await until(
+      () => rx.received.length >= 2,
+      () => tick(),
+    );
+    await until(
+      async () => (await api.get('/v1/webhooks/history')).body.data.items[0].status === 'sent',
+      () => tick(),
+    );
     const [delivery] = (await api.get('/v1/webhooks/history')).body.data.items;
     expect(delivery.attempts).toBe(2);
     const calls = (await api.get(`/v1/webhooks/calls/${delivery.id}`)).body.data.items;
@@ -168,8 +190,14 @@ describe('outages and retries', () => {
     const rx = await receiver((_r, n) => (n === 1 ? 'hang' : { status: 200 }));
     await endpoint(api, rx.url);
     await customer(api);
-    await until(() => rx.received.length >= 2, () => tick(SHORT_TIMEOUT));
-    await until(async () => (await api.get('/v1/webhooks/history')).body.data.items[0].status === 'sent', () => tick(SHORT_TIMEOUT));
+    await until(
+      () => rx.received.length >= 2,
+      () => tick(SHORT_TIMEOUT),
+    );
+    await until(
+      async () => (await api.get('/v1/webhooks/history')).body.data.items[0].status === 'sent',
+      () => tick(SHORT_TIMEOUT),
+    );
     const [delivery] = (await api.get('/v1/webhooks/history')).body.data.items;
     const calls = (await api.get(`/v1/webhooks/calls/${delivery.id}`)).body.data.items;
     expect(calls.at(-1)).toMatchObject({ status_code: null, error: 'timed out after 300 ms' });
@@ -181,7 +209,10 @@ describe('outages and retries', () => {
     const rx = await receiver((_r, n) => (n === 1 ? { status: 503, headers: { 'retry-after': '1' } } : { status: 200 }));
     await endpoint(api, rx.url);
     await customer(api);
-    await until(() => rx.received.length >= 2, () => tick());
+    await until(
+      () => rx.received.length >= 2,
+      () => tick(),
+    );
     expect(rx.received[1]!.at - rx.received[0]!.at).toBeGreaterThanOrEqual(950);
   });
 
@@ -190,8 +221,14 @@ describe('outages and retries', () => {
     const rx = await receiver(() => ({ status: 410 }));
     const ep = await endpoint(api, rx.url);
     await customer(api);
-    await until(() => rx.received.length >= 1, () => tick());
-    await until(async () => (await api.get(`/v1/webhooks/endpoints/${ep.id}`)).body.data.status === 'disabled', () => tick());
+    await until(
+      () => rx.received.length >= 1,
+      () => tick(),
+    );
+    await until(
+      async () => (await api.get(`/v1/webhooks/endpoints/${ep.id}`)).body.data.status === 'disabled',
+      () => tick(),
+    );
     expect((await api.get(`/v1/webhooks/endpoints/${ep.id}`)).body.data.disabled_reason).toBe('endpoint_gone');
     expect((await api.get('/v1/webhooks/history')).body.data.items[0].status).toBe('failed');
     await customer(api);
@@ -206,7 +243,10 @@ describe('outages and retries', () => {
     const rx = await receiver(() => ({ status: 500 }));
     const ep = await endpoint(api, rx.url);
     await customer(api);
-    await until(async () => (await api.get(`/v1/webhooks/endpoints/${ep.id}`)).body.data.status === 'disabled', () => tick());
+    await until(
+      async () => (await api.get(`/v1/webhooks/endpoints/${ep.id}`)).body.data.status === 'disabled',
+      () => tick(),
+    );
     expect(rx.received).toHaveLength(4); // the first attempt and the three retries of FAST
     const [delivery] = (await api.get('/v1/webhooks/history')).body.data.items;
     expect(delivery).toMatchObject({ status: 'failed', attempts: 4, next_attempt: null });
@@ -220,9 +260,21 @@ describe('outages and retries', () => {
     rx.setBehaviour(() => ({ status: 200 }));
     const resent = await api.post(`/v1/webhooks/event/send/${delivery.id}`);
     expect(resent.status).toBe(200);
-    expect(resent.body.data).toMatchObject({ id: delivery.id, event_id: delivery.event_id, status: 'pending', target_url: rx.url, event_category: 'customer' });
-    await until(() => rx.received.length >= 5, () => tick());
-    await until(async () => (await api.get(`/v1/webhooks/event/${delivery.id}`)).body.data.status === 'sent', () => tick());
+    expect(resent.body.data).toMatchObject({
+      id: delivery.id,
+      event_id: delivery.event_id,
+      status: 'pending',
+      target_url: rx.url,
+      event_category: 'customer',
+    });
+    await until(
+      () => rx.received.length >= 5,
+      () => tick(),
+    );
+    await until(
+      async () => (await api.get(`/v1/webhooks/event/${delivery.id}`)).body.data.status === 'sent',
+      () => tick(),
+    );
     const detail = (await api.get(`/v1/webhooks/event/${delivery.id}`)).body.data;
     expect(detail).toMatchObject({ attempts: 5, response_status_code: 200, max_retries: 9, http_method: 'POST' });
     expect(detail.payload.event_id).toBe(delivery.event_id);
@@ -238,22 +290,33 @@ describe('manual resend', () => {
     const rx = await receiver();
     await endpoint(api, rx.url);
     await customer(api);
-    await until(() => rx.received.length >= 1, () => tick());
+    await until(
+      () => rx.received.length >= 1,
+      () => tick(),
+    );
     const [d] = (await api.get('/v1/webhooks/history')).body.data.items;
-    await until(async () => (await api.get(`/v1/webhooks/event/${d.id}`)).body.data.status === 'sent', () => tick());
+    await until(
+      async () => (await api.get(`/v1/webhooks/event/${d.id}`)).body.data.status === 'sent',
+      () => tick(),
+    );
 
     const key = 'resend-once';
     const first = await api.post(`/v1/webhooks/event/send/${d.id}`, undefined, { idempotencyKey: key });
     const again = await api.post(`/v1/webhooks/event/send/${d.id}`, undefined, { idempotencyKey: key });
     expect(first.status).toBe(200);
     expect(again.headers['idempotency-replayed']).toBe('true');
-    await until(() => rx.received.length >= 2, () => tick());
+    await until(
+      () => rx.received.length >= 2,
+      () => tick(),
+    );
     await sleep(50);
     await tick();
     expect(rx.received).toHaveLength(2);
     expect(rx.received[1]!.headers['webhook-id']).toBe(rx.received[0]!.headers['webhook-id']);
     // Verifying the body still works: signed afresh with a new timestamp.
-    expect(Number(rx.received[1]!.headers['webhook-timestamp'])).toBeGreaterThanOrEqual(Number(rx.received[0]!.headers['webhook-timestamp']));
+    expect(Number(rx.received[1]!.headers['webhook-timestamp'])).toBeGreaterThanOrEqual(
+      Number(rx.received[0]!.headers['webhook-timestamp']),
+    );
 
     const stranger = clientFor(t, (await t.tenant('Stranger')).sandbox.secret_key);
     for (const c of [stranger, live]) {
@@ -269,7 +332,10 @@ describe('manual resend', () => {
     const rx = await receiver();
     const ep = await endpoint(api, rx.url);
     await customer(api);
-    await until(() => rx.received.length >= 1, () => tick());
+    await until(
+      () => rx.received.length >= 1,
+      () => tick(),
+    );
     const [d] = (await api.get('/v1/webhooks/history')).body.data.items;
     await api.delete(`/v1/webhooks/endpoints/${ep.id}`);
     const res = await api.post(`/v1/webhooks/event/send/${d.id}`);
@@ -287,16 +353,26 @@ describe('secret rotation', () => {
     const ep = await endpoint(api, rx.url);
     const rotated = (await api.post(`/v1/webhooks/endpoints/${ep.id}/rotate-secret`, { expire_old_in_seconds: 3600 })).body.data;
     await customer(api);
-    await until(() => rx.received.length >= 1, () => tick());
+    await until(
+      () => rx.received.length >= 1,
+      () => tick(),
+    );
     const during = rx.received[0]!;
     expect(String(during.headers['webhook-signature']).split(' ')).toHaveLength(2);
     expect(() => new Webhook(ep.secret).verify(during.body, hookHeaders(during))).not.toThrow();
     expect(() => new Webhook(rotated.secret).verify(during.body, hookHeaders(during))).not.toThrow();
 
     // The overlap ends (as if an hour had passed): only the new secret signs.
-    await t.db.updateTable('webhook_endpoints').set({ previous_secret_expires_at: new Date(Date.now() - 1000) }).where('id', '=', ep.id).execute();
+    await t.db
+      .updateTable('webhook_endpoints')
+      .set({ previous_secret_expires_at: new Date(Date.now() - 1000) })
+      .where('id', '=', ep.id)
+      .execute();
     await customer(api);
-    await until(() => rx.received.length >= 2, () => tick());
+    await until(
+      () => rx.received.length >= 2,
+      () => tick(),
+    );
     const after = rx.received[1]!;
     expect(String(after.headers['webhook-signature']).split(' ')).toHaveLength(1);
     expect(() => new Webhook(rotated.secret).verify(after.body, hookHeaders(after))).not.toThrow();
@@ -315,10 +391,15 @@ describe('filters and environments', () => {
     await endpoint(api, kyc.url, ['customer.kyc.status.approved']);
     await endpoint(api, created.url, ['customer.created', 'account.created']);
     await customer(api);
-    await t.db.transaction().execute((trx) =>
-      recordEvent(trx, { tenantId: biz.tenant_id, environment: 'sandbox' }, 'customer.kyc.status.approved', { id: 'c1' }),
+    await t.db
+      .transaction()
+      .execute((trx) =>
+        recordEvent(trx, { tenantId: biz.tenant_id, environment: 'sandbox' }, 'customer.kyc.status.approved', { id: 'c1' }),
+      );
+    await until(
+      () => all.received.length >= 2 && kyc.received.length >= 1 && created.received.length >= 1,
+      () => tick(),
     );
-    await until(() => all.received.length >= 2 && kyc.received.length >= 1 && created.received.length >= 1, () => tick());
     await sleep(50);
     await tick();
     const types = (r: Receiver) => r.received.map((x) => JSON.parse(x.body).event_type).sort();
@@ -339,8 +420,14 @@ describe('filters and environments', () => {
     const options = { ...FAST, resolver };
     await customer(live);
     await customer(api);
-    await until(() => rx.received.length >= 1, () => tick(options));
-    await until(async () => (await live.get('/v1/webhooks/history')).body.data.items[0]?.attempts >= 1, () => tick(options));
+    await until(
+      () => rx.received.length >= 1,
+      () => tick(options),
+    );
+    await until(
+      async () => (await live.get('/v1/webhooks/history')).body.data.items[0]?.attempts >= 1,
+      () => tick(options),
+    );
     expect(rx.received.map((r) => JSON.parse(r.body).environment)).toEqual(['sandbox']);
     const liveHistory = (await live.get('/v1/webhooks/history')).body.data.items;
     expect(liveHistory).toHaveLength(1);
@@ -356,7 +443,10 @@ describe('filters and environments', () => {
     const ep = await endpoint(api, 'http://metadata.example.test/x');
     const options = { ...FAST, resolver: async () => [{ address: '169.254.169.254', family: 4 }] };
     await customer(api);
-    await until(async () => (await api.get('/v1/webhooks/history')).body.data.items[0]?.attempts >= 1, () => tick(options));
+    await until(
+      async () => (await api.get('/v1/webhooks/history')).body.data.items[0]?.attempts >= 1,
+      () => tick(options),
+    );
     const [d] = (await api.get('/v1/webhooks/history')).body.data.items;
     const calls = (await api.get(`/v1/webhooks/calls/${d.id}`)).body.data.items;
     expect(calls[0].error).toBe('refused: metadata.example.test resolves to a link-local address');

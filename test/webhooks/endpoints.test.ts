@@ -181,12 +181,21 @@ describe('reading, updating and deleting endpoints', () => {
 
   it('rejects bad patches with 400 and changes nothing', async () => {
     const ep = (await live.post('/v1/webhooks/endpoints', { url: 'https://example.com/live' })).body.data;
-    for (const body of [{ status: 'paused' }, { url: 'http://example.com/x' }, { url: 'https://10.0.0.1/x' }, { event_types: ['nope'] }, { secret: 'x' }]) {
+    for (const body of [
+      { status: 'paused' },
+      { url: 'http://example.com/x' },
+      { url: 'https://10.0.0.1/x' },
+      { event_types: ['nope'] },
+      { secret: 'x' },
+    ]) {
       const res = await live.patch(`/v1/webhooks/endpoints/${ep.id}`, body);
       expect(res.status, JSON.stringify(body)).toBe(400);
       expect(res.body.error.code).toBe('validation_failed');
     }
-    expect((await live.get(`/v1/webhooks/endpoints/${ep.id}`)).body.data).toMatchObject({ url: 'https://example.com/live', status: 'enabled' });
+    expect((await live.get(`/v1/webhooks/endpoints/${ep.id}`)).body.data).toMatchObject({
+      url: 'https://example.com/live',
+      status: 'enabled',
+    });
     expect((await live.patch('/v1/webhooks/endpoints/not-a-uuid', {})).status).toBe(400);
   });
 
@@ -236,7 +245,12 @@ describe('POST /v1/webhooks/endpoints/{id}/rotate-secret', () => {
 
   it('validates expire_old_in_seconds', async () => {
     const ep = (await api.post('/v1/webhooks/endpoints', { url: 'https://example.com/r2' })).body.data;
-    for (const body of [{ expire_old_in_seconds: -1 }, { expire_old_in_seconds: 8 * 86400 }, { expire_old_in_seconds: 1.5 }, { other: 1 }]) {
+    for (const body of [
+      { expire_old_in_seconds: -1 },
+      { expire_old_in_seconds: 8 * 86400 },
+      { expire_old_in_seconds: 1.5 },
+      { other: 1 },
+    ]) {
       const res = await api.post(`/v1/webhooks/endpoints/${ep.id}/rotate-secret`, body);
       expect(res.status, JSON.stringify(body)).toBe(400);
       expect(res.body.error.code).toBe('validation_failed');

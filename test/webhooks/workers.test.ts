@@ -26,7 +26,10 @@ describe('webhook jobs', () => {
     );
     try {
       for (let i = 0; i < 3; i++) await api.post('/v1/customers', johnDoe());
-      await until(() => rx.received.length >= 3, async () => undefined);
+      await until(
+        () => rx.received.length >= 3,
+        async () => undefined,
+      );
     } finally {
       await workers.stop();
       await rx.close();
@@ -74,7 +77,10 @@ describe('holding and moving up deliveries', () => {
     expect(rx.received).toHaveLength(0);
     expect((await api.get('/v1/webhooks/history')).body.data.items[0].status).toBe('pending');
     await api.patch(`/v1/webhooks/endpoints/${ep.id}`, { status: 'enabled' });
-    await until(() => rx.received.length >= 1, () => runWebhookTick({ db: t.db, sealer: t.sealer }, slow));
+    await until(
+      () => rx.received.length >= 1,
+      () => runWebhookTick({ db: t.db, sealer: t.sealer }, slow),
+    );
     await rx.close();
   });
 
@@ -83,16 +89,31 @@ describe('holding and moving up deliveries', () => {
     const api = clientFor(t, (await t.tenant('Resend Co')).sandbox.secret_key);
     await api.post('/v1/webhooks/endpoints', { url: rx.url });
     await api.post('/v1/customers', johnDoe());
-    await until(() => rx.received.length >= 1, () => runWebhookTick({ db: t.db, sealer: t.sealer }, slow));
-    await until(async () => (await api.get('/v1/webhooks/history')).body.data.items[0].status === 'retrying', () => sleep(10));
+    await until(
+      () => rx.received.length >= 1,
+      () => runWebhookTick({ db: t.db, sealer: t.sealer }, slow),
+    );
+    await until(
+      async () => (await api.get('/v1/webhooks/history')).body.data.items[0].status === 'retrying',
+      () => sleep(10),
+    );
     const [d] = (await api.get('/v1/webhooks/history')).body.data.items;
     expect(Date.parse(d.next_attempt) - Date.now()).toBeGreaterThan(3_500_000);
     const res = await api.post(`/v1/webhooks/event/send/${d.id}`);
     expect(res.body.data.status).toBe('retrying');
-    await until(() => rx.received.length >= 2, () => runWebhookTick({ db: t.db, sealer: t.sealer }, slow));
-    await until(async () => (await api.get(`/v1/webhooks/event/${d.id}`)).body.data.status === 'sent', () => sleep(10));
+    await until(
+      () => rx.received.length >= 2,
+      () => runWebhookTick({ db: t.db, sealer: t.sealer }, slow),
+    );
+    await until(
+      async () => (await api.get(`/v1/webhooks/event/${d.id}`)).body.data.status === 'sent',
+      () => sleep(10),
+    );
     const calls = (await api.get(`/v1/webhooks/calls/${d.id}`)).body.data.items;
-    expect(calls.map((c: any) => [c.attempt, c.trigger, c.status_code])).toEqual([[2, 'scheduled', 200], [1, 'scheduled', 500]]);
+    expect(calls.map((c: any) => [c.attempt, c.trigger, c.status_code])).toEqual([
+      [2, 'scheduled', 200],
+      [1, 'scheduled', 500],
+    ]);
     await rx.close();
   });
 });

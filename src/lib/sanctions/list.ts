@@ -122,7 +122,10 @@ const loaded = new Map<string, SanctionsList>();
 
 /** The list named by configuration, read once per process (files are immutable while we run). */
 export function sanctionsList(fileSetting: string | undefined, threshold = MATCH_THRESHOLD): SanctionsList {
-  const paths = (fileSetting ?? '').split(',').map((p) => p.trim()).filter(Boolean);
+  const paths = (fileSetting ?? '')
+    .split(',')
+    .map((p) => p.trim())
+    .filter(Boolean);
   const files = paths.length > 0 ? paths : [SAMPLE_LIST_FILE];
   const cacheKey = `${files.join(',')}@${threshold}`;
   let list = loaded.get(cacheKey);

@@ -42,13 +42,19 @@ describe('nameSimilarity at the documented threshold', () => {
 
 describe('OFAC SDN CSV list', () => {
   it('parses quoted fields, -0- blanks and skips vessels', () => {
-    expect(parseCsv('1,"a, b","c ""q"""\r\n2,x,y\n')).toEqual([['1', 'a, b', 'c "q"'], ['2', 'x', 'y']]);
+    expect(parseCsv('1,"a, b","c ""q"""\r\n2,x,y\n')).toEqual([
+      ['1', 'a, b', 'c "q"'],
+      ['2', 'x', 'y'],
+    ]);
     const entries = parseSdnCsv(
       '1,"DOE, Evil","individual","SDGT","-0- ","-0- ","-0- ","-0- ","-0- ","-0- ","-0- ","-0- "\n' +
         '2,"SEA","vessel","X","-0- ","-0- ","-0- ","-0- ","-0- ","-0- ","-0- ","-0- "\n' +
         '1,5,"aka","DOH, Evill","-0- "\n',
     );
-    expect(entries.map((e) => [e.id, e.name, e.program])).toEqual([['1', 'DOE, Evil', 'SDGT'], ['1', 'DOH, Evill', 'SDGT']]);
+    expect(entries.map((e) => [e.id, e.name, e.program])).toEqual([
+      ['1', 'DOE, Evil', 'SDGT'],
+      ['1', 'DOH, Evill', 'SDGT'],
+    ]);
   });
 
   it('screens names against the shipped sample, aliases included', () => {

@@ -1,7 +1,7 @@
 import type { ColumnType, Insertable, Selectable, Updateable } from 'kysely';
 import type { Queryable } from '../../db/client.js';
-import type { RequestContext } from '../../http/context.js';
-import { paginate, type Page } from '../../http/pagination.js';
+import type { RequestContext } from '../../core/context.js';
+import { paginate, type Page } from '../../db/pagination.js';
 import { newId } from '../../lib/ids.js';
 import type { ApplicationStatus, ListApplicationsQuery, ValidationIssue } from './schema.js';
 
@@ -73,7 +73,12 @@ export async function updateApplication(db: Queryable, id: string, patch: Update
     .executeTakeFirstOrThrow();
 }
 
-export async function listApplications(db: Queryable, ctx: Scope, query: ListApplicationsQuery, statuses?: ApplicationStatus[]): Promise<Page<ApplicationRow>> {
+export async function listApplications(
+  db: Queryable,
+  ctx: Scope,
+  query: ListApplicationsQuery,
+  statuses?: ApplicationStatus[],
+): Promise<Page<ApplicationRow>> {
   let base = db
     .selectFrom('account_applications')
     .where('tenant_id', '=', ctx.tenantId)
@@ -85,10 +90,25 @@ export async function listApplications(db: Queryable, ctx: Scope, query: ListApp
   return paginate<ApplicationRow>(db, base, 'account_applications.id', query, (qb) => qb.selectAll());
 }
 
-export async function addHistory(db: Queryable, ctx: Scope, applicationId: string, action: string, actor: string, changes: Record<string, unknown> = {}) {
+export async function addHistory(
+  db: Queryable,
+  ctx: Scope,
+  applicationId: string,
+  action: string,
+  actor: string,
+  changes: Record<string, unknown> = {},
+) {
   await db
     .insertInto('account_application_history')
-    .values({ id: newId(), tenant_id: ctx.tenantId, environment: ctx.environment, application_id: applicationId, action, actor, changes: JSON.stringify(changes) })
+    .values({
+      id: newId(),
+      tenant_id: ctx.tenantId,
+      environment: ctx.environment,
+      application_id: applicationId,
+      action,
+      actor,
+      changes: JSON.stringify(changes),
+    })
     .execute();
 }
 

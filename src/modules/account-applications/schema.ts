@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { PageQuery } from '../../http/pagination.js';
+import { PageQuery } from '../../db/pagination.js';
 import { UuidParam } from '../../lib/validators.js';
 import { AccountResponse } from '../accounts/schema.js';
 
@@ -19,6 +19,8 @@ export const ApplicationData = z
     label: z.string().trim().min(1).max(50).optional(),
     agreement_id: z.string().max(255).optional(),
     tos_link: z.string().max(2000).optional(),
+    /** The reference's pricing tier label (`tier_1`): kept with the application as sent. */
+    tier: z.string().trim().min(1).max(50).optional(),
     metadata: z.record(z.string(), z.unknown()).optional(),
     blockchain_network: z.string().max(50).optional(),
     wallet_address: z.string().max(200).optional(),
@@ -57,8 +59,8 @@ export const ApplicationResponse = z
     metadata: z.record(z.string(), z.unknown()),
     validation_errors: z.array(ValidationIssue),
     account_id: z.string().nullable(),
-    submitted_at: z.string().nullable(),
-    processed_at: z.string().nullable(),
+    submitted_at: z.string().optional().describe('Absent until submitted'),
+    processed_at: z.string().optional().describe('Absent until processed'),
     created_at: z.string(),
     updated_at: z.string(),
     deleted_at: z.string().nullable(),
@@ -84,7 +86,14 @@ export const SubmitAndProcessResponse = z.object({
 export const HistoryResponse = z.object({
   application_id: z.string(),
   history: z.array(
-    z.object({ id: z.string(), application_id: z.string(), action: z.string(), actor: z.string(), changes: z.record(z.string(), z.unknown()), created_at: z.string() }),
+    z.object({
+      id: z.string(),
+      application_id: z.string(),
+      action: z.string(),
+      actor: z.string(),
+      changes: z.record(z.string(), z.unknown()),
+      created_at: z.string(),
+    }),
   ),
 });
 

@@ -1,8 +1,9 @@
 import type { Config } from '../../config.js';
 import type { Queryable, Trx } from '../../db/client.js';
-import type { RequestContext } from '../../http/context.js';
-import { AppError, notFound, validationError } from '../../http/errors.js';
-import type { Page } from '../../http/pagination.js';
+import type { RequestContext } from '../../core/context.js';
+import { AppError, notFound, validationError } from '../../core/errors.js';
+import type { Page } from '../../db/pagination.js';
+import { omitNulls } from '../../lib/absent.js';
 import { newId } from '../../lib/ids.js';
 import { isKnownCurrency } from '../../lib/money.js';
 import * as accounts from '../accounts/service.js';
@@ -24,29 +25,43 @@ const ACTOR = 'api';
 
 export function toApplicationResponse(row: repo.ApplicationRow): ApplicationResponse {
   const iso = (d: Date | null) => (d ? d.toISOString() : null);
-  return {
-    id: row.id,
-    tenant_id: row.tenant_id,
-    customer_id: row.customer_id,
-    application_type: row.application_type,
-    status: row.status,
-    data: row.data,
-    metadata: row.metadata,
-    validation_errors: row.validation_errors,
-    account_id: row.account_id,
-    submitted_at: iso(row.submitted_at),
-    processed_at: iso(row.processed_at),
-    created_at: row.created_at.toISOString(),
-    updated_at: row.updated_at.toISOString(),
-    deleted_at: iso(row.deleted_at),
-  };
+  // Absent, never null, where the reference types the field as a string (contract §14).
+  return omitNulls(
+    {
+      id: row.id,
+      tenant_id: row.tenant_id,
+      customer_id: row.customer_id,
+      application_type: row.application_type,
+      status: row.status,
+      data: row.data,
+      metadata: row.metadata,
+      validation_errors: row.validation_errors,
+      account_id: row.account_id,
+      submitted_at: iso(row.submitted_at),
+      processed_at: iso(row.processed_at),
+      created_at: row.created_at.toISOString(),
+      updated_at: row.updated_at.toISOString(),
+      deleted_at: iso(row.deleted_at),
+    },
+    ['submitted_at', 'processed_at'],
+  );
 }
 
 /** Business rules on an application's data (the schema already checked the shapes). */
-export function validateData(config: Config, type: 'individual' | 'business', data: ApplicationData, customer?: Customer): ValidationIssue[] {
+export function validateData(
+  config: Config,
+  type: 'individual' | 'business',
+  data: ApplicationData,
+  customer?: Customer,
+): ValidationIssue[] {
   const issues: ValidationIssue[] = [];
   if (!config.SUPPORTED_CURRENCIES.includes(data.currency) || !isKnownCurrency(data.currency)) {
-    issues.push({ field: 'data.currency', code: 'unsupported', message: `Accounts in ${data.currency} are not supported`, suggestion: `Use one of ${config.SUPPORTED_CURRENCIES.join(', ')}` });
+    issues.push({
+      field: 'data.currency',
+      code: 'unsupported',
+      message: `Accounts in ${data.currency} are not supported`,
+      suggestion: `Use one of ${config.SUPPORTED_CURRENCIES.join(', ')}`,
+    });
   }
   if (!data[type]) issues.push({ field: `data.${type}`, code: 'required', message: `An ${type} application needs data.${type}` });
   const otherType = type === 'individual' ? 'business' : 'individual';
@@ -94,7 +109,12 @@ export async function getApplication(db: Queryable, ctx: Scope, id: string) {
   return toApplicationResponse(await load(db, ctx, id, false));
 }
 
-export async function listApplications(db: Queryable, ctx: Scope, query: ListApplicationsQuery, statuses?: ApplicationStatus[]): Promise<Page<ApplicationResponse>> {
+export async function listApplications(
+  db: Queryable,
+  ctx: Scope,
+  query: ListApplicationsQuery,
+  statuses?: ApplicationStatus[],
+): Promise<Page<ApplicationResponse>> {
   const page = await repo.listApplications(db, ctx, query, statuses);
   return { ...page, items: page.items.map(toApplicationResponse) };
 }
@@ -127,7 +147,10 @@ export async function submitApplication(trx: Trx, ctx: Scope, config: Config, id
   const customer = await requireCustomer(trx, ctx, row.customer_id);
   const issues = validateData(config, row.application_type, row.data as ApplicationData, customer);
   if (issues.length > 0) {
-    throw validationError(issues.map(({ field, code, message }) => ({ field, code, message })), 'The application is incomplete');
+    throw validationError(
+      issues.map(({ field, code, message }) => ({ field, code, message })),
+      'The application is incomplete',
+    );
   }
   const updated = await repo.updateApplication(trx, id, { status: 'submitted', submitted_at: new Date(), validation_errors: '[]' });
   await repo.addHistory(trx, ctx, id, 'submitted', ACTOR, { status: 'submitted' });
@@ -187,6 +210,13 @@ export async function history(db: Queryable, ctx: Scope, id: string) {
   const rows = await repo.historyOf(db, id);
   return {
     application_id: id,
-    history: rows.map((h) => ({ id: h.id, application_id: h.application_id, action: h.action, actor: h.actor, changes: h.changes, created_at: h.created_at.toISOString() })),
+    history: rows.map((h) => ({
+      id: h.id,
+      application_id: h.application_id,
+      action: h.action,
+      actor: h.actor,
+      changes: h.changes,
+      created_at: h.created_at.toISOString(),
+    })),
   };
 }

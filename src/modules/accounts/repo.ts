@@ -1,7 +1,7 @@
 import { sql, type ColumnType, type Insertable, type Selectable } from 'kysely';
 import type { Queryable } from '../../db/client.js';
-import type { RequestContext } from '../../http/context.js';
-import { paginate, type Page } from '../../http/pagination.js';
+import type { RequestContext } from '../../core/context.js';
+import { paginate, type Page } from '../../db/pagination.js';
 import type { BankDetails } from '../../lib/bank-details.js';
 import type { ListAccountsQuery } from './schema.js';
 
@@ -54,6 +54,29 @@ export async function findAccount(db: Queryable, ctx: Scope, id: string, lock?: 
   return q.executeTakeFirst();
 }
 
+/** The ledger balance columns a read shows next to the account (null without a balance row). */
+export interface BalanceColumns {
+  posted: bigint | null;
+  pending_debits: bigint | null;
+}
+export type AccountWithBalance = AccountRow & BalanceColumns;
+
+/**
+ * An account and its ledger balance in one statement: a read is one round trip. A read-only join
+ * on ledger_balances (only the ledger writes it), no lock: the same snapshot as two reads.
+ */
+export async function findAccountWithBalance(db: Queryable, ctx: Scope, id: string): Promise<AccountWithBalance | undefined> {
+  return db
+    .selectFrom('accounts')
+    .leftJoin('ledger_balances', 'ledger_balances.account_id', 'accounts.id')
+    .selectAll('accounts')
+    .select(['ledger_balances.posted', 'ledger_balances.pending_debits'])
+    .where('accounts.tenant_id', '=', ctx.tenantId)
+    .where('accounts.environment', '=', ctx.environment)
+    .where('accounts.id', '=', id)
+    .executeTakeFirst();
+}
+
 /**
  * Several accounts with a shared lock, in id order: a money movement holds it so a status change
  * (freeze, close at zero) cannot slip in between its checks and its commit.
@@ -67,17 +90,6 @@ export async function lockAccountsShared(db: Queryable, ctx: Scope, ids: string[
     .where('id', 'in', ids)
     .orderBy('id')
     .forShare()
-    .execute();
-}
-
-export async function findAccounts(db: Queryable, ctx: Scope, ids: string[]) {
-  if (ids.length === 0) return [];
-  return db
-    .selectFrom('accounts')
-    .selectAll()
-    .where('tenant_id', '=', ctx.tenantId)
-    .where('environment', '=', ctx.environment)
-    .where('id', 'in', ids)
     .execute();
 }
 
@@ -107,34 +119,24 @@ export async function updateStatus(db: Queryable, ctx: Scope, id: string, status
     .executeTakeFirstOrThrow();
 }
 
-export async function listAccounts(db: Queryable, ctx: Scope, query: ListAccountsQuery): Promise<Page<AccountRow>> {
-  let base = db.selectFrom('accounts').where('tenant_id', '=', ctx.tenantId).where('environment', '=', ctx.environment);
-  if (query.customer_id) base = base.where('customer_id', '=', query.customer_id);
-  if (query.label) base = base.where('label', '=', query.label);
-  if (query.currency) base = base.where('currency', '=', query.currency);
-  if (query.status) base = base.where('status', '=', query.status);
-  if (query.type) base = base.where('type', '=', query.type);
-  return paginate<AccountRow>(db, base, 'accounts.id', query, (qb) => qb.selectAll());
+export async function listAccounts(db: Queryable, ctx: Scope, query: ListAccountsQuery): Promise<Page<AccountWithBalance>> {
+  // Qualified columns: the page query joins ledger_balances, which has some of the same names.
+  let base = db.selectFrom('accounts').where('accounts.tenant_id', '=', ctx.tenantId).where('accounts.environment', '=', ctx.environment);
+  if (query.customer_id) base = base.where('accounts.customer_id', '=', query.customer_id);
+  if (query.label) base = base.where('accounts.label', '=', query.label);
+  if (query.currency) base = base.where('accounts.currency', '=', query.currency);
+  if (query.status) base = base.where('accounts.status', '=', query.status);
+  if (query.type) base = base.where('accounts.type', '=', query.type);
+  // Each page row carries its balance (one join), so a list is the page and its count, in parallel.
+  return paginate<AccountWithBalance>(db, base, 'accounts.id', query, (qb) =>
+    qb
+      .leftJoin('ledger_balances', 'ledger_balances.account_id', 'accounts.id')
+      .selectAll('accounts')
+      .select(['ledger_balances.posted', 'ledger_balances.pending_debits']),
+  );
 }
 
 /** Serializes on-demand creation of the business's fee account per currency (transaction-scoped). */
 export async function lockBusinessCurrency(db: Queryable, ctx: Scope, currency: string) {
   await sql`select pg_advisory_xact_lock(hashtextextended(${`${ctx.tenantId}:${ctx.environment}:${currency}`}, 0))`.execute(db);
-}
-
-/** The business, environment and customer of each customer-owned account among `ids` (any business). */
-export async function customerOwners(db: Queryable, ids: string[]) {
-  if (ids.length === 0) return [];
-  return db
-    .selectFrom('accounts')
-    .select(['tenant_id', 'environment', 'customer_id'])
-    .where('id', 'in', ids)
-    .where('customer_id', 'is not', null)
-    .execute() as Promise<{ tenant_id: string; environment: string; customer_id: string }[]>;
-}
-
-/** Share-locks account rows by id, ascending, without reading them (a group commit's first step). */
-export async function shareLockById(db: Queryable, ids: string[]) {
-  if (ids.length === 0) return;
-  await sql`select 1 from accounts where id in (${sql.join(ids)}) order by id for share`.execute(db);
 }

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import type { Deps } from '../../app.js';
+import type { Deps } from '../../http/deps.js';
 import { envelope, ok } from '../../http/envelope.js';
-import { pageSchema } from '../../http/pagination.js';
+import { pageSchema } from '../../db/pagination.js';
 import { AccountIdParams, AccountResponse, CreateAccountBody, ListAccountsQuery, UpdateAccountStatusBody } from './schema.js';
 import * as service from './service.js';
 
@@ -26,7 +26,14 @@ export function accountRoutes(deps: Deps): FastifyPluginAsyncZod {
 
     app.get(
       '/v1/accounts',
-      { schema: { tags, summary: 'List accounts', querystring: ListAccountsQuery, response: { 200: envelope(pageSchema(AccountResponse)) } } },
+      {
+        schema: {
+          tags,
+          summary: 'List accounts',
+          querystring: ListAccountsQuery,
+          response: { 200: envelope(pageSchema(AccountResponse)) },
+        },
+      },
       async (req) => ok(await service.listAccounts(deps.db, req.ctx, req.query)),
     );
 
@@ -42,13 +49,14 @@ export function accountRoutes(deps: Deps): FastifyPluginAsyncZod {
         schema: {
           tags,
           summary: 'Update account status',
-          description: '`frozen` refuses debits (409 account_frozen), `active` reactivates, `deleted` closes an account at zero balance for good.',
+          description:
+            '`frozen` refuses debits (409 account_frozen), `active` reactivates, `deleted` closes an account at zero balance for good.',
           params: AccountIdParams,
           body: UpdateAccountStatusBody,
           response: { 200: envelope(AccountResponse) },
         },
       },
-      async (req) => ok(await service.updateStatus(deps.db, req.ctx, req.params.account_id, req.body.status)),
+      async (req) => ok(await deps.inTransaction((trx) => service.updateStatus(trx, req.ctx, req.params.account_id, req.body.status))),
     );
   };
 }

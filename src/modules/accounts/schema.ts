@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { PageQuery } from '../../http/pagination.js';
+import { PageQuery } from '../../db/pagination.js';
 import { ShortText, UuidParam } from '../../lib/validators.js';
 
 const Currency = z.string().regex(/^[A-Z]{3}$/, 'Must be an ISO 4217 currency code such as USD');
@@ -43,7 +43,7 @@ export const AccountResponse = z
     date_created: z.string(),
     date_updated: z.string(),
     type: z.string(),
-    customer_id: z.string().nullable(),
+    customer_id: z.string().optional().describe('Absent on an account of the business itself'),
     capabilities: z.array(z.string()),
     currency: z.string(),
     tenant_id: z.string(),
@@ -59,7 +59,7 @@ export const AccountResponse = z
     bank_details: BankDetailsResponse,
     virtual_account_bank_name: z.string(),
     virtual_account_bank_account_number: z.string(),
-    virtual_account_bank_routing_number: z.string().nullable(),
+    virtual_account_bank_routing_number: z.string().optional().describe("Absent where the account's bank details have no routing number"),
     virtual_account_bank_beneficiary_name: z.string(),
     metadata: z.record(z.string(), z.unknown()),
   })

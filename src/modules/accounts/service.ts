@@ -1,15 +1,16 @@
 import type { Config } from '../../config.js';
-import type { Db, Queryable, Trx } from '../../db/client.js';
-import type { RequestContext } from '../../http/context.js';
-import { AppError, notFound } from '../../http/errors.js';
-import type { Page } from '../../http/pagination.js';
+import type { Queryable, Trx } from '../../db/client.js';
+import type { RequestContext } from '../../core/context.js';
+import { AppError, notFound } from '../../core/errors.js';
+import type { Page } from '../../db/pagination.js';
+import { omitNulls } from '../../lib/absent.js';
 import { generateBankDetails } from '../../lib/bank-details.js';
 import { formatAmount, isKnownCurrency } from '../../lib/money.js';
 import * as ledger from '../../ledger/index.js';
 import { requireCustomer } from '../customers/service.js';
 import { requireAccountCurrency } from '../features/service.js';
 import { getTenant } from '../tenants/service.js';
-import { recordEvent } from '../webhooks/outbox.js';
+import { recordEvent } from '../webhooks/service.js';
 import * as repo from './repo.js';
 import type { AccountResponse, CreateAccountBody, ListAccountsQuery } from './schema.js';
 
@@ -22,39 +23,43 @@ const CAPABILITIES: Record<AccountRow['status'], string[]> = {
   deleted: [],
 };
 
-export function toAccountResponse(row: AccountRow, balance: ledger.Balance | undefined): AccountResponse {
+export function toAccountResponse(row: AccountRow, balance: Pick<ledger.Balance, 'posted' | 'available'> | undefined): AccountResponse {
   const posted = balance?.posted ?? 0n;
   const available = balance?.available ?? 0n;
   const bank = row.bank_details;
-  return {
-    id: row.id,
-    label: row.label,
-    date_created: row.created_at.toISOString(),
-    date_updated: row.updated_at.toISOString(),
-    type: row.type,
-    customer_id: row.customer_id,
-    capabilities: CAPABILITIES[row.status],
-    currency: row.currency,
-    tenant_id: row.tenant_id,
-    tier: '',
-    status: row.status,
-    category: row.category,
-    balance: formatAmount(posted, row.currency),
-    available_balance: formatAmount(available, row.currency),
-    is_tokenized: false,
-    account_number: row.account_number,
-    bank_details: bank,
-    virtual_account_bank_name: bank.bank_name,
-    virtual_account_bank_account_number: bank.account_number,
-    virtual_account_bank_routing_number: bank.routing_number,
-    virtual_account_bank_beneficiary_name: bank.account_name,
-    metadata: row.metadata,
-  };
+  // Absent, never null, where the reference types the field as a string (contract §14).
+  return omitNulls(
+    {
+      id: row.id,
+      label: row.label,
+      date_created: row.created_at.toISOString(),
+      date_updated: row.updated_at.toISOString(),
+      type: row.type,
+      customer_id: row.customer_id,
+      capabilities: CAPABILITIES[row.status],
+      currency: row.currency,
+      tenant_id: row.tenant_id,
+      tier: '',
+      status: row.status,
+      category: row.category,
+      balance: formatAmount(posted, row.currency),
+      available_balance: formatAmount(available, row.currency),
+      is_tokenized: false,
+      account_number: row.account_number,
+      bank_details: bank,
+      virtual_account_bank_name: bank.bank_name,
+      virtual_account_bank_account_number: bank.account_number,
+      virtual_account_bank_routing_number: bank.routing_number,
+      virtual_account_bank_beneficiary_name: bank.account_name,
+      metadata: row.metadata,
+    },
+    ['customer_id', 'virtual_account_bank_routing_number'],
+  );
 }
 
-async function withBalances(db: Queryable, ctx: Scope, rows: AccountRow[]): Promise<AccountResponse[]> {
-  const balances = await ledger.getBalances(db, ctx, rows.map((r) => r.id));
-  return rows.map((r) => toAccountResponse(r, balances.get(r.id)));
+/** A row read with its balance columns (repo.findAccountWithBalance): available = posted - pending debits, as the ledger defines it. */
+function fromJoinedRow({ posted, pending_debits, ...row }: repo.AccountWithBalance): AccountResponse {
+  return toAccountResponse(row, posted === null ? undefined : { posted, available: posted - (pending_debits ?? 0n) });
 }
 
 function assertSupportedCurrency(config: Config, currency: string) {
@@ -69,7 +74,14 @@ function assertSupportedCurrency(config: Config, currency: string) {
 async function insertWithBankDetails(
   trx: Trx,
   ctx: Scope,
-  input: { currency: string; type: 'regular' | 'savings'; label: string; customerId: string | null; accountName: string; metadata: Record<string, unknown> },
+  input: {
+    currency: string;
+    type: 'regular' | 'savings';
+    label: string;
+    customerId: string | null;
+    accountName: string;
+    metadata: Record<string, unknown>;
+  },
 ): Promise<AccountRow> {
   const id = await ledger.openAccount(trx, ctx, { currency: input.currency });
   for (let attempt = 0; attempt < 8; attempt++) {
@@ -127,35 +139,33 @@ export async function createAccount(
 }
 
 export async function getAccount(db: Queryable, ctx: Scope, id: string): Promise<AccountResponse> {
-  const row = await repo.findAccount(db, ctx, id);
+  const row = await repo.findAccountWithBalance(db, ctx, id);
   if (!row) throw notFound('Account');
-  return (await withBalances(db, ctx, [row]))[0]!;
+  return fromJoinedRow(row);
 }
 
 export async function listAccounts(db: Queryable, ctx: Scope, query: ListAccountsQuery): Promise<Page<AccountResponse>> {
   const page = await repo.listAccounts(db, ctx, query);
-  return { ...page, items: await withBalances(db, ctx, page.items) };
+  return { ...page, items: page.items.map(fromJoinedRow) };
 }
 
 /**
  * active <-> frozen; deleted is final and only at a zero balance with no holds. The balance row
  * is locked so no posting can land between the zero check and the commit.
  */
-export async function updateStatus(db: Db, ctx: Scope, id: string, status: AccountRow['status']): Promise<AccountResponse> {
-  return db.transaction().execute(async (trx) => {
-    const current = await repo.findAccount(trx, ctx, id, 'update');
-    if (!current) throw notFound('Account');
-    const balance = (await ledger.lockBalances(trx, ctx, [id])).get(id);
-    if (current.status === status) return toAccountResponse(current, balance);
-    if (current.status === 'deleted') throw new AppError('invalid_state_transition', 'A deleted account cannot change status');
-    if (status === 'deleted' && balance && (balance.posted !== 0n || balance.pendingDebits !== 0n || balance.pendingCredits !== 0n)) {
-      throw new AppError('invalid_state_transition', 'Only an account with a zero balance and no pending holds can be deleted');
-    }
-    const updated = await repo.updateStatus(trx, ctx, id, status);
-    const account = toAccountResponse(updated, balance);
-    await recordEvent(trx, ctx, 'account.status.updated', account);
-    return account;
-  });
+export async function updateStatus(trx: Trx, ctx: Scope, id: string, status: AccountRow['status']): Promise<AccountResponse> {
+  const current = await repo.findAccount(trx, ctx, id, 'update');
+  if (!current) throw notFound('Account');
+  const balance = (await ledger.lockBalances(trx, ctx, [id])).get(id);
+  if (current.status === status) return toAccountResponse(current, balance);
+  if (current.status === 'deleted') throw new AppError('invalid_state_transition', 'A deleted account cannot change status');
+  if (status === 'deleted' && balance && (balance.posted !== 0n || balance.pendingDebits !== 0n || balance.pendingCredits !== 0n)) {
+    throw new AppError('invalid_state_transition', 'Only an account with a zero balance and no pending holds can be deleted');
+  }
+  const updated = await repo.updateStatus(trx, ctx, id, status);
+  const account = toAccountResponse(updated, balance);
+  await recordEvent(trx, ctx, 'account.status.updated', account);
+  return account;
 }
 
 /**
@@ -168,32 +178,24 @@ export async function lockForMovement(trx: Queryable, ctx: Scope, ids: string[])
   return new Map(rows.map((r) => [r.id, r]));
 }
 
-/**
- * A batch of movements takes its locks first, in the same order as a single movement and a status
- * change (account rows, then balance rows; each ascending by id), so they cannot deadlock.
- */
-export async function lockForBatch(trx: Trx, ids: string[], beforeBalances?: () => Promise<void>): Promise<void> {
-  const sorted = [...new Set(ids)].sort();
-  await repo.shareLockById(trx, sorted);
-  // Locks a single movement takes between its account rows and its balances (transfer limits).
-  if (beforeBalances) await beforeBalances();
-  await ledger.lockBalancesForBatch(trx, sorted);
-}
-
-/** Who owns the customer accounts among `ids`: tenant, environment and customer (a batch's locks). */
-export async function customerOwnersOf(trx: Trx, ids: string[]) {
-  return repo.customerOwners(trx, ids);
-}
-
 /** 409 unless money may leave the account. */
 export function assertCanDebit(row: AccountRow, field = 'source.id'): void {
-  if (row.status === 'frozen') throw new AppError('account_frozen', 'The source account is frozen', [{ field, code: 'account_frozen', message: 'Frozen accounts cannot send money' }]);
-  if (row.status === 'deleted') throw new AppError('account_inactive', 'The source account is deleted', [{ field, code: 'account_inactive', message: 'Deleted accounts cannot send money' }]);
+  if (row.status === 'frozen')
+    throw new AppError('account_frozen', 'The source account is frozen', [
+      { field, code: 'account_frozen', message: 'Frozen accounts cannot send money' },
+    ]);
+  if (row.status === 'deleted')
+    throw new AppError('account_inactive', 'The source account is deleted', [
+      { field, code: 'account_inactive', message: 'Deleted accounts cannot send money' },
+    ]);
 }
 
 /** 409 unless money may arrive (a frozen account still receives; a deleted one does not). */
 export function assertCanCredit(row: AccountRow, field = 'destination.id'): void {
-  if (row.status === 'deleted') throw new AppError('account_inactive', 'The destination account is deleted', [{ field, code: 'account_inactive', message: 'Deleted accounts cannot receive money' }]);
+  if (row.status === 'deleted')
+    throw new AppError('account_inactive', 'The destination account is deleted', [
+      { field, code: 'account_inactive', message: 'Deleted accounts cannot receive money' },
+    ]);
 }
 
 /**
@@ -208,12 +210,14 @@ export async function businessFeeAccount(trx: Trx, ctx: Scope, currency: string)
   const again = await repo.findBusinessAccount(trx, ctx, currency);
   if (again) return again;
   const accountName = (await getTenant(trx, ctx.tenantId))?.name ?? 'Business account';
-  const row = await insertWithBankDetails(trx, ctx, { currency, type: 'regular', label: 'Fees', customerId: null, accountName, metadata: { purpose: 'fees' } });
+  const row = await insertWithBankDetails(trx, ctx, {
+    currency,
+    type: 'regular',
+    label: 'Fees',
+    customerId: null,
+    accountName,
+    metadata: { purpose: 'fees' },
+  });
   await recordEvent(trx, ctx, 'account.created', toAccountResponse(row, undefined));
   return row;
 }
-
-export async function accountResponses(db: Queryable, ctx: Scope, rows: AccountRow[]) {
-  return withBalances(db, ctx, rows);
-}
-

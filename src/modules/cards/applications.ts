@@ -1,12 +1,12 @@
 import type { Queryable, Trx } from '../../db/client.js';
-import type { RequestContext } from '../../http/context.js';
-import { AppError, notFound, validationError, type ErrorDetail } from '../../http/errors.js';
-import type { Page } from '../../http/pagination.js';
+import type { RequestContext } from '../../core/context.js';
+import { AppError, notFound, validationError, type ErrorDetail } from '../../core/errors.js';
+import type { Page } from '../../db/pagination.js';
 import { newId } from '../../lib/ids.js';
 import { formatAmount, parseAmount } from '../../lib/money.js';
 import { getAccount } from '../accounts/service.js';
 import { requireCustomer } from '../customers/service.js';
-import { recordEvent } from '../webhooks/outbox.js';
+import { recordEvent } from '../webhooks/service.js';
 import * as repo from './repo.js';
 import type { ApplicationResponse, ApplicationStatus, CreateApplicationBody, ListApplicationsQuery } from './schema.js';
 import { billingAddressOf, cardCurrency, type CardDeps } from './service.js';
@@ -14,6 +14,13 @@ import { billingAddressOf, cardCurrency, type CardDeps } from './service.js';
 /** Card applications: the issuer's onboarding of a customer for cards (reference: /v1/cards/applications). */
 
 type Scope = Pick<RequestContext, 'tenantId' | 'environment'>;
+
+/** The reference's `status`: the card lifecycle value an application leads to (contract §14). */
+function cardStatusOf(status: ApplicationStatus): ApplicationResponse['status'] {
+  if (status === 'approved') return 'active';
+  if (status === 'denied' || status === 'locked' || status === 'canceled') return 'blocked';
+  return 'inactive';
+}
 
 function toApplicationResponse(a: repo.ApplicationRow, address: repo.BillingAddress): ApplicationResponse {
   const status = a.status as ApplicationStatus;
@@ -23,12 +30,17 @@ function toApplicationResponse(a: repo.ApplicationRow, address: repo.BillingAddr
     account_id: a.account_id,
     currency: a.currency,
     network: 'visa',
-    status,
+    status: cardStatusOf(status),
     application_status: status,
-    application_link: null,
     annual_remuneration: formatAmount(a.annual_remuneration, a.currency),
     estimated_monthly_limit: formatAmount(a.estimated_monthly_limit, a.currency),
-    address: { street: address.street, city: address.city, state: address.state, postal_code: address.postal_code, country_code: address.country_iso_code },
+    address: {
+      street: address.street,
+      city: address.city,
+      state: address.state,
+      postal_code: address.postal_code,
+      country_code: address.country_iso_code,
+    },
     date_created: a.created_at.toISOString(),
     date_updated: a.updated_at.toISOString(),
   };
@@ -120,4 +132,3 @@ export async function simulateApplication(trx: Trx, ctx: Scope, id: string, stat
   }
   return getApplication(trx, ctx, id);
 }
-

@@ -30,7 +30,8 @@ async function newCard(body: Record<string, unknown> = {}, client = api) {
   return res.body.data.card;
 }
 
-const accountOf = async (customer_id: string) => (await api.post('/v1/accounts', { currency: 'USD', label: 'Main', customer_id })).body.data.id as string;
+const accountOf = async (customer_id: string) =>
+  (await api.post('/v1/accounts', { currency: 'USD', label: 'Main', customer_id })).body.data.id as string;
 
 const events = (groupId: string) =>
   t.db.selectFrom('events').select(['event_type', 'payload']).where('event_group_id', '=', groupId).orderBy('id').execute();
@@ -57,7 +58,13 @@ describe('POST /v1/cards', () => {
       currency: 'USD',
       network: 'visa',
       name_on_card: 'JANE DOE',
-      spending_controls: { activated: true, single_transaction_limit: '50.00', daily_transaction_limit: '50.00', monthly_transaction_limit: null, type: 'virtual' },
+      spending_controls: {
+        activated: true,
+        single_transaction_limit: '50.00',
+        daily_transaction_limit: '50.00',
+        monthly_transaction_limit: null,
+        type: 'virtual',
+      },
       billing_address: { street: '12 Marina Road', city: 'Lagos', state: 'NG-LA', postal_code: '101001', country_iso_code: 'NG' },
       shipping: null,
     });
@@ -69,7 +76,7 @@ describe('POST /v1/cards', () => {
     expect(pan.startsWith(t.config.CARD_BIN)).toBe(true);
     expect(pan.endsWith(card.last4)).toBe(true);
     // Nothing in clear: not in the row, not in the response, not in the event.
-    expect(JSON.stringify(row, (_k, v) => (typeof v === "bigint" ? String(v) : v))).not.toContain(pan);
+    expect(JSON.stringify(row, (_k, v) => (typeof v === 'bigint' ? String(v) : v))).not.toContain(pan);
     expect(res.text).not.toContain(pan);
     const ev = await events(card.id);
     expect(ev.map((e) => e.event_type)).toEqual(['cards.status.update']);
@@ -267,7 +274,6 @@ describe('spending controls', () => {
     expect(res.body.data.spending_controls).toEqual({
       activated: true,
       single_transaction_limit: '25.50',
-      daily_transaction_limit: null,
       monthly_transaction_limit: '500.00',
       allowed_merchant_categories: ['5411', 'groceries'],
       blocked_merchant_categories: ['7995'],
@@ -275,9 +281,15 @@ describe('spending controls', () => {
     });
     const off = await api.patch(`/v1/cards/${card.id}/spending-controls`, { activated: false });
     expect(off.body.data.spending_controls).toMatchObject({ activated: false, single_transaction_limit: '25.50' });
-    const bad = await api.patch(`/v1/cards/${card.id}/spending-controls`, { single_transaction_limit: '1.001', daily_transaction_limit: -1 });
+    const bad = await api.patch(`/v1/cards/${card.id}/spending-controls`, {
+      single_transaction_limit: '1.001',
+      daily_transaction_limit: -1,
+    });
     expect(bad.status).toBe(400);
-    expect(bad.body.error.details.map((d: { field: string }) => d.field).sort()).toEqual(['daily_transaction_limit', 'single_transaction_limit']);
+    expect(bad.body.error.details.map((d: { field: string }) => d.field).sort()).toEqual([
+      'daily_transaction_limit',
+      'single_transaction_limit',
+    ]);
     const badCat = await api.patch(`/v1/cards/${card.id}/spending-controls`, { blocked_merchant_categories: ['12'], extra: 1 });
     expect(badCat.status).toBe(400);
     expect((await api.get(`/v1/cards/${card.id}`)).body.data.spending_controls.single_transaction_limit).toBe('25.50');
@@ -303,11 +315,17 @@ describe('card secrets', () => {
 
   it('returns the PIN encrypted and lets the owner change it', async () => {
     const card = await newCard();
-    const first = decryptEnvelope(keys.privateKey, (await api.get(`/v1/cards/${card.id}/pin`, { headers: { 'x-client-public-key': keys.header } })).body.data);
+    const first = decryptEnvelope(
+      keys.privateKey,
+      (await api.get(`/v1/cards/${card.id}/pin`, { headers: { 'x-client-public-key': keys.header } })).body.data,
+    );
     expect(first.pin).toMatch(/^\d{4}$/);
     const set = await api.put(`/v1/cards/${card.id}/pin`, { card_pin: '2580' });
     expect(set.body.data).toEqual({ message: 'Card PIN updated successfully' });
-    const after = decryptEnvelope(keys.privateKey, (await api.get(`/v1/cards/${card.id}/pin`, { headers: { 'x-client-public-key': keys.header } })).body.data);
+    const after = decryptEnvelope(
+      keys.privateKey,
+      (await api.get(`/v1/cards/${card.id}/pin`, { headers: { 'x-client-public-key': keys.header } })).body.data,
+    );
     expect(after).toEqual({ pin: '2580' });
     for (const card_pin of ['1234', '0000', '12', 'abcd', '1234567']) {
       expect((await api.put(`/v1/cards/${card.id}/pin`, { card_pin })).status, card_pin).toBe(400);
@@ -337,7 +355,9 @@ describe('card applications', () => {
     const res = await api.post('/v1/cards/applications/new', body);
     expect(res.status).toBe(200);
     const { id } = res.body.data;
-    expect(res.body.data).toMatchObject({ message: 'Card application request successful', status: 'needs_verification' });
+    expect(res.body.data).toMatchObject({ message: 'Card application request successful', status: 'inactive' });
+    expect(res.body.data.application).toMatchObject({ status: 'inactive', application_status: 'needs_verification' });
+    expect(res.body.data.application).not.toHaveProperty('application_link');
     const got = await api.get(`/v1/cards/applications/${id}`);
     expect(got.body.data).toMatchObject({
       id,
@@ -349,41 +369,86 @@ describe('card applications', () => {
       address: { street: '12 Marina Road', country_code: 'NG' },
     });
     const approved = await api.post(`/v1/simulations/card-applications/${id}`, { status: 'approved' });
-    expect(approved.body.data.status).toBe('approved');
-    expect((await api.get(`/v1/cards/applications?customer_id=${customer_id}`)).body.data.items.map((a: { id: string }) => a.id)).toEqual([id]);
+    expect(approved.body.data).toMatchObject({ status: 'active', application_status: 'approved' });
+    expect((await api.get(`/v1/cards/applications?customer_id=${customer_id}`)).body.data.items.map((a: { id: string }) => a.id)).toEqual([
+      id,
+    ]);
     expect((await api.get('/v1/cards/applications?status=approved')).body.data.total_items).toBeGreaterThanOrEqual(1);
     expect((await api.get('/v1/cards/applications?status=maybe')).status).toBe(400);
     const denied = await api.post(`/v1/simulations/card-applications/${id}`, { status: 'denied' });
-    expect(denied.body.data.status).toBe('denied');
+    expect(denied.body.data).toMatchObject({ status: 'blocked', application_status: 'denied' });
     expect((await api.post(`/v1/simulations/card-applications/${id}`, { status: 'approved' })).status).toBe(409);
-    expect((await events(id)).map((e) => e.event_type)).toEqual(['cards.application.update', 'cards.application.update', 'cards.application.update']);
+    expect((await events(id)).map((e) => e.event_type)).toEqual([
+      'cards.application.update',
+      'cards.application.update',
+      'cards.application.update',
+    ]);
   });
 
   it('approves at once when the customer passed KYC', async () => {
     const customer_id = await newCustomer();
-    const res = await api.post('/v1/cards/applications/new', { customer_id, account_id: await accountOf(customer_id), annual_remuneration: 1, estimated_monthly_limit: 1, ip_address: '2001:db8::1' });
-    expect(res.body.data.status).toBe('approved');
+    const res = await api.post('/v1/cards/applications/new', {
+      customer_id,
+      account_id: await accountOf(customer_id),
+      annual_remuneration: 1,
+      estimated_monthly_limit: 1,
+      ip_address: '2001:db8::1',
+    });
+    expect(res.body.data.status).toBe('active');
+    expect(res.body.data.application.application_status).toBe('approved');
   });
 
   it('validates applications and hides them from other businesses and live', async () => {
     const customer_id = await newCustomer();
-    const bad = await api.post('/v1/cards/applications/new', { customer_id, account_id: 'x', annual_remuneration: -1, estimated_monthly_limit: 1, ip_address: '999.1.1.1' });
+    const bad = await api.post('/v1/cards/applications/new', {
+      customer_id,
+      account_id: 'x',
+      annual_remuneration: -1,
+      estimated_monthly_limit: 1,
+      ip_address: '999.1.1.1',
+    });
     expect(bad.status).toBe(400);
     const account_id = await accountOf(customer_id);
-    const amounts = await api.post('/v1/cards/applications/new', { customer_id, account_id, annual_remuneration: -1, estimated_monthly_limit: '1.234', ip_address: '10.0.0.1' });
+    const amounts = await api.post('/v1/cards/applications/new', {
+      customer_id,
+      account_id,
+      annual_remuneration: -1,
+      estimated_monthly_limit: '1.234',
+      ip_address: '10.0.0.1',
+    });
     expect(amounts.body.error.code).toBe('invalid_amount');
     expect(amounts.body.error.details).toHaveLength(2);
     const other = await accountOf(await newCustomer());
-    const foreign = await api.post('/v1/cards/applications/new', { customer_id, account_id: other, annual_remuneration: 1, estimated_monthly_limit: 1, ip_address: '10.0.0.1' });
+    const foreign = await api.post('/v1/cards/applications/new', {
+      customer_id,
+      account_id: other,
+      annual_remuneration: 1,
+      estimated_monthly_limit: 1,
+      ip_address: '10.0.0.1',
+    });
     expect(foreign.status).toBe(400);
     expect(foreign.body.error.details[0].field).toBe('account_id');
-    const unknown = await api.post('/v1/cards/applications/new', { customer_id, account_id: customer_id, annual_remuneration: 1, estimated_monthly_limit: 1, ip_address: '10.0.0.1' });
+    const unknown = await api.post('/v1/cards/applications/new', {
+      customer_id,
+      account_id: customer_id,
+      annual_remuneration: 1,
+      estimated_monthly_limit: 1,
+      ip_address: '10.0.0.1',
+    });
     expect(unknown.status).toBe(404);
-    const ok = await api.post('/v1/cards/applications/new', { customer_id, account_id, annual_remuneration: 1, estimated_monthly_limit: 1, ip_address: '10.0.0.1' });
+    const ok = await api.post('/v1/cards/applications/new', {
+      customer_id,
+      account_id,
+      annual_remuneration: 1,
+      estimated_monthly_limit: 1,
+      ip_address: '10.0.0.1',
+    });
     const id = ok.body.data.id;
     expect((await clientFor(t, biz.live.secret_key).get(`/v1/cards/applications/${id}`)).status).toBe(404);
     const live = await clientFor(t, biz.live.secret_key).post(`/v1/simulations/card-applications/${id}`, { status: 'approved' });
     expect(live.status).toBe(404);
-    expect((await clientFor(t, biz.live.secret_key).post(`/v1/simulations/cards/${id}/fulfilment`, { status: 'shipped' })).status).toBe(404);
+    expect((await clientFor(t, biz.live.secret_key).post(`/v1/simulations/cards/${id}/fulfilment`, { status: 'shipped' })).status).toBe(
+      404,
+    );
   });
 });

@@ -19,7 +19,13 @@ async function setup(options: { fund?: string; card?: Record<string, unknown>; c
   const account = (await client.post('/v1/accounts', { currency: 'USD', label: 'Main', customer_id: customer })).body.data;
   expect(account.id).toBeTruthy();
   await client.post(`/v1/simulations/accounts/${account.id}/fund`, { amount: options.fund ?? '1000.00' });
-  const res = await client.post('/v1/cards', { customer_id: customer, card_type: 'virtual', card_limit: 10000, name_on_card: 'John Doe', ...options.card });
+  const res = await client.post('/v1/cards', {
+    customer_id: customer,
+    card_type: 'virtual',
+    card_limit: 10000,
+    name_on_card: 'John Doe',
+    ...options.card,
+  });
   expect(res.status, JSON.stringify(res.body)).toBe(200);
   return { customer, account: account.id as string, card: res.body.data.card };
 }
@@ -38,7 +44,9 @@ const authorize = (cardId: string, body: Record<string, unknown>, client = api) 
 const balanceOf = async (cardId: string) => (await api.get(`/v1/cards/${cardId}/balance`)).body.data;
 const accountBalance = async (id: string) => (await api.get(`/v1/accounts/${id}`)).body.data;
 const eventTypes = async (groupId: string) =>
-  (await t.db.selectFrom('events').select('event_type').where('event_group_id', '=', groupId).orderBy('id').execute()).map((e) => e.event_type);
+  (await t.db.selectFrom('events').select('event_type').where('event_group_id', '=', groupId).orderBy('id').execute()).map(
+    (e) => e.event_type,
+  );
 
 beforeAll(async () => {
   t = await startTestApp();
@@ -52,13 +60,24 @@ describe('the whole card journey', () => {
     const { account, card } = await setup();
     const funded = await fundCard(card.id, account, '100.00');
     expect(funded.status, JSON.stringify(funded.body)).toBe(200);
-    expect(funded.body.data).toMatchObject({ transfer_status: 'completed', destination: { destination_type: 'card', id: card.id }, amount: '100.00', currency: 'USD' });
+    expect(funded.body.data).toMatchObject({
+      transfer_status: 'completed',
+      destination: { destination_type: 'card', id: card.id },
+      amount: '100.00',
+      currency: 'USD',
+    });
     expect(await balanceOf(card.id)).toMatchObject({ balance: '100.00', available_balance: '100.00' });
     expect((await accountBalance(account)).balance).toBe('900.00');
 
     const ok = await authorize(card.id, { amount: '25.50', merchant_category: '5411' });
     expect(ok.status).toBe(200);
-    expect(ok.body.data).toMatchObject({ status: 'approved', amount: '25.50', decline_reason: null, merchant_name: 'Coffee Shop', merchant_category: '5411' });
+    expect(ok.body.data).toMatchObject({
+      status: 'approved',
+      amount: '25.50',
+      decline_reason: null,
+      merchant_name: 'Coffee Shop',
+      merchant_category: '5411',
+    });
     expect(await balanceOf(card.id)).toMatchObject({ balance: '100.00', available_balance: '74.50' });
 
     const declined = await authorize(card.id, { amount: '80.00' });
@@ -70,7 +89,13 @@ describe('the whole card journey', () => {
     expect(await balanceOf(card.id)).toMatchObject({ balance: '74.50', available_balance: '74.50' });
 
     const txs = (await api.get(`/v1/transactions?card_id=${card.id}`)).body.data;
-    const summary = txs.items.map((x: Record<string, unknown>) => [x.account_id === card.id, x.transaction_type, x.direction, x.amount, x.status]);
+    const summary = txs.items.map((x: Record<string, unknown>) => [
+      x.account_id === card.id,
+      x.transaction_type,
+      x.direction,
+      x.amount,
+      x.status,
+    ]);
     expect(summary).toEqual([
       [true, 'card_payment', 'out', '25.50', 'completed'],
       [true, 'card_payment', 'out', '80.00', 'failed'],
@@ -110,7 +135,7 @@ describe('funding through POST /v1/transfer', () => {
     const cases: [string, () => Promise<{ status: number; body: { error: { code: string } } }>, number, string][] = [
       ['insufficient funds', () => fundCard(card.id, account, '50.01'), 422, 'insufficient_funds'],
       ['unknown card', () => fundCard('0190a000-0000-7000-8000-000000000000', account, 1), 404, 'not_found'],
-      ['another customer\'s card', () => fundCard(other.card.id, account, 1), 400, 'validation_failed'],
+      ["another customer's card", () => fundCard(other.card.id, account, 1), 400, 'validation_failed'],
       ['currency mismatch', () => fundCard(card.id, eur, 1), 422, 'currency_mismatch'],
       ['bad amount', () => fundCard(card.id, account, '1.001'), 400, 'invalid_amount'],
     ];
@@ -146,27 +171,38 @@ describe('funding through POST /v1/transfer', () => {
 
   it('funds frozen and inactive cards (they cannot spend, but may hold money)', async () => {
     const { account, customer } = await setup();
-    const physical = (await api.post('/v1/cards', { customer_id: customer, card_type: 'physical', card_limit: 10, name_on_card: 'John Doe', shipping_address: { address_line1: '1 A St', city: 'Austin', postal_code: '73301', country_code: 'US', phone_number: '+15125550100', method: 'express' } })).body.data.card;
+    const physical = (
+      await api.post('/v1/cards', {
+        customer_id: customer,
+        card_type: 'physical',
+        card_limit: 10,
+        name_on_card: 'John Doe',
+        shipping_address: {
+          address_line1: '1 A St',
+          city: 'Austin',
+          postal_code: '73301',
+          country_code: 'US',
+          phone_number: '+15125550100',
+          method: 'express',
+        },
+      })
+    ).body.data.card;
     expect((await fundCard(physical.id, account, 5)).status).toBe(200);
     expect((await authorize(physical.id, { amount: 1 })).body.data.decline_reason).toBe('card_inactive');
   });
 });
 
 describe('authorizations', () => {
-  it.each([
-    ['insufficient_funds'],
-    ['card_frozen'],
-    ['limit_exceeded'],
-    ['merchant_category_blocked'],
-    ['card_expired'],
-    ['do_not_honor'],
-  ])('declines when the network forces %s, holding nothing', async (reason) => {
-    const { account, card } = await setup();
-    await fundCard(card.id, account, 10);
-    const res = await authorize(card.id, { amount: 1, decline_reason: reason });
-    expect(res.body.data).toMatchObject({ status: 'declined', decline_reason: reason });
-    expect(await balanceOf(card.id)).toMatchObject({ available_balance: '10.00' });
-  });
+  it.each([['insufficient_funds'], ['card_frozen'], ['limit_exceeded'], ['merchant_category_blocked'], ['card_expired'], ['do_not_honor']])(
+    'declines when the network forces %s, holding nothing',
+    async (reason) => {
+      const { account, card } = await setup();
+      await fundCard(card.id, account, 10);
+      const res = await authorize(card.id, { amount: 1, decline_reason: reason });
+      expect(res.body.data).toMatchObject({ status: 'declined', decline_reason: reason });
+      expect(await balanceOf(card.id)).toMatchObject({ available_balance: '10.00' });
+    },
+  );
 
   it('declines on the card itself: expired, blocked, frozen, inactive', async () => {
     const { account, card } = await setup();
@@ -201,7 +237,10 @@ describe('authorizations', () => {
     await api.patch(`/v1/cards/${card.id}/spending-controls`, { daily_transaction_limit: null });
     expect(await reason({ amount: 30 })).toBeNull();
     expect(await reason({ amount: '0.01' })).toBe('limit_exceeded'); // monthly 180 reached
-    await api.patch(`/v1/cards/${card.id}/spending-controls`, { monthly_transaction_limit: null, allowed_merchant_categories: ['groceries'] });
+    await api.patch(`/v1/cards/${card.id}/spending-controls`, {
+      monthly_transaction_limit: null,
+      allowed_merchant_categories: ['groceries'],
+    });
     expect(await reason({ amount: 1 })).toBe('merchant_category_blocked');
     expect(await reason({ amount: 1, merchant_category: 'Groceries' })).toBeNull();
     await api.patch(`/v1/cards/${card.id}/spending-controls`, { activated: false });
@@ -256,12 +295,28 @@ describe('authorizations', () => {
     await fundCard(card.id, account, 50);
     const first = await authorize(card.id, { amount: 20 }, api);
     const key = `auth-${card.id}`;
-    const a1 = await api.post(`/v1/simulations/cards/${card.id}/authorizations`, { amount: 20, merchant_name: 'Shop' }, { idempotencyKey: key });
-    const a2 = await api.post(`/v1/simulations/cards/${card.id}/authorizations`, { amount: 20, merchant_name: 'Shop' }, { idempotencyKey: key });
+    const a1 = await api.post(
+      `/v1/simulations/cards/${card.id}/authorizations`,
+      { amount: 20, merchant_name: 'Shop' },
+      { idempotencyKey: key },
+    );
+    const a2 = await api.post(
+      `/v1/simulations/cards/${card.id}/authorizations`,
+      { amount: 20, merchant_name: 'Shop' },
+      { idempotencyKey: key },
+    );
     expect(a2.text).toBe(a1.text);
     expect(await balanceOf(card.id)).toMatchObject({ available_balance: '10.00' });
-    const c1 = await api.post(`/v1/simulations/card-authorizations/${first.body.data.id}/capture`, {}, { idempotencyKey: `cap-${card.id}` });
-    const c2 = await api.post(`/v1/simulations/card-authorizations/${first.body.data.id}/capture`, {}, { idempotencyKey: `cap-${card.id}` });
+    const c1 = await api.post(
+      `/v1/simulations/card-authorizations/${first.body.data.id}/capture`,
+      {},
+      { idempotencyKey: `cap-${card.id}` },
+    );
+    const c2 = await api.post(
+      `/v1/simulations/card-authorizations/${first.body.data.id}/capture`,
+      {},
+      { idempotencyKey: `cap-${card.id}` },
+    );
     expect(c2.headers['idempotency-replayed']).toBe('true');
     expect(c2.text).toBe(c1.text);
     expect(await balanceOf(card.id)).toMatchObject({ balance: '30.00', available_balance: '10.00' });
@@ -272,7 +327,11 @@ describe('authorizations', () => {
     await fundCard(card.id, account, 30);
     const a = (await authorize(card.id, { amount: 30 })).body.data;
     expect(a.expires_at).not.toBeNull();
-    await t.db.updateTable('card_authorizations').set({ expires_at: new Date(Date.now() - 1000) }).where('id', '=', a.id).execute();
+    await t.db
+      .updateTable('card_authorizations')
+      .set({ expires_at: new Date(Date.now() - 1000) })
+      .where('id', '=', a.id)
+      .execute();
     await expireDue(t.db, 100, t.dbKind === 'postgres');
     expect((await api.get(`/v1/card-authorizations/${a.id}`)).body.data.status).toBe('expired');
     expect(await balanceOf(card.id)).toMatchObject({ available_balance: '30.00' });
@@ -281,7 +340,14 @@ describe('authorizations', () => {
 
   it('validates the simulation and hides it from live and other businesses', async () => {
     const { card } = await setup();
-    for (const body of [{ amount: 0 }, { amount: '1.001' }, { amount: 1, merchant_name: '' }, { amount: 1, decline_reason: 'bored' }, { amount: 1, merchant_category: '12' }, { amount: 1, tip: 2 }]) {
+    for (const body of [
+      { amount: 0 },
+      { amount: '1.001' },
+      { amount: 1, merchant_name: '' },
+      { amount: 1, decline_reason: 'bored' },
+      { amount: 1, merchant_category: '12' },
+      { amount: 1, tip: 2 },
+    ]) {
       expect((await authorize(card.id, body)).status, JSON.stringify(body)).toBe(400);
     }
     const live = clientFor(t, biz.live.secret_key);
@@ -342,11 +408,18 @@ describe('POST /v1/cards/withdraw', () => {
     expect(await balanceOf(card.id)).toMatchObject({ balance: '30.00', available_balance: '0.00' });
     expect((await accountBalance(account)).balance).toBe('970.00');
     const tx = (await api.get(`/v1/transactions/${res.body.data.transaction_id}`)).body.data;
-    expect(tx).toMatchObject({ account_id: card.id, transaction_type: 'card_withdrawal', direction: 'out', amount: '70.00', balance_before: '100.00', balance_after: '30.00' });
+    expect(tx).toMatchObject({
+      account_id: card.id,
+      transaction_type: 'card_withdrawal',
+      direction: 'out',
+      amount: '70.00',
+      balance_before: '100.00',
+      balance_after: '30.00',
+    });
     expect(await eventTypes(card.id)).toContain('cards.transaction.withdraw');
   });
 
-  it('refuses other customers\' accounts, other currencies, unknown cards and bad amounts', async () => {
+  it("refuses other customers' accounts, other currencies, unknown cards and bad amounts", async () => {
     const { account, card, customer } = await setup();
     await fundCard(card.id, account, 10);
     const other = await setup();
@@ -361,7 +434,8 @@ describe('POST /v1/cards/withdraw', () => {
     expect((await w({ amount: -1 })).body.error.code).toBe('invalid_amount');
     expect((await w({ account_id: business })).status).toBe(200);
     const lonely = await cardholder(api);
-    const card2 = (await api.post('/v1/cards', { customer_id: lonely, card_type: 'virtual', card_limit: 5, name_on_card: 'Lone Ly' })).body.data.card;
+    const card2 = (await api.post('/v1/cards', { customer_id: lonely, card_type: 'virtual', card_limit: 5, name_on_card: 'Lone Ly' })).body
+      .data.card;
     const none = await api.post('/v1/cards/withdraw', { card_id: card2.id, amount: 1 });
     expect(none.status).toBe(400);
     expect(none.body.error.details[0].field).toBe('account_id');

@@ -1,16 +1,23 @@
 import type { Db, Queryable, Trx } from '../../db/client.js';
-import type { RequestContext } from '../../http/context.js';
-import { AppError, notFound, validationError } from '../../http/errors.js';
-import type { Page } from '../../http/pagination.js';
+import type { RequestContext } from '../../core/context.js';
+import { AppError, notFound, validationError } from '../../core/errors.js';
+import type { Page } from '../../db/pagination.js';
 import { newId } from '../../lib/ids.js';
 import { formatAmount, parseAmount } from '../../lib/money.js';
 import * as ledger from '../../ledger/index.js';
 import type { AuthorizationRequest, CardNetwork } from '../../rails/cards.js';
 import * as accounts from '../accounts/service.js';
 import * as transactions from '../transactions/service.js';
-import { recordEvent } from '../webhooks/outbox.js';
+import { recordEvent } from '../webhooks/service.js';
 import * as repo from './repo.js';
-import type { AuthorizationResponse, DeclineReason, ListAuthorizationsQuery, SimulateAuthorizationBody, WithdrawBody, WithdrawResponse } from './schema.js';
+import type {
+  AuthorizationResponse,
+  DeclineReason,
+  ListAuthorizationsQuery,
+  SimulateAuthorizationBody,
+  WithdrawBody,
+  WithdrawResponse,
+} from './schema.js';
 import { TERMINAL_STATUSES } from './schema.js';
 import { isExpired } from './secrets.js';
 import { cardTransactionEvent, requireCard } from './service.js';
@@ -170,7 +177,10 @@ async function requireApproved(trx: Trx, ctx: Scope, id: string): Promise<repo.A
   const auth = await repo.findAuthorization(trx, ctx, id, true);
   if (!auth) throw notFound('Card authorization');
   if (auth.status !== 'approved' || auth.hold_id === null) {
-    throw new AppError('invalid_state_transition', `The authorization is ${auth.status}; it can be captured or reversed only while approved`);
+    throw new AppError(
+      'invalid_state_transition',
+      `The authorization is ${auth.status}; it can be captured or reversed only while approved`,
+    );
   }
   return auth;
 }
@@ -255,7 +265,12 @@ export async function getAuthorization(db: Queryable, ctx: Scope, id: string): P
   return toAuthorizationResponse(row);
 }
 
-export async function listAuthorizations(db: Queryable, ctx: Scope, cardId: string, query: ListAuthorizationsQuery): Promise<Page<AuthorizationResponse>> {
+export async function listAuthorizations(
+  db: Queryable,
+  ctx: Scope,
+  cardId: string,
+  query: ListAuthorizationsQuery,
+): Promise<Page<AuthorizationResponse>> {
   await requireCard(db, ctx, cardId);
   const page = await repo.listAuthorizations(db, ctx, cardId, query);
   return { ...page, items: page.items.map(toAuthorizationResponse) };
@@ -275,7 +290,9 @@ async function withdrawalAccount(trx: Trx, ctx: Scope, card: repo.CardRow, accou
   });
   const oldest = page.items[page.items.length - 1];
   if (!oldest) {
-    throw validationError([{ field: 'account_id', code: 'required', message: `The card owner has no active ${card.currency} account; name one` }]);
+    throw validationError([
+      { field: 'account_id', code: 'required', message: `The card owner has no active ${card.currency} account; name one` },
+    ]);
   }
   return oldest.id;
 }
@@ -291,7 +308,8 @@ export async function withdraw(trx: Trx, ctx: Scope, body: WithdrawBody): Promis
   const amount = parseAmount(body.amount, card.currency);
   const accountId = await withdrawalAccount(trx, ctx, card, body.account_id);
   const account = (await accounts.lockForMovement(trx, ctx, [accountId])).get(accountId);
-  if (!account) throw new AppError('not_found', 'Account not found', [{ field: 'account_id', code: 'not_found', message: 'No such account' }]);
+  if (!account)
+    throw new AppError('not_found', 'Account not found', [{ field: 'account_id', code: 'not_found', message: 'No such account' }]);
   if (account.customer_id !== null && account.customer_id !== card.customer_id) {
     throw validationError([{ field: 'account_id', code: 'mismatch', message: "The account must be the card owner's or the business's" }]);
   }
@@ -321,7 +339,16 @@ export async function withdraw(trx: Trx, ctx: Scope, body: WithdrawBody): Promis
     }
     throw err;
   }
-  const common = { currency: card.currency, amount, channel: 'card_withdrawal' as const, transactionType: 'card_withdrawal' as const, cardId: card.id, sendingAccountId: card.id, receivingAccountId: account.id, metadata: { card_id: card.id, card_type: card.card_type } };
+  const common = {
+    currency: card.currency,
+    amount,
+    channel: 'card_withdrawal' as const,
+    transactionType: 'card_withdrawal' as const,
+    cardId: card.id,
+    sendingAccountId: card.id,
+    receivingAccountId: account.id,
+    metadata: { card_id: card.id, card_type: card.card_type },
+  };
   const [cardTx] = await transactions.recordMovement(trx, ctx, {
     reference: id,
     posting,

@@ -1,7 +1,7 @@
 import { sql, type ColumnType, type Insertable, type Selectable, type Updateable } from 'kysely';
 import type { Queryable } from '../../db/client.js';
-import type { RequestContext } from '../../http/context.js';
-import { paginate, type Page } from '../../http/pagination.js';
+import type { RequestContext } from '../../core/context.js';
+import { paginate, type Page } from '../../db/pagination.js';
 import { uuidv7LowerBound } from '../../lib/ids.js';
 import type { ListApplicationsQuery, ListAuthorizationsQuery, ListCardsQuery } from './schema.js';
 import { findScoped } from '../../db/scoped.js';
@@ -126,10 +126,7 @@ export async function setApplicationStatus(db: Queryable, ctx: Scope, id: string
 }
 
 export async function listApplications(db: Queryable, ctx: Scope, query: ListApplicationsQuery): Promise<Page<ApplicationRow>> {
-  let base = db
-    .selectFrom('card_applications')
-    .where('tenant_id', '=', ctx.tenantId)
-    .where('environment', '=', ctx.environment);
+  let base = db.selectFrom('card_applications').where('tenant_id', '=', ctx.tenantId).where('environment', '=', ctx.environment);
   if (query.customer_id) base = base.where('customer_id', '=', query.customer_id);
   if (query.status) base = base.where('status', '=', query.status);
   return paginate<ApplicationRow>(db, base, 'card_applications.id', query, (qb) => qb.selectAll());
@@ -194,7 +191,9 @@ export async function spentSince(db: Queryable, ctx: Scope, cardId: string, sinc
   const row = await db
     .selectFrom('card_authorizations')
     .select(
-      sql<string>`coalesce(sum(case status when 'approved' then amount when 'captured' then captured_amount else 0 end), 0)::text`.as('spent'),
+      sql<string>`coalesce(sum(case status when 'approved' then amount when 'captured' then captured_amount else 0 end), 0)::text`.as(
+        'spent',
+      ),
     )
     .where('tenant_id', '=', ctx.tenantId)
     .where('environment', '=', ctx.environment)

@@ -1,9 +1,9 @@
 import type { FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import type { Deps } from '../../app.js';
+import type { Deps } from '../../http/deps.js';
 import { envelope, ok } from '../../http/envelope.js';
-import { notFound } from '../../http/errors.js';
-import { pageSchema } from '../../http/pagination.js';
+import { notFound } from '../../core/errors.js';
+import { pageSchema } from '../../db/pagination.js';
 import {
   ApplicationIdParams,
   ApplicationResponse,
@@ -49,17 +49,36 @@ export function cardRoutes(deps: Deps): FastifyPluginAsyncZod {
   return async (app) => {
     app.post(
       '/v1/cards/applications/new',
-      { schema: { tags, summary: 'Create a card application', body: CreateApplicationBody, response: { 200: envelope(CreateApplicationResponse) } } },
-      (req, reply) => deps.idempotency.run(req, reply, 'cards.applications.create', (trx) => applications.createApplication(trx, deps, req.ctx, req.body)),
+      {
+        schema: {
+          tags,
+          summary: 'Create a card application',
+          body: CreateApplicationBody,
+          response: { 200: envelope(CreateApplicationResponse) },
+        },
+      },
+      (req, reply) =>
+        deps.idempotency.run(req, reply, 'cards.applications.create', (trx) =>
+          applications.createApplication(trx, deps, req.ctx, req.body),
+        ),
     );
     app.get(
       '/v1/cards/applications',
-      { schema: { tags, summary: 'List card applications', querystring: ListApplicationsQuery, response: { 200: envelope(pageSchema(ApplicationResponse)) } } },
+      {
+        schema: {
+          tags,
+          summary: 'List card applications',
+          querystring: ListApplicationsQuery,
+          response: { 200: envelope(pageSchema(ApplicationResponse)) },
+        },
+      },
       async (req) => ok(await applications.listApplications(deps.db, req.ctx, req.query)),
     );
     app.get(
       '/v1/cards/applications/:application_id',
-      { schema: { tags, summary: 'Get a card application', params: ApplicationIdParams, response: { 200: envelope(ApplicationResponse) } } },
+      {
+        schema: { tags, summary: 'Get a card application', params: ApplicationIdParams, response: { 200: envelope(ApplicationResponse) } },
+      },
       async (req) => ok(await applications.getApplication(deps.db, req.ctx, req.params.application_id)),
     );
 
@@ -69,7 +88,8 @@ export function cardRoutes(deps: Deps): FastifyPluginAsyncZod {
         schema: {
           tags,
           summary: 'Create a card',
-          description: 'Virtual cards are active at once; physical cards are shipped and start `inactive` until activated. A card is in USD unless `currency` names another supported currency.',
+          description:
+            'Virtual cards are active at once; physical cards are shipped and start `inactive` until activated. A card is in USD unless `currency` names another supported currency.',
           body: CreateCardBody,
           response: { 200: envelope(CreateCardResponse) },
         },
@@ -97,13 +117,14 @@ export function cardRoutes(deps: Deps): FastifyPluginAsyncZod {
         schema: {
           tags,
           summary: 'Update a card status',
-          description: '`active` (activation or unfreeze), `freeze` (reversible), `blocked`, `lost`, `stolen` (final: 409 card_blocked afterwards).',
+          description:
+            '`active` (activation or unfreeze), `freeze` (reversible), `blocked`, `lost`, `stolen` (final: 409 card_blocked afterwards).',
           params: CardIdParams,
           body: UpdateCardStatusBody,
           response: { 200: envelope(CardResponse) },
         },
       },
-      async (req) => ok(await service.updateStatus(deps.db, req.ctx, req.params.card_id, req.body)),
+      async (req) => ok(await deps.inTransaction((trx) => service.updateStatus(trx, req.ctx, req.params.card_id, req.body))),
     );
     app.patch(
       '/v1/cards/:card_id/spending-controls',
@@ -117,12 +138,20 @@ export function cardRoutes(deps: Deps): FastifyPluginAsyncZod {
           response: { 200: envelope(CardResponse) },
         },
       },
-      async (req) => ok(await service.updateSpendingControls(deps.db, req.ctx, req.params.card_id, req.body)),
+      async (req) => ok(await deps.inTransaction((trx) => service.updateSpendingControls(trx, req.ctx, req.params.card_id, req.body))),
     );
     app.put(
       '/v1/cards/:card_id/pin',
-      { schema: { tags, summary: 'Update a card PIN', params: CardIdParams, body: UpdatePinBody, response: { 200: envelope(z.object({ message: z.string() })) } } },
-      async (req) => ok(await service.updatePin(deps.db, deps, req.ctx, req.params.card_id, req.body.card_pin)),
+      {
+        schema: {
+          tags,
+          summary: 'Update a card PIN',
+          params: CardIdParams,
+          body: UpdatePinBody,
+          response: { 200: envelope(z.object({ message: z.string() })) },
+        },
+      },
+      async (req) => ok(await deps.inTransaction((trx) => service.updatePin(trx, req.ctx, req.params.card_id, req.body.card_pin, deps))),
     );
 
     const secretSchema = (summary: string) => ({
@@ -148,7 +177,8 @@ export function cardRoutes(deps: Deps): FastifyPluginAsyncZod {
         schema: {
           tags,
           summary: 'Withdraw from a card',
-          description: "Moves money from the card's balance to `account_id` (the owner's or the business's; default: the owner's oldest active account in the card's currency).",
+          description:
+            "Moves money from the card's balance to `account_id` (the owner's or the business's; default: the owner's oldest active account in the card's currency).",
           body: WithdrawBody,
           response: { 200: envelope(WithdrawResponse) },
         },
@@ -157,12 +187,27 @@ export function cardRoutes(deps: Deps): FastifyPluginAsyncZod {
     );
     app.get(
       '/v1/cards/:card_id/authorizations',
-      { schema: { tags, summary: "List a card's authorizations", params: CardIdParams, querystring: ListAuthorizationsQuery, response: { 200: envelope(pageSchema(AuthorizationResponse)) } } },
+      {
+        schema: {
+          tags,
+          summary: "List a card's authorizations",
+          params: CardIdParams,
+          querystring: ListAuthorizationsQuery,
+          response: { 200: envelope(pageSchema(AuthorizationResponse)) },
+        },
+      },
       async (req) => ok(await payments.listAuthorizations(deps.db, req.ctx, req.params.card_id, req.query)),
     );
     app.get(
       '/v1/card-authorizations/:authorization_id',
-      { schema: { tags, summary: 'Get a card authorization', params: AuthorizationIdParams, response: { 200: envelope(AuthorizationResponse) } } },
+      {
+        schema: {
+          tags,
+          summary: 'Get a card authorization',
+          params: AuthorizationIdParams,
+          response: { 200: envelope(AuthorizationResponse) },
+        },
+      },
       async (req) => ok(await payments.getAuthorization(deps.db, req.ctx, req.params.authorization_id)),
     );
 
@@ -208,7 +253,16 @@ export function cardRoutes(deps: Deps): FastifyPluginAsyncZod {
     // ---------- sandbox simulations ----------
     app.post(
       '/v1/simulations/card-applications/:application_id',
-      { onRequest: sandboxOnly, schema: { tags: simTags, summary: 'Sandbox: decide a card application', params: ApplicationIdParams, body: SimulateApplicationBody, response: { 200: envelope(ApplicationResponse) } } },
+      {
+        onRequest: sandboxOnly,
+        schema: {
+          tags: simTags,
+          summary: 'Sandbox: decide a card application',
+          params: ApplicationIdParams,
+          body: SimulateApplicationBody,
+          response: { 200: envelope(ApplicationResponse) },
+        },
+      },
       (req, reply) =>
         deps.idempotency.run(req, reply, 'simulations.card_applications.decide', (trx) =>
           applications.simulateApplication(trx, req.ctx, req.params.application_id, req.body.status),
@@ -216,7 +270,16 @@ export function cardRoutes(deps: Deps): FastifyPluginAsyncZod {
     );
     app.post(
       '/v1/simulations/cards/:card_id/fulfilment',
-      { onRequest: sandboxOnly, schema: { tags: simTags, summary: 'Sandbox: ship or deliver a physical card', params: CardIdParams, body: SimulateFulfilmentBody, response: { 200: envelope(CardResponse) } } },
+      {
+        onRequest: sandboxOnly,
+        schema: {
+          tags: simTags,
+          summary: 'Sandbox: ship or deliver a physical card',
+          params: CardIdParams,
+          body: SimulateFulfilmentBody,
+          response: { 200: envelope(CardResponse) },
+        },
+      },
       (req, reply) =>
         deps.idempotency.run(req, reply, 'simulations.cards.fulfilment', (trx) =>
           service.simulateFulfilment(trx, req.ctx, req.params.card_id, req.body.status),

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { PageQuery } from '../../http/pagination.js';
+import { PageQuery } from '../../db/pagination.js';
 import { CountryCode, CurrencyCode, NameText, ShortText, UuidParam } from '../../lib/validators.js';
 
 /** Amounts arrive as a JSON number or a decimal string; parseAmount judges them in the service. */
@@ -8,6 +8,9 @@ const AmountInput = z.union([z.string().max(40), z.number()]);
 export const CARD_STATUSES = ['inactive', 'active', 'freeze', 'blocked', 'lost', 'stolen'] as const;
 export type CardStatus = (typeof CARD_STATUSES)[number];
 export const TERMINAL_STATUSES: readonly CardStatus[] = ['blocked', 'lost', 'stolen'];
+
+/** The reference's `status` of a card application: the card lifecycle it leads to. */
+export const APPLICATION_CARD_STATUSES = ['active', 'blocked', 'inactive'] as const;
 
 export const APPLICATION_STATUSES = [
   'approved',
@@ -74,7 +77,10 @@ export const ShippingAddressInput = z
     postal_code: z.union([z.string().trim().min(1).max(20), z.number().int().nonnegative()]).transform(String),
     country_code: CountryCode,
     // The reference's example omits the '+'; E.164 digits with or without it are accepted.
-    phone_number: z.string().trim().regex(/^\+?[1-9]\d{6,14}$/, 'Must be an international phone number (E.164 digits)'),
+    phone_number: z
+      .string()
+      .trim()
+      .regex(/^\+?[1-9]\d{6,14}$/, 'Must be an international phone number (E.164 digits)'),
     method: z.enum(['standard', 'express', 'international', 'apc', 'uspsInternational', 'overnight']),
   })
   .meta({ id: 'CardShippingAddress' });
@@ -97,7 +103,12 @@ export const CreateCardBody = z
     card_type: z.enum(['virtual', 'physical']),
     /** Sets the initial per-transaction and daily limits (as the reference's example shows). */
     card_limit: AmountInput,
-    name_on_card: z.string().trim().min(2).max(26).regex(/^[A-Za-z][A-Za-z .'-]*$/, 'Letters, spaces, . \' and - only'),
+    name_on_card: z
+      .string()
+      .trim()
+      .min(2)
+      .max(26)
+      .regex(/^[A-Za-z][A-Za-z .'-]*$/, "Letters, spaces, . ' and - only"),
     currency: CurrencyCode.optional(),
     shipping_address: ShippingAddressInput.optional(),
     spending_controls: SpendingControlsInput.optional(),
@@ -170,8 +181,8 @@ const Address = z.object({
 
 export const SpendingControls = z.object({
   activated: z.boolean(),
-  single_transaction_limit: z.string().nullable(),
-  daily_transaction_limit: z.string().nullable(),
+  single_transaction_limit: z.string().optional().describe('Absent when there is no per-transaction limit'),
+  daily_transaction_limit: z.string().optional().describe('Absent when there is no daily limit'),
   monthly_transaction_limit: z.string().nullable(),
   allowed_merchant_categories: z.array(z.string()),
   blocked_merchant_categories: z.array(z.string()),
@@ -219,7 +230,7 @@ export const CreateCardResponse = z.object({
   id: z.string(),
   fee_charged: z.boolean(),
   fee_pending: z.boolean(),
-  fee_id: z.string().nullable(),
+  fee_id: z.string().optional().describe('Absent when no issuing fee was charged'),
   card: CardResponse,
 });
 
@@ -230,9 +241,13 @@ export const ApplicationResponse = z
     account_id: z.string(),
     currency: z.string(),
     network: z.string(),
-    status: z.enum(APPLICATION_STATUSES),
+    status: z
+      .enum(APPLICATION_CARD_STATUSES)
+      .describe(
+        "The reference's card lifecycle view of the application: active once approved, blocked once refused, inactive while undecided",
+      ),
     application_status: z.enum(APPLICATION_STATUSES),
-    application_link: z.string().nullable(),
+    application_link: z.string().optional().describe('Absent: the sandbox issuer needs no separate verification page'),
     annual_remuneration: z.string(),
     estimated_monthly_limit: z.string(),
     address: z.object({ street: z.string(), city: z.string(), state: z.string(), postal_code: z.string(), country_code: z.string() }),
@@ -245,7 +260,7 @@ export type ApplicationResponse = z.infer<typeof ApplicationResponse>;
 export const CreateApplicationResponse = z.object({
   message: z.string(),
   id: z.string(),
-  status: z.enum(APPLICATION_STATUSES),
+  status: z.enum(APPLICATION_CARD_STATUSES),
   application: ApplicationResponse,
 });
 

@@ -108,9 +108,15 @@ describe('client envelope (contract section 13)', () => {
     expect(code('')).toBe('missing_client_public_key');
     expect(code('not base64 !!!')).toBe('invalid_client_public_key');
     expect(code(Buffer.from('hello').toString('base64'))).toBe('invalid_client_public_key');
-    expect(code(Buffer.from('-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PUBLIC KEY-----\n').toString('base64'))).toBe('invalid_client_public_key');
+    expect(code(Buffer.from('-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PUBLIC KEY-----\n').toString('base64'))).toBe(
+      'invalid_client_public_key',
+    );
     expect(code(rsaKeyPair(1024).header)).toBe('invalid_client_public_key');
-    const ec = generateKeyPairSync('ec', { namedCurve: 'P-256', publicKeyEncoding: { type: 'spki', format: 'pem' }, privateKeyEncoding: { type: 'pkcs8', format: 'pem' } });
+    const ec = generateKeyPairSync('ec', {
+      namedCurve: 'P-256',
+      publicKeyEncoding: { type: 'spki', format: 'pem' },
+      privateKeyEncoding: { type: 'pkcs8', format: 'pem' },
+    });
     expect(code(Buffer.from(ec.publicKey).toString('base64'))).toBe('invalid_client_public_key');
     expect(code(keys.header)).toBe('ok');
   });

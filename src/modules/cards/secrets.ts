@@ -1,5 +1,5 @@
 import { constants, createCipheriv, createPublicKey, publicEncrypt, randomBytes, randomInt, type KeyObject } from 'node:crypto';
-import { AppError } from '../../http/errors.js';
+import { AppError } from '../../core/errors.js';
 
 /**
  * Card numbers and the secrets a card carries. Pure functions: no database, no logging. The full

@@ -1,8 +1,9 @@
 import type { Config } from '../../config.js';
-import type { Db, Queryable, Trx } from '../../db/client.js';
-import type { RequestContext } from '../../http/context.js';
-import { AppError, notFound, validationError, type ErrorDetail } from '../../http/errors.js';
-import type { Page } from '../../http/pagination.js';
+import type { Queryable, Trx } from '../../db/client.js';
+import type { RequestContext } from '../../core/context.js';
+import { AppError, notFound, validationError, type ErrorDetail } from '../../core/errors.js';
+import type { Page } from '../../db/pagination.js';
+import { omitNulls } from '../../lib/absent.js';
 import type { Sealer } from '../../lib/crypto.js';
 import { newId } from '../../lib/ids.js';
 import { formatAmount, parseAmount } from '../../lib/money.js';
@@ -10,16 +11,9 @@ import * as ledger from '../../ledger/index.js';
 import { requireCustomer } from '../customers/service.js';
 import { requireFeature, requireKycLevel } from '../features/service.js';
 import * as transactions from '../transactions/service.js';
-import { recordEvent } from '../webhooks/outbox.js';
+import { recordEvent } from '../webhooks/service.js';
 import * as repo from './repo.js';
-import type {
-  CardResponse,
-  CardStatus,
-  CreateCardBody,
-  ListCardsQuery,
-  SpendingControlsInput,
-  UpdateCardStatusBody,
-} from './schema.js';
+import type { CardResponse, CardStatus, CreateCardBody, ListCardsQuery, SpendingControlsInput, UpdateCardStatusBody } from './schema.js';
 import { TERMINAL_STATUSES } from './schema.js';
 import * as secrets from './secrets.js';
 
@@ -51,15 +45,19 @@ export function toCardResponse(c: repo.CardRow): CardResponse {
     status: c.status as CardStatus,
     currency: c.currency,
     network: c.network,
-    spending_controls: {
-      activated: c.controls_activated,
-      single_transaction_limit: limit(c.single_transaction_limit),
-      daily_transaction_limit: limit(c.daily_limit),
-      monthly_transaction_limit: limit(c.monthly_limit),
-      allowed_merchant_categories: c.allowed_categories,
-      blocked_merchant_categories: c.blocked_categories,
-      type: c.card_type,
-    },
+    // Absent, never null, where the reference types the limit as a number (contract §14).
+    spending_controls: omitNulls(
+      {
+        activated: c.controls_activated,
+        single_transaction_limit: limit(c.single_transaction_limit),
+        daily_transaction_limit: limit(c.daily_limit),
+        monthly_transaction_limit: limit(c.monthly_limit),
+        allowed_merchant_categories: c.allowed_categories,
+        blocked_merchant_categories: c.blocked_categories,
+        type: c.card_type,
+      },
+      ['single_transaction_limit', 'daily_transaction_limit'],
+    ),
     billing_address: c.billing_address,
     address: c.billing_address,
     shipping: ship
@@ -89,7 +87,9 @@ export function billingAddressOf(customer: { address: unknown }): repo.BillingAd
 export function cardCurrency(config: Config, currency: string | undefined): string {
   const c = currency ?? DEFAULT_CURRENCY;
   if (!config.SUPPORTED_CURRENCIES.includes(c)) {
-    throw validationError([{ field: 'currency', code: 'unsupported', message: `Cards are issued in ${config.SUPPORTED_CURRENCIES.join(', ')}` }]);
+    throw validationError([
+      { field: 'currency', code: 'unsupported', message: `Cards are issued in ${config.SUPPORTED_CURRENCIES.join(', ')}` },
+    ]);
   }
   return c;
 }
@@ -198,7 +198,7 @@ export async function createCard(trx: Trx, deps: CardDeps, ctx: GateCtx, body: C
   await ledger.openAccount(trx, ctx, { id, currency });
   const card = await getCard(trx, ctx, id);
   await recordEvent(trx, ctx, 'cards.status.update', card);
-  return { message: 'Card created successfully', status: true, id, fee_charged: false, fee_pending: false, fee_id: null, card };
+  return { message: 'Card created successfully', status: true, id, fee_charged: false, fee_pending: false, card };
 }
 
 export async function requireCard(db: Queryable, ctx: Scope, id: string, forUpdate = false): Promise<repo.CardRow> {
@@ -247,54 +247,50 @@ function checkTransition(from: string, to: CardStatus): void {
   }
 }
 
-export async function updateStatus(db: Db, ctx: Scope, id: string, body: UpdateCardStatusBody): Promise<CardResponse> {
-  return db.transaction().execute(async (trx) => {
-    const card = await requireCard(trx, ctx, id, true);
-    checkTransition(card.status, body.status);
-    const patch: Parameters<typeof repo.updateCard>[3] = {};
-    if (body.limit !== undefined) {
-      const limit = parseAmount(body.limit, card.currency, 'limit');
-      patch.single_transaction_limit = limit;
-      patch.daily_limit = limit;
-    }
-    const changed = card.status !== body.status;
-    if (changed) {
-      if (body.status === 'active' && secrets.isExpired(card.expiry_month, card.expiry_year)) {
-        throw new AppError('invalid_state_transition', 'The card has expired');
-      }
-      patch.status = body.status;
-      if (card.status === 'inactive' && body.status === 'active') {
-        patch.activated_at = new Date();
-        // Activation is the holder saying the card arrived.
-        if (card.card_type === 'physical') patch.fulfilment_status = 'delivered';
-      }
-    }
-    if (Object.keys(patch).length > 0) await repo.updateCard(trx, ctx, id, patch);
-    const updated = await getCard(trx, ctx, id);
-    if (changed) await recordEvent(trx, ctx, 'cards.status.update', updated);
-    return updated;
-  });
-}
-
-export async function updateSpendingControls(db: Db, ctx: Scope, id: string, body: SpendingControlsInput): Promise<CardResponse> {
-  return db.transaction().execute(async (trx) => {
-    const card = await requireCard(trx, ctx, id, true);
-    assertNotTerminal(card);
-    const limits = limitsFrom(body, card.currency, '');
-    if (Object.keys(limits).length > 0) await repo.updateCard(trx, ctx, id, limits);
-    return getCard(trx, ctx, id);
-  });
-}
-
-export async function updatePin(db: Db, deps: CardDeps, ctx: Scope, id: string, pin: string) {
-  if (secrets.isWeakPin(pin)) {
-    throw validationError([{ field: 'card_pin', code: 'weak_pin', message: 'Choose a PIN that is not a repeated digit or a simple sequence' }]);
+export async function updateStatus(trx: Trx, ctx: Scope, id: string, body: UpdateCardStatusBody): Promise<CardResponse> {
+  const card = await requireCard(trx, ctx, id, true);
+  checkTransition(card.status, body.status);
+  const patch: Parameters<typeof repo.updateCard>[3] = {};
+  if (body.limit !== undefined) {
+    const limit = parseAmount(body.limit, card.currency, 'limit');
+    patch.single_transaction_limit = limit;
+    patch.daily_limit = limit;
   }
-  await db.transaction().execute(async (trx) => {
-    const card = await requireCard(trx, ctx, id, true);
-    assertNotTerminal(card);
-    await repo.updateCard(trx, ctx, id, { pin_sealed: deps.sealer.seal(pin, `card:${id}:pin`) });
-  });
+  const changed = card.status !== body.status;
+  if (changed) {
+    if (body.status === 'active' && secrets.isExpired(card.expiry_month, card.expiry_year)) {
+      throw new AppError('invalid_state_transition', 'The card has expired');
+    }
+    patch.status = body.status;
+    if (card.status === 'inactive' && body.status === 'active') {
+      patch.activated_at = new Date();
+      // Activation is the holder saying the card arrived.
+      if (card.card_type === 'physical') patch.fulfilment_status = 'delivered';
+    }
+  }
+  if (Object.keys(patch).length > 0) await repo.updateCard(trx, ctx, id, patch);
+  const updated = await getCard(trx, ctx, id);
+  if (changed) await recordEvent(trx, ctx, 'cards.status.update', updated);
+  return updated;
+}
+
+export async function updateSpendingControls(trx: Trx, ctx: Scope, id: string, body: SpendingControlsInput): Promise<CardResponse> {
+  const card = await requireCard(trx, ctx, id, true);
+  assertNotTerminal(card);
+  const limits = limitsFrom(body, card.currency, '');
+  if (Object.keys(limits).length > 0) await repo.updateCard(trx, ctx, id, limits);
+  return getCard(trx, ctx, id);
+}
+
+export async function updatePin(trx: Trx, ctx: Scope, id: string, pin: string, deps: CardDeps) {
+  if (secrets.isWeakPin(pin)) {
+    throw validationError([
+      { field: 'card_pin', code: 'weak_pin', message: 'Choose a PIN that is not a repeated digit or a simple sequence' },
+    ]);
+  }
+  const card = await requireCard(trx, ctx, id, true);
+  assertNotTerminal(card);
+  await repo.updateCard(trx, ctx, id, { pin_sealed: deps.sealer.seal(pin, `card:${id}:pin`) });
   return { message: 'Card PIN updated successfully' };
 }
 

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import type { Deps } from '../../app.js';
-import { AppError } from '../../http/errors.js';
+import type { Deps } from '../../http/deps.js';
+import { AppError } from '../../core/errors.js';
 import { formatAmount } from '../../lib/money.js';
 import { UuidParam } from '../../lib/validators.js';
 import { payAtCheckout } from './cards.js';
@@ -20,7 +20,8 @@ const HEADERS = {
   'cache-control': 'no-store',
   'referrer-policy': 'no-referrer',
   'x-frame-options': 'DENY',
-  'content-security-policy': "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; connect-src 'self'; form-action 'none'; frame-ancestors 'none'",
+  'content-security-policy':
+    "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; connect-src 'self'; form-action 'none'; frame-ancestors 'none'",
 };
 
 const escape = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
@@ -33,7 +34,9 @@ label{display:block;margin:12px 0 4px}input{width:100%;padding:8px;box-sizing:bo
 }
 
 function form(id: string, session: string, amount: string): string {
-  return page(`Pay ${amount}`, `<h1>Pay ${escape(amount)}</h1>
+  return page(
+    `Pay ${amount}`,
+    `<h1>Pay ${escape(amount)}</h1>
 <form id="f" autocomplete="on">
 <label for="n">Card number</label><input id="n" name="cc-number" inputmode="numeric" autocomplete="cc-number" required>
 <label for="e">Expiry (MM/YY)</label><input id="e" name="cc-exp" autocomplete="cc-exp" placeholder="MM/YY" required>
@@ -52,14 +55,22 @@ document.getElementById('f').addEventListener('submit', async (ev) => {
   if (res.ok && out.data && out.data.status === 'succeeded') { msg.textContent = 'Payment successful. You can close this page.'; ev.target.remove(); }
   else msg.textContent = (out.data && out.data.failure_message) || (out.error && out.error.message) || 'Payment failed';
 });
-</script>`);
+</script>`,
+  );
 }
 
 export function checkoutRoutes(deps: Deps): FastifyPluginAsyncZod {
   return async (app) => {
     app.get(
       '/checkout/:id',
-      { config: { noAuth: true }, schema: { hide: true, params: z.strictObject({ id: UuidParam }), querystring: z.object({ session: z.string().max(100).default('') }) } },
+      {
+        config: { noAuth: true },
+        schema: {
+          hide: true,
+          params: z.strictObject({ id: UuidParam }),
+          querystring: z.object({ session: z.string().max(100).default('') }),
+        },
+      },
       async (req, reply) => {
         const row = await repo.findCollectionById(deps.db, req.params.id);
         reply.headers(HEADERS);
@@ -78,7 +89,7 @@ export function checkoutRoutes(deps: Deps): FastifyPluginAsyncZod {
       { config: { noAuth: true }, schema: { hide: true, params: z.strictObject({ id: UuidParam }), body: CheckoutPayBody } },
       async (req, reply) => {
         reply.header('cache-control', 'no-store');
-        const result = await payAtCheckout(deps.db, collectionDeps(deps, req), req.params.id, req.body);
+        const result = await deps.inTransaction((trx) => payAtCheckout(trx, collectionDeps(deps, req), req.params.id, req.body));
         if (!result) throw new AppError('not_found', 'Checkout not found');
         return { data: result, error: null };
       },

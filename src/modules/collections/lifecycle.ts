@@ -1,11 +1,11 @@
 import type { Db, Queryable, Trx } from '../../db/client.js';
-import type { Environment, RequestContext } from '../../http/context.js';
-import { AppError, notFound } from '../../http/errors.js';
+import type { Environment, RequestContext } from '../../core/context.js';
+import { AppError, notFound } from '../../core/errors.js';
 import * as ledger from '../../ledger/index.js';
 import * as accounts from '../accounts/service.js';
 import { getTenant } from '../tenants/service.js';
 import * as transactions from '../transactions/service.js';
-import { recordEvent } from '../webhooks/outbox.js';
+import { recordEvent } from '../webhooks/service.js';
 import * as repo from './repo.js';
 import { collectionFee, toResponse, type CollectionDeps } from './service.js';
 
@@ -38,17 +38,55 @@ async function postSettlement(trx: Trx, ctx: Scope, d: Deps, row: repo.Collectio
   const feeAccount = fee > 0n ? await accounts.businessFeeAccount(trx, ctx, row.currency) : undefined;
   if (feeAccount?.id === destination.id) fee = 0n;
   const ccy = row.currency;
-  const legs: ledger.Leg[] = funded ? [] : [{ accountId: await ledger.systemAccount(trx, ctx, 'settlement', ccy), amount: -row.amount, currency: ccy }];
+  const legs: ledger.Leg[] = funded
+    ? []
+    : [{ accountId: await ledger.systemAccount(trx, ctx, 'settlement', ccy), amount: -row.amount, currency: ccy }];
   const toDestination = (funded ? 0n : row.amount) - fee;
   if (toDestination !== 0n) legs.push({ accountId: destination.id, amount: toDestination, currency: ccy });
   if (fee > 0n) legs.push({ accountId: feeAccount!.id, amount: fee, currency: ccy });
   if (legs.length < 2) return { fee, posting: undefined, transactionId: null };
-  const posting = await ledger.post(trx, ctx, { kind: funded ? 'collection_fee' : 'collection', reference: row.id, metadata: { collection_id: row.id, fee: String(fee) }, legs });
+  const posting = await ledger.post(trx, ctx, {
+    kind: funded ? 'collection_fee' : 'collection',
+    reference: row.id,
+    metadata: { collection_id: row.id, fee: String(fee) },
+    legs,
+  });
   const common = { currency: ccy, channel: CHANNEL[row.method], receivingAccountId: destination.id };
   const sides: transactions.AccountSide[] = funded
-    ? [{ ...common, accountId: destination.id, customerId: destination.customer_id, direction: 'out', amount: fee, transactionType: 'fee_charge', description: `Collection fee ${row.id}` }]
-    : [{ ...common, accountId: destination.id, customerId: destination.customer_id, direction: 'in', amount: row.amount, fee, transactionType: 'credit', description: `Collection by ${row.method.replace('_', ' ')}` }];
-  if (fee > 0n) sides.push({ ...common, accountId: feeAccount!.id, customerId: null, direction: 'in', amount: fee, transactionType: 'fee_charge', description: `Collection fee ${row.id}`, receivingAccountId: feeAccount!.id });
+    ? [
+        {
+          ...common,
+          accountId: destination.id,
+          customerId: destination.customer_id,
+          direction: 'out',
+          amount: fee,
+          transactionType: 'fee_charge',
+          description: `Collection fee ${row.id}`,
+        },
+      ]
+    : [
+        {
+          ...common,
+          accountId: destination.id,
+          customerId: destination.customer_id,
+          direction: 'in',
+          amount: row.amount,
+          fee,
+          transactionType: 'credit',
+          description: `Collection by ${row.method.replace('_', ' ')}`,
+        },
+      ];
+  if (fee > 0n)
+    sides.push({
+      ...common,
+      accountId: feeAccount!.id,
+      customerId: null,
+      direction: 'in',
+      amount: fee,
+      transactionType: 'fee_charge',
+      description: `Collection fee ${row.id}`,
+      receivingAccountId: feeAccount!.id,
+    });
   const [tx] = await transactions.recordMovement(trx, ctx, { reference: row.id, clientReference: row.client_reference, posting, sides });
   return { fee, posting, transactionId: tx!.id };
 }
@@ -65,7 +103,10 @@ export async function completeCollection(
   if (row.status !== 'pending') throw notPending(row, 'completed');
   const settled = await postSettlement(trx, ctx, d, row, extra.funding !== undefined);
   const done = await repo.finishCollection(trx, ctx, id, {
-    status: 'completed', detailed_status: extra.detailedStatus ?? 'completed', fee: settled.fee, completed_at: new Date(),
+    status: 'completed',
+    detailed_status: extra.detailedStatus ?? 'completed',
+    fee: settled.fee,
+    completed_at: new Date(),
     saved_card_id: extra.savedCardId ?? null,
     transaction_id: extra.funding?.transactionId ?? settled.transactionId,
     ledger_transaction_id: extra.funding?.ledgerTransactionId ?? settled.posting?.id ?? null,
@@ -76,11 +117,24 @@ export async function completeCollection(
   return response;
 }
 
-export async function failCollection(trx: Trx, ctx: Scope, d: Deps, id: string, code: string, reason: string, detailedStatus = 'provider_failed') {
+export async function failCollection(
+  trx: Trx,
+  ctx: Scope,
+  d: Deps,
+  id: string,
+  code: string,
+  reason: string,
+  detailedStatus = 'provider_failed',
+) {
   const row = await repo.findCollection(trx, ctx, id, true);
   if (!row) throw notFound('Collection');
   if (row.status !== 'pending') throw notPending(row, 'failed');
-  const done = await repo.finishCollection(trx, ctx, id, { status: 'failed', detailed_status: detailedStatus, failure_code: code, failure_reason: reason });
+  const done = await repo.finishCollection(trx, ctx, id, {
+    status: 'failed',
+    detailed_status: detailedStatus,
+    failure_code: code,
+    failure_reason: reason,
+  });
   if (!done) throw notPending(row, 'failed');
   const response = toResponse(d, done);
   await recordEvent(trx, ctx, 'collection.status.failed', response);
@@ -91,7 +145,12 @@ export async function expireCollection(trx: Trx, ctx: Scope, d: Deps, id: string
   const row = await repo.findCollection(trx, ctx, id, true);
   if (!row) throw notFound('Collection');
   if (row.status !== 'pending') throw notPending(row, 'expired');
-  const done = await repo.finishCollection(trx, ctx, id, { status: 'expired', detailed_status: 'expired', failure_code: 'expired', failure_reason: reason });
+  const done = await repo.finishCollection(trx, ctx, id, {
+    status: 'expired',
+    detailed_status: 'expired',
+    failure_code: 'expired',
+    failure_reason: reason,
+  });
   if (!done) throw notPending(row, 'expired');
   const response = toResponse(d, done);
   await recordEvent(trx, ctx, 'collection.status.expired', response);
@@ -120,12 +179,21 @@ export async function settleInboundTransfer(
 ): Promise<boolean> {
   const row = await repo.findByPaymentReference(trx, ctx, payment.accountId, payment.reference);
   if (!row || row.status !== 'pending' || row.method !== 'bank_transfer' || row.amount !== payment.amount) return false;
-  await completeCollection(trx, ctx, d, row.id, { funding: { transactionId: payment.transactionId, ledgerTransactionId: payment.ledgerTransactionId } });
+  await completeCollection(trx, ctx, d, row.id, {
+    funding: { transactionId: payment.transactionId, ledgerTransactionId: payment.ledgerTransactionId },
+  });
   return true;
 }
 
 /** Sandbox: the payer pays, fails or never pays. */
-export async function simulateCollection(trx: Trx, ctx: Scope, d: Deps, id: string, action: 'complete' | 'fail' | 'expire', reason: string | null) {
+export async function simulateCollection(
+  trx: Trx,
+  ctx: Scope,
+  d: Deps,
+  id: string,
+  action: 'complete' | 'fail' | 'expire',
+  reason: string | null,
+) {
   if (ctx.environment !== 'sandbox') throw notFound('Route');
   if (action === 'complete') return completeCollection(trx, ctx, d, id, { detailedStatus: 'completed' });
   if (action === 'fail') return failCollection(trx, ctx, d, id, 'payer_declined', reason ?? 'The payer declined the payment');

@@ -1,7 +1,7 @@
 import { sql, type ColumnType, type Insertable, type Selectable, type Updateable } from 'kysely';
 import type { Queryable } from '../../db/client.js';
-import type { RequestContext } from '../../http/context.js';
-import { paginate, type Page } from '../../http/pagination.js';
+import type { RequestContext } from '../../core/context.js';
+import { paginate, type Page } from '../../db/pagination.js';
 import type { ListCollectionsQuery, ListSavedCardsQuery } from './schema.js';
 import { findScoped } from '../../db/scoped.js';
 
@@ -114,7 +114,12 @@ export async function listCollections(db: Queryable, ctx: Scope, query: ListColl
 }
 
 /** pending -> a final status, at most once (the status condition guards it). */
-export async function finishCollection(db: Queryable, ctx: Scope, id: string, patch: Updateable<CollectionsTable> & { status: CollectionStatus }) {
+export async function finishCollection(
+  db: Queryable,
+  ctx: Scope,
+  id: string,
+  patch: Updateable<CollectionsTable> & { status: CollectionStatus },
+) {
   return db
     .updateTable('collections')
     .set({ ...patch, updated_at: new Date() })
@@ -184,13 +189,19 @@ export async function listSavedCards(db: Queryable, ctx: Scope, query: ListSaved
   return paginate<SavedCardRow>(db, base, 'saved_cards.id', query, (qb) => qb.selectAll());
 }
 
-export async function deleteSavedCard(db: Queryable, ctx: Scope, id: string) {
-  await db
-    .updateTable('saved_cards')
-    .set({ deleted_at: new Date() })
+/** Soft-deletes a saved card of this business and environment; false when it has none by that id. */
+export async function deleteSavedCard(db: Queryable, ctx: Scope, id: string): Promise<boolean> {
+  const found = await db
+    .selectFrom('saved_cards')
+    .select(['id', 'deleted_at'])
     .where('tenant_id', '=', ctx.tenantId)
     .where('environment', '=', ctx.environment)
     .where('id', '=', id)
-    .where('deleted_at', 'is', null)
-    .execute();
+    .forUpdate()
+    .executeTakeFirst();
+  if (!found) return false;
+  if (found.deleted_at === null) {
+    await db.updateTable('saved_cards').set({ deleted_at: new Date() }).where('id', '=', id).execute();
+  }
+  return true;
 }

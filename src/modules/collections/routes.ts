@@ -1,9 +1,9 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import type { Deps } from '../../app.js';
+import type { Deps } from '../../http/deps.js';
 import { envelope, ok } from '../../http/envelope.js';
-import { pageSchema } from '../../http/pagination.js';
+import { pageSchema } from '../../db/pagination.js';
 import * as cards from './cards.js';
 import {
   ChargeCardBody,
@@ -24,7 +24,11 @@ const tags = ['Collections'];
 
 /** The origin payment links point at: the configured public URL, else the request's own. */
 export function collectionDeps(deps: Deps, req: FastifyRequest): service.CollectionDeps {
-  return { config: deps.config, sealer: deps.sealer, baseUrl: (deps.config.PUBLIC_BASE_URL ?? `${req.protocol}://${req.host}`).replace(/\/$/, '') };
+  return {
+    config: deps.config,
+    sealer: deps.sealer,
+    baseUrl: (deps.config.PUBLIC_BASE_URL ?? `${req.protocol}://${req.host}`).replace(/\/$/, ''),
+  };
 }
 
 export function collectionRoutes(deps: Deps): FastifyPluginAsyncZod {
@@ -45,12 +49,25 @@ export function collectionRoutes(deps: Deps): FastifyPluginAsyncZod {
       },
       // sensitive: the stored response holds the checkout session token (sealed at rest).
       (req, reply) =>
-        deps.idempotency.run(req, reply, 'collections.create', (trx) => service.createCollection(trx, req.ctx, collectionDeps(deps, req), req.body), { sensitive: true }),
+        deps.idempotency.run(
+          req,
+          reply,
+          'collections.create',
+          (trx) => service.createCollection(trx, req.ctx, collectionDeps(deps, req), req.body),
+          { sensitive: true },
+        ),
     );
 
     app.get(
       '/v1/collections',
-      { schema: { tags, summary: 'List collections', querystring: ListCollectionsQuery, response: { 200: envelope(pageSchema(CollectionResponse)) } } },
+      {
+        schema: {
+          tags,
+          summary: 'List collections',
+          querystring: ListCollectionsQuery,
+          response: { 200: envelope(pageSchema(CollectionResponse)) },
+        },
+      },
       async (req) => ok(await service.listCollections(deps.db, req.ctx, collectionDeps(deps, req), req.query)),
     );
 
@@ -60,7 +77,7 @@ export function collectionRoutes(deps: Deps): FastifyPluginAsyncZod {
         schema: {
           tags,
           summary: 'Get a collection',
-          description: 'Needs an API key (unlike the reference); another business\'s collection is 404.',
+          description: "Needs an API key (unlike the reference); another business's collection is 404.",
           params: CollectionIdParams,
           response: { 200: envelope(CollectionResponse) },
         },
@@ -70,23 +87,61 @@ export function collectionRoutes(deps: Deps): FastifyPluginAsyncZod {
 
     app.post(
       '/v1/collections/cards/payment-intents',
-      { schema: { tags, summary: 'Create a card payment intent', description: 'With `card_token` the saved card is charged at once.', body: CreatePaymentIntentBody, response: { 200: envelope(PaymentIntentResponse) } } },
+      {
+        schema: {
+          tags,
+          summary: 'Create a card payment intent',
+          description: 'With `card_token` the saved card is charged at once.',
+          body: CreatePaymentIntentBody,
+          response: { 200: envelope(PaymentIntentResponse) },
+        },
+      },
       (req, reply) =>
-        deps.idempotency.run(req, reply, 'collections.payment_intents.create', (trx) => cards.createPaymentIntent(trx, req.ctx, collectionDeps(deps, req), req.body), {
-          sensitive: true,
-        }),
+        deps.idempotency.run(
+          req,
+          reply,
+          'collections.payment_intents.create',
+          (trx) => cards.createPaymentIntent(trx, req.ctx, collectionDeps(deps, req), req.body),
+          {
+            sensitive: true,
+          },
+        ),
     );
 
     app.post(
       '/v1/collections/cards/payment-intents/charge',
-      { schema: { tags, summary: 'Charge a saved card', description: 'A decline answers 200 with status `failed` and the failure code.', body: ChargeCardBody, response: { 200: envelope(ChargeCardResponse) } } },
-      (req, reply) => deps.idempotency.run(req, reply, 'collections.payment_intents.charge', (trx) => cards.chargeCard(trx, req.ctx, collectionDeps(deps, req), req.body)),
+      {
+        schema: {
+          tags,
+          summary: 'Charge a saved card',
+          description: 'A decline answers 200 with status `failed` and the failure code.',
+          body: ChargeCardBody,
+          response: { 200: envelope(ChargeCardResponse) },
+        },
+      },
+      (req, reply) =>
+        deps.idempotency.run(req, reply, 'collections.payment_intents.charge', (trx) =>
+          cards.chargeCard(trx, req.ctx, collectionDeps(deps, req), req.body),
+        ),
     );
 
     app.get(
       '/v1/collections/cards',
-      { schema: { tags, summary: 'List saved cards', querystring: ListSavedCardsQuery, response: { 200: envelope(pageSchema(SavedCardResponse)) } } },
-      async (req) => ok(await cards.listSavedCards(deps.db, req.ctx, req.query)),
+      {
+        schema: {
+          tags,
+          summary: 'List saved cards',
+          description:
+            "An array, as the reference answers; pages with page/items_per_page or cursor, the next page's cursor in the X-Next-Cursor header.",
+          querystring: ListSavedCardsQuery,
+          response: { 200: envelope(z.array(SavedCardResponse)) },
+        },
+      },
+      async (req, reply) => {
+        const page = await cards.listSavedCards(deps.db, req.ctx, req.query);
+        if (page.next_cursor) void reply.header('x-next-cursor', page.next_cursor);
+        return ok(page.items);
+      },
     );
 
     app.get(
@@ -97,8 +152,15 @@ export function collectionRoutes(deps: Deps): FastifyPluginAsyncZod {
 
     app.delete(
       '/v1/collections/cards/:card_id',
-      { schema: { tags, summary: 'Delete a saved card', params: SavedCardParams, response: { 200: envelope(z.object({ success: z.boolean(), message: z.string() })) } } },
-      async (req) => ok(await cards.deleteSavedCard(deps.db, req.ctx, req.params.card_id)),
+      {
+        schema: {
+          tags,
+          summary: 'Delete a saved card',
+          params: SavedCardParams,
+          response: { 200: envelope(z.object({ success: z.boolean(), message: z.string() })) },
+        },
+      },
+      async (req) => ok(await deps.inTransaction((trx) => cards.deleteSavedCard(trx, req.ctx, req.params.card_id))),
     );
   };
 }

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { PageQuery } from '../../http/pagination.js';
+import { PageQuery } from '../../db/pagination.js';
 import { CountryCode, UuidParam } from '../../lib/validators.js';
 
 export const COLLECTION_STATUSES = ['pending', 'completed', 'failed', 'expired'] as const;
@@ -28,7 +28,10 @@ export const CreateCollectionBody = z
     metadata: Metadata.optional(),
     source: z.strictObject({
       source_type: z.literal('external'),
-      methods: z.array(z.enum(['card', 'apple_pay', 'google_pay', 'pix', 'mobile_money', 'bank_transfer'])).min(1).max(6),
+      methods: z
+        .array(z.enum(['card', 'apple_pay', 'google_pay', 'pix', 'mobile_money', 'bank_transfer']))
+        .min(1)
+        .max(6),
       /** Mobile money: the payer's wallet number (E.164), beyond the reference. */
       phone_number: z.string().trim().max(20).optional(),
     }),
@@ -62,10 +65,10 @@ export const CollectionResponse = z
     net_amount: z.string(),
     customer_id: z.string(),
     client_customer_id: z.string().nullable(),
-    client_reference: z.string().nullable(),
+    client_reference: z.string().optional(),
     destination: z.object({ destination_type: z.literal('internal_account'), id: z.string() }),
-    payment_link: z.string().nullable(),
-    raw_payment_link: z.string().nullable(),
+    payment_link: z.string().optional().describe('The hosted checkout page while a card collection is pending; absent otherwise'),
+    raw_payment_link: z.string().optional(),
     instruction: z.string().nullable(),
     bank_transfer: BankInstructions.nullable(),
     failure_code: z.string().nullable(),
@@ -97,7 +100,11 @@ export const CreatePaymentIntentBody = z
     country: CountryCode.optional(),
     client_reference: Text(255).optional(),
     destination: Destination,
-    source: z.strictObject({ source_type: z.literal('external'), id: Text(100).optional(), methods: z.array(z.literal('card')).min(1).max(1) }),
+    source: z.strictObject({
+      source_type: z.literal('external'),
+      id: Text(100).optional(),
+      methods: z.array(z.literal('card')).min(1).max(1),
+    }),
     card_token: Text(100).optional(),
     metadata: Metadata.optional(),
   })

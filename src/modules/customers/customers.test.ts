@@ -259,7 +259,11 @@ describe('GET and PUT /v1/customers/{id}', () => {
 
   it('validates updates and refuses fields of the other customer type', async () => {
     const c = (await api.post('/v1/customers', johnDoe())).body.data;
-    const res = await api.put(`/v1/customers/${c.id}`, { email: 'bad', business_name: 'X', address: { ...johnDoe().address, state: 'US-NY' } });
+    const res = await api.put(`/v1/customers/${c.id}`, {
+      email: 'bad',
+      business_name: 'X',
+      address: { ...johnDoe().address, state: 'US-NY' },
+    });
     expect(res.status).toBe(400);
     const fields = res.body.error.details.map((d: { field: string }) => d.field).sort();
     expect(fields).toEqual(['address.state', 'email']);

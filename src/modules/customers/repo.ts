@@ -1,7 +1,7 @@
 import { sql, type ColumnType, type Insertable, type Selectable, type Updateable } from 'kysely';
 import type { Queryable } from '../../db/client.js';
-import type { RequestContext } from '../../http/context.js';
-import { paginate, type Page } from '../../http/pagination.js';
+import type { RequestContext } from '../../core/context.js';
+import { paginate, type Page } from '../../db/pagination.js';
 import type { Address } from '../../lib/validators.js';
 import type { ListCustomersQuery } from './schema.js';
 import { findScoped } from '../../db/scoped.js';
@@ -127,10 +127,7 @@ export async function findDuplicate(
 }
 
 export async function listCustomers(db: Queryable, ctx: Scope, query: ListCustomersQuery): Promise<Page<CustomerRow>> {
-  let base = db
-    .selectFrom('customers')
-    .where('tenant_id', '=', ctx.tenantId)
-    .where('environment', '=', ctx.environment);
+  let base = db.selectFrom('customers').where('tenant_id', '=', ctx.tenantId).where('environment', '=', ctx.environment);
   if (query.email) base = base.where(sql`lower(email)`, '=', query.email.toLowerCase());
   if (query.status) base = base.where('status', '=', query.status);
   if (query.type) base = base.where('type', '=', query.type);

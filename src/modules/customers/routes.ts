@@ -1,15 +1,10 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import type { Deps } from '../../app.js';
+import type { Deps } from '../../http/deps.js';
 import { envelope, ok } from '../../http/envelope.js';
-import { pageSchema } from '../../http/pagination.js';
-import {
-  CreateCustomerBody,
-  CustomerIdParams,
-  CustomerResponse,
-  ListCustomersQuery,
-  UpdateCustomerBody,
-} from './schema.js';
+import { pageSchema } from '../../db/pagination.js';
+import { CreateCustomerBody, CustomerIdParams, CustomerResponse, ListCustomersQuery, UpdateCustomerBody } from './schema.js';
+import { customerKycView } from '../kyc/service.js';
 import * as service from './service.js';
 
 const tags = ['Customers'];
@@ -24,14 +19,21 @@ export function customerRoutes(deps: Deps): FastifyPluginAsyncZod {
 
     app.get(
       '/v1/customers',
-      { schema: { tags, summary: 'List customers', querystring: ListCustomersQuery, response: { 200: envelope(pageSchema(CustomerResponse)) } } },
-      async (req) => ok(await service.listCustomers(deps.db, req.ctx, req.query)),
+      {
+        schema: {
+          tags,
+          summary: 'List customers',
+          querystring: ListCustomersQuery,
+          response: { 200: envelope(pageSchema(CustomerResponse)) },
+        },
+      },
+      async (req) => ok(await service.listCustomers(deps.db, req.ctx, req.query, customerKycView)),
     );
 
     app.get(
       '/v1/customers/:customer_id',
       { schema: { tags, summary: 'Get a customer', params: CustomerIdParams, response: { 200: envelope(CustomerResponse) } } },
-      async (req) => ok(await service.getCustomer(deps.db, req.ctx, req.params.customer_id)),
+      async (req) => ok(await service.getCustomer(deps.db, req.ctx, req.params.customer_id, customerKycView)),
     );
 
     app.put(
@@ -49,7 +51,9 @@ export function customerRoutes(deps: Deps): FastifyPluginAsyncZod {
         },
       },
       async (req) => {
-        const customer = await service.updateCustomer(deps.db, req.ctx, req.params.customer_id, req.body, deps.config);
+        const customer = await deps.inTransaction((trx) =>
+          service.updateCustomer(trx, req.ctx, req.params.customer_id, req.body, deps.config, customerKycView),
+        );
         return ok({ message: 'customer updated successfully', status: true, customer });
       },
     );

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { PageQuery } from '../../http/pagination.js';
+import { PageQuery } from '../../db/pagination.js';
 import { Address, Email, Gender, NameText, PastDate, Phone, ShortText, UuidParam } from '../../lib/validators.js';
 
 const PersonFields = {
@@ -37,8 +37,7 @@ export const BusinessCustomerInput = z.strictObject({
 
 export const CreateCustomerBody = z
   .discriminatedUnion('type', [IndividualCustomerInput, BusinessCustomerInput], {
-    error: (issue) =>
-      issue.code === 'invalid_union' ? 'type must be "individual" or "business"' : undefined,
+    error: (issue) => (issue.code === 'invalid_union' ? 'type must be "individual" or "business"' : undefined),
   })
   .meta({ id: 'CreateCustomerRequest' });
 export type CreateCustomerBody = z.infer<typeof CreateCustomerBody>;
@@ -82,7 +81,7 @@ export const KycInfo = z.object({
   id: z.string(),
   type: z.string(),
   status: z.string(),
-  kyc_url: z.string().nullable(),
+  kyc_url: z.string().optional(),
   remark: z.string(),
   verified_at: z.string().nullable(),
 });
@@ -99,7 +98,7 @@ const AddressOut = z.object({
 export const AssociatedPersonResponse = z.object({
   id: z.string(),
   first_name: z.string(),
-  middle_name: z.string().nullable(),
+  middle_name: z.string().optional(),
   last_name: z.string(),
   email: z.string(),
   phone: z.string(),
@@ -119,18 +118,18 @@ export const CustomerResponse = z
     status: z.string(),
     email: z.string(),
     phone: z.string(),
-    first_name: z.string().nullable(),
-    middle_name: z.string().nullable(),
-    last_name: z.string().nullable(),
+    first_name: z.string().optional(),
+    middle_name: z.string().optional(),
+    last_name: z.string().optional(),
     gender: z.string().nullable(),
     date_of_birth: z.string().nullable(),
-    business_name: z.string().nullable(),
-    business_description: z.string().nullable(),
-    business_type: z.string().nullable(),
-    business_industry: z.string().nullable(),
-    registration_number: z.string().nullable(),
+    business_name: z.string().optional(),
+    business_description: z.string().optional(),
+    business_type: z.string().optional(),
+    business_industry: z.string().optional(),
+    registration_number: z.string().optional(),
     industry_code: z.string(),
-    external_id: z.string().nullable(),
+    external_id: z.string().optional(),
     address: AddressOut,
     kyc_status: z.string(),
     kyc: z.array(KycInfo),

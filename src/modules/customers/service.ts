@@ -1,65 +1,83 @@
 import type { Config } from '../../config.js';
-import type { Db, Queryable, Trx } from '../../db/client.js';
+import type { Queryable, Trx } from '../../db/client.js';
 import { isUniqueViolation } from '../../db/errors.js';
-import type { RequestContext } from '../../http/context.js';
-import { AppError, notFound } from '../../http/errors.js';
-import type { Page } from '../../http/pagination.js';
+import type { RequestContext } from '../../core/context.js';
+import { AppError, notFound } from '../../core/errors.js';
+import type { Page } from '../../db/pagination.js';
+import { omitNulls } from '../../lib/absent.js';
 import { newId } from '../../lib/ids.js';
-import { kycInfoFor, recheckAfterCustomerChange } from '../kyc/service.js';
-import { recordEvent } from '../webhooks/outbox.js';
+import { recordEvent } from '../webhooks/service.js';
 import * as repo from './repo.js';
-import type { CreateCustomerBody, CustomerResponse, ListCustomersQuery, UpdateCustomerBody } from './schema.js';
+
+export type { CustomerRow } from './repo.js';
+import type { z } from 'zod';
+import type { CreateCustomerBody, CustomerResponse, KycInfo, ListCustomersQuery, UpdateCustomerBody } from './schema.js';
 
 type Scope = Pick<RequestContext, 'tenantId' | 'environment'>;
 
+/** Absent, never null, where the reference types the field as a string (contract §14). */
+const OPTIONAL_CUSTOMER_FIELDS = [
+  'first_name',
+  'middle_name',
+  'last_name',
+  'business_name',
+  'business_description',
+  'business_type',
+  'business_industry',
+  'registration_number',
+  'external_id',
+] as const;
+
 function toPersonResponse(p: repo.PersonRow): CustomerResponse['associated_persons'][number] {
-  return {
-    id: p.id,
-    first_name: p.first_name,
-    middle_name: p.middle_name,
-    last_name: p.last_name,
-    email: p.email,
-    phone: p.phone,
-    gender: p.gender,
-    date_of_birth: p.date_of_birth,
-    status: p.status,
-    type: p.type,
-    address: p.address,
-    kyc_status: p.kyc_status,
-    date_added: p.created_at.toISOString(),
-  };
+  return omitNulls(
+    {
+      id: p.id,
+      first_name: p.first_name,
+      middle_name: p.middle_name,
+      last_name: p.last_name,
+      email: p.email,
+      phone: p.phone,
+      gender: p.gender,
+      date_of_birth: p.date_of_birth,
+      status: p.status,
+      type: p.type,
+      address: p.address,
+      kyc_status: p.kyc_status,
+      date_added: p.created_at.toISOString(),
+    },
+    ['middle_name'],
+  );
 }
 
-export function toCustomerResponse(
-  c: repo.CustomerRow,
-  persons: repo.PersonRow[],
-  kyc: CustomerResponse['kyc'] = [],
-): CustomerResponse {
-  return {
-    id: c.id,
-    type: c.type,
-    status: c.status,
-    email: c.email,
-    phone: c.phone,
-    first_name: c.first_name,
-    middle_name: c.middle_name,
-    last_name: c.last_name,
-    gender: c.gender,
-    date_of_birth: c.date_of_birth,
-    business_name: c.business_name,
-    business_description: c.business_description,
-    business_type: c.business_type,
-    business_industry: c.business_industry,
-    registration_number: c.registration_number,
-    industry_code: '',
-    external_id: c.external_id,
-    address: c.address,
-    kyc_status: c.kyc_status,
-    kyc,
-    associated_persons: persons.map(toPersonResponse),
-    date_added: c.created_at.toISOString(),
-    date_updated: c.updated_at.toISOString(),
-  };
+export function toCustomerResponse(c: repo.CustomerRow, persons: repo.PersonRow[], kyc: CustomerResponse['kyc'] = []): CustomerResponse {
+  return omitNulls(
+    {
+      id: c.id,
+      type: c.type,
+      status: c.status,
+      email: c.email,
+      phone: c.phone,
+      first_name: c.first_name,
+      middle_name: c.middle_name,
+      last_name: c.last_name,
+      gender: c.gender,
+      date_of_birth: c.date_of_birth,
+      business_name: c.business_name,
+      business_description: c.business_description,
+      business_type: c.business_type,
+      business_industry: c.business_industry,
+      registration_number: c.registration_number,
+      industry_code: '',
+      external_id: c.external_id,
+      address: c.address,
+      kyc_status: c.kyc_status,
+      kyc,
+      associated_persons: persons.map(toPersonResponse),
+      date_added: c.created_at.toISOString(),
+      date_updated: c.updated_at.toISOString(),
+    },
+    OPTIONAL_CUSTOMER_FIELDS,
+  );
 }
 
 async function assertNoDuplicate(
@@ -137,16 +155,26 @@ export async function createCustomer(trx: Trx, ctx: Scope, body: CreateCustomerB
       }
     }
   });
-  const customer = await getCustomer(trx, ctx, id);
+  // A new customer has no KYC case yet, so its answer carries no KYC information.
+  const customer = toCustomerResponse((await repo.findCustomer(trx, ctx, id))!, await repo.personsOf(trx, [id]), undefined);
   await recordEvent(trx, ctx, 'customer.created', customer);
   return customer;
 }
 
-export async function getCustomer(db: Queryable, ctx: Scope, id: string): Promise<CustomerResponse> {
+/**
+ * What a customer answer and a customer update need from KYC. KYC is built on customers (it reads
+ * and marks them), so the caller hands these in instead of this module importing KYC back.
+ */
+export interface KycView {
+  infoFor(db: Queryable, ctx: Scope, customerIds: string[]): Promise<Map<string, z.infer<typeof KycInfo>[]>>;
+  recheck(trx: Trx, ctx: Scope, customerId: string, config: Config): Promise<void>;
+}
+
+export async function getCustomer(db: Queryable, ctx: Scope, id: string, kyc: KycView): Promise<CustomerResponse> {
   const row = await repo.findCustomer(db, ctx, id);
   if (!row) throw notFound('Customer');
-  const kyc = await kycInfoFor(db, ctx, [id]);
-  return toCustomerResponse(row, await repo.personsOf(db, [id]), kyc.get(id));
+  const info = await kyc.infoFor(db, ctx, [id]);
+  return toCustomerResponse(row, await repo.personsOf(db, [id]), info.get(id));
 }
 
 /** The customer row for other modules (KYC, accounts, cards): 404 when not this business's. */
@@ -156,16 +184,26 @@ export async function requireCustomer(db: Queryable, ctx: Scope, id: string, for
   return row;
 }
 
-export async function listCustomers(db: Queryable, ctx: Scope, query: ListCustomersQuery): Promise<Page<CustomerResponse>> {
+export async function listCustomers(db: Queryable, ctx: Scope, query: ListCustomersQuery, kyc: KycView): Promise<Page<CustomerResponse>> {
   const page = await repo.listCustomers(db, ctx, query);
   const persons = await repo.personsOf(
     db,
     page.items.filter((c) => c.type === 'business').map((c) => c.id),
   );
-  const kyc = await kycInfoFor(db, ctx, page.items.map((c) => c.id));
+  const info = await kyc.infoFor(
+    db,
+    ctx,
+    page.items.map((c) => c.id),
+  );
   return {
     ...page,
-    items: page.items.map((c) => toCustomerResponse(c, persons.filter((p) => p.customer_id === c.id), kyc.get(c.id))),
+    items: page.items.map((c) =>
+      toCustomerResponse(
+        c,
+        persons.filter((p) => p.customer_id === c.id),
+        info.get(c.id),
+      ),
+    ),
   };
 }
 
@@ -181,11 +219,7 @@ const BUSINESS_ONLY = [
 const NEW_PERSON_REQUIRED = ['first_name', 'last_name', 'email', 'phone', 'gender', 'date_of_birth', 'address'] as const;
 
 /** PUT: the path decides the customer; only the fields sent change. */
-export async function updateCustomer(db: Db, ctx: Scope, id: string, body: UpdateCustomerBody, config: Config) {
-  return db.transaction().execute((trx) => applyUpdate(trx, ctx, id, body, config));
-}
-
-async function applyUpdate(trx: Trx, ctx: Scope, id: string, body: UpdateCustomerBody, config: Config) {
+export async function updateCustomer(trx: Trx, ctx: Scope, id: string, body: UpdateCustomerBody, config: Config, kyc: KycView) {
   const mismatch = (['customer_id', 'id'] as const).filter((f) => body[f] !== undefined && body[f] !== id);
   if (mismatch.length > 0) {
     throw new AppError(
@@ -199,7 +233,13 @@ async function applyUpdate(trx: Trx, ctx: Scope, id: string, body: UpdateCustome
 
   const wrongType = (current.type === 'individual' ? BUSINESS_ONLY : INDIVIDUAL_ONLY).filter((f) => body[f] !== undefined);
   const personDetails = (body.associated_persons ?? []).flatMap((p, i) =>
-    p.id ? [] : NEW_PERSON_REQUIRED.filter((f) => p[f] === undefined).map((f) => ({ field: `associated_persons.${i}.${f}`, code: 'required', message: 'Required for a new associated person' })),
+    p.id
+      ? []
+      : NEW_PERSON_REQUIRED.filter((f) => p[f] === undefined).map((f) => ({
+          field: `associated_persons.${i}.${f}`,
+          code: 'required',
+          message: 'Required for a new associated person',
+        })),
   );
   if (wrongType.length > 0 || personDetails.length > 0) {
     throw new AppError('validation_failed', 'The request has invalid fields', [
@@ -210,9 +250,7 @@ async function applyUpdate(trx: Trx, ctx: Scope, id: string, body: UpdateCustome
   await assertNoDuplicate(trx, ctx, current.type, body.email, body.external_id, id);
 
   const { customer_id: _c, id: _i, associated_persons, address, ...fields } = body;
-  await guardUnique(() =>
-    repo.updateCustomer(trx, ctx, id, { ...fields, ...(address ? { address: JSON.stringify(address) } : {}) }),
-  );
+  await guardUnique(() => repo.updateCustomer(trx, ctx, id, { ...fields, ...(address ? { address: JSON.stringify(address) } : {}) }));
   for (const [i, p] of (associated_persons ?? []).entries()) {
     const { id: personId, address: personAddress, ...personFields } = p;
     const patch = { ...personFields, ...(personAddress ? { address: JSON.stringify(personAddress) } : {}) };
@@ -240,8 +278,8 @@ async function applyUpdate(trx: Trx, ctx: Scope, id: string, body: UpdateCustome
     }
   }
   // Compliance checks run again on every change: a hit sends an open or approved case to review.
-  await recheckAfterCustomerChange(trx, ctx, id, config);
-  return getCustomer(trx, ctx, id);
+  await kyc.recheck(trx, ctx, id, config);
+  return getCustomer(trx, ctx, id, kyc);
 }
 
 /** KYC's single writer of the `kyc_status` columns (customer, and its associated persons). */

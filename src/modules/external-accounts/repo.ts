@@ -1,7 +1,7 @@
 import { sql, type ColumnType, type Insertable, type Selectable } from 'kysely';
 import type { Queryable } from '../../db/client.js';
-import type { RequestContext } from '../../http/context.js';
-import { paginate, type Page } from '../../http/pagination.js';
+import type { RequestContext } from '../../core/context.js';
+import { paginate, type Page } from '../../db/pagination.js';
 import type { ListExternalAccountsQuery, PayeeAddress } from './schema.js';
 
 export interface ExternalAccountsTable {

@@ -1,8 +1,8 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import type { Deps } from '../../app.js';
+import type { Deps } from '../../http/deps.js';
 import { envelope, ok } from '../../http/envelope.js';
-import { pageSchema } from '../../http/pagination.js';
+import { pageSchema } from '../../db/pagination.js';
 import { listInstitutions } from '../../lib/institutions.js';
 import {
   CreateExternalAccountBody,
@@ -34,14 +34,27 @@ export function externalAccountRoutes(deps: Deps): FastifyPluginAsyncZod {
         },
       },
       (req, reply) =>
-        deps.idempotency.run(req, reply, 'external_accounts.create', (trx) => service.createExternalAccount(trx, req.ctx, req.body, deps.config), {
-          status: (data) => (data.status === 'pending' ? 202 : 200),
-        }),
+        deps.idempotency.run(
+          req,
+          reply,
+          'external_accounts.create',
+          (trx) => service.createExternalAccount(trx, req.ctx, req.body, deps.config),
+          {
+            status: (data) => (data.status === 'pending' ? 202 : 200),
+          },
+        ),
     );
 
     app.get(
       '/v1/external-accounts',
-      { schema: { tags, summary: 'List external accounts', querystring: ListExternalAccountsQuery, response: { 200: envelope(pageSchema(ExternalAccountResponse)) } } },
+      {
+        schema: {
+          tags,
+          summary: 'List external accounts',
+          querystring: ListExternalAccountsQuery,
+          response: { 200: envelope(pageSchema(ExternalAccountResponse)) },
+        },
+      },
       async (req) => ok(await service.listExternalAccounts(deps.db, req.ctx, req.query)),
     );
 
@@ -52,14 +65,17 @@ export function externalAccountRoutes(deps: Deps): FastifyPluginAsyncZod {
         schema: {
           tags,
           summary: 'List payee institutions',
-          description: 'Banks and mobile money operators per country; min_amount/max_amount are decimal strings in the institution currency.',
+          description:
+            'Banks and mobile money operators per country; min_amount/max_amount are decimal strings in the institution currency.',
           querystring: InstitutionsQuery,
           response: { 200: envelope(pageSchema(InstitutionItem)) },
         },
       },
       async (req) => {
         const q = req.query;
-        const all = listInstitutions({ country: q.country_iso_code, type: q.institution_type }).filter((i) => !q.currency || i.currency === q.currency);
+        const all = listInstitutions({ country: q.country_iso_code, type: q.institution_type }).filter(
+          (i) => !q.currency || i.currency === q.currency,
+        );
         const start = (q.page - 1) * q.items_per_page;
         const items = all.slice(start, start + q.items_per_page).map(service.toInstitutionItem);
         return ok({
@@ -75,13 +91,28 @@ export function externalAccountRoutes(deps: Deps): FastifyPluginAsyncZod {
 
     app.post(
       '/v1/external-accounts/verify',
-      { schema: { tags, summary: 'Verify an external account (name enquiry)', body: VerifyExternalAccountBody, response: { 200: envelope(VerifyExternalAccountResponse) } } },
-      (req, reply) => deps.idempotency.run(req, reply, 'external_accounts.verify', () => service.verifyAccountDetails(req.ctx, deps.config, req.body)),
+      {
+        schema: {
+          tags,
+          summary: 'Verify an external account (name enquiry)',
+          body: VerifyExternalAccountBody,
+          response: { 200: envelope(VerifyExternalAccountResponse) },
+        },
+      },
+      (req, reply) =>
+        deps.idempotency.run(req, reply, 'external_accounts.verify', () => service.verifyAccountDetails(req.ctx, deps.config, req.body)),
     );
 
     app.get(
       '/v1/external-accounts/:external_account_id',
-      { schema: { tags, summary: 'Get an external account', params: ExternalAccountIdParams, response: { 200: envelope(ExternalAccountResponse) } } },
+      {
+        schema: {
+          tags,
+          summary: 'Get an external account',
+          params: ExternalAccountIdParams,
+          response: { 200: envelope(ExternalAccountResponse) },
+        },
+      },
       async (req) => ok(await service.getExternalAccount(deps.db, req.ctx, req.params.external_account_id)),
     );
 
@@ -96,7 +127,7 @@ export function externalAccountRoutes(deps: Deps): FastifyPluginAsyncZod {
           response: { 200: envelope(z.object({ id: z.string(), deleted: z.boolean(), message: z.string() })) },
         },
       },
-      async (req) => ok(await deps.db.transaction().execute((trx) => service.deleteExternalAccount(trx, req.ctx, req.params.external_account_id))),
+      async (req) => ok(await deps.inTransaction((trx) => service.deleteExternalAccount(trx, req.ctx, req.params.external_account_id))),
     );
   };
 }

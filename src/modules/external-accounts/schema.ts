@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { PageQuery } from '../../http/pagination.js';
+import { PageQuery } from '../../db/pagination.js';
 import { isCountry, isStateOf } from '../../lib/countries.js';
 import { findInstitution } from '../../lib/institutions.js';
 import {
@@ -42,7 +42,10 @@ const Base = {
   bank_name: Text(100).optional(),
 };
 const Digits = (min: number, max: number, what: string) =>
-  z.string().trim().regex(new RegExp(`^\\d{${min},${max}}$`), `${what} must be ${min === max ? min : `${min}-${max}`} digits`);
+  z
+    .string()
+    .trim()
+    .regex(new RegExp(`^\\d{${min},${max}}$`), `${what} must be ${min === max ? min : `${min}-${max}`} digits`);
 
 const AchWire = z.strictObject({
   ...Base,
@@ -83,7 +86,9 @@ const Swift = z
     ...Base,
     payee_type: z.literal('swift'),
     account_owner_type: OwnerType,
-    account_number: Text(34).regex(/^[A-Za-z0-9]+$/, 'Letters and digits only').optional(),
+    account_number: Text(34)
+      .regex(/^[A-Za-z0-9]+$/, 'Letters and digits only')
+      .optional(),
     iban: Iban.optional(),
     bic: Bic,
     currency: z.enum(['USD', 'EUR', 'GBP']),
@@ -110,7 +115,9 @@ const BankAccount = z
   .strictObject({
     ...Base,
     payee_type: z.literal('bank_account'),
-    account_number: Text(50).regex(/^[A-Za-z0-9]+$/, 'Letters and digits only').optional(),
+    account_number: Text(50)
+      .regex(/^[A-Za-z0-9]+$/, 'Letters and digits only')
+      .optional(),
     iban: Iban.optional(),
     institution_id: UuidParam,
     currency: z.string(),
@@ -124,7 +131,8 @@ const BankAccount = z
       return;
     }
     if (b.currency !== inst.currency) ctx.addIssue({ code: 'custom', path: ['currency'], message: `${inst.name} takes ${inst.currency}` });
-    if (inst.accountNumberType === 'iban' && !b.iban) ctx.addIssue({ code: 'custom', path: ['iban'], message: `${inst.name} needs an iban` });
+    if (inst.accountNumberType === 'iban' && !b.iban)
+      ctx.addIssue({ code: 'custom', path: ['iban'], message: `${inst.name} needs an iban` });
     if (inst.accountNumberType !== 'iban' && !b.account_number) {
       ctx.addIssue({ code: 'custom', path: ['account_number'], message: 'Required' });
     }
@@ -144,7 +152,11 @@ const MobileMoney = z
   .superRefine((b, ctx) => {
     const inst = findInstitution(b.institution_id);
     if (!inst || inst.type !== 'mobile_money') {
-      ctx.addIssue({ code: 'custom', path: ['institution_id'], message: 'Not a mobile money operator from GET /v1/external-accounts/institutions' });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['institution_id'],
+        message: 'Not a mobile money operator from GET /v1/external-accounts/institutions',
+      });
       return;
     }
     if (b.currency !== inst.currency) ctx.addIssue({ code: 'custom', path: ['currency'], message: `${inst.name} takes ${inst.currency}` });
@@ -176,14 +188,17 @@ export const ExternalAccountResponse = z
     bank_name: z.string().nullable(),
     institution_name: z.string().nullable(),
     institution_id: z.string().nullable(),
-    institution_type: z.enum(['bank', 'mobile_money']).nullable(),
+    institution_type: z
+      .enum(['bank', 'mobile_money'])
+      .optional()
+      .describe('Absent for payees without an institution (ACH/wire, SEPA, SWIFT, FPS)'),
     institution_country_iso_code: z.string().nullable(),
     currency: z.string(),
     phone_number: z.string().nullable(),
     account_owner_type: z.string().nullable(),
     account_type: z.string().nullable(),
     payment_rail: z.string().nullable(),
-    address: PayeeAddress.nullable(),
+    address: PayeeAddress.optional(),
     status: ExternalAccountStatus,
     failure_reason: z.string().nullable(),
     date_created: z.string(),
@@ -198,7 +213,10 @@ export const ListExternalAccountsQuery = PageQuery.extend({
   customer_id: UuidParam.optional(),
   status: ExternalAccountStatus.optional(),
   payee_type: z.enum(['ach_wire', 'sepa', 'swift', 'bank_account', 'mobile_money', 'fps']).optional(),
-  currency: z.string().regex(/^[A-Z]{3}$/, 'Must be an ISO 4217 code').optional(),
+  currency: z
+    .string()
+    .regex(/^[A-Z]{3}$/, 'Must be an ISO 4217 code')
+    .optional(),
 });
 export type ListExternalAccountsQuery = z.infer<typeof ListExternalAccountsQuery>;
 
@@ -207,7 +225,10 @@ export const InstitutionsQuery = z.object({
   items_per_page: z.coerce.number().int().min(1).max(100).default(20),
   country_iso_code: CountryCode.optional(),
   institution_type: z.enum(['bank', 'mobile_money']).optional(),
-  currency: z.string().regex(/^[A-Z]{3}$/, 'Must be an ISO 4217 code').optional(),
+  currency: z
+    .string()
+    .regex(/^[A-Z]{3}$/, 'Must be an ISO 4217 code')
+    .optional(),
 });
 
 export const InstitutionItem = z

@@ -1,52 +1,52 @@
 import type { Config } from '../../config.js';
 import type { Db, Queryable, Trx } from '../../db/client.js';
-import type { RequestContext } from '../../http/context.js';
-import { AppError, notFound } from '../../http/errors.js';
-import type { Page } from '../../http/pagination.js';
+import type { RequestContext } from '../../core/context.js';
+import { AppError, notFound } from '../../core/errors.js';
+import type { Page } from '../../db/pagination.js';
+import { omitNulls } from '../../lib/absent.js';
 import { newId } from '../../lib/ids.js';
 import { findInstitution, listInstitutions, type Institution } from '../../lib/institutions.js';
 import { formatAmount } from '../../lib/money.js';
 import { isValidNuban, normalizeIban } from '../../lib/payee-validation.js';
 import { payoutConnector, type PayeeDetails } from '../../rails/index.js';
 import { requireCustomer } from '../customers/service.js';
-import { recordEvent } from '../webhooks/outbox.js';
+import { recordEvent } from '../webhooks/service.js';
 import * as repo from './repo.js';
-import type {
-  CreateExternalAccountBody,
-  ExternalAccountResponse,
-  ListExternalAccountsQuery,
-  VerifyExternalAccountBody,
-} from './schema.js';
+import type { CreateExternalAccountBody, ExternalAccountResponse, ListExternalAccountsQuery, VerifyExternalAccountBody } from './schema.js';
 
 type Scope = Pick<RequestContext, 'tenantId' | 'environment'>;
 
 export function toResponse(r: repo.ExternalAccountRow): ExternalAccountResponse {
-  return {
-    id: r.id,
-    customer_id: r.customer_id,
-    payee_type: r.payee_type,
-    account_number: r.account_number,
-    iban: r.iban,
-    bic: r.bic,
-    routing_number: r.routing_number,
-    sort_code: r.sort_code,
-    account_name: r.account_name,
-    bank_name: r.bank_name,
-    institution_name: r.institution_name,
-    institution_id: r.institution_id,
-    institution_type: r.institution_type,
-    institution_country_iso_code: r.institution_country,
-    currency: r.currency,
-    phone_number: r.phone_number,
-    account_owner_type: r.account_owner_type,
-    account_type: r.account_type,
-    payment_rail: r.payment_rail,
-    address: r.address,
-    status: r.status,
-    failure_reason: r.failure_reason,
-    date_created: r.created_at.toISOString(),
-    date_updated: r.updated_at.toISOString(),
-  };
+  // Absent, never null, where the reference types the field as an enum or object (contract §14).
+  return omitNulls(
+    {
+      id: r.id,
+      customer_id: r.customer_id,
+      payee_type: r.payee_type,
+      account_number: r.account_number,
+      iban: r.iban,
+      bic: r.bic,
+      routing_number: r.routing_number,
+      sort_code: r.sort_code,
+      account_name: r.account_name,
+      bank_name: r.bank_name,
+      institution_name: r.institution_name,
+      institution_id: r.institution_id,
+      institution_type: r.institution_type,
+      institution_country_iso_code: r.institution_country,
+      currency: r.currency,
+      phone_number: r.phone_number,
+      account_owner_type: r.account_owner_type,
+      account_type: r.account_type,
+      payment_rail: r.payment_rail,
+      address: r.address,
+      status: r.status,
+      failure_reason: r.failure_reason,
+      date_created: r.created_at.toISOString(),
+      date_updated: r.updated_at.toISOString(),
+    },
+    ['institution_type', 'address'],
+  );
 }
 
 export function toInstitutionItem(i: Institution) {
@@ -67,7 +67,7 @@ export function toInstitutionItem(i: Institution) {
 /** Column values of a new payee (the schema has already checked every detail). */
 function columnsOf(body: CreateExternalAccountBody) {
   const inst = 'institution_id' in body ? findInstitution(body.institution_id) : undefined;
-  const get = <K extends string>(k: K) => (k in body ? ((body as Record<string, unknown>)[k] as string | undefined) ?? null : null);
+  const get = <K extends string>(k: K) => (k in body ? (((body as Record<string, unknown>)[k] as string | undefined) ?? null) : null);
   const address = 'address' in body && body.address ? body.address : null;
   const cols = {
     account_number: get('account_number'),
@@ -86,7 +86,9 @@ function columnsOf(body: CreateExternalAccountBody) {
     bank_name: body.bank_name ?? inst?.name ?? null,
     address,
   };
-  const identifier = [cols.routing_number, cols.sort_code, cols.bic, cols.iban ?? cols.account_number ?? cols.phone_number].filter(Boolean).join('/');
+  const identifier = [cols.routing_number, cols.sort_code, cols.bic, cols.iban ?? cols.account_number ?? cols.phone_number]
+    .filter(Boolean)
+    .join('/');
   return { cols, dedupeKey: `${body.payee_type}:${body.currency}:${inst?.id ?? ''}:${identifier}` };
 }
 
@@ -140,7 +142,11 @@ export async function requireExternalAccount(db: Queryable, ctx: Scope, id: stri
   return row;
 }
 
-export async function listExternalAccounts(db: Queryable, ctx: Scope, query: ListExternalAccountsQuery): Promise<Page<ExternalAccountResponse>> {
+export async function listExternalAccounts(
+  db: Queryable,
+  ctx: Scope,
+  query: ListExternalAccountsQuery,
+): Promise<Page<ExternalAccountResponse>> {
   const page = await repo.list(db, ctx, query);
   return { ...page, items: page.items.map(toResponse) };
 }
@@ -197,12 +203,19 @@ export async function verifyAccountDetails(ctx: Scope, config: Pick<Config, 'SAN
   }
   const inst = body.institution_id ? findInstitution(body.institution_id) : undefined;
   if (body.institution_id && !inst) {
-    throw new AppError('validation_failed', 'Unknown institution', [{ field: 'institution_id', code: 'invalid', message: 'Not an institution from GET /v1/external-accounts/institutions' }]);
+    throw new AppError('validation_failed', 'Unknown institution', [
+      { field: 'institution_id', code: 'invalid', message: 'Not an institution from GET /v1/external-accounts/institutions' },
+    ]);
   }
   if (body.iban && !normalizeIban(body.iban)) {
     throw new AppError('validation_failed', 'Invalid IBAN', [{ field: 'iban', code: 'invalid', message: 'Must be a valid IBAN' }]);
   }
-  const formatOk = !(inst?.country === 'NG' && inst.type === 'bank' && body.account_number && !isValidNuban(inst.code, body.account_number));
+  const formatOk = !(
+    inst?.country === 'NG' &&
+    inst.type === 'bank' &&
+    body.account_number &&
+    !isValidNuban(inst.code, body.account_number)
+  );
   const candidates = inst ? [inst] : body.country_code ? listInstitutions({ country: body.country_code }) : [];
   // Name enquiry is offered for bank accounts and mobile money at a known institution, as in the reference.
   if (!inst || !formatOk || body.iban) {

@@ -24,14 +24,38 @@ export interface FeatureDef {
   providerData: ProviderField[];
 }
 
-const ANNUAL: ProviderField = { key: 'annual_remuneration', fieldType: 'number', description: 'Annual income of the customer, a positive number' };
-const MONTHLY: ProviderField = { key: 'estimated_monthly_limit', fieldType: 'number', description: 'Expected monthly spend or volume, a positive number' };
+const ANNUAL: ProviderField = {
+  key: 'annual_remuneration',
+  fieldType: 'number',
+  description: 'Annual income of the customer, a positive number',
+};
+const MONTHLY: ProviderField = {
+  key: 'estimated_monthly_limit',
+  fieldType: 'number',
+  description: 'Expected monthly spend or volume, a positive number',
+};
 const IP: ProviderField = { key: 'ip_address', fieldType: 'ip_address', description: "The customer's IP address (IPv4 or IPv6)" };
-const FUNDS: ProviderField = { key: 'source_of_funds', fieldType: 'string', description: 'Where the money comes from (e.g. salary, business revenue)' };
+const FUNDS: ProviderField = {
+  key: 'source_of_funds',
+  fieldType: 'string',
+  description: 'Where the money comes from (e.g. salary, business revenue)',
+};
 
 const FIXED: FeatureDef[] = [
-  { feature_id: 'virtual_cards', name: 'Cards', description: 'Issue and manage virtual debit cards', kycLevel: 'basic', providerData: [ANNUAL, MONTHLY, IP] },
-  { feature_id: 'physical_cards', name: 'Physical cards', description: 'Issue and manage physical debit cards', kycLevel: 'intermediate', providerData: [ANNUAL, MONTHLY, IP] },
+  {
+    feature_id: 'virtual_cards',
+    name: 'Cards',
+    description: 'Issue and manage virtual debit cards',
+    kycLevel: 'basic',
+    providerData: [ANNUAL, MONTHLY, IP],
+  },
+  {
+    feature_id: 'physical_cards',
+    name: 'Physical cards',
+    description: 'Issue and manage physical debit cards',
+    kycLevel: 'intermediate',
+    providerData: [ANNUAL, MONTHLY, IP],
+  },
   {
     feature_id: 'international_transfers',
     name: 'Payout',
@@ -73,6 +97,8 @@ export function invalidValue(field: ProviderField, value: unknown): string | und
     case 'ip_address':
       return typeof value === 'string' && isIP(value) !== 0 ? undefined : `${field.key} must be an IPv4 or IPv6 address`;
     case 'string':
-      return typeof value === 'string' && value.trim().length > 0 && value.length <= 255 ? undefined : `${field.key} must be a non-empty text of at most 255 characters`;
+      return typeof value === 'string' && value.trim().length > 0 && value.length <= 255
+        ? undefined
+        : `${field.key} must be a non-empty text of at most 255 characters`;
   }
 }

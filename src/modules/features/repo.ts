@@ -1,6 +1,6 @@
 import type { ColumnType, Insertable, Selectable } from 'kysely';
 import type { Queryable } from '../../db/client.js';
-import type { RequestContext } from '../../http/context.js';
+import type { RequestContext } from '../../core/context.js';
 
 export interface CustomerFeaturesTable {
   id: string;

@@ -19,7 +19,7 @@ const RequirementOut = z.object({
 });
 
 export const FeatureListResponse = z.object({
-  customer_id: z.string().nullable(),
+  customer_id: z.string().optional().describe('The customer asked about; absent for the business-wide list'),
   features: z.array(
     z.object({
       feature_id: z.string(),

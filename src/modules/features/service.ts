@@ -22,21 +22,20 @@
  */
 import type { Config } from '../../config.js';
 import type { Queryable, Trx } from '../../db/client.js';
-import type { RequestContext } from '../../http/context.js';
-import { AppError, notFound } from '../../http/errors.js';
+import type { RequestContext } from '../../core/context.js';
+import { AppError, notFound } from '../../core/errors.js';
 import { formatAmount } from '../../lib/money.js';
 import { newId } from '../../lib/ids.js';
 import { requireCustomer } from '../customers/service.js';
 import { approvedLevel, levelSatisfies, missingDocumentsFor } from '../kyc/service.js';
 import type { KycLevel } from '../kyc/schema.js';
-import { recordEvent } from '../webhooks/outbox.js';
+import { recordEvent } from '../webhooks/service.js';
 import { catalogue, homeCurrencies, invalidValue, type FeatureDef } from './catalogue.js';
 import { limitsFor } from './limits.js';
 import * as repo from './repo.js';
 import type { EligibilityBody, Fulfilled, Pending } from './schema.js';
 
 type Ctx = Pick<RequestContext, 'tenantId' | 'environment' | 'settings'>;
-
 
 export async function isFeatureActive(db: Queryable, ctx: Ctx, customerId: string, featureId: string): Promise<boolean> {
   return (await repo.findFeature(db, ctx, customerId, featureId))?.status === 'active';
@@ -73,17 +72,37 @@ export async function checkTransactionLimit(
   options: { spentTodayMinor?: bigint; config: Config },
 ): Promise<void> {
   const approved = await approvedLevel(db, ctx, customerId);
-  if (!approved) throw new AppError('kyc_level_insufficient', 'Money movement needs approved KYC');
-  const limits = limitsFor(options.config, ctx.settings, approved.level, currency);
-  const refuse = (code: string, message: string) =>
-    new AppError('limit_exceeded', message, [{ field: 'amount', code, message }]);
-  if (!limits) throw refuse('no_limit_configured', `No ${currency} limit is configured for KYC level ${approved.level}`);
+  const refusal = transactionLimitRefusal(ctx, options.config, approved?.level, currency, amountMinor, options.spentTodayMinor ?? 0n);
+  if (refusal) throw refusal;
+}
+
+/**
+ * The same rule as checkTransactionLimit, decided in memory from the customer's approved KYC
+ * level (undefined: none) and what it already sent today: the refusal, or undefined when allowed.
+ * A batch of transfers reads the levels and counters once and calls this per transfer.
+ */
+export function transactionLimitRefusal(
+  ctx: Ctx,
+  config: Config,
+  level: KycLevel | undefined,
+  currency: string,
+  amountMinor: bigint,
+  spentTodayMinor: bigint,
+): AppError | undefined {
+  if (!level) return new AppError('kyc_level_insufficient', 'Money movement needs approved KYC');
+  const limits = limitsFor(config, ctx.settings, level, currency);
+  const refuse = (code: string, message: string) => new AppError('limit_exceeded', message, [{ field: 'amount', code, message }]);
+  if (!limits) return refuse('no_limit_configured', `No ${currency} limit is configured for KYC level ${level}`);
   if (amountMinor > limits.perTransaction) {
-    throw refuse('per_transaction_limit', `Above the per-transaction limit of ${formatAmount(limits.perTransaction, currency)} ${currency} for KYC level ${approved.level}`);
+    return refuse(
+      'per_transaction_limit',
+      `Above the per-transaction limit of ${formatAmount(limits.perTransaction, currency)} ${currency} for KYC level ${level}`,
+    );
   }
-  if ((options.spentTodayMinor ?? 0n) + amountMinor > limits.daily) {
-    throw refuse('daily_limit', `Above the daily limit of ${formatAmount(limits.daily, currency)} ${currency} for KYC level ${approved.level}`);
+  if (spentTodayMinor + amountMinor > limits.daily) {
+    return refuse('daily_limit', `Above the daily limit of ${formatAmount(limits.daily, currency)} ${currency} for KYC level ${level}`);
   }
+  return undefined;
 }
 
 function featureOf(config: Config, ctx: Ctx, featureId: string): FeatureDef {
@@ -95,14 +114,26 @@ function featureOf(config: Config, ctx: Ctx, featureId: string): FeatureDef {
 function requirementsOf(def: FeatureDef) {
   return [
     { type: 'kyc_status' as const, required: def.kycLevel, description: `KYC approved at level ${def.kycLevel} or higher` },
-    ...def.providerData.map((f) => ({ type: 'provider_data' as const, required: f.key, field_type: f.fieldType, description: f.description })),
+    ...def.providerData.map((f) => ({
+      type: 'provider_data' as const,
+      required: f.key,
+      field_type: f.fieldType,
+      description: f.description,
+    })),
   ];
 }
 
-export async function listFeatures(db: Queryable, ctx: Ctx, config: Config, query: { customer_id?: string; country?: string; status: string }) {
+export async function listFeatures(
+  db: Queryable,
+  ctx: Ctx,
+  config: Config,
+  query: { customer_id?: string; country?: string; status: string },
+) {
   if (query.customer_id) await requireCustomer(db, ctx, query.customer_id);
   const active = new Set(
-    query.customer_id ? (await repo.featuresOf(db, ctx, query.customer_id)).filter((f) => f.status === 'active').map((f) => f.feature_id) : [],
+    query.customer_id
+      ? (await repo.featuresOf(db, ctx, query.customer_id)).filter((f) => f.status === 'active').map((f) => f.feature_id)
+      : [],
   );
   // Features are offered where the business may onboard customers.
   const offered = !query.country || config.KYC_SUPPORTED_COUNTRIES.includes(query.country);
@@ -116,7 +147,7 @@ export async function listFeatures(db: Queryable, ctx: Ctx, config: Config, quer
       requirements: requirementsOf(def),
     }))
     .filter((f) => query.status === 'all' || f.status === query.status);
-  return { customer_id: query.customer_id ?? null, features };
+  return { ...(query.customer_id ? { customer_id: query.customer_id } : {}), features };
 }
 
 interface Evaluation {
@@ -128,7 +159,13 @@ interface Evaluation {
 }
 
 /** What the customer has and lacks for a feature; each pending item says how to satisfy it. */
-async function evaluate(db: Queryable, ctx: Ctx, def: FeatureDef, customerId: string, given: Record<string, unknown> | undefined): Promise<Evaluation> {
+async function evaluate(
+  db: Queryable,
+  ctx: Ctx,
+  def: FeatureDef,
+  customerId: string,
+  given: Record<string, unknown> | undefined,
+): Promise<Evaluation> {
   const ev: Evaluation = { fulfilled: [], pending: [], kycMissing: false, invalid: [], data: {} };
   const approved = await approvedLevel(db, ctx, customerId);
   if (levelSatisfies(approved?.level, def.kycLevel)) {
@@ -136,12 +173,27 @@ async function evaluate(db: Queryable, ctx: Ctx, def: FeatureDef, customerId: st
   } else {
     ev.kycMissing = true;
     for (const doc of await missingDocumentsFor(db, ctx, customerId, def.kycLevel)) {
-      ev.pending.push({ type: 'document', required: doc.field, action: { type: 'document', url: '/v1/customers/kyc/upload-document', method: 'POST', doc_type: doc.field, description: doc.message } });
+      ev.pending.push({
+        type: 'document',
+        required: doc.field,
+        action: {
+          type: 'document',
+          url: '/v1/customers/kyc/upload-document',
+          method: 'POST',
+          doc_type: doc.field,
+          description: doc.message,
+        },
+      });
     }
     ev.pending.push({
       type: 'kyc_status',
       required: def.kycLevel,
-      action: { type: 'kyc_verification', url: '/v1/customers/kyc/start', method: 'POST', description: `Complete KYC verification at level ${def.kycLevel} (kyc_level: "${def.kycLevel}")` },
+      action: {
+        type: 'kyc_verification',
+        url: '/v1/customers/kyc/start',
+        method: 'POST',
+        description: `Complete KYC verification at level ${def.kycLevel} (kyc_level: "${def.kycLevel}")`,
+      },
     });
   }
   const now = new Date().toISOString();
@@ -157,7 +209,12 @@ async function evaluate(db: Queryable, ctx: Ctx, def: FeatureDef, customerId: st
     ev.pending.push({
       type: 'provider_data',
       required: field.key,
-      action: { type: 'provider_data', data_key: field.key, field_type: field.fieldType, description: problem ?? `Provide ${field.key}: ${field.description}` },
+      action: {
+        type: 'provider_data',
+        data_key: field.key,
+        field_type: field.fieldType,
+        description: problem ?? `Provide ${field.key}: ${field.description}`,
+      },
     });
   }
   return ev;
@@ -184,8 +241,13 @@ export async function activateFeature(trx: Trx, ctx: Ctx, config: Config, body: 
   const existing = await repo.findFeature(trx, ctx, body.customer_id, def.feature_id);
   if (existing?.status === 'active') return activationOf(existing);
   const ev = await evaluate(trx, ctx, def, body.customer_id, body.provider_data);
-  const missing = ev.pending.filter((p) => p.type === 'provider_data' && !ev.invalid.some((i) => i.field === `provider_data.${p.required}`));
-  const details = [...ev.invalid, ...missing.map((p) => ({ field: `provider_data.${p.required}`, code: 'required', message: p.action.description ?? 'Required' }))];
+  const missing = ev.pending.filter(
+    (p) => p.type === 'provider_data' && !ev.invalid.some((i) => i.field === `provider_data.${p.required}`),
+  );
+  const details = [
+    ...ev.invalid,
+    ...missing.map((p) => ({ field: `provider_data.${p.required}`, code: 'required', message: p.action.description ?? 'Required' })),
+  ];
   if (details.length > 0) throw new AppError('validation_failed', 'provider_data is missing or invalid for this feature', details);
   if (ev.kycMissing) await requireKycLevel(trx, ctx, body.customer_id, def.kycLevel);
   await repo.activate(trx, {

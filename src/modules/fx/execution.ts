@@ -1,12 +1,13 @@
 import { sql } from 'kysely';
 import type { Trx } from '../../db/client.js';
-import type { RequestContext } from '../../http/context.js';
+import type { RequestContext } from '../../core/context.js';
 import * as ledger from '../../ledger/index.js';
+import { omitNulls } from '../../lib/absent.js';
 import { formatAmount } from '../../lib/money.js';
 import * as accounts from '../accounts/service.js';
 import * as transactions from '../transactions/service.js';
-import { recordEvent } from '../webhooks/outbox.js';
-import { assertConvertible, counterAmount, feeFor, formatRate, rateFromDb } from './decimal.js';
+import { recordEvent } from '../webhooks/service.js';
+import { assertConvertible, counterAmount, feeFor, formatRate, rateFromDb } from '../../lib/decimal.js';
 import * as repo from './repo.js';
 import type { OrderResponse } from './schema.js';
 import { conversionLegs } from './service.js';
@@ -78,11 +79,40 @@ export async function executeConversion(
   const common = { channel: 'swap' as const, sendingAccountId: source.id, receivingAccountId: destination.id, metadata: terms };
   const description = `FX ${order.side} ${order.base}/${order.quote} at ${terms.rate}`;
   const sides: transactions.AccountSide[] = [
-    { ...common, accountId: source.id, customerId: source.customer_id, direction: 'out', amount: p.given, fee: p.fee, currency: source.currency, transactionType: 'debit', description },
-    { ...common, accountId: destination.id, customerId: destination.customer_id, direction: 'in', amount: p.received, currency: destination.currency, transactionType: 'credit', description },
+    {
+      ...common,
+      accountId: source.id,
+      customerId: source.customer_id,
+      direction: 'out',
+      amount: p.given,
+      fee: p.fee,
+      currency: source.currency,
+      transactionType: 'debit',
+      description,
+    },
+    {
+      ...common,
+      accountId: destination.id,
+      customerId: destination.customer_id,
+      direction: 'in',
+      amount: p.received,
+      currency: destination.currency,
+      transactionType: 'credit',
+      description,
+    },
   ];
   if (feeAccount) {
-    sides.push({ ...common, accountId: feeAccount.id, customerId: null, direction: 'in', amount: p.fee, currency: source.currency, transactionType: 'fee_charge', receivingAccountId: feeAccount.id, description: 'FX fee' });
+    sides.push({
+      ...common,
+      accountId: feeAccount.id,
+      customerId: null,
+      direction: 'in',
+      amount: p.fee,
+      currency: source.currency,
+      transactionType: 'fee_charge',
+      receivingAccountId: feeAccount.id,
+      description: 'FX fee',
+    });
   }
   const [sourceTx] = await transactions.recordMovement(trx, ctx, { reference: order.id, posting, sides });
   const row = await repo.updateOrder(trx, ctx, order.id, {
@@ -103,36 +133,40 @@ const iso = (d: Date | null) => (d ? d.toISOString() : null);
 
 export function toOrderResponse(row: repo.OrderRow): OrderResponse {
   const feeCurrency = sourceCurrency(row);
-  return {
-    id: row.id,
-    order_id: row.id,
-    order_type: row.order_type,
-    side: row.side,
-    pair: { base: row.base, quote: row.quote },
-    amount: formatAmount(row.amount, row.base),
-    amount_currency: row.base,
-    converted_amount: row.converted_amount === null ? null : formatAmount(row.converted_amount, row.quote),
-    converted_currency: row.quote,
-    rate: row.rate === null ? null : formatRate(rateFromDb(row.rate)),
-    mid_rate: row.mid_rate === null ? null : formatRate(rateFromDb(row.mid_rate)),
-    spread_bps: row.spread_bps,
-    target_rate: row.target_rate === null ? null : formatRate(rateFromDb(row.target_rate)),
-    fee: row.fee === null ? null : formatAmount(row.fee, feeCurrency),
-    fee_currency: feeCurrency,
-    status: row.status,
-    customer_id: row.customer_id,
-    tenant_id: row.tenant_id,
-    source_type: row.source_type,
-    source_id: row.source_id,
-    destination_type: row.destination_type,
-    destination_id: row.destination_id,
-    quote_id: row.quote_id,
-    transaction_id: row.transaction_id,
-    rejection_reason: row.rejection_reason,
-    executed_at: iso(row.executed_at),
-    settled_at: iso(row.executed_at),
-    expires_at: iso(row.expires_at),
-    created_at: row.created_at.toISOString(),
-    updated_at: iso(row.updated_at),
-  };
+  // Absent, never null, where the reference types the field as a string (contract §14).
+  return omitNulls(
+    {
+      id: row.id,
+      order_id: row.id,
+      order_type: row.order_type,
+      side: row.side,
+      pair: { base: row.base, quote: row.quote },
+      amount: formatAmount(row.amount, row.base),
+      amount_currency: row.base,
+      converted_amount: row.converted_amount === null ? null : formatAmount(row.converted_amount, row.quote),
+      converted_currency: row.quote,
+      rate: row.rate === null ? null : formatRate(rateFromDb(row.rate)),
+      mid_rate: row.mid_rate === null ? null : formatRate(rateFromDb(row.mid_rate)),
+      spread_bps: row.spread_bps,
+      target_rate: row.target_rate === null ? null : formatRate(rateFromDb(row.target_rate)),
+      fee: row.fee === null ? null : formatAmount(row.fee, feeCurrency),
+      fee_currency: feeCurrency,
+      status: row.status,
+      customer_id: row.customer_id,
+      tenant_id: row.tenant_id,
+      source_type: row.source_type,
+      source_id: row.source_id,
+      destination_type: row.destination_type,
+      destination_id: row.destination_id,
+      quote_id: row.quote_id,
+      transaction_id: row.transaction_id,
+      rejection_reason: row.rejection_reason,
+      executed_at: iso(row.executed_at),
+      settled_at: iso(row.executed_at),
+      expires_at: iso(row.expires_at),
+      created_at: row.created_at.toISOString(),
+      updated_at: iso(row.updated_at),
+    },
+    ['converted_amount', 'rate', 'customer_id'],
+  );
 }

@@ -1,15 +1,15 @@
 import type { Config } from '../../config.js';
 import type { Queryable, Trx } from '../../db/client.js';
-import type { RequestContext } from '../../http/context.js';
-import { AppError, notFound, validationError, type ErrorDetail } from '../../http/errors.js';
-import type { Page } from '../../http/pagination.js';
+import type { RequestContext } from '../../core/context.js';
+import { AppError, notFound, validationError, type ErrorDetail } from '../../core/errors.js';
+import type { Page } from '../../db/pagination.js';
 import * as ledger from '../../ledger/index.js';
 import { newId } from '../../lib/ids.js';
 import { parseAmount } from '../../lib/money.js';
 import * as accounts from '../accounts/service.js';
 import { requireCustomer } from '../customers/service.js';
-import { recordEvent } from '../webhooks/outbox.js';
-import { customerRate, formatRate, parseRate } from './decimal.js';
+import { recordEvent } from '../webhooks/service.js';
+import { customerRate, formatRate, parseRate } from '../../lib/decimal.js';
 import { executeConversion, priceOrder, sourceCurrency, toOrderResponse, destinationCurrency } from './execution.js';
 import * as repo from './repo.js';
 import type { CreateOrderBody, ListOrdersQuery, OrderResponse } from './schema.js';
@@ -48,15 +48,27 @@ async function termsFromQuote(trx: Trx, ctx: Scope, body: CreateOrderBody, quote
     mismatch('pair', `The quote is for ${q.fromCurrency}/${q.toCurrency}`);
   }
   if (body.side && body.side !== side) mismatch('side', `The quote is a ${q.direction} quote`);
-  if (body.amount !== undefined && parseAmount(body.amount, q.fromCurrency) !== q.amount) mismatch('amount', 'Differs from the quoted amount');
+  if (body.amount !== undefined && parseAmount(body.amount, q.fromCurrency) !== q.amount)
+    mismatch('amount', 'Differs from the quoted amount');
   if (details.length > 0) throw validationError(details, 'The order does not match its quote');
   await redeemQuote(trx, ctx, q.id, orderId);
-  return { orderType: 'market', side, base: q.fromCurrency, quote: q.toCurrency, amount: q.amount, targetRate: null, mid: parseRate(q.midRate), quoteRow: q };
+  return {
+    orderType: 'market',
+    side,
+    base: q.fromCurrency,
+    quote: q.toCurrency,
+    amount: q.amount,
+    targetRate: null,
+    mid: parseRate(q.midRate),
+    quoteRow: q,
+  };
 }
 
 async function termsFromBody(trx: Trx, ctx: Scope, config: Config, body: CreateOrderBody): Promise<Terms> {
   const required = ['order_type', 'pair', 'amount', ...(body.order_type === 'limit' ? ['target_rate' as const] : [])] as const;
-  const details: ErrorDetail[] = required.filter((f) => body[f] === undefined).map((field) => ({ field, code: 'required', message: 'Required' }));
+  const details: ErrorDetail[] = required
+    .filter((f) => body[f] === undefined)
+    .map((field) => ({ field, code: 'required', message: 'Required' }));
   if (body.order_type === 'market' && body.target_rate !== undefined) {
     details.push({ field: 'target_rate', code: 'invalid', message: 'Only limit orders take a target_rate' });
   }
@@ -74,31 +86,70 @@ async function termsFromBody(trx: Trx, ctx: Scope, config: Config, body: CreateO
   };
 }
 
-const currencyMismatch = (field: string, message: string) => new AppError('currency_mismatch', message, [{ field, code: 'currency_mismatch', message }]);
+const currencyMismatch = (field: string, message: string) =>
+  new AppError('currency_mismatch', message, [{ field, code: 'currency_mismatch', message }]);
+
+/**
+ * The reference makes source_id and destination_id optional: the customer's newest active
+ * account in the currency the order pays (source) or receives (destination).
+ */
+async function defaultAccountId(trx: Trx, ctx: Scope, customerId: string | undefined, currency: string, field: string): Promise<string> {
+  if (!customerId) throw validationError([{ field, code: 'required', message: 'Required when customer_id is not given' }]);
+  await requireCustomer(trx, ctx, customerId);
+  const page = await accounts.listAccounts(trx, ctx, { customer_id: customerId, currency, status: 'active', page: 1, items_per_page: 1 });
+  const id = page.items[0]?.id;
+  if (!id)
+    throw new AppError('not_found', `The customer has no active ${currency} account`, [
+      { field, code: 'not_found', message: `No active ${currency} account of this customer` },
+    ]);
+  return id;
+}
 
 /** Source and destination, share-locked, owned by the order's customer (or both by the business). */
-async function loadAccounts(trx: Trx, ctx: Scope, body: CreateOrderBody, terms: Terms) {
+async function loadAccounts(trx: Trx, ctx: Scope, given: CreateOrderBody, terms: Terms) {
+  const body = {
+    ...given,
+    source_id: given.source_id ?? (await defaultAccountId(trx, ctx, given.customer_id, sourceCurrency(terms), 'source_id')),
+    destination_id:
+      given.destination_id ?? (await defaultAccountId(trx, ctx, given.customer_id, destinationCurrency(terms), 'destination_id')),
+  };
   if (body.source_id === body.destination_id) {
     throw validationError([{ field: 'destination_id', code: 'invalid', message: 'Source and destination must differ' }]);
   }
   const locked = await accounts.lockForMovement(trx, ctx, [body.source_id, body.destination_id]);
   const source = locked.get(body.source_id);
-  if (!source) throw new AppError('not_found', 'Source account not found', [{ field: 'source_id', code: 'not_found', message: 'No such account' }]);
+  if (!source)
+    throw new AppError('not_found', 'Source account not found', [{ field: 'source_id', code: 'not_found', message: 'No such account' }]);
   const destination = locked.get(body.destination_id);
-  if (!destination) throw new AppError('not_found', 'Destination account not found', [{ field: 'destination_id', code: 'not_found', message: 'No such account' }]);
+  if (!destination)
+    throw new AppError('not_found', 'Destination account not found', [
+      { field: 'destination_id', code: 'not_found', message: 'No such account' },
+    ]);
   const owner = body.customer_id ?? source.customer_id;
   if (body.customer_id) await requireCustomer(trx, ctx, body.customer_id);
   const details: ErrorDetail[] = [];
-  if (source.customer_id !== owner) details.push({ field: 'source_id', code: 'mismatch', message: 'The account does not belong to this customer' });
+  if (source.customer_id !== owner)
+    details.push({ field: 'source_id', code: 'mismatch', message: 'The account does not belong to this customer' });
   if (destination.customer_id !== owner) {
-    details.push({ field: 'destination_id', code: 'mismatch', message: body.customer_id ? 'The account does not belong to this customer' : 'Both accounts must have the same owner' });
+    details.push({
+      field: 'destination_id',
+      code: 'mismatch',
+      message: body.customer_id ? 'The account does not belong to this customer' : 'Both accounts must have the same owner',
+    });
   }
-  if (details.length > 0) throw validationError(details, 'The accounts do not belong to the order\'s customer');
+  if (details.length > 0) throw validationError(details, "The accounts do not belong to the order's customer");
   const sourceCcy = sourceCurrency(terms);
   const destinationCcy = destinationCurrency(terms);
-  if (source.currency !== sourceCcy) throw currencyMismatch('source_id', `A ${terms.side} order on ${terms.base}/${terms.quote} pays from a ${sourceCcy} account; this one holds ${source.currency}`);
+  if (source.currency !== sourceCcy)
+    throw currencyMismatch(
+      'source_id',
+      `A ${terms.side} order on ${terms.base}/${terms.quote} pays from a ${sourceCcy} account; this one holds ${source.currency}`,
+    );
   if (destination.currency !== destinationCcy) {
-    throw currencyMismatch('destination_id', `A ${terms.side} order on ${terms.base}/${terms.quote} settles to a ${destinationCcy} account; this one holds ${destination.currency}`);
+    throw currencyMismatch(
+      'destination_id',
+      `A ${terms.side} order on ${terms.base}/${terms.quote} settles to a ${destinationCcy} account; this one holds ${destination.currency}`,
+    );
   }
   accounts.assertCanDebit(source, 'source_id');
   accounts.assertCanCredit(destination, 'destination_id');
@@ -152,7 +203,22 @@ export async function createOrder(trx: Trx, ctx: RequestContext, config: Config,
 
 type NewOrder = Pick<
   repo.OrderRow,
-  'id' | 'tenant_id' | 'environment' | 'customer_id' | 'order_type' | 'side' | 'base' | 'quote' | 'amount' | 'spread_bps' | 'fee_bps' | 'source_type' | 'source_id' | 'destination_type' | 'destination_id' | 'quote_id'
+  | 'id'
+  | 'tenant_id'
+  | 'environment'
+  | 'customer_id'
+  | 'order_type'
+  | 'side'
+  | 'base'
+  | 'quote'
+  | 'amount'
+  | 'spread_bps'
+  | 'fee_bps'
+  | 'source_type'
+  | 'source_id'
+  | 'destination_type'
+  | 'destination_id'
+  | 'quote_id'
 >;
 
 /**
@@ -202,7 +268,13 @@ export async function listOrders(db: Queryable, ctx: Scope, query: ListOrdersQue
 }
 
 /** Ends a waiting order without executing it: releases its hold exactly once. */
-export async function closePendingOrder(trx: Trx, ctx: Scope, order: repo.OrderRow, status: 'cancelled' | 'expired' | 'rejected', reason: string | null = null) {
+export async function closePendingOrder(
+  trx: Trx,
+  ctx: Scope,
+  order: repo.OrderRow,
+  status: 'cancelled' | 'expired' | 'rejected',
+  reason: string | null = null,
+) {
   if (order.hold_id) await ledger.voidHold(trx, ctx, order.hold_id);
   const row = await repo.updateOrder(trx, ctx, order.id, { status, rejection_reason: reason });
   const response = toOrderResponse(row);

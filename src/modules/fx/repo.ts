@@ -1,10 +1,10 @@
 import { sql, type ColumnType, type Insertable, type Selectable, type Updateable } from 'kysely';
 import type { Queryable } from '../../db/client.js';
-import type { RequestContext } from '../../http/context.js';
-import { paginate, type Page } from '../../http/pagination.js';
+import type { RequestContext } from '../../core/context.js';
+import { paginate, type Page } from '../../db/pagination.js';
 import { isUuid } from '../../lib/ids.js';
 import type { RateOverride } from '../../rails/fx.js';
-import { rateFromDb } from './decimal.js';
+import { rateFromDb } from '../../lib/decimal.js';
 import type { ListOrdersQuery } from './schema.js';
 import { findScoped } from '../../db/scoped.js';
 
@@ -115,7 +115,11 @@ export async function upsertSandboxRate(db: Queryable, ctx: Scope, base: string,
 }
 
 /** The database clock sets expires_at (now + ttl), the same clock that useQuote compares with. */
-export async function insertQuote(db: Queryable, row: Omit<Insertable<FxQuotesTable>, 'expires_at'>, ttlSeconds: number): Promise<QuoteRow> {
+export async function insertQuote(
+  db: Queryable,
+  row: Omit<Insertable<FxQuotesTable>, 'expires_at'>,
+  ttlSeconds: number,
+): Promise<QuoteRow> {
   return db
     .insertInto('fx_quotes')
     .values({ ...row, expires_at: sql<Date>`now() + make_interval(secs => ${ttlSeconds})` })
@@ -161,10 +165,7 @@ export async function updateOrder(db: Queryable, ctx: Scope, id: string, patch: 
 }
 
 export async function listOrders(db: Queryable, ctx: Scope, query: ListOrdersQuery): Promise<Page<OrderRow>> {
-  let base = db
-    .selectFrom('fx_orders')
-    .where('tenant_id', '=', ctx.tenantId)
-    .where('environment', '=', ctx.environment);
+  let base = db.selectFrom('fx_orders').where('tenant_id', '=', ctx.tenantId).where('environment', '=', ctx.environment);
   if (query.status) base = base.where('status', '=', query.status);
   if (query.order_type) base = base.where('order_type', '=', query.order_type);
   if (query.side) base = base.where('side', '=', query.side);
@@ -177,7 +178,14 @@ export async function listOrders(db: Queryable, ctx: Scope, query: ListOrdersQue
     // Order references are the order ids: search matches an order, quote, customer or account id.
     const s = query.search.trim().toLowerCase();
     if (!isUuid(s)) base = base.where(sql<boolean>`false`);
-    else base = base.where((eb) => eb.or(['id', 'quote_id', 'customer_id', 'source_id', 'destination_id'].map((c) => eb(eb.ref(`fx_orders.${c}` as 'fx_orders.id'), '=', s))));
+    else
+      base = base.where((eb) =>
+        eb.or(
+          ['id', 'quote_id', 'customer_id', 'source_id', 'destination_id'].map((c) =>
+            eb(eb.ref(`fx_orders.${c}` as 'fx_orders.id'), '=', s),
+          ),
+        ),
+      );
   }
   return paginate<OrderRow>(db, base, 'fx_orders.id', query, (qb) => qb.selectAll());
 }
@@ -203,7 +211,14 @@ export async function claimWaitingOrders(db: Queryable, since: Date, limit: numb
 
 /** One waiting order by id, locked for settling; undefined if it is no longer pending or another worker holds it. */
 export async function claimPendingOrder(db: Queryable, id: string): Promise<OrderRow | undefined> {
-  return db.selectFrom('fx_orders').selectAll().where('id', '=', id).where('status', '=', 'pending').forUpdate().skipLocked().executeTakeFirst();
+  return db
+    .selectFrom('fx_orders')
+    .selectAll()
+    .where('id', '=', id)
+    .where('status', '=', 'pending')
+    .forUpdate()
+    .skipLocked()
+    .executeTakeFirst();
 }
 
 /** The database clock, so the worker compares checked_at with the clock that wrote it. */
@@ -214,5 +229,9 @@ export async function databaseNow(db: Queryable): Promise<Date> {
 
 export async function markChecked(db: Queryable, ids: string[]): Promise<void> {
   if (ids.length === 0) return;
-  await db.updateTable('fx_orders').set({ checked_at: sql<Date>`now()` }).where('id', 'in', ids).execute();
+  await db
+    .updateTable('fx_orders')
+    .set({ checked_at: sql<Date>`now()` })
+    .where('id', 'in', ids)
+    .execute();
 }

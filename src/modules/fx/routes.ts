@@ -1,8 +1,8 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import type { Deps } from '../../app.js';
+import type { Deps } from '../../http/deps.js';
 import { envelope, ok } from '../../http/envelope.js';
-import { pageSchema, PageQuery } from '../../http/pagination.js';
+import { pageSchema, PageQuery } from '../../db/pagination.js';
 import * as orders from './orders.js';
 import {
   CreateOrderBody,
@@ -28,7 +28,15 @@ export function fxRoutes(deps: Deps): FastifyPluginAsyncZod {
   return async (app) => {
     app.get(
       '/v1/fx/supported-currencies',
-      { config: publicRead, schema: { tags, summary: 'List currency pairs', querystring: SupportedCurrenciesQuery, response: { 200: envelope(z.array(SupportedCurrency)) } } },
+      {
+        config: publicRead,
+        schema: {
+          tags,
+          summary: 'List currency pairs',
+          querystring: SupportedCurrenciesQuery,
+          response: { 200: envelope(z.array(SupportedCurrency)) },
+        },
+      },
       async () => ok(service.listSupportedPairs(deps.config)),
     );
 
@@ -39,7 +47,8 @@ export function fxRoutes(deps: Deps): FastifyPluginAsyncZod {
         schema: {
           tags,
           summary: 'List exchange rates',
-          description: 'Per pair a SELL rate (bid: to_currency received per from_currency sold) and a BUY rate (ask: paid per unit bought), spread included.',
+          description:
+            'Per pair a SELL rate (bid: to_currency received per from_currency sold) and a BUY rate (ask: paid per unit bought), spread included.',
           querystring: RatesQuery,
           response: { 200: envelope(z.array(PairRate)) },
         },
@@ -50,7 +59,8 @@ export function fxRoutes(deps: Deps): FastifyPluginAsyncZod {
     app.post(
       '/v1/fx/quote',
       { schema: { tags, summary: 'Create an FX quote', body: QuoteBody, response: { 200: envelope(QuoteResponse) } } },
-      (req, reply) => deps.idempotency.run(req, reply, 'fx.quote.create', (trx) => service.createQuote(trx, req.ctx, deps.config, req.body)),
+      (req, reply) =>
+        deps.idempotency.run(req, reply, 'fx.quote.create', (trx) => service.createQuote(trx, req.ctx, deps.config, req.body)),
     );
 
     app.post(
@@ -59,12 +69,14 @@ export function fxRoutes(deps: Deps): FastifyPluginAsyncZod {
         schema: {
           tags,
           summary: 'Create an order',
-          description: 'Market orders (and orders with a quote_id) execute at once; limit orders hold the funds and wait as pending for target_rate.',
+          description:
+            'Market orders (and orders with a quote_id) execute at once; limit orders hold the funds and wait as pending for target_rate.',
           body: CreateOrderBody,
           response: { 200: envelope(OrderResponse) },
         },
       },
-      (req, reply) => deps.idempotency.run(req, reply, 'fx.orders.create', (trx) => orders.createOrder(trx, req.ctx, deps.config, req.body)),
+      (req, reply) =>
+        deps.idempotency.run(req, reply, 'fx.orders.create', (trx) => orders.createOrder(trx, req.ctx, deps.config, req.body)),
     );
 
     app.get(
@@ -76,8 +88,23 @@ export function fxRoutes(deps: Deps): FastifyPluginAsyncZod {
     // Orders never wait for a second approver here, so this list is always empty.
     app.get(
       '/v1/fx/orders/pending-approvals',
-      { schema: { tags, summary: 'List pending approvals', querystring: PageQuery.pick({ page: true, items_per_page: true }).strict(), response: { 200: envelope(pageSchema(OrderResponse)) } } },
-      async (req) => ok({ items: [], page: req.query.page, items_per_page: req.query.items_per_page ?? 20, total_items: 0, total_pages: 0, next_cursor: null }),
+      {
+        schema: {
+          tags,
+          summary: 'List pending approvals',
+          querystring: PageQuery.pick({ page: true, items_per_page: true }).strict(),
+          response: { 200: envelope(pageSchema(OrderResponse)) },
+        },
+      },
+      async (req) =>
+        ok({
+          items: [],
+          page: req.query.page,
+          items_per_page: req.query.items_per_page ?? 20,
+          total_items: 0,
+          total_pages: 0,
+          next_cursor: null,
+        }),
     );
 
     app.get(
@@ -103,8 +130,16 @@ export function fxRoutes(deps: Deps): FastifyPluginAsyncZod {
 
     app.post(
       '/v1/simulations/fx/rates',
-      { schema: { tags: ['Simulations'], summary: 'Set the sandbox market rate', body: SimulateRateBody, response: { 200: envelope(SimulatedRate) } } },
-      (req, reply) => deps.idempotency.run(req, reply, 'simulations.fx.rates', (trx) => service.simulateRate(trx, req.ctx, deps.config, req.body)),
+      {
+        schema: {
+          tags: ['Simulations'],
+          summary: 'Set the sandbox market rate',
+          body: SimulateRateBody,
+          response: { 200: envelope(SimulatedRate) },
+        },
+      },
+      (req, reply) =>
+        deps.idempotency.run(req, reply, 'simulations.fx.rates', (trx) => service.simulateRate(trx, req.ctx, deps.config, req.body)),
     );
   };
 }

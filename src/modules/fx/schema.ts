@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { PageQuery } from '../../http/pagination.js';
+import { PageQuery } from '../../db/pagination.js';
 import { UuidParam } from '../../lib/validators.js';
 
 const Ccy = z.string().regex(/^[A-Z]{3}$/, 'Must be an ISO 4217 currency code such as USD');
@@ -15,8 +15,8 @@ export const SupportedCurrency = z
     to_currency: z.string(),
     currency_pair: z.string(),
     pair_type: z.literal('fiat/fiat'),
-    from_currency_name: z.string().nullable(),
-    to_currency_name: z.string().nullable(),
+    from_currency_name: z.string(),
+    to_currency_name: z.string(),
   })
   .meta({ id: 'FxSupportedCurrency' });
 
@@ -45,9 +45,9 @@ export const PairRate = z
     currency_pair: z.string(),
     pair_type: z.literal('fiat/fiat'),
     from_currency: z.string(),
-    from_currency_name: z.string().nullable(),
+    from_currency_name: z.string(),
     to_currency: z.string(),
-    to_currency_name: z.string().nullable(),
+    to_currency_name: z.string(),
     timestamp: z.string(),
   })
   .meta({ id: 'FxPairRate' });
@@ -83,9 +83,7 @@ export const QuoteResponse = z
   .meta({ id: 'FxQuote' });
 export type QuoteResponse = z.infer<typeof QuoteResponse>;
 
-export const SimulateRateBody = z
-  .strictObject({ base: Ccy, quote: Ccy, rate: Decimal })
-  .meta({ id: 'FxSimulateRateRequest' });
+export const SimulateRateBody = z.strictObject({ base: Ccy, quote: Ccy, rate: Decimal }).meta({ id: 'FxSimulateRateRequest' });
 export type SimulateRateBody = z.infer<typeof SimulateRateBody>;
 
 export const SimulatedRate = z.object({
@@ -109,9 +107,9 @@ export const CreateOrderBody = z
     target_rate: Decimal.optional(),
     side: Side.optional(),
     source_type: z.enum(['account']).optional(),
-    source_id: UuidParam,
+    source_id: UuidParam.optional().describe("Default: the customer's newest active account in the currency the order pays"),
     destination_type: z.enum(['account']).optional(),
-    destination_id: UuidParam,
+    destination_id: UuidParam.optional().describe("Default: the customer's newest active account in the currency the order receives"),
     quote_id: UuidParam.optional(),
   })
   .meta({ id: 'FxOrderRequest' });
@@ -126,16 +124,16 @@ export const OrderResponse = z
     pair: z.object({ base: z.string(), quote: z.string() }),
     amount: z.string(),
     amount_currency: z.string(),
-    converted_amount: z.string().nullable(),
+    converted_amount: z.string().optional().describe('Absent until the order executes'),
     converted_currency: z.string(),
-    rate: z.string().nullable(),
+    rate: z.string().optional().describe('Absent until the order executes'),
     mid_rate: z.string().nullable(),
     spread_bps: z.number().int(),
     target_rate: z.string().nullable(),
     fee: z.string().nullable(),
     fee_currency: z.string(),
     status: OrderStatus,
-    customer_id: z.string().nullable(),
+    customer_id: z.string().optional().describe('Absent for an order between accounts of the business itself'),
     tenant_id: z.string(),
     source_type: z.string(),
     source_id: z.string(),

@@ -1,12 +1,22 @@
 import type { Config } from '../../config.js';
 import type { Queryable, Trx } from '../../db/client.js';
-import type { RequestContext } from '../../http/context.js';
-import { AppError, notFound } from '../../http/errors.js';
+import type { RequestContext } from '../../core/context.js';
+import { AppError, notFound } from '../../core/errors.js';
 import * as ledger from '../../ledger/index.js';
 import { formatAmount, isKnownCurrency, parseAmount } from '../../lib/money.js';
 import { newId } from '../../lib/ids.js';
 import { SandboxRateSource, StaticRateSource, type RateBook, type RateSource } from '../../rails/fx.js';
-import { assertConvertible, convert, counterAmount, customerRate, feeFor, formatRate, invertRate, parseRate, rateFromDb } from './decimal.js';
+import {
+  assertConvertible,
+  convert,
+  counterAmount,
+  customerRate,
+  feeFor,
+  formatRate,
+  invertRate,
+  parseRate,
+  rateFromDb,
+} from '../../lib/decimal.js';
 import { CURRENCY_NAMES } from './currencies.js';
 import * as repo from './repo.js';
 import type { QuoteBody, QuoteResponse, RatesQuery, SimulateRateBody } from './schema.js';
@@ -43,6 +53,11 @@ export function pricing(ctx: SettingsScope, config: Config): { spreadBps: number
   return { spreadBps: bpsSetting(ctx, 'fx_spread_bps', config.FX_SPREAD_BPS), feeBps: bpsSetting(ctx, 'fx_fee_bps', config.FX_FEE_BPS) };
 }
 
+/** The display name of a currency FX can price (e.g. `Nigerian Naira`). */
+export function currencyName(code: string): string | undefined {
+  return CURRENCY_NAMES[code];
+}
+
 /** Configured currencies that have a minor-unit exponent and a default market rate. */
 export function supportedCurrencies(config: Config): string[] {
   return config.SUPPORTED_CURRENCIES.filter((c) => isKnownCurrency(c) && CURRENCY_NAMES[c] !== undefined);
@@ -58,8 +73,9 @@ export function listSupportedPairs(config: Config) {
         to_currency: to,
         currency_pair: `${from}/${to}`,
         pair_type: 'fiat/fiat' as const,
-        from_currency_name: CURRENCY_NAMES[from] ?? null,
-        to_currency_name: CURRENCY_NAMES[to] ?? null,
+        // supportedCurrencies() keeps only currencies with a name.
+        from_currency_name: CURRENCY_NAMES[from] as string,
+        to_currency_name: CURRENCY_NAMES[to] as string,
       })),
   );
 }
@@ -75,7 +91,10 @@ export function assertPair(config: Config, book: RateBook, base: string, quote: 
   }
   if (details.length > 0) throw new AppError('validation_failed', `Currency pair ${base}/${quote} is not supported`, details);
   const mid = book.mid(base, quote);
-  if (!mid) throw new AppError('validation_failed', `No rate for ${base}/${quote}`, [{ field: fields[1] as string, code: 'unsupported_pair', message: 'No rate for this pair' }]);
+  if (!mid)
+    throw new AppError('validation_failed', `No rate for ${base}/${quote}`, [
+      { field: fields[1] as string, code: 'unsupported_pair', message: 'No rate for this pair' },
+    ]);
   return mid;
 }
 
@@ -94,10 +113,25 @@ export interface FxRate {
  * The current customer rate for a pair. `sell` (default): the customer gives `base` and receives
  * `quote` (bid); `buy`: the customer receives `base` and pays `quote` (ask).
  */
-export async function getRate(db: Queryable, ctx: SettingsScope, config: Config, base: string, quote: string, side: 'buy' | 'sell' = 'sell'): Promise<FxRate> {
+export async function getRate(
+  db: Queryable,
+  ctx: SettingsScope,
+  config: Config,
+  base: string,
+  quote: string,
+  side: 'buy' | 'sell' = 'sell',
+): Promise<FxRate> {
   const mid = assertPair(config, await rateBook(db, ctx), base, quote, ['base', 'quote']);
   const { spreadBps } = pricing(ctx, config);
-  return { base, quote, side, midRate: formatRate(mid.mid), rate: formatRate(customerRate(mid.mid, spreadBps, side)), spreadBps, timestamp: mid.timestamp };
+  return {
+    base,
+    quote,
+    side,
+    midRate: formatRate(mid.mid),
+    rate: formatRate(customerRate(mid.mid, spreadBps, side)),
+    spreadBps,
+    timestamp: mid.timestamp,
+  };
 }
 
 /**
@@ -177,10 +211,18 @@ export async function simulateRate(trx: Trx, ctx: Scope, config: Config, body: S
   const rate = parseRate(body.rate);
   const inverse = invertRate(rate);
   if (inverse === 0n) {
-    throw new AppError('validation_failed', 'rate: too large', [{ field: 'rate', code: 'invalid', message: 'The reverse rate would round to zero' }]);
+    throw new AppError('validation_failed', 'rate: too large', [
+      { field: 'rate', code: 'invalid', message: 'The reverse rate would round to zero' },
+    ]);
   }
   const updatedAt = await repo.upsertSandboxRate(trx, ctx, body.base, body.quote, formatRate(rate));
-  return { base: body.base, quote: body.quote, rate: formatRate(rate), inverse_rate: formatRate(inverse), timestamp: updatedAt.toISOString() };
+  return {
+    base: body.base,
+    quote: body.quote,
+    rate: formatRate(rate),
+    inverse_rate: formatRate(inverse),
+    timestamp: updatedAt.toISOString(),
+  };
 }
 
 export function toQuoteResponse(row: repo.QuoteRow): QuoteResponse {
@@ -219,20 +261,24 @@ export async function createQuote(trx: Trx, ctx: SettingsScope, config: Config, 
   const rate = customerRate(mid.mid, spreadBps, side);
   const toAmount = counterAmount(side, amount, body.from_currency, body.to_currency, rate);
   assertConvertible(toAmount);
-  const row = await repo.insertQuote(trx, {
-    id: newId(),
-    tenant_id: ctx.tenantId,
-    environment: ctx.environment,
-    from_currency: body.from_currency,
-    to_currency: body.to_currency,
-    direction: body.direction,
-    amount,
-    to_amount: toAmount,
-    mid_rate: formatRate(mid.mid),
-    rate: formatRate(rate),
-    spread_bps: spreadBps,
-    fee_bps: feeBps,
-  }, config.FX_QUOTE_TTL_SECONDS);
+  const row = await repo.insertQuote(
+    trx,
+    {
+      id: newId(),
+      tenant_id: ctx.tenantId,
+      environment: ctx.environment,
+      from_currency: body.from_currency,
+      to_currency: body.to_currency,
+      direction: body.direction,
+      amount,
+      to_amount: toAmount,
+      mid_rate: formatRate(mid.mid),
+      rate: formatRate(rate),
+      spread_bps: spreadBps,
+      fee_bps: feeBps,
+    },
+    config.FX_QUOTE_TTL_SECONDS,
+  );
   return toQuoteResponse(row);
 }
 

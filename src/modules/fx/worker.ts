@@ -1,10 +1,10 @@
 import type { Db, Trx } from '../../db/client.js';
-import type { Environment } from '../../http/context.js';
-import { AppError } from '../../http/errors.js';
+import type { Environment } from '../../core/context.js';
+import { AppError } from '../../core/errors.js';
 import * as ledger from '../../ledger/index.js';
-import type { Job } from '../../workers/index.js';
+import type { Job } from '../../core/job.js';
 import * as accounts from '../accounts/service.js';
-import { customerRate, rateFromDb } from './decimal.js';
+import { customerRate, rateFromDb } from '../../lib/decimal.js';
 import { executeConversion, priceOrder, type Priced } from './execution.js';
 import { closePendingOrder } from './orders.js';
 import * as repo from './repo.js';
@@ -83,7 +83,10 @@ export async function scanWaitingOrders(db: Db, since: Date, limit: number): Pro
       if (!books.has(key)) books.set(key, await rateBook(trx, scopeOf(order)));
       if (dueAction(order, books.get(key)!, Date.now())) due.push(order.id);
     }
-    await repo.markChecked(trx, orders.map((o) => o.id));
+    await repo.markChecked(
+      trx,
+      orders.map((o) => o.id),
+    );
     return { claimed: orders.length, due };
   });
 }

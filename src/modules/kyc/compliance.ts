@@ -1,11 +1,11 @@
 import type { Config } from '../../config.js';
 import type { Queryable } from '../../db/client.js';
-import type { RequestContext } from '../../http/context.js';
+import type { RequestContext } from '../../core/context.js';
 import { sanctionsList, type SanctionsList } from '../../lib/sanctions/list.js';
 import { nameKey, nameSimilarity } from '../../lib/sanctions/match.js';
 import type { KycDecision } from '../../rails/kyc.js';
 import { associatedPersons, customersWithSameIdentity } from '../customers/service.js';
-import type { CustomerRow } from '../customers/repo.js';
+import type { CustomerRow } from '../customers/service.js';
 import * as repo from './repo.js';
 
 /**
@@ -77,15 +77,30 @@ function sanctionsCheck(policy: KycPolicy, subject: string, name: string): repo.
 async function duplicateCheck(db: Queryable, ctx: Scope, c: CustomerRow): Promise<repo.ComplianceCheck> {
   const others = new Set<string>();
   if (c.first_name && c.last_name && c.date_of_birth) {
-    const same = await customersWithSameIdentity(db, ctx, { firstName: c.first_name, lastName: c.last_name, dateOfBirth: c.date_of_birth }, c.id);
+    const same = await customersWithSameIdentity(
+      db,
+      ctx,
+      { firstName: c.first_name, lastName: c.last_name, dateOfBirth: c.date_of_birth },
+      c.id,
+    );
     same.forEach((id) => others.add(id));
   }
   for (const doc of await repo.documentTypesOf(db, ctx, c.id)) {
     if (!doc.number) continue;
-    const holders = await repo.customersWithDocumentNumber(db, ctx, { doc_type: doc.doc_type, number: doc.number, country: doc.country }, c.id);
+    const holders = await repo.customersWithDocumentNumber(
+      db,
+      ctx,
+      { doc_type: doc.doc_type, number: doc.number, country: doc.country },
+      c.id,
+    );
     holders.forEach((id) => others.add(id));
   }
-  return { check: 'duplicate', subject: 'customer', result: others.size > 0 ? 'hit' : 'pass', ...(others.size ? { detail: [...others] } : {}) };
+  return {
+    check: 'duplicate',
+    subject: 'customer',
+    result: others.size > 0 ? 'hit' : 'pass',
+    ...(others.size ? { detail: [...others] } : {}),
+  };
 }
 
 /** Name (fuzzy, same threshold as screening) and date of birth on each document against the customer. */
@@ -99,7 +114,12 @@ async function documentCheck(db: Queryable, ctx: Scope, policy: KycPolicy, c: Cu
       mismatches.push({ document_id: d.id, field: 'name' });
     }
   }
-  return { check: 'document', subject: 'customer', result: mismatches.length ? 'hit' : 'pass', ...(mismatches.length ? { detail: mismatches } : {}) };
+  return {
+    check: 'document',
+    subject: 'customer',
+    result: mismatches.length ? 'hit' : 'pass',
+    ...(mismatches.length ? { detail: mismatches } : {}),
+  };
 }
 
 export interface ComplianceResult {

@@ -2,8 +2,8 @@ import { randomBytes } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import type { Deps } from '../../app.js';
-import { AppError, notFound } from '../../http/errors.js';
+import type { Deps } from '../../http/deps.js';
+import { AppError, notFound } from '../../core/errors.js';
 import { ok } from '../../http/envelope.js';
 import type { KycPolicy } from './compliance.js';
 import { associatedPersonsCount, renderVerifyPage } from './page.js';
@@ -23,7 +23,12 @@ const TokenParams = z.strictObject({ token: z.string().max(100) });
 const HostedUploadBody = z.strictObject({
   metadata: DocumentMetadata,
   content: z.string().min(1),
-  filename: z.string().trim().min(1).max(255).regex(/\.(jpe?g|png|pdf)$/i, 'Extension must be .jpg, .jpeg, .png or .pdf'),
+  filename: z
+    .string()
+    .trim()
+    .min(1)
+    .max(255)
+    .regex(/\.(jpe?g|png|pdf)$/i, 'Extension must be .jpg, .jpeg, .png or .pdf'),
 });
 
 const SECURITY_HEADERS = {
@@ -65,7 +70,10 @@ export function hostedKycRoutes(deps: Deps, policy: KycPolicy): FastifyPluginAsy
       const nonce = randomBytes(16).toString('base64');
       reply
         .type('text/html; charset=utf-8')
-        .header('Content-Security-Policy', `default-src 'none'; script-src 'nonce-${nonce}'; style-src 'nonce-${nonce}'; connect-src 'self'; img-src 'self' data:; form-action 'none'; base-uri 'none'; frame-ancestors 'none'`);
+        .header(
+          'Content-Security-Policy',
+          `default-src 'none'; script-src 'nonce-${nonce}'; style-src 'nonce-${nonce}'; connect-src 'self'; img-src 'self' data:; form-action 'none'; base-uri 'none'; frame-ancestors 'none'`,
+        );
       const found = await service.caseForToken(deps.db, req.params.token);
       if (!found) return reply.code(404).send(renderVerifyPage({ nonce, state: 'expired' }));
       const ctx = { tenantId: found.tenant_id, environment: found.environment as 'sandbox' | 'live' };
@@ -87,13 +95,13 @@ export function hostedKycRoutes(deps: Deps, policy: KycPolicy): FastifyPluginAsy
       async (req) => {
         const { found, ctx } = await opened(req.params.token);
         const body = { ...req.body, customer_id: found.customer_id };
-        return ok(await deps.db.transaction().execute((trx) => service.uploadDocument(trx, ctx, body, deps.config.KYC_DOCUMENT_MAX_BYTES)));
+        return ok(await deps.inTransaction((trx) => service.uploadDocument(trx, ctx, body, deps.config.KYC_DOCUMENT_MAX_BYTES)));
       },
     );
 
     app.post('/kyc/verify/:token/submit', { schema: { hide: true, params: TokenParams } }, async (req) => {
       const { found, ctx } = await opened(req.params.token);
-      await deps.db.transaction().execute((trx) => service.submitKyc(trx, ctx, { customer_id: found.customer_id, kyc_level: found.level }, policy));
+      await deps.inTransaction((trx) => service.submitKyc(trx, ctx, { customer_id: found.customer_id, kyc_level: found.level }, policy));
       return ok(await service.getKycStatus(deps.db, ctx, found.customer_id, found.level));
     });
   };

@@ -1,6 +1,6 @@
 import type { Queryable } from '../../db/client.js';
 import { associatedPersons } from '../customers/service.js';
-import type { CustomerRow } from '../customers/repo.js';
+import type { CustomerRow } from '../customers/service.js';
 
 /** Server-rendered hosted verification page: plain HTML and a little vanilla JS, nothing external. */
 export interface PageModel {
@@ -76,7 +76,9 @@ export function renderVerifyPage(m: PageModel): string {
   const form = !open
     ? ''
     : `<form id="upload">
-  <label>Document <select name="type">${docOptions(m.customerType, m.level).map((o) => `<option>${o}</option>`).join('')}</select></label>
+  <label>Document <select name="type">${docOptions(m.customerType, m.level)
+    .map((o) => `<option>${o}</option>`)
+    .join('')}</select></label>
   <label>Side <select name="side"><option value="FRONT_SIDE">Front</option><option value="BACK_SIDE">Back</option><option value="">n/a</option></select></label>
   <label>Issuing country (3 letters, e.g. NGA) <input name="country" required maxlength="3" pattern="[A-Za-z]{3}"></label>
   <label>Document number <input name="number" maxlength="50"></label>

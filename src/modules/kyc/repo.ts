@@ -1,7 +1,7 @@
 import { sql, type ColumnType, type Insertable, type Selectable, type Updateable } from 'kysely';
 import type { Queryable } from '../../db/client.js';
-import type { RequestContext } from '../../http/context.js';
-import { paginate, type Page, type PageQuery } from '../../http/pagination.js';
+import type { RequestContext } from '../../core/context.js';
+import { paginate, type Page, type PageQuery } from '../../db/pagination.js';
 
 type Json<T> = ColumnType<T, string | undefined, string>;
 
@@ -116,13 +116,33 @@ export async function insertDocument(db: Queryable, row: Insertable<KycDocuments
   // Sent as base64 text and decoded by the server: PGlite serialises a large binary parameter
   // about ten times slower (8 s against 0.8 s for 10 MB); PostgreSQL is fast either way.
   const content = sql<Buffer>`decode(${row.content.toString('base64')}, 'base64')`;
-  await db.insertInto('kyc_documents').values({ ...row, content }).execute();
+  await db
+    .insertInto('kyc_documents')
+    .values({ ...row, content })
+    .execute();
 }
 
 const META_COLUMNS = [
-  'id', 'tenant_id', 'environment', 'customer_id', 'doc_type', 'doc_sub_type', 'country', 'first_name',
-  'middle_name', 'last_name', 'number', 'issued_date', 'valid_until', 'dob', 'place_of_birth', 'filename',
-  'content_type', 'size_bytes', 'sha256', 'created_at',
+  'id',
+  'tenant_id',
+  'environment',
+  'customer_id',
+  'doc_type',
+  'doc_sub_type',
+  'country',
+  'first_name',
+  'middle_name',
+  'last_name',
+  'number',
+  'issued_date',
+  'valid_until',
+  'dob',
+  'place_of_birth',
+  'filename',
+  'content_type',
+  'size_bytes',
+  'sha256',
+  'created_at',
 ] as const;
 
 /** Document metadata only: the file bytes never leave the database through a list. */

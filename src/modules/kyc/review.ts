@@ -1,15 +1,15 @@
-import type { Db, Trx } from '../../db/client.js';
-import type { RequestContext } from '../../http/context.js';
-import { AppError, notFound } from '../../http/errors.js';
+import type { Trx } from '../../db/client.js';
+import type { RequestContext } from '../../core/context.js';
+import { AppError, notFound } from '../../core/errors.js';
 import { kycConnectorFor, type KycDecision, type KycSubject } from '../../rails/kyc.js';
 import { associatedPersons, requireCustomer } from '../customers/service.js';
-import type { CustomerRow } from '../customers/repo.js';
-import { recordEvent } from '../webhooks/outbox.js';
+import type { CustomerRow } from '../customers/service.js';
+import { recordEvent } from '../webhooks/service.js';
 import type { Config } from '../../config.js';
 import { combineDecisions, decisionFromChecks, policyFrom, runComplianceChecks, type KycPolicy } from './compliance.js';
 import * as repo from './repo.js';
 import type { KycLevel, SimulateKycBody, StartKycBody } from './schema.js';
-import { assertNotCompleted, missingDocuments, openCase, syncCustomerKycStatus, toStatusResponse } from './service.js';
+import { assertNotCompleted, missingDocuments, openCase, syncCustomerKycStatus, toStatusResponse } from './cases.js';
 
 /**
  * Submissions and decisions. A submission runs our compliance checks and the environment's
@@ -75,9 +75,13 @@ async function decide(trx: Trx, ctx: Scope, policy: KycPolicy, customer: Custome
   const personDecisions: KycDecision[] = [];
   for (const [i, p] of persons.entries()) {
     const own = compliance.persons.find((x) => x.personId === p.id)?.checks ?? [];
-    const d = combineDecisions([decisionFromChecks(own), connector.submit({ caseId: c.id, level: c.level, subjects: [subjects[i + 1]!], documentTypes: docTypes })]);
+    const d = combineDecisions([
+      decisionFromChecks(own),
+      connector.submit({ caseId: c.id, level: c.level, subjects: [subjects[i + 1]!], documentTypes: docTypes }),
+    ]);
     personOutcomes.push({ personId: p.id, kycStatus: d.outcome });
-    if (d.outcome === 'rejected') personDecisions.push({ outcome: 'rejected', labels: ['ASSOCIATED_PERSON_REJECTED', ...d.labels], rejectType: d.rejectType });
+    if (d.outcome === 'rejected')
+      personDecisions.push({ outcome: 'rejected', labels: ['ASSOCIATED_PERSON_REJECTED', ...d.labels], rejectType: d.rejectType });
     else personDecisions.push(d);
   }
   const ownChecks = compliance.checks.filter((x) => !x.subject.startsWith('associated_person:'));
@@ -133,15 +137,13 @@ function decisionFor(outcome: 'approved' | 'rejected' | 'manual_review', labels:
 }
 
 /** Operator decision on a case waiting in manual review (live's manual connector). */
-export async function reviewCase(db: Db, ctx: Scope, customerId: string, outcome: 'approved' | 'rejected', level?: KycLevel) {
-  return db.transaction().execute(async (trx) => {
-    const customer = await requireCustomer(trx, ctx, customerId, true);
-    const cases = await repo.casesOf(trx, ctx, [customer.id]);
-    const c = cases.find((x) => x.status === 'manual_review' && (!level || x.level === level));
-    if (!c) throw notFound('KYC case in manual review');
-    const persons = (await associatedPersons(trx, customer.id)).map((p) => ({ personId: p.id, kycStatus: outcome }));
-    return transition(trx, ctx, c, decisionFor(outcome, ['OPERATOR_DECISION']), persons);
-  });
+export async function reviewCase(trx: Trx, ctx: Scope, customerId: string, outcome: 'approved' | 'rejected', level?: KycLevel) {
+  const customer = await requireCustomer(trx, ctx, customerId, true);
+  const cases = await repo.casesOf(trx, ctx, [customer.id]);
+  const c = cases.find((x) => x.status === 'manual_review' && (!level || x.level === level));
+  if (!c) throw notFound('KYC case in manual review');
+  const persons = (await associatedPersons(trx, customer.id)).map((p) => ({ personId: p.id, kycStatus: outcome }));
+  return transition(trx, ctx, c, decisionFor(outcome, ['OPERATOR_DECISION']), persons);
 }
 
 /**

@@ -1,7 +1,7 @@
 import type { FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod, ZodTypeProvider } from 'fastify-type-provider-zod';
-import type { Deps } from '../../app.js';
-import { notFound } from '../../http/errors.js';
+import type { Deps } from '../../http/deps.js';
+import { notFound } from '../../core/errors.js';
 import { envelope, ok } from '../../http/envelope.js';
 import { policyFrom } from './compliance.js';
 import { hostedKycRoutes, useFastJsonParser } from './hosted.js';
@@ -40,7 +40,14 @@ export function kycRoutes(deps: Deps): FastifyPluginAsyncZod {
     for (const url of ['/v1/customers/kyc/start', '/v1/risk/start-kyc']) {
       app.post(
         url,
-        { schema: { tags, summary: 'Start KYC verification (returns the hosted page web_url)', body: StartKycBody, response: { 200: envelope(StartKycResponse) } } },
+        {
+          schema: {
+            tags,
+            summary: 'Start KYC verification (returns the hosted page web_url)',
+            body: StartKycBody,
+            response: { 200: envelope(StartKycResponse) },
+          },
+        },
         (req, reply) =>
           deps.idempotency.run(req, reply, 'kyc.start', (trx) =>
             service.startKyc(trx, req.ctx, req.body, { baseUrl: baseUrlOf(deps, req), ttlMinutes: deps.config.KYC_LINK_TTL_MINUTES }),
@@ -59,21 +66,40 @@ export function kycRoutes(deps: Deps): FastifyPluginAsyncZod {
             response: { 200: envelope(StartS2sResponse) },
           },
         },
-        (req, reply) => deps.idempotency.run(req, reply, 'kyc.start_s2s', (trx) => service.submitKyc(trx, req.ctx, req.body, policy)),
+        (req, reply) =>
+          deps.idempotency.run(req, reply, 'kyc.start_s2s', async (trx) => {
+            const submitted = await service.submitKyc(trx, req.ctx, req.body, policy);
+            // risk.yaml answers `success` once the documents are accepted and the review started.
+            return url === '/v1/risk/start-kyc-s2s' ? { ...submitted, status: 'success' as const } : submitted;
+          }),
       );
     }
 
     app.get(
       '/v1/customers/:customer_id/kyc/documents',
       {
-        schema: { tags, summary: 'List uploaded KYC documents (metadata only)', params: CustomerIdParams, querystring: KycDocumentsQuery, response: { 200: envelope(KycDocumentsResponse) } },
+        schema: {
+          tags,
+          summary: 'List uploaded KYC documents (metadata only)',
+          params: CustomerIdParams,
+          querystring: KycDocumentsQuery,
+          response: { 200: envelope(KycDocumentsResponse) },
+        },
       },
       async (req) => ok(await service.listDocuments(deps.db, req.ctx, req.params.customer_id, req.query)),
     );
 
     app.get(
       '/v1/customers/:customer_id/kyc/status',
-      { schema: { tags, summary: 'Get the KYC review status', params: CustomerIdParams, querystring: KycStatusQuery, response: { 200: envelope(KycStatusResponse) } } },
+      {
+        schema: {
+          tags,
+          summary: 'Get the KYC review status',
+          params: CustomerIdParams,
+          querystring: KycStatusQuery,
+          response: { 200: envelope(KycStatusResponse) },
+        },
+      },
       async (req) => ok(await service.getKycStatus(deps.db, req.ctx, req.params.customer_id, req.query.level)),
     );
 
@@ -90,7 +116,9 @@ export function kycRoutes(deps: Deps): FastifyPluginAsyncZod {
       },
       (req, reply) => {
         if (req.ctx.environment !== 'sandbox') throw notFound(`Route POST ${req.url}`);
-        return deps.idempotency.run(req, reply, 'simulations.kyc', (trx) => service.simulateKyc(trx, req.ctx, req.params.customer_id, req.body));
+        return deps.idempotency.run(req, reply, 'simulations.kyc', (trx) =>
+          service.simulateKyc(trx, req.ctx, req.params.customer_id, req.body),
+        );
       },
     );
 
@@ -112,9 +140,11 @@ export function kycRoutes(deps: Deps): FastifyPluginAsyncZod {
             },
           },
           (req, reply) =>
-            deps.idempotency.run(req, reply, 'kyc.upload_document', (trx) =>
-              service.uploadDocument(trx, req.ctx, req.body, deps.config.KYC_DOCUMENT_MAX_BYTES),
-            ),
+            deps.idempotency.run(req, reply, 'kyc.upload_document', async (trx) => {
+              const saved = await service.uploadDocument(trx, req.ctx, req.body, deps.config.KYC_DOCUMENT_MAX_BYTES);
+              // risk.yaml spells the normalised document type in lower case.
+              return url === '/v1/risk/upload-document' ? { ...saved, document_type: saved.document_type.toLowerCase() } : saved;
+            }),
         );
       }
     });

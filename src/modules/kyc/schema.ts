@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { PageQuery } from '../../http/pagination.js';
+import { PageQuery } from '../../db/pagination.js';
 import { isAlpha3Country } from '../../lib/countries.js';
 import { isCalendarDate, UuidParam } from '../../lib/validators.js';
 
@@ -10,18 +10,27 @@ export const KycLevelField = z.enum(KYC_LEVELS);
 /** Identity documents (one of them) for individuals; PROOF_OF_ADDRESS is beyond the reference (intermediate level). */
 export const ID_DOCUMENTS = ['PASSPORT', 'ID_CARD', 'DRIVERS'] as const;
 export const DOC_TYPES = [...ID_DOCUMENTS, 'SELFIE', 'PROOF_OF_ADDRESS', 'REGISTRATION_CERTIFICATE'] as const;
-export type DocType = (typeof DOC_TYPES)[number];
 
 const DateField = z.string().refine(isCalendarDate, { message: 'Must be a real date in YYYY-MM-DD format' });
 const Text = (max: number) => z.string().trim().min(1, 'Must not be empty').max(max);
 
+/**
+ * The reference spells document types in upper case on /v1/customers/kyc/… and in lower case on
+ * the older /v1/risk/… paths (`passport`, `drivers_license`): both are accepted (contract §14).
+ */
+const DocTypeField = z.preprocess((v) => {
+  if (typeof v !== 'string') return v;
+  const upper = v.toUpperCase();
+  return upper === 'DRIVERS_LICENSE' || upper === 'DRIVERS_LICENCE' ? 'DRIVERS' : upper;
+}, z.enum(DOC_TYPES));
+
 export const DocumentMetadata = z
   .strictObject({
-    idDocType: z.enum(DOC_TYPES),
+    idDocType: DocTypeField,
     idDocSubType: z.enum(['FRONT_SIDE', 'BACK_SIDE']).optional(),
-    country: z
-      .string()
-      .refine((c) => /^[A-Z]{3}$/.test(c) && isAlpha3Country(c), { message: 'Must be an ISO 3166-1 alpha-3 country code in upper case (e.g. NGA)' }),
+    country: z.string().refine((c) => /^[A-Z]{3}$/.test(c) && isAlpha3Country(c), {
+      message: 'Must be an ISO 3166-1 alpha-3 country code in upper case (e.g. NGA)',
+    }),
     firstName: Text(100).optional(),
     middleName: Text(100).optional(),
     lastName: Text(100).optional(),
@@ -34,9 +43,7 @@ export const DocumentMetadata = z
   .meta({ id: 'KycDocumentMetadata' });
 export type DocumentMetadata = z.infer<typeof DocumentMetadata>;
 
-export const StartKycBody = z
-  .strictObject({ customer_id: UuidParam, kyc_level: KycLevelField.optional() })
-  .meta({ id: 'StartKycRequest' });
+export const StartKycBody = z.strictObject({ customer_id: UuidParam, kyc_level: KycLevelField.optional() }).meta({ id: 'StartKycRequest' });
 export type StartKycBody = z.infer<typeof StartKycBody>;
 
 export const StartKycResponse = z.object({
@@ -60,6 +67,8 @@ export const UploadDocumentBody = z
       .min(1)
       .max(255)
       .regex(/\.(jpe?g|png|pdf)$/i, 'Extension must be .jpg, .jpeg, .png or .pdf'),
+    /** The reference's (risk.yaml) switch for document quality warnings: accepted; the sandbox has none to give. */
+    return_doc_warnings: z.boolean().optional(),
   })
   .meta({ id: 'UploadKycDocumentRequest' });
 export type UploadDocumentBody = z.infer<typeof UploadDocumentBody>;
@@ -68,7 +77,10 @@ export const UploadDocumentResponse = z.object({
   status: z.literal('success'),
   customer_id: z.string(),
   document_id: z.string(),
-  document_type: z.string(),
+  document_type: z
+    .string()
+    .describe('Upper case on /v1/customers/kyc/upload-document, lower case on /v1/risk/upload-document (as the reference)'),
+  document_sub_type: z.string().optional(),
   country: z.string(),
   content_type: z.string(),
   size_bytes: z.number().int(),
@@ -78,7 +90,11 @@ export const UploadDocumentResponse = z.object({
 export const StartS2sBody = StartKycBody.meta({ id: 'StartKycS2sRequest' });
 
 export const StartS2sResponse = z.object({
-  status: z.literal('pending'),
+  status: z
+    .enum(['pending', 'success'])
+    .describe(
+      '`pending` on /v1/customers/kyc/start-s2s; `success` (documents accepted, review started) on /v1/risk/start-kyc-s2s, as risk.yaml',
+    ),
   applicant_id: z.string(),
   kyc_level: KycLevelField,
   message: z.string(),
@@ -109,11 +125,11 @@ export const KycStatusQuery = z.strictObject({ level: KycLevelField.optional() }
 export const KycDocument = z.object({
   id: z.string(),
   IDType: z.string(),
-  IDSubType: z.string().nullable(),
-  IDNumber: z.string().nullable(),
+  IDSubType: z.string().optional(),
+  IDNumber: z.string().optional(),
   IssuingCountry: z.string(),
-  IssuedDate: z.string().nullable(),
-  ExpiryDate: z.string().nullable(),
+  IssuedDate: z.string().optional(),
+  ExpiryDate: z.string().optional(),
   has_front_image: z.boolean(),
   has_back_image: z.boolean(),
   OriginalFilename: z.string(),

@@ -1,6 +1,6 @@
 import type { ColumnType, Selectable } from 'kysely';
 import type { Queryable } from '../../db/client.js';
-import type { Environment } from '../../http/context.js';
+import type { Environment } from '../../core/context.js';
 
 export interface TenantsTable {
   id: string;
@@ -44,12 +44,19 @@ export async function findTenant(db: Queryable, id: string) {
 }
 
 export async function countTenants(db: Queryable): Promise<number> {
-  const row = await db.selectFrom('tenants').select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow();
+  const row = await db
+    .selectFrom('tenants')
+    .select((eb) => eb.fn.countAll<string>().as('n'))
+    .executeTakeFirstOrThrow();
   return Number(row.n);
 }
 
 export async function updateSettings(db: Queryable, id: string, settings: TenantSettings): Promise<void> {
-  await db.updateTable('tenants').set({ settings: JSON.stringify(settings) }).where('id', '=', id).execute();
+  await db
+    .updateTable('tenants')
+    .set({ settings: JSON.stringify(settings) })
+    .where('id', '=', id)
+    .execute();
 }
 
 export async function insertKey(db: Queryable, row: Omit<ApiKeyRow, 'created_at'>): Promise<void> {

@@ -1,5 +1,5 @@
 import type { Db, Queryable } from '../../db/client.js';
-import type { Environment } from '../../http/context.js';
+import type { Environment, KeyLookup } from '../../core/context.js';
 import { constantTimeEqual, randomBase62, sha256 } from '../../lib/crypto.js';
 import { newId } from '../../lib/ids.js';
 import * as repo from './repo.js';
@@ -76,17 +76,6 @@ export async function rotateKeys(
     return { ...pair, old_keys_expire_at: at.toISOString() };
   });
 }
-
-export type KeyLookup =
-  | {
-      ok: true;
-      tenantId: string;
-      environment: Environment;
-      kind: 'secret' | 'public';
-      settings: repo.TenantSettings;
-      expiresAt: Date | null;
-    }
-  | { ok: false; reason: 'invalid' | 'expired' };
 
 const KEY_SHAPE = /^(sk|pk)_(sandbox|live)_[0-9A-Za-z]{20,100}$/;
 

@@ -1,9 +1,24 @@
 import type { TransactionResponse } from './schema.js';
 
 const COLUMNS = [
-  'id', 'date_created', 'account_id', 'customer_id', 'direction', 'transaction_type', 'channel', 'status', 'currency',
-  'amount', 'fee', 'balance_before', 'balance_after', 'reference', 'client_reference', 'sending_account_id',
-  'receiving_account_id', 'description',
+  'id',
+  'date_created',
+  'account_id',
+  'customer_id',
+  'direction',
+  'transaction_type',
+  'channel',
+  'status',
+  'currency',
+  'amount',
+  'fee',
+  'balance_before',
+  'balance_after',
+  'reference',
+  'client_reference',
+  'sending_account_id',
+  'receiving_account_id',
+  'description',
 ] as const satisfies readonly (keyof TransactionResponse)[];
 
 /**

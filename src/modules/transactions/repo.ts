@@ -1,8 +1,8 @@
 import { sql, type ColumnType, type Insertable, type Selectable, type SelectQueryBuilder } from 'kysely';
 import type { Queryable } from '../../db/client.js';
 import type { Database } from '../../db/types.js';
-import type { RequestContext } from '../../http/context.js';
-import { dateRange, paginate, type Page, type PageQuery } from '../../http/pagination.js';
+import type { RequestContext } from '../../core/context.js';
+import { dateRange, paginate, type Page, type PageQuery } from '../../db/pagination.js';
 import type { ListTransactionsQuery, VolumeQuery } from './schema.js';
 
 export interface TransactionsTable {
@@ -94,7 +94,10 @@ export async function listTransactions(db: Queryable, ctx: Scope, query: ListTra
   return paginate<TransactionRow>(db, filtered(db, ctx, query), 'transactions.id', query, (qb) => qb.selectAll());
 }
 
-function withDates<T extends SelectQueryBuilder<Database, 'transactions', object>>(q: T, query: Pick<PageQuery, 'from' | 'to' | 'start_date' | 'end_date'>): T {
+function withDates<T extends SelectQueryBuilder<Database, 'transactions', object>>(
+  q: T,
+  query: Pick<PageQuery, 'from' | 'to' | 'start_date' | 'end_date'>,
+): T {
   const { fromId, toIdExclusive } = dateRange(query as PageQuery);
   let out = q;
   if (fromId) out = out.where('id', '>=', fromId) as T;
@@ -131,7 +134,12 @@ export async function finishPending(
   db: Queryable,
   ctx: Scope,
   id: string,
-  patch: { status: 'completed' | 'failed'; balance_before?: bigint | null; balance_after?: bigint | null; ledger_transaction_id?: string | null },
+  patch: {
+    status: 'completed' | 'failed';
+    balance_before?: bigint | null;
+    balance_after?: bigint | null;
+    ledger_transaction_id?: string | null;
+  },
 ) {
   return db
     .updateTable('transactions')

@@ -1,20 +1,30 @@
 import { Readable } from 'node:stream';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import type { Deps } from '../../app.js';
+import type { Deps } from '../../http/deps.js';
 import { envelope, ok } from '../../http/envelope.js';
-import { pageSchema } from '../../http/pagination.js';
+import { pageSchema } from '../../db/pagination.js';
 import { ExportQuery, ListTransactionsQuery, TransactionIdParams, TransactionResponse, VolumeQuery, VolumeResponse } from './schema.js';
 import * as service from './service.js';
 import { csvHeader, csvLine } from './csv.js';
 
 const tags = ['Transactions'];
 
+const csvChunk = (rows: TransactionResponse[]) => rows.map(csvLine).join('');
+/** JSON array members; the very first one of the file has no leading comma. */
+const jsonChunk = (rows: TransactionResponse[], fileStart: boolean) =>
+  rows.map((row, i) => `${fileStart && i === 0 ? '' : ','}\n${JSON.stringify(row)}`).join('');
+
 export function transactionRoutes(deps: Deps): FastifyPluginAsyncZod {
   return async (app) => {
     app.get(
       '/v1/transactions',
       {
-        schema: { tags, summary: 'List transactions', querystring: ListTransactionsQuery, response: { 200: envelope(pageSchema(TransactionResponse)) } },
+        schema: {
+          tags,
+          summary: 'List transactions',
+          querystring: ListTransactionsQuery,
+          response: { 200: envelope(pageSchema(TransactionResponse)) },
+        },
       },
       async (req) => ok(await service.listTransactions(deps.db, req.ctx, req.query)),
     );
@@ -25,7 +35,8 @@ export function transactionRoutes(deps: Deps): FastifyPluginAsyncZod {
         schema: {
           tags,
           summary: 'Transaction volume per currency',
-          description: 'Each movement counts once (a transfer is not counted on both of its accounts). Amounts in different currencies are never added: see by_currency.',
+          description:
+            'Each movement counts once (a transfer is not counted on both of its accounts). Amounts in different currencies are never added: see by_currency.',
           querystring: VolumeQuery,
           response: { 200: envelope(VolumeResponse) },
         },
@@ -46,20 +57,22 @@ export function transactionRoutes(deps: Deps): FastifyPluginAsyncZod {
       async (req, reply) => {
         const format = req.query.export_format;
         const date = new Date().toISOString().slice(0, 10);
-        const rows = service.exportTransactions(deps.db, req.ctx, req.query);
+        const pages = service.exportPages(deps.db, req.ctx, req.query);
+        // The first page is read and rendered before the status is sent: a failure there is a
+        // normal error answer. A failure on a later page errors the stream after the headers
+        // went out; Fastify then destroys the socket, so the chunked body never ends cleanly and
+        // the client sees a broken transfer, never a short file that looks complete.
+        const first = await pages.next();
+        const firstRows = first.done ? [] : first.value;
+        const head = format === 'csv' ? csvHeader() + csvChunk(firstRows) : `[${jsonChunk(firstRows, true)}`;
+        let sent = firstRows.length;
         async function* body() {
-          if (format === 'csv') {
-            yield csvHeader();
-            for await (const row of rows) yield csvLine(row);
-            return;
+          yield head;
+          for await (const page of pages) {
+            yield format === 'csv' ? csvChunk(page) : jsonChunk(page, sent === 0);
+            sent += page.length;
           }
-          let first = true;
-          yield '[';
-          for await (const row of rows) {
-            yield `${first ? '' : ','}\n${JSON.stringify(row)}`;
-            first = false;
-          }
-          yield '\n]\n';
+          if (format === 'json') yield '\n]\n';
         }
         return reply
           .header('Content-Disposition', `attachment; filename="transactions_export_${date}.${format}"`)

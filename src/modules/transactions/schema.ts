@@ -1,15 +1,46 @@
 import { z } from 'zod';
-import { PageQuery } from '../../http/pagination.js';
+import { PageQuery } from '../../db/pagination.js';
 import { UuidParam } from '../../lib/validators.js';
 
 export const CHANNELS = [
-  'avalanche', 'ethereum', 'solana', 'stellar', 'polygon', 'ach', 'wire', 'swift', 'bank_transfer', 'mobile_money',
-  'internal', 'swap', 'sepa', 'base', 'sui', 'tron', 'card', 'card_funding', 'card_withdrawal', 'card_payment',
-  'savings', 'savings_withdrawal', 'savings_interest',
+  'avalanche',
+  'ethereum',
+  'solana',
+  'stellar',
+  'polygon',
+  'ach',
+  'wire',
+  'swift',
+  'bank_transfer',
+  'mobile_money',
+  'internal',
+  'swap',
+  'sepa',
+  'base',
+  'sui',
+  'tron',
+  'card',
+  'card_funding',
+  'card_withdrawal',
+  'card_payment',
+  'savings',
+  'savings_withdrawal',
+  'savings_interest',
 ] as const;
 export const TRANSACTION_TYPES = [
-  'internal_transfer', 'crypto_transfer', 'crypto_funding', 'global_remittance', 'card_funding', 'card_withdrawal',
-  'card_payment', 'account_funding', 'credit', 'debit', 'fee_charge', 'subscription_fee', 'invoice_payment',
+  'internal_transfer',
+  'crypto_transfer',
+  'crypto_funding',
+  'global_remittance',
+  'card_funding',
+  'card_withdrawal',
+  'card_payment',
+  'account_funding',
+  'credit',
+  'debit',
+  'fee_charge',
+  'subscription_fee',
+  'invoice_payment',
 ] as const;
 export const TRANSACTION_STATUSES = ['pending', 'completed', 'failed', 'waiting_approval'] as const;
 export type Channel = (typeof CHANNELS)[number];
@@ -62,8 +93,8 @@ export const TransactionResponse = z
     balance_after: z.string().nullable(),
     channel: z.string(),
     client_metadata: z.string().nullable(),
-    client_reference: z.string().nullable(),
-    customer_id: z.string().nullable(),
+    client_reference: z.string().optional(),
+    customer_id: z.string().optional().describe('Absent on a transaction of an account of the business itself'),
     date_created: z.string(),
     description: z.string(),
     direction: z.enum(['in', 'out']),
@@ -82,7 +113,7 @@ export type TransactionResponse = z.infer<typeof TransactionResponse>;
 
 export const VolumeResponse = z.object({
   /** The total when the matches are in one currency (amounts in different currencies never add up). */
-  total_volume: z.string().nullable(),
-  currency: z.string().nullable(),
+  total_volume: z.string().optional().describe('Absent when the matches are in more than one currency: see by_currency'),
+  currency: z.string().optional(),
   by_currency: z.array(z.object({ currency: z.string(), total_volume: z.string(), transaction_count: z.number().int() })),
 });

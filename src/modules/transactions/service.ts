@@ -1,12 +1,21 @@
 import type { Queryable } from '../../db/client.js';
-import type { RequestContext } from '../../http/context.js';
-import { notFound } from '../../http/errors.js';
-import type { Page } from '../../http/pagination.js';
+import type { RequestContext } from '../../core/context.js';
+import { notFound } from '../../core/errors.js';
+import type { Page } from '../../db/pagination.js';
+import { omitNulls } from '../../lib/absent.js';
 import { newId } from '../../lib/ids.js';
 import { formatAmount } from '../../lib/money.js';
 import type { PostedTransaction } from '../../ledger/index.js';
 import * as repo from './repo.js';
-import type { Channel, ExportQuery, ListTransactionsQuery, TransactionResponse, TransactionStatus, TransactionType, VolumeQuery } from './schema.js';
+import type {
+  Channel,
+  ExportQuery,
+  ListTransactionsQuery,
+  TransactionResponse,
+  TransactionStatus,
+  TransactionType,
+  VolumeQuery,
+} from './schema.js';
 
 type Scope = Pick<RequestContext, 'tenantId' | 'environment'>;
 export type TransactionRow = repo.TransactionRow;
@@ -48,10 +57,9 @@ function balancesAround(posting: PostedTransaction | undefined, accountId: strin
   return { before: last.balanceAfter - total, after: last.balanceAfter };
 }
 
-/** Writes the per-account transactions of one movement (call it in the posting's transaction). */
-export async function recordMovement(trx: Queryable, ctx: Scope, movement: MovementRecord): Promise<TransactionRow[]> {
-  const now = new Date();
-  const rows = movement.sides.map((side) => {
+/** The per-account transaction rows of one movement (not yet written). */
+function movementRows(ctx: Scope, movement: MovementRecord, now: Date) {
+  return movement.sides.map((side) => {
     const { before, after } = balancesAround(movement.posting, side.accountId);
     return {
       id: newId(),
@@ -83,49 +91,59 @@ export async function recordMovement(trx: Queryable, ctx: Scope, movement: Movem
       updated_at: now,
     };
   });
-  await repo.insertTransactions(trx, rows);
-  return rows.map((r, i) => ({ ...r, metadata: movement.sides[i]!.metadata ?? {} }));
+}
+
+/** Writes the per-account transactions of one movement (call it in the posting's transaction). */
+export async function recordMovement(trx: Queryable, ctx: Scope, movement: MovementRecord): Promise<TransactionRow[]> {
+  return (await recordMovements(trx, [{ ctx, movement }]))[0]!;
+}
+
+/** Writes the transactions of many movements with one statement (a batch of transfers). */
+export async function recordMovements(trx: Queryable, list: { ctx: Scope; movement: MovementRecord }[]): Promise<TransactionRow[][]> {
+  const now = new Date();
+  const perMovement = list.map(({ ctx, movement }) => movementRows(ctx, movement, now));
+  await repo.insertTransactions(trx, perMovement.flat());
+  return perMovement.map((rows, k) => rows.map((r, j) => ({ ...r, metadata: list[k]!.movement.sides[j]!.metadata ?? {} })));
 }
 
 const money = (minor: bigint | null, currency: string) => (minor === null ? null : formatAmount(minor, currency));
 
 export function toTransactionResponse(row: TransactionRow): TransactionResponse {
-  return {
-    id: row.id,
-    account_id: row.account_id,
-    currency: row.currency,
-    amount: formatAmount(row.amount, row.currency),
-    fee: formatAmount(row.fee, row.currency),
-    balance_before: money(row.balance_before, row.currency),
-    balance_after: money(row.balance_after, row.currency),
-    channel: row.channel,
-    client_metadata: row.client_metadata,
-    client_reference: row.client_reference,
-    customer_id: row.customer_id,
-    date_created: row.created_at.toISOString(),
-    description: row.description,
-    direction: row.direction,
-    external_id: row.external_id,
-    metadata: row.metadata,
-    receiving_account_id: row.receiving_account_id,
-    reference: row.reference,
-    sending_account_id: row.sending_account_id,
-    status: row.status as TransactionStatus,
-    tenant_id: row.tenant_id,
-    transaction_type: row.transaction_type,
-    tx_hash: null,
-  };
+  // Absent, never null, where the reference types the field as a string (contract §14).
+  return omitNulls(
+    {
+      id: row.id,
+      account_id: row.account_id,
+      currency: row.currency,
+      amount: formatAmount(row.amount, row.currency),
+      fee: formatAmount(row.fee, row.currency),
+      balance_before: money(row.balance_before, row.currency),
+      balance_after: money(row.balance_after, row.currency),
+      channel: row.channel,
+      client_metadata: row.client_metadata,
+      client_reference: row.client_reference,
+      customer_id: row.customer_id,
+      date_created: row.created_at.toISOString(),
+      description: row.description,
+      direction: row.direction,
+      external_id: row.external_id,
+      metadata: row.metadata,
+      receiving_account_id: row.receiving_account_id,
+      reference: row.reference,
+      sending_account_id: row.sending_account_id,
+      status: row.status as TransactionStatus,
+      tenant_id: row.tenant_id,
+      transaction_type: row.transaction_type,
+      tx_hash: null,
+    },
+    ['client_reference', 'customer_id'],
+  );
 }
 
 export async function getTransaction(db: Queryable, ctx: Scope, id: string): Promise<TransactionResponse> {
   const row = await repo.findTransaction(db, ctx, id);
   if (!row) throw notFound('Transaction');
   return toTransactionResponse(row);
-}
-
-/** The transactions a movement wrote (e.g. both sides of a transfer), oldest first. */
-export async function transactionsOf(db: Queryable, ctx: Scope, reference: string): Promise<TransactionRow[]> {
-  return repo.findByReference(db, ctx, reference);
 }
 
 export async function listTransactions(db: Queryable, ctx: Scope, query: ListTransactionsQuery): Promise<Page<TransactionResponse>> {
@@ -141,7 +159,12 @@ export async function volume(db: Queryable, ctx: Scope, query: VolumeQuery) {
     transaction_count: Number(r.n),
   }));
   const single = byCurrency.length === 1 ? byCurrency[0]! : undefined;
-  return { total_volume: single?.total_volume ?? (byCurrency.length === 0 ? '0' : null), currency: single?.currency ?? null, by_currency: byCurrency };
+  const total = single?.total_volume ?? (byCurrency.length === 0 ? '0' : undefined);
+  return {
+    ...(total !== undefined ? { total_volume: total } : {}),
+    ...(single ? { currency: single.currency } : {}),
+    by_currency: byCurrency,
+  };
 }
 
 const EXPORT_PAGE = 500;
@@ -156,10 +179,20 @@ export async function* exportTransactions(
   query: ExportQuery,
   pageSize = EXPORT_PAGE,
 ): AsyncGenerator<TransactionResponse> {
+  for await (const page of exportPages(db, ctx, query, pageSize)) yield* page;
+}
+
+/** The export as keyset pages (the route reads the first one before it commits to a status). */
+export async function* exportPages(
+  db: Queryable,
+  ctx: Scope,
+  query: ExportQuery,
+  pageSize = EXPORT_PAGE,
+): AsyncGenerator<TransactionResponse[]> {
   let before: string | undefined;
   for (;;) {
     const rows = await repo.exportPage(db, ctx, query, before, pageSize);
-    for (const row of rows) yield toTransactionResponse(row);
+    yield rows.map(toTransactionResponse);
     if (rows.length < pageSize) return;
     before = rows[rows.length - 1]!.id;
   }

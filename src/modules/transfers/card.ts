@@ -1,13 +1,15 @@
 import type { Trx } from '../../db/client.js';
-import type { RequestContext } from '../../http/context.js';
-import { AppError, validationError } from '../../http/errors.js';
+import type { RequestContext } from '../../core/context.js';
+import { AppError, validationError } from '../../core/errors.js';
 import { parseAmount } from '../../lib/money.js';
 import * as ledger from '../../ledger/index.js';
 import * as accounts from '../accounts/service.js';
 import * as cards from '../cards/service.js';
 import * as transactions from '../transactions/service.js';
-import { recordEvent } from '../webhooks/outbox.js';
-import { computeFee } from './fees.js';
+import { recordEvent } from '../webhooks/service.js';
+import { computeFee } from '../pricing/service.js';
+import { refusalError } from './errors.js';
+import { countSpend } from './limits.js';
 import { toTransferResponse } from './format.js';
 import * as repo from './repo.js';
 import type { CreateTransferBody } from './schema.js';
@@ -30,16 +32,37 @@ export async function cardFunding(trx: Trx, ctx: RequestContext, id: string, bod
   ];
   if (feeAccount) legs.push({ accountId: feeAccount.id, amount: fee, currency });
   const posting = await postFunding(trx, ctx, id, card.id, legs);
+  // Card funding has no KYC limit of its own but counts in the customer's daily total.
+  await countSpend(trx, ctx, source.customer_id, currency, amount);
 
   const description = body.description ?? 'Card funding';
   const metadata = { card_id: card.id, card_type: card.card_type };
-  const common = { currency, channel: 'card_funding' as const, transactionType: 'card_funding' as const, sendingAccountId: source.id, receivingAccountId: card.id, cardId: card.id, description, metadata };
+  const common = {
+    currency,
+    channel: 'card_funding' as const,
+    transactionType: 'card_funding' as const,
+    sendingAccountId: source.id,
+    receivingAccountId: card.id,
+    cardId: card.id,
+    description,
+    metadata,
+  };
   const sides: transactions.AccountSide[] = [
     { ...common, accountId: source.id, customerId: source.customer_id, direction: 'out', amount, fee },
     { ...common, accountId: card.id, customerId: card.customer_id, direction: 'in', amount },
   ];
   if (feeAccount) {
-    sides.push({ ...common, accountId: feeAccount.id, customerId: null, direction: 'in', amount: fee, transactionType: 'fee_charge', channel: 'internal', receivingAccountId: feeAccount.id, description: 'Card funding fee' });
+    sides.push({
+      ...common,
+      accountId: feeAccount.id,
+      customerId: null,
+      direction: 'in',
+      amount: fee,
+      transactionType: 'fee_charge',
+      channel: 'internal',
+      receivingAccountId: feeAccount.id,
+      description: 'Card funding fee',
+    });
   }
   const [sourceTx, cardTx] = await transactions.recordMovement(trx, ctx, {
     reference: id,
@@ -61,13 +84,16 @@ async function loadFunding(trx: Trx, ctx: RequestContext, body: CreateTransferBo
   const cardId = body.destination.id;
   if (!cardId) throw validationError([{ field: 'destination.id', code: 'required', message: 'Required: the card id' }]);
   const source = (await accounts.lockForMovement(trx, ctx, [body.source.id])).get(body.source.id);
-  if (!source) throw new AppError('not_found', 'Source account not found', [{ field: 'source.id', code: 'not_found', message: 'No such account' }]);
+  if (!source)
+    throw new AppError('not_found', 'Source account not found', [{ field: 'source.id', code: 'not_found', message: 'No such account' }]);
   const card = await cards.cardForFunding(trx, ctx, cardId);
   if (body.customer_id && body.customer_id !== source.customer_id) {
     throw validationError([{ field: 'customer_id', code: 'mismatch', message: 'The source account does not belong to this customer' }]);
   }
   if (source.customer_id !== null && source.customer_id !== card.customer_id) {
-    throw validationError([{ field: 'destination.id', code: 'mismatch', message: "A card is funded from its owner's or the business's account" }]);
+    throw validationError([
+      { field: 'destination.id', code: 'mismatch', message: "A card is funded from its owner's or the business's account" },
+    ]);
   }
   if ((body.currency && body.currency !== source.currency) || card.currency !== source.currency) {
     const message = `The card holds ${card.currency}, the source account ${source.currency}`;
@@ -76,17 +102,16 @@ async function loadFunding(trx: Trx, ctx: RequestContext, body: CreateTransferBo
   return { source, card };
 }
 
+/** Posts amount + fee; an overdraft is the ledger's typed refusal, mapped in one place. */
 async function postFunding(trx: Trx, ctx: RequestContext, id: string, cardId: string, legs: ledger.Leg[]) {
-  try {
-    return await ledger.post(trx, ctx, { kind: 'card_funding', reference: id, metadata: { transfer_id: id, card_id: cardId }, legs });
-  } catch (err) {
-    if (err instanceof AppError && err.code === 'insufficient_funds') {
-      throw new AppError('insufficient_funds', 'The source account has insufficient available balance', [
-        { field: 'amount', code: 'insufficient_funds', message: 'Amount plus fee exceeds the available balance' },
-      ]);
-    }
-    throw err;
-  }
+  const result = await ledger.tryPost(trx, ctx, {
+    kind: 'card_funding',
+    reference: id,
+    metadata: { transfer_id: id, card_id: cardId },
+    legs,
+  });
+  if (!result.ok) throw refusalError(result);
+  return result.posting;
 }
 
 interface Funding {

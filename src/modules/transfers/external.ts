@@ -1,7 +1,7 @@
 import type { Config } from '../../config.js';
 import type { Trx } from '../../db/client.js';
-import type { RequestContext } from '../../http/context.js';
-import { AppError, validationError } from '../../http/errors.js';
+import type { RequestContext } from '../../core/context.js';
+import { AppError, validationError } from '../../core/errors.js';
 import { findInstitution } from '../../lib/institutions.js';
 import { formatAmount, parseAmount } from '../../lib/money.js';
 import * as ledger from '../../ledger/index.js';
@@ -10,13 +10,13 @@ import { requireCustomer } from '../customers/service.js';
 import { payeeDetailsOf, requireExternalAccount } from '../external-accounts/service.js';
 import type { PayeeDetails } from '../../rails/index.js';
 import * as transactions from '../transactions/service.js';
-import { recordEvent } from '../webhooks/outbox.js';
+import { recordEvent } from '../webhooks/service.js';
 import { toTransferResponse } from './format.js';
+import { refusalError } from './errors.js';
 import { assertCustomerMayMove } from './limits.js';
 import { assertWithinRailLimit, channelOf, convert, parseRemitter, payoutFee, railFor } from './payout-rules.js';
 import * as repo from './repo.js';
 import type { CreateTransferBody } from './schema.js';
-
 
 /** What a payout keeps in the transfer's metadata to finish it later, exactly once. */
 export interface PayoutMetadata {
@@ -33,7 +33,11 @@ export interface PayoutMetadata {
 
 function payeeNotUsable(status: string): AppError {
   return new AppError('account_inactive', `The external account is ${status}`, [
-    { field: 'destination.id', code: 'account_inactive', message: status === 'pending' ? 'Wait until its verification completes' : 'Its verification failed' },
+    {
+      field: 'destination.id',
+      code: 'account_inactive',
+      message: status === 'pending' ? 'Wait until its verification completes' : 'Its verification failed',
+    },
   ]);
 }
 
@@ -41,7 +45,8 @@ async function loadParties(trx: Trx, ctx: RequestContext, body: CreateTransferBo
   const payee = await requireExternalAccount(trx, ctx, body.destination.id!);
   if (payee.status !== 'active') throw payeeNotUsable(payee.status);
   const source = (await accounts.lockForMovement(trx, ctx, [body.source.id])).get(body.source.id);
-  if (!source) throw new AppError('not_found', 'Source account not found', [{ field: 'source.id', code: 'not_found', message: 'No such account' }]);
+  if (!source)
+    throw new AppError('not_found', 'Source account not found', [{ field: 'source.id', code: 'not_found', message: 'No such account' }]);
   if (body.customer_id) {
     await requireCustomer(trx, ctx, body.customer_id);
     if (source.customer_id !== body.customer_id) {
@@ -61,29 +66,45 @@ function assertInstitutionBounds(institutionId: string | null, localAmount: bigi
   if (!inst) return;
   if (localAmount < inst.minAmount || localAmount > inst.maxAmount) {
     const range = `${formatAmount(inst.minAmount, currency)}-${formatAmount(inst.maxAmount, currency)} ${currency}`;
-    throw new AppError('limit_exceeded', `${inst.name} accepts ${range} per transfer`, [{ field: 'amount', code: 'limit_exceeded', message: `The payee receives between ${range}` }]);
+    throw new AppError('limit_exceeded', `${inst.name} accepts ${range} per transfer`, [
+      { field: 'amount', code: 'limit_exceeded', message: `The payee receives between ${range}` },
+    ]);
   }
 }
 
-async function holdFunds(trx: Trx, ctx: RequestContext, id: string, input: { sourceId: string; principalAccountId: string; feeAccountId: string | null; amount: bigint; fee: bigint; currency: string }) {
+async function holdFunds(
+  trx: Trx,
+  ctx: RequestContext,
+  id: string,
+  input: { sourceId: string; principalAccountId: string; feeAccountId: string | null; amount: bigint; fee: bigint; currency: string },
+) {
   try {
     const principal = await ledger.hold(trx, ctx, {
-      debitAccountId: input.sourceId, creditAccountId: input.principalAccountId, amount: input.amount, currency: input.currency,
-      kind: 'payout', reference: id, metadata: { transfer_id: id },
+      debitAccountId: input.sourceId,
+      creditAccountId: input.principalAccountId,
+      amount: input.amount,
+      currency: input.currency,
+      kind: 'payout',
+      reference: id,
+      metadata: { transfer_id: id },
     });
-    const fee = input.feeAccountId && input.fee > 0n
-      ? await ledger.hold(trx, ctx, {
-          debitAccountId: input.sourceId, creditAccountId: input.feeAccountId, amount: input.fee, currency: input.currency,
-          kind: 'payout_fee', reference: id, metadata: { transfer_id: id },
-        })
-      : undefined;
+    const fee =
+      input.feeAccountId && input.fee > 0n
+        ? await ledger.hold(trx, ctx, {
+            debitAccountId: input.sourceId,
+            creditAccountId: input.feeAccountId,
+            amount: input.fee,
+            currency: input.currency,
+            kind: 'payout_fee',
+            reference: id,
+            metadata: { transfer_id: id },
+          })
+        : undefined;
     return { principal, fee };
   } catch (err) {
-    if (err instanceof AppError && err.code === 'insufficient_funds') {
-      throw new AppError('insufficient_funds', 'The source account has insufficient available balance', [
-        { field: 'amount', code: 'insufficient_funds', message: 'Amount plus fee exceeds the available balance' },
-      ]);
-    }
+    // Holds still report an overdraft by throwing; the API error is the one every transfer path uses.
+    if (err instanceof AppError && err.code === 'insufficient_funds')
+      throw refusalError({ ok: false, reason: 'insufficient_funds', accountId: input.sourceId });
     throw err;
   }
 }
@@ -93,12 +114,20 @@ async function holdFunds(trx: Trx, ctx: RequestContext, id: string, input: { sou
  * account now; the rail's connector then settles it (hold posted), or fails it (hold released).
  * International payouts lock the rate here: the payee receives `local_amount` in its currency.
  */
-export async function externalTransfer(trx: Trx, ctx: RequestContext, config: Config, id: string, body: CreateTransferBody): Promise<repo.TransferRow> {
+export async function externalTransfer(
+  trx: Trx,
+  ctx: RequestContext,
+  config: Config,
+  id: string,
+  body: CreateTransferBody,
+): Promise<repo.TransferRow> {
   const { payee, source } = await loadParties(trx, ctx, body);
   const currency = source.currency;
   const amount = parseAmount(body.amount, currency);
   if (body.currency && body.currency !== currency) {
-    throw new AppError('currency_mismatch', `The source account holds ${currency}`, [{ field: 'currency', code: 'currency_mismatch', message: `The source account holds ${currency}` }]);
+    throw new AppError('currency_mismatch', `The source account holds ${currency}`, [
+      { field: 'currency', code: 'currency_mismatch', message: `The source account holds ${currency}` },
+    ]);
   }
   const rail = railFor(payee.payee_type, payee.payment_rail, body.destination.rail);
   const remitter = parseRemitter(payee.payee_type, body.additional_information);
@@ -112,31 +141,81 @@ export async function externalTransfer(trx: Trx, ctx: RequestContext, config: Co
   const feeAccount = fee > 0n ? await accounts.businessFeeAccount(trx, ctx, currency) : undefined;
   if (feeAccount?.id === source.id) fee = 0n; // the business paying from its own fee account owes itself nothing
   const principalAccountId = await ledger.systemAccount(trx, ctx, fx.rate ? 'fx_position' : 'settlement', currency);
-  const holds = await holdFunds(trx, ctx, id, { sourceId: source.id, principalAccountId, feeAccountId: feeAccount?.id ?? null, amount, fee, currency });
+  const holds = await holdFunds(trx, ctx, id, {
+    sourceId: source.id,
+    principalAccountId,
+    feeAccountId: feeAccount?.id ?? null,
+    amount,
+    fee,
+    currency,
+  });
 
   const description = body.description ?? '';
   const [sourceTx] = await transactions.recordMovement(trx, ctx, {
     reference: id,
     clientReference: body.client_reference ?? null,
     clientMetadata: body.metadata ? JSON.stringify(body.metadata) : null,
-    sides: [{
-      accountId: source.id, customerId: source.customer_id, direction: 'out', amount, fee, currency, channel: channelOf(rail),
-      transactionType: 'global_remittance', status: 'pending', description, sendingAccountId: source.id,
-      metadata: { external_account_id: payee.id, rail, local_amount: formatAmount(fx.localAmount, fx.localCurrency), local_currency: fx.localCurrency, rate: fx.rate },
-    }],
+    sides: [
+      {
+        accountId: source.id,
+        customerId: source.customer_id,
+        direction: 'out',
+        amount,
+        fee,
+        currency,
+        channel: channelOf(rail),
+        transactionType: 'global_remittance',
+        status: 'pending',
+        description,
+        sendingAccountId: source.id,
+        metadata: {
+          external_account_id: payee.id,
+          rail,
+          local_amount: formatAmount(fx.localAmount, fx.localCurrency),
+          local_currency: fx.localCurrency,
+          rate: fx.rate,
+        },
+      },
+    ],
   });
   const payout: PayoutMetadata = {
-    fee_hold_id: holds.fee?.id ?? null, fee_account_id: holds.fee ? feeAccount!.id : null, principal_account_id: principalAccountId,
-    mid_rate: fx.midRate, spread_bps: fx.spreadBps, remitter: remitter ?? null, payee: payeeDetailsOf(payee),
+    fee_hold_id: holds.fee?.id ?? null,
+    fee_account_id: holds.fee ? feeAccount!.id : null,
+    principal_account_id: principalAccountId,
+    mid_rate: fx.midRate,
+    spread_bps: fx.spreadBps,
+    remitter: remitter ?? null,
+    payee: payeeDetailsOf(payee),
   };
   const now = new Date();
   const row: repo.TransferRow = {
-    id, tenant_id: ctx.tenantId, environment: ctx.environment, reference: id, client_reference: body.client_reference ?? null, description,
-    customer_id: source.customer_id, destination_customer_id: payee.customer_id, source_type: 'internal_account', source_id: source.id,
-    destination_type: 'external_account', destination_id: payee.id, rail, currency, amount, fee: holds.fee ? fee : 0n,
-    local_amount: fx.localAmount, local_currency: fx.localCurrency, rate: fx.rate, status: 'pending', failure_reason: null,
-    ledger_transaction_id: null, transaction_id: sourceTx!.id, hold_id: holds.principal.id,
-    metadata: { ...(body.metadata ?? {}), payout }, created_at: now, updated_at: now,
+    id,
+    tenant_id: ctx.tenantId,
+    environment: ctx.environment,
+    reference: id,
+    client_reference: body.client_reference ?? null,
+    description,
+    customer_id: source.customer_id,
+    destination_customer_id: payee.customer_id,
+    source_type: 'internal_account',
+    source_id: source.id,
+    destination_type: 'external_account',
+    destination_id: payee.id,
+    rail,
+    currency,
+    amount,
+    fee: holds.fee ? fee : 0n,
+    local_amount: fx.localAmount,
+    local_currency: fx.localCurrency,
+    rate: fx.rate,
+    status: 'pending',
+    failure_reason: null,
+    ledger_transaction_id: null,
+    transaction_id: sourceTx!.id,
+    hold_id: holds.principal.id,
+    metadata: { ...(body.metadata ?? {}), payout },
+    created_at: now,
+    updated_at: now,
   };
   await repo.insertTransfer(trx, { ...row, metadata: JSON.stringify(row.metadata) });
   await recordEvent(trx, ctx, 'transfer.status.pending', toTransferResponse(row));

@@ -18,7 +18,7 @@ export function toTransferResponse(row: TransferRow): TransferResponse {
     local_currency: row.local_currency,
     rate: row.rate,
     failure_reason: row.failure_reason,
-    transaction_id: row.transaction_id,
+    ...(row.transaction_id ? { transaction_id: row.transaction_id } : {}),
     customer_id: row.customer_id,
     description: row.description,
     date_created: row.created_at.toISOString(),

@@ -1,16 +1,22 @@
 import type { Config } from '../../config.js';
-import type { Trx } from '../../db/client.js';
-import type { RequestContext } from '../../http/context.js';
-import { customerOwnersOf, lockForBatch } from '../accounts/service.js';
-import { checkTransactionLimit, requireFeature } from '../features/service.js';
+import type { Queryable, Trx } from '../../db/client.js';
+import type { RequestContext } from '../../core/context.js';
+import type { AppError } from '../../core/errors.js';
+import { requireFeature, transactionLimitRefusal } from '../features/service.js';
+import { approvedLevels } from '../kyc/service.js';
+import type { KycLevel } from '../kyc/schema.js';
 import * as repo from './repo.js';
+import { addSpend, readSpend, spendKeyString, utcDay, type SpendKey } from './spend-repo.js';
+
+type Scope = Pick<RequestContext, 'tenantId' | 'environment'>;
+const scopeKey = (s: Scope) => `${s.tenantId}:${s.environment}`;
 
 /**
- * The KYC gates of money leaving an account: ONE function called by every transfer path
- * (internal transfers and payouts), inside the transfer's own unit of work (its savepoint under
- * the group-commit batcher), before any money moves, so a refusal rolls back only that transfer.
- * The business's own accounts (customer_id null) are not limited. A lock per customer, held to
- * the commit, makes concurrent transfers of one customer count each other.
+ * The KYC gates of money leaving a customer's account, for one movement (payouts): the
+ * international_transfers feature when it goes abroad, then the per-transaction and daily limits.
+ * The customer's spending lock is taken first and held to the commit, and the movement is added
+ * to the customer's daily counter here, so concurrent movements of one customer count each other
+ * exactly. The business's own accounts (customer_id null) are not limited.
  */
 export async function assertCustomerMayMove(
   trx: Trx,
@@ -19,21 +25,90 @@ export async function assertCustomerMayMove(
   move: { customerId: string | null; currency: string; amount: bigint; international?: boolean },
 ): Promise<void> {
   if (move.customerId === null) return;
-  // International payouts (another currency or SWIFT) are a feature of their own.
   if (move.international) await requireFeature(trx, ctx, move.customerId, 'international_transfers');
-  await repo.lockCustomerSpending(trx, ctx, move.customerId);
-  const spentTodayMinor = await repo.sentToday(trx, ctx, move.customerId, move.currency, new Date());
-  await checkTransactionLimit(trx, ctx, move.customerId, move.currency, move.amount, { spentTodayMinor, config });
+  const gate = await SpendingGate.open(trx, config, [{ ctx, customerId: move.customerId, currency: move.currency }]);
+  const refusal = gate.check(ctx, move.customerId, move.currency, move.amount);
+  if (refusal) throw refusal;
+  gate.add(ctx, move.customerId, move.currency, move.amount);
+  await gate.flush(trx);
+}
+
+/** Counts a movement that has no limit of its own (card funding) in the customer's daily total. */
+export async function countSpend(trx: Queryable, ctx: Scope, customerId: string | null, currency: string, amount: bigint, at = new Date()) {
+  if (customerId === null) return;
+  await addSpend(trx, [{ key: { scope: ctx, customerId, currency, day: utcDay(at) }, amount }]);
+}
+
+/** Gives a failed or returned payout's amount back to the day it was counted on. */
+export async function refundSpend(
+  trx: Queryable,
+  ctx: Scope,
+  customerId: string | null,
+  currency: string,
+  amount: bigint,
+  createdAt: Date,
+) {
+  await countSpend(trx, ctx, customerId, currency, -amount, createdAt);
 }
 
 /**
- * The group-commit batcher's up-front locks for transfers: account rows, then the spending locks
- * of every customer owning one of them, then balances, the order a single transfer takes them
- * in (rows, assertCustomerMayMove, ledger), so batches and lone transfers cannot deadlock.
+ * KYC limits for a batch of movements, decided in memory: `open` reads every sending customer's
+ * approved level (one query per business), takes their spending locks (one statement, key
+ * order: after the account rows, before the balance rows — the order every movement uses) and
+ * reads their counters for today (one statement). `check` then judges each movement in arrival
+ * order, counting what earlier movements of the batch added; `flush` writes the counters.
  */
-export async function lockTransferBatch(trx: Trx, keys: string[]): Promise<void> {
-  await lockForBatch(trx, keys, async () => {
-    const owners = await customerOwnersOf(trx, keys);
-    await repo.lockSpendingKeys(trx, owners.map((o) => repo.spendingKey({ tenantId: o.tenant_id, environment: o.environment as RequestContext['environment'] }, o.customer_id)));
-  });
+export class SpendingGate {
+  private readonly added = new Map<string, { key: SpendKey; amount: bigint }>();
+
+  private constructor(
+    private readonly config: Config,
+    private readonly levels: Map<string, KycLevel>,
+    private readonly spent: Map<string, bigint>,
+    private readonly day: string,
+  ) {}
+
+  static async open(trx: Queryable, config: Config, moves: { ctx: Scope; customerId: string; currency: string }[]): Promise<SpendingGate> {
+    const day = utcDay(new Date());
+    const byScope = new Map<string, { scope: Scope; customers: Set<string> }>();
+    for (const m of moves) {
+      const entry = byScope.get(scopeKey(m.ctx)) ?? { scope: m.ctx, customers: new Set<string>() };
+      entry.customers.add(m.customerId);
+      byScope.set(scopeKey(m.ctx), entry);
+    }
+    const levels = new Map<string, KycLevel>();
+    for (const { scope, customers } of byScope.values()) {
+      for (const [customer, level] of await approvedLevels(trx, scope, [...customers])) levels.set(customer, level);
+    }
+    await repo.lockSpendingKeys(
+      trx,
+      moves.map((m) => repo.spendingKey(m.ctx, m.customerId)),
+    );
+    const spent = await readSpend(
+      trx,
+      moves.map((m) => ({ scope: m.ctx, customerId: m.customerId, currency: m.currency, day })),
+    );
+    return new SpendingGate(config, levels, spent, day);
+  }
+
+  private key(ctx: Scope, customerId: string, currency: string): SpendKey {
+    return { scope: { tenantId: ctx.tenantId, environment: ctx.environment }, customerId, currency, day: this.day };
+  }
+
+  check(ctx: RequestContext, customerId: string, currency: string, amount: bigint): AppError | undefined {
+    const id = spendKeyString(this.key(ctx, customerId, currency));
+    const spent = (this.spent.get(id) ?? 0n) + (this.added.get(id)?.amount ?? 0n);
+    return transactionLimitRefusal(ctx, this.config, this.levels.get(customerId), currency, amount, spent);
+  }
+
+  add(ctx: Scope, customerId: string, currency: string, amount: bigint): void {
+    const key = this.key(ctx, customerId, currency);
+    const id = spendKeyString(key);
+    this.added.set(id, { key, amount: (this.added.get(id)?.amount ?? 0n) + amount });
+  }
+
+  async flush(trx: Queryable): Promise<void> {
+    await addSpend(trx, [...this.added.values()]);
+    this.added.clear();
+  }
 }

@@ -1,12 +1,13 @@
 import type { Config } from '../../config.js';
 import type { Db, Queryable } from '../../db/client.js';
-import type { Environment, RequestContext } from '../../http/context.js';
-import { AppError, notFound } from '../../http/errors.js';
+import type { Environment, RequestContext } from '../../core/context.js';
+import { AppError, notFound } from '../../core/errors.js';
 import * as ledger from '../../ledger/index.js';
 import { payoutConnector, type PayoutState, type Rail } from '../../rails/index.js';
 import * as rails from '../../rails/repo.js';
 import * as transactions from '../transactions/service.js';
-import { recordEvent } from '../webhooks/outbox.js';
+import { recordEvent } from '../webhooks/service.js';
+import { refundSpend } from './limits.js';
 import type { PayoutMetadata } from './external.js';
 import { toTransferResponse } from './format.js';
 import { channelOf } from './payout-rules.js';
@@ -82,7 +83,14 @@ async function settle(trx: Queryable, ctx: Scope, row: repo.TransferRow) {
     await ledger.post(trx, ctx, {
       kind: 'payout_fx',
       reference: row.id,
-      metadata: { transfer_id: row.id, rate: row.rate, mid_rate: payout.mid_rate, spread_bps: payout.spread_bps, source_amount: String(row.amount), source_currency: row.currency },
+      metadata: {
+        transfer_id: row.id,
+        rate: row.rate,
+        mid_rate: payout.mid_rate,
+        spread_bps: payout.spread_bps,
+        source_amount: String(row.amount),
+        source_currency: row.currency,
+      },
       legs: [
         { accountId: position, amount: -row.local_amount, currency: row.local_currency },
         { accountId: settlement, amount: row.local_amount, currency: row.local_currency },
@@ -119,16 +127,29 @@ async function reverse(trx: Queryable, ctx: Scope, row: repo.TransferRow, reason
   } else {
     legs.push({ accountId: payoutOf(row).principal_account_id, amount: -row.amount, currency: row.currency });
   }
-  const posting = await ledger.post(trx, ctx, { kind: 'payout_return', reference: row.id, metadata: { transfer_id: row.id, reason }, legs });
+  const posting = await ledger.post(trx, ctx, {
+    kind: 'payout_return',
+    reference: row.id,
+    metadata: { transfer_id: row.id, reason },
+    legs,
+  });
   await transactions.recordMovement(trx, ctx, {
     reference: row.id,
     clientReference: row.client_reference,
     posting,
-    sides: [{
-      accountId: row.source_id, customerId: row.customer_id, direction: 'in', amount: row.amount, currency: row.currency,
-      channel: channelOf(row.rail as Rail), transactionType: 'credit', description: `Return of transfer ${row.id}: ${reason}`,
-      receivingAccountId: row.source_id,
-    }],
+    sides: [
+      {
+        accountId: row.source_id,
+        customerId: row.customer_id,
+        direction: 'in',
+        amount: row.amount,
+        currency: row.currency,
+        channel: channelOf(row.rail as Rail),
+        transactionType: 'credit',
+        description: `Return of transfer ${row.id}: ${reason}`,
+        receivingAccountId: row.source_id,
+      },
+    ],
   });
   return repo.moveTransfer(trx, ctx, row.id, ['completed'], { status: 'returned', failure_reason: reason });
 }
@@ -148,12 +169,18 @@ export async function applyRailOutcome(trx: Queryable, ctx: Scope, transferId: s
 
   const why = reason ?? (outcome === 'failed' ? 'Rejected by the receiving institution' : 'Returned by the receiving institution');
   const moved =
-    outcome === 'settled' ? await settle(trx, ctx, row)
-    : outcome === 'failed' ? await release(trx, ctx, row, 'failed', why)
-    : row.status === 'completed' ? await reverse(trx, ctx, row, why)
-    : await release(trx, ctx, row, 'returned', why);
+    outcome === 'settled'
+      ? await settle(trx, ctx, row)
+      : outcome === 'failed'
+        ? await release(trx, ctx, row, 'failed', why)
+        : row.status === 'completed'
+          ? await reverse(trx, ctx, row, why)
+          : await release(trx, ctx, row, 'returned', why);
   if (!moved) throw invalidTransition(row.status, outcome);
-  const event = outcome === 'settled' ? 'transfer.status.completed' : outcome === 'failed' ? 'transfer.status.failed' : 'transfer.status.returned';
+  // A failed or returned payout no longer counts toward its customer's daily limit (as sentToday did).
+  if (outcome !== 'settled') await refundSpend(trx, ctx, row.customer_id, row.currency, row.amount, row.created_at);
+  const event =
+    outcome === 'settled' ? 'transfer.status.completed' : outcome === 'failed' ? 'transfer.status.failed' : 'transfer.status.returned';
   const response = toTransferResponse(moved);
   await recordEvent(trx, ctx, event, response);
   return response;
@@ -163,10 +190,18 @@ export async function applyRailOutcome(trx: Queryable, ctx: Scope, transferId: s
  * Simulations and the operator: a payout still `pending` is first handed to its rail (the
  * sandbox and manual connectors are DB-backed, so this stays in the one transaction).
  */
-export async function forceRailOutcome(trx: Queryable, ctx: Scope, config: ConnectorConfig, transferId: string, outcome: RailOutcome, reason: string | null) {
+export async function forceRailOutcome(
+  trx: Queryable,
+  ctx: Scope,
+  config: ConnectorConfig,
+  transferId: string,
+  outcome: RailOutcome,
+  reason: string | null,
+) {
   const row = await repo.findTransferForUpdate(trx, ctx, transferId);
   if (!row) throw notFound('Transfer');
-  if (row.destination_type !== 'external_account') throw new AppError('invalid_state_transition', 'Only transfers to external accounts go through a rail');
+  if (row.destination_type !== 'external_account')
+    throw new AppError('invalid_state_transition', 'Only transfers to external accounts go through a rail');
   if (row.status === 'pending') {
     await submit(trx, ctx, config, row);
     await markProcessing(trx, ctx, row);

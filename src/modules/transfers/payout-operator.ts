@@ -1,7 +1,7 @@
 import type { Config } from '../../config.js';
 import type { Db } from '../../db/client.js';
-import type { Environment } from '../../http/context.js';
-import { AppError } from '../../http/errors.js';
+import type { Environment } from '../../core/context.js';
+import { AppError } from '../../core/errors.js';
 import { isUuid } from '../../lib/ids.js';
 import * as rails from '../../rails/repo.js';
 import { forceRailOutcome, type RailOutcome } from './payout-lifecycle.js';
@@ -11,11 +11,18 @@ import { forceRailOutcome, type RailOutcome } from './payout-lifecycle.js';
  * the bank's own portal, record the result. Only payouts submitted to the manual connector can
  * be settled by hand; sandbox payouts use the simulation endpoints.
  */
-export async function operatorOutcome(db: Db, config: Pick<Config, 'SANDBOX_RAIL_DELAY_MS'>, transferId: string, outcome: RailOutcome, reason: string | null) {
+export async function operatorOutcome(
+  db: Db,
+  config: Pick<Config, 'SANDBOX_RAIL_DELAY_MS'>,
+  transferId: string,
+  outcome: RailOutcome,
+  reason: string | null,
+) {
   if (!isUuid(transferId)) throw new AppError('validation_failed', '--transfer must be a transfer id (UUID)');
   const payout = await rails.findPayoutByTransfer(db, transferId);
   if (!payout) throw new AppError('not_found', 'No payout was submitted for this transfer yet (is the worker running?)');
-  if (payout.connector !== 'manual') throw new AppError('invalid_state_transition', `This payout belongs to the ${payout.connector} connector, not the manual one`);
+  if (payout.connector !== 'manual')
+    throw new AppError('invalid_state_transition', `This payout belongs to the ${payout.connector} connector, not the manual one`);
   const ctx = { tenantId: payout.tenant_id, environment: payout.environment as Environment };
   return db.transaction().execute((trx) => forceRailOutcome(trx, ctx, config, transferId, outcome, reason));
 }

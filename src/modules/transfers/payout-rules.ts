@@ -1,13 +1,13 @@
 import { z } from 'zod';
 import type { Config } from '../../config.js';
-import { AppError, validationError, type ErrorDetail } from '../../http/errors.js';
+import { AppError, validationError, type ErrorDetail } from '../../core/errors.js';
 import { parseAmount } from '../../lib/money.js';
 import { PastDate, Address, CountryCode, NameText, ShortText, isCalendarDate } from '../../lib/validators.js';
 import type { Rail } from '../../rails/index.js';
 import type { Queryable } from '../../db/client.js';
-import type { RequestContext } from '../../http/context.js';
+import type { RequestContext } from '../../core/context.js';
 import { convertAmount, getRate, type FxRate } from '../fx/service.js';
-import { computeFee } from './fees.js';
+import { computeFee } from '../pricing/service.js';
 
 /**
  * The rules of a payout that do not touch the database: which rail a payee uses, the remitter
@@ -37,7 +37,9 @@ export function railFor(payeeType: PayeeType, paymentRail: string | null, reques
     mobile_money: ['mobile_money', 'globalbank'],
   };
   if (!allowed[payeeType].includes(requested)) {
-    throw validationError([{ field: 'destination.rail', code: 'invalid', message: `A ${payeeType} payee is paid by ${allowed[payeeType].join(' or ')}` }]);
+    throw validationError([
+      { field: 'destination.rail', code: 'invalid', message: `A ${payeeType} payee is paid by ${allowed[payeeType].join(' or ')}` },
+    ]);
   }
   return requested === 'globalbank' ? natural : (requested as Rail);
 }
@@ -70,19 +72,28 @@ export function parseRemitter(payeeType: PayeeType, raw: Record<string, unknown>
   const required = payeeType === 'bank_account' || payeeType === 'mobile_money';
   if (raw === undefined) {
     if (!required) return undefined;
-    throw validationError([{ field: 'additional_information', code: 'required', message: 'Remitter details are required for bank account and mobile money payees' }]);
+    throw validationError([
+      {
+        field: 'additional_information',
+        code: 'required',
+        message: 'Remitter details are required for bank account and mobile money payees',
+      },
+    ]);
   }
   const parsed = Remitter.safeParse(raw);
   if (parsed.success) {
     const expiry = parsed.data.remitter_document_expiry_date;
     if (expiry && expiry < new Date().toISOString().slice(0, 10)) {
-      throw validationError([{ field: 'additional_information.remitter_document_expiry_date', code: 'invalid', message: 'The document has expired' }]);
+      throw validationError([
+        { field: 'additional_information.remitter_document_expiry_date', code: 'invalid', message: 'The document has expired' },
+      ]);
     }
     return parsed.data;
   }
   const details: ErrorDetail[] = parsed.error.issues.flatMap((issue) => {
     const path = ['additional_information', ...issue.path.map(String)].join('.');
-    if (issue.code === 'unrecognized_keys') return issue.keys.map((k) => ({ field: `${path}.${k}`, code: 'unknown_field', message: 'Unknown field' }));
+    if (issue.code === 'unrecognized_keys')
+      return issue.keys.map((k) => ({ field: `${path}.${k}`, code: 'unknown_field', message: 'Unknown field' }));
     const missing = issue.code === 'invalid_type' && issue.input === undefined;
     return [{ field: path, code: missing ? 'required' : 'invalid', message: missing ? 'Required' : issue.message }];
   });
@@ -100,7 +111,13 @@ function parseJsonTable(text: string, name: string): RuleTable {
 }
 
 /** Fee in the source currency: the business's `fees.payout_<rail>` rule, else the configured default. */
-export function payoutFee(settings: Record<string, unknown>, config: Pick<Config, 'PAYOUT_FEES'>, rail: Rail, currency: string, amount: bigint): bigint {
+export function payoutFee(
+  settings: Record<string, unknown>,
+  config: Pick<Config, 'PAYOUT_FEES'>,
+  rail: Rail,
+  currency: string,
+  amount: bigint,
+): bigint {
   const operation = `payout_${rail}`;
   const own = (settings.fees as Record<string, unknown> | undefined)?.[operation];
   const defaults = parseJsonTable(config.PAYOUT_FEES, 'PAYOUT_FEES');
@@ -109,7 +126,13 @@ export function payoutFee(settings: Record<string, unknown>, config: Pick<Config
 }
 
 /** 422 limit_exceeded above the rail's largest payout (business setting `payout_limits`, else config). */
-export function assertWithinRailLimit(settings: Record<string, unknown>, config: Pick<Config, 'PAYOUT_LIMITS'>, rail: Rail, currency: string, amount: bigint): void {
+export function assertWithinRailLimit(
+  settings: Record<string, unknown>,
+  config: Pick<Config, 'PAYOUT_LIMITS'>,
+  rail: Rail,
+  currency: string,
+  amount: bigint,
+): void {
   const own = settings.payout_limits as RuleTable | undefined;
   const defaults = parseJsonTable(config.PAYOUT_LIMITS, 'PAYOUT_LIMITS');
   const table = own?.[rail] ?? own?.['*'] ?? defaults[rail] ?? defaults['*'];
@@ -155,7 +178,9 @@ export async function convert(
   }
   const localAmount = convertAmount(amount, from, to, fx.rate, 'down');
   if (localAmount <= 0n) {
-    throw new AppError('invalid_amount', 'The amount is too small to convert', [{ field: 'amount', code: 'invalid_amount', message: `Converts to less than one minor unit of ${to}` }]);
+    throw new AppError('invalid_amount', 'The amount is too small to convert', [
+      { field: 'amount', code: 'invalid_amount', message: `Converts to less than one minor unit of ${to}` },
+    ]);
   }
   return { localAmount, localCurrency: to, rate: fx.rate, midRate: fx.midRate, spreadBps: fx.spreadBps };
 }

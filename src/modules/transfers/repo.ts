@@ -1,9 +1,8 @@
 import type { ColumnType, Insertable, Selectable } from 'kysely';
 import { sql } from 'kysely';
 import type { Queryable } from '../../db/client.js';
-import type { RequestContext } from '../../http/context.js';
-import { paginate, type Page } from '../../http/pagination.js';
-import { uuidv7LowerBound } from '../../lib/ids.js';
+import type { RequestContext } from '../../core/context.js';
+import { paginate, type Page } from '../../db/pagination.js';
 import type { ListTransfersQuery, TransferStatus } from './schema.js';
 
 export interface TransfersTable {
@@ -47,6 +46,15 @@ type Scope = Pick<RequestContext, 'tenantId' | 'environment'>;
 
 export async function insertTransfer(db: Queryable, row: Insertable<TransfersTable>) {
   await db.insertInto('transfers').values(row).execute();
+}
+
+/** Many transfers in one statement (a batch); metadata is serialized here. */
+export async function insertTransfers(db: Queryable, rows: TransferRow[]) {
+  if (rows.length === 0) return;
+  await db
+    .insertInto('transfers')
+    .values(rows.map((r) => ({ ...r, metadata: JSON.stringify(r.metadata) })))
+    .execute();
 }
 
 export async function findTransfer(db: Queryable, ctx: Scope, id: string) {
@@ -116,15 +124,6 @@ export async function pendingPayouts(db: Queryable, limit: number) {
     .execute();
 }
 
-/**
- * Serializes the limit checks of one customer until the caller commits: two transfers from two of
- * its accounts would otherwise both read the same "sent today" and together pass the daily limit.
- * An advisory lock (not the customer row) so foreign-key checks on the customer never wait on it.
- */
-export async function lockCustomerSpending(db: Queryable, ctx: Scope, customerId: string) {
-  await lockSpendingKeys(db, [spendingKey(ctx, customerId)]);
-}
-
 export const spendingKey = (ctx: Scope, customerId: string) => `transfer-limits:${ctx.tenantId}:${ctx.environment}:${customerId}`;
 
 /** Takes the spending locks of `keys` in one statement, in key order (batches cannot deadlock on them). */
@@ -132,24 +131,4 @@ export async function lockSpendingKeys(db: Queryable, keys: string[]) {
   const sorted = [...new Set(keys)].sort();
   if (sorted.length === 0) return;
   await sql`select pg_advisory_xact_lock(hashtextextended(k, 0)) from (select unnest(${sorted}::text[]) as k order by k) s`.execute(db);
-}
-
-/**
- * What a customer already sent today (UTC day of `now`) in `currency`, in minor units: every
- * transfer out of its accounts that did not fail or come back. Ids are UUIDv7, so "today" is an
- * id range on transfers_customer_idx (tenant, environment, customer_id, id), no date scan.
- */
-export async function sentToday(db: Queryable, ctx: Scope, customerId: string, currency: string, now: Date): Promise<bigint> {
-  const midnight = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate()));
-  const row = await db
-    .selectFrom('transfers')
-    .select(sql<string>`coalesce(sum(amount), 0)::text`.as('total'))
-    .where('tenant_id', '=', ctx.tenantId)
-    .where('environment', '=', ctx.environment)
-    .where('customer_id', '=', customerId)
-    .where('id', '>=', uuidv7LowerBound(midnight))
-    .where('currency', '=', currency)
-    .where('status', 'not in', ['failed', 'returned'])
-    .executeTakeFirstOrThrow();
-  return BigInt(row.total);
 }

@@ -1,22 +1,44 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import type { Deps } from '../../app.js';
-import type { Trx } from '../../db/client.js';
-import { GroupCommit } from '../../db/group-commit.js';
+import type { Deps } from '../../http/deps.js';
 import { envelope, ok } from '../../http/envelope.js';
-import { pageSchema } from '../../http/pagination.js';
-import { CreateTransferBody, ListTransfersQuery, TransferIdParams, TransferResponse } from './schema.js';
-import { lockTransferBatch } from './limits.js';
+import { pageSchema } from '../../db/pagination.js';
+import {
+  BulkIdParams,
+  BulkResponse,
+  CreateBulkBody,
+  CreateTransferBody,
+  ListTransfersQuery,
+  MAX_BULK_ITEMS,
+  TransferIdParams,
+  TransferResponse,
+} from './schema.js';
+import { createBulk, getBulk } from './bulk.js';
+import { BatchedIdempotency } from '../../http/idempotency-batch.js';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import * as service from './service.js';
 
 const tags = ['Transfers'];
 
 export function transferRoutes(deps: Deps): FastifyPluginAsyncZod {
-  // PostgreSQL: transfers share commits (group commit, one savepoint per transfer, so each is
-  // still all-or-nothing with its own idempotency record). PGlite runs one transaction at a time.
-  const batcher =
-    deps.dbKind === 'postgres' && deps.config.TRANSFER_BATCH_SIZE > 1
-      ? new GroupCommit(deps.db, lockTransferBatch, { maxBatch: deps.config.TRANSFER_BATCH_SIZE, lanes: deps.config.TRANSFER_BATCH_LANES })
-      : undefined;
+  // Internal transfers go through the batch path (docs/money-path.md): concurrent requests share
+  // one transaction and a handful of multi-row statements, each still all-or-nothing with its own
+  // idempotency record. PGlite has one connection: one lane, the batch is whatever queued meanwhile.
+  const internal = new BatchedIdempotency(
+    deps.db,
+    deps.sealer,
+    deps.config.IDEMPOTENCY_TTL_HOURS,
+    'transfers.create',
+    (trx, items: { request: FastifyRequest; input: CreateTransferBody }[]) =>
+      service.createInternalTransfers(
+        trx,
+        items.map((i) => ({ ctx: i.request.ctx, config: deps.config, body: i.input })),
+      ),
+    { maxBatch: deps.config.TRANSFER_BATCH_SIZE, lanes: deps.dbKind === 'postgres' ? deps.config.TRANSFER_BATCH_LANES : 1 },
+  );
+  const create = (req: FastifyRequest<{ Body: CreateTransferBody }>, reply: FastifyReply) =>
+    service.isInternalDestination(req.body)
+      ? internal.run(req, reply, req.body)
+      : deps.idempotency.run(req, reply, 'transfers.create', (trx) => service.createTransfer(trx, req.ctx, req.body, deps.config));
 
   return async (app) => {
     // One operation under two paths: the same Idempotency-Key on either is the same request.
@@ -38,19 +60,45 @@ export function transferRoutes(deps: Deps): FastifyPluginAsyncZod {
             response: { 200: envelope(TransferResponse) },
           },
         },
-        (req, reply) => {
-          const keys = [req.body.source.id, ...(req.body.destination.id ? [req.body.destination.id] : [])];
-          const executor = batcher ? (unit: (trx: Trx) => Promise<string>) => batcher.run(unit, keys) : undefined;
-          return deps.idempotency.run(req, reply, 'transfers.create', (trx) => service.createTransfer(trx, req.ctx, req.body, deps.config), {
-            ...(executor ? { executor } : {}),
-          });
-        },
+        (req, reply) => create(req, reply),
       );
     }
 
+    app.post(
+      '/v1/transfers/bulk',
+      {
+        bodyLimit: 4 * 1024 * 1024,
+        schema: {
+          tags,
+          summary: 'Create a bulk of internal transfers',
+          description:
+            `Up to ${MAX_BULK_ITEMS} internal transfers, each with its own client_reference (unique within the bulk). ` +
+            'Every item is decided on its own, in order, through the same batch path as POST /v1/transfers: `completed` with its transfer, ' +
+            'or `failed` with the error it alone got (insufficient_funds, limit_exceeded, …); never all-or-nothing across items. ' +
+            'Idempotent as a whole under its Idempotency-Key. GET /v1/transfers/bulk/{bulk_id} shows it again.',
+          body: CreateBulkBody,
+          response: { 200: envelope(BulkResponse) },
+        },
+      },
+      (req, reply) => deps.idempotency.run(req, reply, 'transfers.bulk', (trx) => createBulk(trx, req.ctx, deps.config, req.body)),
+    );
+
+    app.get(
+      '/v1/transfers/bulk/:bulk_id',
+      { schema: { tags, summary: 'Get a bulk of transfers', params: BulkIdParams, response: { 200: envelope(BulkResponse) } } },
+      async (req) => ok(await getBulk(deps.db, req.ctx, req.params.bulk_id)),
+    );
+
     app.get(
       '/v1/transfers',
-      { schema: { tags, summary: 'List transfers', querystring: ListTransfersQuery, response: { 200: envelope(pageSchema(TransferResponse)) } } },
+      {
+        schema: {
+          tags,
+          summary: 'List transfers',
+          querystring: ListTransfersQuery,
+          response: { 200: envelope(pageSchema(TransferResponse)) },
+        },
+      },
       async (req) => ok(await service.listTransfers(deps.db, req.ctx, req.query)),
     );
 

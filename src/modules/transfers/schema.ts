@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { PageQuery } from '../../http/pagination.js';
+import { PageQuery } from '../../db/pagination.js';
 import { UuidParam } from '../../lib/validators.js';
 
 export const TRANSFER_STATUSES = ['pending', 'processing', 'completed', 'failed', 'returned'] as const;
@@ -31,7 +31,10 @@ export const CreateTransferBody = z
     }),
     amount: Amount,
     /** Optional: when sent it must be the source account's currency (else 422 currency_mismatch). */
-    currency: z.string().regex(/^[A-Z]{3}$/, 'Must be an ISO 4217 currency code').optional(),
+    currency: z
+      .string()
+      .regex(/^[A-Z]{3}$/, 'Must be an ISO 4217 currency code')
+      .optional(),
     customer_id: UuidParam.optional(),
     description: z.string().trim().max(500).optional(),
     client_reference: z.string().trim().min(1).max(255).optional(),
@@ -56,7 +59,7 @@ export const TransferResponse = z
     local_currency: z.string().nullable(),
     rate: z.string().nullable(),
     failure_reason: z.string().nullable(),
-    transaction_id: z.string().nullable(),
+    transaction_id: z.string().optional().describe('Absent until the movement is booked (contract §14: never null)'),
     customer_id: z.string().nullable(),
     description: z.string(),
     date_created: z.string(),
@@ -73,3 +76,52 @@ export const ListTransfersQuery = PageQuery.extend({
   customer_id: UuidParam.optional(),
 });
 export type ListTransfersQuery = z.infer<typeof ListTransfersQuery>;
+
+/** One item of a bulk: an internal transfer with its own (required) client_reference. */
+export const BulkTransferItem = z
+  .strictObject({
+    source: z.strictObject({ source_type: z.literal('internal_account').default('internal_account'), id: UuidParam }),
+    destination: z.strictObject({ destination_type: z.enum(['internal_account', 'account', 'customer_account']), id: UuidParam }),
+    ...CreateTransferBody.pick({ amount: true, currency: true, customer_id: true, description: true, metadata: true }).shape,
+    client_reference: z.string().trim().min(1).max(255),
+  })
+  .meta({ id: 'BulkTransferItem' });
+
+export const MAX_BULK_ITEMS = 1000;
+export const CreateBulkBody = z
+  .strictObject({
+    transfers: z.array(BulkTransferItem).min(1).max(MAX_BULK_ITEMS),
+    description: z.string().trim().max(500).optional(),
+  })
+  .meta({ id: 'BulkTransferRequest' });
+export type CreateBulkBody = z.infer<typeof CreateBulkBody>;
+
+const ItemError = z.object({
+  code: z.string(),
+  message: z.string(),
+  details: z.array(z.object({ field: z.string(), code: z.string(), message: z.string() })),
+});
+export const BulkItemResult = z.object({
+  index: z.number().int(),
+  client_reference: z.string(),
+  status: z.enum(['completed', 'failed']),
+  transfer: TransferResponse.nullable(),
+  error: ItemError.nullable(),
+});
+export type BulkItemResult = z.infer<typeof BulkItemResult>;
+
+export const BulkResponse = z
+  .object({
+    id: z.string(),
+    status: z.literal('completed'),
+    description: z.string(),
+    total_items: z.number().int(),
+    succeeded: z.number().int(),
+    failed: z.number().int(),
+    items: z.array(BulkItemResult),
+    date_created: z.string(),
+  })
+  .meta({ id: 'BulkTransfer' });
+export type BulkResponse = z.infer<typeof BulkResponse>;
+
+export const BulkIdParams = z.strictObject({ bulk_id: UuidParam });

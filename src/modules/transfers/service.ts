@@ -1,12 +1,13 @@
 import type { Config } from '../../config.js';
 import type { Queryable, Trx } from '../../db/client.js';
-import type { RequestContext } from '../../http/context.js';
-import { AppError, notFound, validationError } from '../../http/errors.js';
-import type { Page } from '../../http/pagination.js';
+import type { RequestContext } from '../../core/context.js';
+import { AppError, notFound, validationError } from '../../core/errors.js';
+import type { Page } from '../../db/pagination.js';
 import { newId } from '../../lib/ids.js';
 import { externalTransfer } from './external.js';
 import { cardFunding } from './card.js';
-import { internalTransfer } from './internal.js';
+import { internalTransferBatch } from './batch.js';
+import { isInternalDestination, type InternalRequest } from './internal.js';
 import { toTransferResponse } from './format.js';
 import * as repo from './repo.js';
 import type { CreateTransferBody, ListTransfersQuery, TransferResponse } from './schema.js';
@@ -29,14 +30,16 @@ function unsupportedDestination(type: string, why: string): AppError {
  */
 export async function createTransfer(trx: Trx, ctx: RequestContext, body: CreateTransferBody, config: Config): Promise<TransferResponse> {
   if (body.source.source_type !== 'internal_account') {
-    throw validationError([{ field: 'source.source_type', code: 'unsupported', message: 'Only internal_account sources are supported (fiat only)' }]);
+    throw validationError([
+      { field: 'source.source_type', code: 'unsupported', message: 'Only internal_account sources are supported (fiat only)' },
+    ]);
   }
   const id = newId();
   switch (body.destination.destination_type) {
     case 'internal_account':
     case 'account':
     case 'customer_account':
-      return toTransferResponse(await internalTransfer(trx, ctx, config, id, body));
+      return internalAlone(trx, { ctx, config, body });
     case 'card':
       return toTransferResponse(await cardFunding(trx, ctx, id, body));
     case 'external_account':
@@ -45,6 +48,25 @@ export async function createTransfer(trx: Trx, ctx: RequestContext, body: Create
     case 'crypto_wallet':
       throw unsupportedDestination('crypto_wallet', 'This service is fiat only');
   }
+}
+
+/** An internal transfer outside a batch (a batch of one): its response or its error. */
+async function internalAlone(trx: Trx, req: InternalRequest): Promise<TransferResponse> {
+  const [outcome] = await createInternalTransfers(trx, [req]);
+  if (!outcome!.ok) throw outcome!.error;
+  return outcome!.data;
+}
+
+export type InternalOutcome = { ok: true; data: TransferResponse } | { ok: false; error: AppError };
+export { isInternalDestination, type InternalRequest };
+
+/**
+ * Internal transfers as one batch in `trx` (the batched idempotency transaction): one outcome
+ * per request, in order; a refused transfer never fails the others (docs/money-path.md).
+ */
+export async function createInternalTransfers(trx: Trx, reqs: InternalRequest[]): Promise<InternalOutcome[]> {
+  const outcomes = await internalTransferBatch(trx, reqs);
+  return outcomes.map((o) => (o.ok ? { ok: true, data: toTransferResponse(o.row) } : o));
 }
 
 export async function getTransfer(db: Queryable, ctx: Scope, id: string): Promise<TransferResponse> {

@@ -2,10 +2,11 @@ import type { FastifyBaseLogger } from 'fastify';
 import { sql } from 'kysely';
 import type { LookupFunction } from 'node:net';
 import type { Db } from '../../db/client.js';
-import type { Environment } from '../../http/context.js';
+import type { Environment } from '../../core/context.js';
 import type { Sealer } from '../../lib/crypto.js';
 import { newId } from '../../lib/ids.js';
-import type { Job } from '../../workers/index.js';
+import { observeWebhookDelivery } from '../../lib/metrics.js';
+import type { Job } from '../../core/job.js';
 import * as queue from './queue-repo.js';
 import { disableEndpoint } from './repo.js';
 import { postJson, type SendResult } from './sender.js';
@@ -15,16 +16,18 @@ import { assertEndpointUrl, guardedLookup, systemResolver, type Resolver } from 
 
 /**
  * Webhook delivery. Fan-out turns each new outbox event into one delivery per matching endpoint
- * of its business and environment. Delivery workers then claim due deliveries in a short
- * transaction (FOR UPDATE SKIP LOCKED, marked processing under a lease), POST them with no
- * transaction open (a transaction held across network I/O would block PGlite's only
- * connection), and record each attempt in another short transaction.
+ * of its business and environment. A delivery pool per process then keeps up to `maxInFlight`
+ * requests going: whenever slots are free it claims due deliveries in a short transaction (FOR
+ * UPDATE SKIP LOCKED, marked processing under a lease, at most `perEndpoint` in flight per
+ * endpoint across all workers, none of an endpoint whose circuit is open), POSTs each with no
+ * transaction open (one held across network I/O would block PGlite's only connection), and
+ * records each attempt in its own short transaction the moment it ends. There is no batch
+ * barrier: a hanging receiver holds one slot of its own endpoint until its timeout, never anyone
+ * else's delivery, and a retry is claimed as soon as it is due.
  */
 
 /** The contract's retry schedule after a failed attempt (section 8). */
-export const DEFAULT_RETRY_DELAYS_MS = [
-  5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 50_400_000, 72_000_000, 86_400_000,
-];
+export const DEFAULT_RETRY_DELAYS_MS = [5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 50_400_000, 72_000_000, 86_400_000];
 
 export interface DeliveryOptions {
   /** Wait after the 1st, 2nd, … failed attempt; when they run out the delivery fails. */
@@ -35,10 +38,20 @@ export interface DeliveryOptions {
   maxRetryAfterMs: number;
   timeoutMs: number;
   maxResponseBytes: number;
+  /** Deliveries one `deliveryTick` (tests, CLI) claims and sends together. */
   deliveryBatch: number;
   fanoutBatch: number;
-  /** Parallel delivery loops per process. */
-  deliveryLoops: number;
+  /** Requests in flight per process (the pool's slots). */
+  maxInFlight: number;
+  /** Requests in flight per endpoint, across all workers. */
+  perEndpoint: number;
+  /** How often the pool looks for due work when it found none. */
+  pollMs: number;
+  /** Failed attempts in a row that open an endpoint's circuit. */
+  circuitThreshold: number;
+  /** How long a circuit stays open (doubling per further failure, up to circuitMaxOpenMs). */
+  circuitOpenMs: number;
+  circuitMaxOpenMs: number;
   /** DNS for endpoints (every answer is screened before the socket connects). */
   resolver: Resolver;
 }
@@ -51,7 +64,12 @@ export const DEFAULT_DELIVERY_OPTIONS: DeliveryOptions = {
   maxResponseBytes: 4096,
   deliveryBatch: 20,
   fanoutBatch: 200,
-  deliveryLoops: 2,
+  maxInFlight: 32,
+  perEndpoint: 4,
+  pollMs: 100,
+  circuitThreshold: 10,
+  circuitOpenMs: 30_000,
+  circuitMaxOpenMs: 600_000,
   resolver: systemResolver,
 };
 
@@ -93,7 +111,10 @@ export async function fanOutTick(db: Db, partial: Partial<DeliveryOptions> = {})
         })),
     );
     await queue.insertDeliveries(trx, rows);
-    await queue.markFannedOut(trx, events.map((e) => e.id));
+    await queue.markFannedOut(
+      trx,
+      events.map((e) => e.id),
+    );
     return events.length === options.fanoutBatch;
   });
 }
@@ -129,33 +150,50 @@ function secretsOf(work: queue.DeliveryWork, sealer: Sealer): string[] {
  * The URL is checked again (rules may have changed since registration) and every DNS answer is
  * screened at the moment of connecting: live refuses private addresses, sandbox link-local ones.
  */
-async function send(work: queue.DeliveryWork, body: string, headers: Record<string, string>, options: DeliveryOptions): Promise<SendResult> {
+async function send(
+  work: queue.DeliveryWork,
+  body: string,
+  headers: Record<string, string>,
+  options: DeliveryOptions,
+  signal?: AbortSignal,
+): Promise<SendResult> {
   const environment = work.environment as Environment;
   try {
     assertEndpointUrl(work.url, environment);
   } catch (err) {
-    return { statusCode: null, headers: null, excerpt: null, error: `refused: ${(err as Error).message}`, durationMs: 0, retryAfterMs: null };
+    return {
+      statusCode: null,
+      headers: null,
+      excerpt: null,
+      error: `refused: ${(err as Error).message}`,
+      durationMs: 0,
+      retryAfterMs: null,
+    };
   }
   return postJson(work.url, body, headers, {
     timeoutMs: options.timeoutMs,
     maxResponseBytes: options.maxResponseBytes,
     lookup: guardedLookup(options.resolver, environment) as unknown as LookupFunction,
+    ...(signal ? { signal } : {}),
   });
 }
 
 interface Attempted {
-  work: queue.DeliveryWork;
+  work: Claimed;
   attempt: queue.NewAttempt;
   outcome: Outcome;
 }
 
+type Claimed = queue.DeliveryWork & { due_at: Date };
+
 /** Signs and sends one delivery; touches no database. */
-async function attempt(deps: DeliveryDeps, options: DeliveryOptions, work: queue.DeliveryWork): Promise<Attempted> {
+async function attempt(deps: DeliveryDeps, options: DeliveryOptions, work: Claimed, signal?: AbortSignal): Promise<Attempted> {
   // The stored payload as sent; the signature covers exactly these bytes.
   const body = JSON.stringify(work.payload);
   // webhook-id is the event id: the same on every retry, so receivers can deduplicate.
   const headers = signedHeaders(secretsOf(work, deps.sealer), work.event_id, body);
-  const result = await send(work, body, headers, options);
+  const startedAt = new Date();
+  const result = await send(work, body, headers, options, signal);
   const attemptNumber = work.attempts + 1;
   const { 'webhook-signature': _signature, ...shownHeaders } = headers;
   deps.log?.info(
@@ -164,7 +202,8 @@ async function attempt(deps: DeliveryDeps, options: DeliveryOptions, work: queue
   );
   return {
     work,
-    outcome: decide(attemptNumber, work.manual, result, options),
+    // The retry is scheduled from the moment this attempt ended.
+    outcome: decide(attemptNumber, work.manual, result, options, startedAt.getTime() + result.durationMs),
     attempt: {
       id: newId(),
       tenant_id: work.tenant_id,
@@ -181,36 +220,126 @@ async function attempt(deps: DeliveryDeps, options: DeliveryOptions, work: queue
       response_headers: result.headers ? JSON.stringify(result.headers) : null,
       response_excerpt: result.excerpt,
       error: result.error,
+      scheduled_at: work.due_at,
+      started_at: startedAt,
     },
   };
 }
 
+/** Records one attempt, its delivery's new state and its endpoint's circuit, in one short transaction. */
+async function record(deps: DeliveryDeps, options: DeliveryOptions, token: string, done: Attempted): Promise<void> {
+  await deps.db.transaction().execute(async (trx) => {
+    const held = await queue.recordAttempts(trx, token, [{ attempt: done.attempt, outcome: done.outcome }]);
+    if (!held.has(done.work.id)) return;
+    observeWebhookDelivery(new Date(done.work.payload.timestamp), done.outcome.status === 'sent');
+    if (done.outcome.disable) await disableEndpoint(trx, done.work.endpoint_id, done.outcome.disable);
+    // A manual resend's failure says nothing new about the endpoint; its success closes the circuit.
+    const success = done.outcome.status === 'sent';
+    if (success || !done.work.manual) {
+      await queue.noteEndpointOutcome(trx, done.work.endpoint_id, success, {
+        threshold: options.circuitThreshold,
+        openMs: options.circuitOpenMs,
+        maxOpenMs: options.circuitMaxOpenMs,
+      });
+    }
+  });
+}
+
+/** Claims up to `limit` due deliveries and loads what sending them needs. */
+async function claim(
+  deps: DeliveryDeps,
+  options: DeliveryOptions,
+  limit: number,
+  token: string,
+  perEndpoint: number,
+  local?: Map<string, number>,
+) {
+  // The lease outlives the slowest attempt, so only a crashed worker's deliveries are retaken.
+  const leaseMs = options.timeoutMs + 60_000;
+  const claimed = await deps.db
+    .transaction()
+    .execute((trx) => queue.claimDue(trx, limit, leaseMs, token, { perEndpoint, ...(local ? { localInFlight: local } : {}) }));
+  if (claimed.length === 0) return [];
+  const due = new Map(claimed.map((c) => [c.id, c.due_at]));
+  const work = await queue.loadDeliveryWork(deps.db, [...due.keys()]);
+  return work.map((w) => ({ ...w, due_at: due.get(w.id)! }));
+}
+
 /**
- * Claims and sends one batch of due deliveries, then records the whole batch in one short
- * transaction (one commit per batch, not per attempt). Returns true when the batch was full.
+ * Claims and sends one batch of due deliveries and records each attempt as it ends (tests and
+ * the CLI drive delivery with it; the workers run `deliveryPool`). Returns true when the batch
+ * was full.
  */
 export async function deliveryTick(deps: DeliveryDeps, partial: Partial<DeliveryOptions> = {}): Promise<boolean> {
   const options = withDefaults(partial);
   const token = newId();
-  // The lease outlives the slowest attempt, so only a crashed worker's deliveries are retaken.
-  const leaseMs = options.timeoutMs + 60_000;
-  const ids = await deps.db.transaction().execute((trx) => queue.claimDueDeliveries(trx, options.deliveryBatch, leaseMs, token));
-  if (ids.length === 0) return false;
-  const work = await queue.loadDeliveryWork(deps.db, ids);
-  const settled = await Promise.allSettled(work.map((w) => attempt(deps, options, w)));
-  const done: Attempted[] = [];
-  for (const r of settled) {
-    // Only a broken stored secret gets here; that delivery is retaken when its lease ends.
-    if (r.status === 'rejected') deps.log?.error({ err: r.reason }, 'webhook delivery could not be signed');
-    else done.push(r.value);
-  }
-  await deps.db.transaction().execute(async (trx) => {
-    const held = await queue.recordAttempts(trx, token, done.map((d) => ({ attempt: d.attempt, outcome: d.outcome })));
-    for (const d of done) {
-      if (d.outcome.disable && held.has(d.work.id)) await disableEndpoint(trx, d.work.endpoint_id, d.outcome.disable);
-    }
-  });
-  return ids.length === options.deliveryBatch;
+  const work = await claim(deps, options, options.deliveryBatch, token, options.deliveryBatch);
+  if (work.length === 0) return false;
+  await Promise.all(
+    work.map((w) =>
+      attempt(deps, options, w)
+        .then((done) => record(deps, options, token, done))
+        // Only a broken stored secret gets here; that delivery is retaken when its lease ends.
+        .catch((err: unknown) => deps.log?.error({ err, delivery_id: w.id }, 'webhook delivery could not be sent or recorded')),
+    ),
+  );
+  return work.length === options.deliveryBatch;
+}
+
+/**
+ * The continuous delivery pool: each tick claims as many due deliveries as there are free slots
+ * and starts them without waiting; each request is recorded the moment it ends and frees its
+ * slot. `stop` aborts the requests in flight and records them as failed attempts (retried on
+ * the schedule by any worker); `stop(false)` waits for them instead (each is bounded by the timeout).
+ */
+export function deliveryPool(
+  deps: DeliveryDeps,
+  partial: Partial<DeliveryOptions> = {},
+): Job & { stop: (abort?: boolean) => Promise<void> } {
+  const options = withDefaults(partial);
+  const token = newId();
+  const inFlight = new Map<string, Promise<void>>();
+  const perEndpoint = new Map<string, number>();
+  const controllers = new Map<string, AbortController>();
+  let stopping = false;
+
+  const launch = (w: Claimed) => {
+    perEndpoint.set(w.endpoint_id, (perEndpoint.get(w.endpoint_id) ?? 0) + 1);
+    const controller = new AbortController();
+    controllers.set(w.id, controller);
+    const run = attempt(deps, options, w, controller.signal)
+      // An attempt cut short by `stop` is recorded like any failed one: the receiver may already
+      // have its body, so the history must show the attempt that a later retry duplicates.
+      .then((done) => record(deps, options, token, done))
+      .catch((err: unknown) => deps.log?.error({ err, delivery_id: w.id }, 'webhook delivery could not be sent or recorded'))
+      .finally(() => {
+        inFlight.delete(w.id);
+        controllers.delete(w.id);
+        const left = (perEndpoint.get(w.endpoint_id) ?? 1) - 1;
+        if (left > 0) perEndpoint.set(w.endpoint_id, left);
+        else perEndpoint.delete(w.endpoint_id);
+      });
+    inFlight.set(w.id, run);
+  };
+
+  return {
+    name: 'webhook-delivery',
+    intervalMs: options.pollMs,
+    async tick() {
+      if (stopping) return false;
+      const free = options.maxInFlight - inFlight.size;
+      if (free <= 0) return false;
+      const work = await claim(deps, options, free, token, options.perEndpoint, perEndpoint);
+      for (const w of work) launch(w);
+      // A full claim means more may be due right now; otherwise look again after pollMs.
+      return work.length === free && inFlight.size < options.maxInFlight;
+    },
+    async stop(abort = true) {
+      stopping = true;
+      if (abort) for (const c of controllers.values()) c.abort();
+      await Promise.all(inFlight.values());
+    },
+  };
 }
 
 /** One full worker tick for tests and the CLI: fan out every new event, then one delivery batch. */
@@ -219,12 +348,8 @@ export async function runWebhookTick(deps: DeliveryDeps, options: Partial<Delive
   return deliveryTick(deps, options);
 }
 
-/** The background jobs: one fan-out loop and `deliveryLoops` delivery loops. */
+/** The background jobs: the fan-out loop and the delivery pool. */
 export function webhookJobs(deps: DeliveryDeps, partial: Partial<DeliveryOptions> = {}): Job[] {
   const options = withDefaults(partial);
-  const jobs: Job[] = [{ name: 'webhook-fanout', intervalMs: 500, tick: () => fanOutTick(deps.db, options) }];
-  for (let i = 1; i <= options.deliveryLoops; i++) {
-    jobs.push({ name: `webhook-delivery-${i}`, intervalMs: 1000, tick: () => deliveryTick(deps, options) });
-  }
-  return jobs;
+  return [{ name: 'webhook-fanout', intervalMs: 200, tick: () => fanOutTick(deps.db, options) }, deliveryPool(deps, options)];
 }

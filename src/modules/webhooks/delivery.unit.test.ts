@@ -5,7 +5,12 @@ import { signatureHeader } from './signing.js';
 import { isBlockedAddress, isLinkLocal } from './url-safety.js';
 
 const result = (statusCode: number | null, retryAfterMs: number | null = null): SendResult => ({
-  statusCode, headers: null, excerpt: null, error: statusCode === null ? 'ECONNREFUSED' : null, durationMs: 1, retryAfterMs,
+  statusCode,
+  headers: null,
+  excerpt: null,
+  error: statusCode === null ? 'ECONNREFUSED' : null,
+  durationMs: 1,
+  retryAfterMs,
 });
 const noJitter = { ...DEFAULT_DELIVERY_OPTIONS, jitter: 0 };
 
@@ -13,7 +18,11 @@ describe('decide', () => {
   it('follows the contract schedule, then fails and disables', () => {
     const now = 1_000_000;
     DEFAULT_RETRY_DELAYS_MS.forEach((delay, i) => {
-      expect(decide(i + 1, false, result(500), noJitter, now)).toMatchObject({ status: 'retrying', nextAttemptAt: new Date(now + delay), disable: null });
+      expect(decide(i + 1, false, result(500), noJitter, now)).toMatchObject({
+        status: 'retrying',
+        nextAttemptAt: new Date(now + delay),
+        disable: null,
+      });
     });
     expect(decide(10, false, result(null), noJitter, now)).toMatchObject({ status: 'failed', disable: 'retries_exhausted' });
     expect(DEFAULT_RETRY_DELAYS_MS.map((ms) => ms / 1000)).toEqual([5, 300, 1800, 7200, 18000, 36000, 50400, 72000, 86400]);
@@ -48,7 +57,21 @@ describe('parseRetryAfter', () => {
 
 describe('isBlockedAddress', () => {
   it('blocks private, loopback, link-local and mapped addresses, allows public ones', () => {
-    for (const a of ['127.0.0.1', '10.0.0.1', '172.31.255.255', '192.168.1.1', '169.254.169.254', '100.64.0.1', '0.0.0.0', '::1', '::', 'fe80::1', 'fd00::1', '::ffff:10.0.0.1', 'not-an-ip']) {
+    for (const a of [
+      '127.0.0.1',
+      '10.0.0.1',
+      '172.31.255.255',
+      '192.168.1.1',
+      '169.254.169.254',
+      '100.64.0.1',
+      '0.0.0.0',
+      '::1',
+      '::',
+      'fe80::1',
+      'fd00::1',
+      '::ffff:10.0.0.1',
+      'not-an-ip',
+    ]) {
       expect(isBlockedAddress(a), a).toBe(true);
     }
     for (const a of ['8.8.8.8', '93.184.216.34', '172.32.0.1', '2606:4700::1111']) expect(isBlockedAddress(a), a).toBe(false);

@@ -1,6 +1,6 @@
 import type { ColumnType } from 'kysely';
 import type { Queryable } from '../../db/client.js';
-import type { RequestContext } from '../../http/context.js';
+import type { RequestContext } from '../../core/context.js';
 import { newId } from '../../lib/ids.js';
 
 /** The closed list of event types (contract section 14). */
@@ -67,20 +67,11 @@ export interface EventPayload {
   event_data: unknown;
 }
 
-/**
- * Writes an event to the outbox. Call it with the transaction that makes the change it reports:
- * the event then exists exactly when the change does (no event for rolled-back work, none lost).
- * `groupId` ties events of one resource together (its id by default).
- */
-export async function recordEvent(
-  trx: Queryable,
-  ctx: Pick<RequestContext, 'tenantId' | 'environment'>,
-  eventType: EventType,
-  data: { id?: string } & object,
-  groupId?: string,
-): Promise<EventPayload> {
+type EventScope = Pick<RequestContext, 'tenantId' | 'environment'>;
+
+function eventOf(ctx: EventScope, eventType: EventType, data: { id?: string } & object, groupId?: string): EventPayload {
   const id = newId();
-  const payload: EventPayload = {
+  return {
     event_id: id,
     tenant_id: ctx.tenantId,
     environment: ctx.environment,
@@ -90,17 +81,43 @@ export async function recordEvent(
     event_group_id: groupId ?? data.id ?? id,
     event_data: data,
   };
+}
+
+/**
+ * Writes an event to the outbox. Call it with the transaction that makes the change it reports:
+ * the event then exists exactly when the change does (no event for rolled-back work, none lost).
+ * `groupId` ties events of one resource together (its id by default).
+ */
+export async function recordEvent(
+  trx: Queryable,
+  ctx: EventScope,
+  eventType: EventType,
+  data: { id?: string } & object,
+  groupId?: string,
+): Promise<EventPayload> {
+  return (await recordEvents(trx, [{ ctx, eventType, data, ...(groupId ? { groupId } : {}) }]))[0]!;
+}
+
+/** Many events in one statement (a batch of money movements), same rule as recordEvent. */
+export async function recordEvents(
+  trx: Queryable,
+  list: { ctx: EventScope; eventType: EventType; data: { id?: string } & object; groupId?: string }[],
+): Promise<EventPayload[]> {
+  const payloads = list.map((e) => eventOf(e.ctx, e.eventType, e.data, e.groupId));
+  if (payloads.length === 0) return payloads;
   await trx
     .insertInto('events')
-    .values({
-      id,
-      tenant_id: ctx.tenantId,
-      environment: ctx.environment,
-      event_type: eventType,
-      event_category: payload.event_category,
-      event_group_id: payload.event_group_id,
-      payload: JSON.stringify(payload),
-    })
+    .values(
+      payloads.map((p) => ({
+        id: p.event_id,
+        tenant_id: p.tenant_id,
+        environment: p.environment,
+        event_type: p.event_type,
+        event_category: p.event_category,
+        event_group_id: p.event_group_id,
+        payload: JSON.stringify(p),
+      })),
+    )
     .execute();
-  return payload;
+  return payloads;
 }

@@ -45,16 +45,18 @@ export async function enabledEndpointsOf(trx: Queryable, scopes: { tenant_id: st
     .select(['id', 'tenant_id', 'environment', 'event_types', 'created_at'])
     .where('deleted_at', 'is', null)
     .where('status', '=', 'enabled')
-    .where((eb) =>
-      eb.or(scopes.map((s) => eb.and([eb('tenant_id', '=', s.tenant_id), eb('environment', '=', s.environment)]))),
-    )
+    .where((eb) => eb.or(scopes.map((s) => eb.and([eb('tenant_id', '=', s.tenant_id), eb('environment', '=', s.environment)]))))
     .execute() as Promise<FanoutEndpoint[]>;
 }
 
 export async function insertDeliveries(trx: Queryable, rows: Insertable<WebhookDeliveriesTable>[]) {
   if (rows.length === 0) return;
   // Unique (endpoint_id, event_id): fanning an event out twice never doubles a delivery.
-  await trx.insertInto('webhook_deliveries').values(rows).onConflict((oc) => oc.doNothing()).execute();
+  await trx
+    .insertInto('webhook_deliveries')
+    .values(rows)
+    .onConflict((oc) => oc.doNothing())
+    .execute();
 }
 
 export async function markFannedOut(trx: Queryable, ids: string[]) {
@@ -62,26 +64,114 @@ export async function markFannedOut(trx: Queryable, ids: string[]) {
   await trx.updateTable('events').set({ fanned_out_at: new Date() }).where('id', 'in', ids).execute();
 }
 
+export interface ClaimLimits {
+  /** Deliveries of one endpoint in flight at once, across all workers. */
+  perEndpoint: number;
+  /** This worker's own in-flight deliveries per endpoint (not committed as processing yet). */
+  localInFlight?: ReadonlyMap<string, number>;
+}
+
+export interface ClaimedDelivery {
+  id: string;
+  endpoint_id: string;
+  /** When it was due: the schedule this attempt follows. */
+  due_at: Date;
+}
+
 /**
- * Claims due deliveries of enabled endpoints: locks them (skipping rows other workers hold),
- * marks them processing under a fresh lease token, and sets the lease expiry as next_attempt_at
- * so a crashed worker's deliveries are taken again when the lease runs out.
+ * Claims due deliveries of enabled endpoints whose circuit is closed: locks them (skipping rows
+ * other workers hold; only the rows it takes), keeps at most `perEndpoint` of each endpoint in flight (counting the
+ * processing rows of every worker whose lease still runs), marks them processing under a lease
+ * token, and sets the lease expiry as next_attempt_at so a crashed worker's deliveries are taken
+ * again when the lease runs out. Concurrent claims never wait for each other; workers claiming
+ * the same endpoint at the same instant can each take its free slots (an overshoot bounded by the
+ * number of workers claiming at once).
  */
-export async function claimDueDeliveries(trx: Queryable, limit: number, leaseMs: number, token: string) {
-  const { rows } = await sql<{ id: string }>`
-    select d.id from webhook_deliveries d
+export async function claimDue(
+  trx: Queryable,
+  limit: number,
+  leaseMs: number,
+  token: string,
+  limits: ClaimLimits,
+): Promise<ClaimedDelivery[]> {
+  if (limit <= 0) return [];
+  // Endpoints already at their limit are left out in the query itself, so their backlog never
+  // crowds other endpoints' due deliveries out of the claim.
+  const { rows } = await sql<ClaimedDelivery>`
+    with busy as (
+      select endpoint_id from webhook_deliveries
+      where status = 'processing' and next_attempt_at > now()
+      group by endpoint_id having count(*) >= ${limits.perEndpoint})
+    select d.id, d.endpoint_id, d.next_attempt_at as due_at from webhook_deliveries d
     join webhook_endpoints e on e.id = d.endpoint_id
     where d.status in ('pending', 'retrying', 'processing') and d.next_attempt_at <= now()
       and e.status = 'enabled' and e.deleted_at is null
+      and (e.circuit_open_until is null or e.circuit_open_until <= now())
+      and d.endpoint_id not in (select endpoint_id from busy)
     order by d.next_attempt_at
-    limit ${limit}
-    for update of d skip locked`.execute(trx);
+    limit ${limit * 4}`.execute(trx);
   if (rows.length === 0) return [];
+  const endpoints = [...new Set(rows.map((r) => r.endpoint_id))];
+  const busy = await sql<{ endpoint_id: string; n: number }>`
+    select endpoint_id, count(*)::int as n from webhook_deliveries
+    where status = 'processing' and next_attempt_at > now() and endpoint_id in (${sql.join(endpoints)})
+    group by endpoint_id`.execute(trx);
+  const inFlight = new Map(busy.rows.map((b) => [b.endpoint_id, b.n]));
+  for (const [id, n] of limits.localInFlight ?? []) inFlight.set(id, Math.max(inFlight.get(id) ?? 0, n));
+  const picked: ClaimedDelivery[] = [];
+  for (const row of rows) {
+    if (picked.length >= limit) break;
+    const n = inFlight.get(row.endpoint_id) ?? 0;
+    if (n >= limits.perEndpoint) continue;
+    inFlight.set(row.endpoint_id, n + 1);
+    picked.push(row);
+  }
+  if (picked.length === 0) return [];
+  // Only the picked rows are locked (the candidates above were read without locks, so rows this
+  // claim does not take stay free for other workers); the lock rechecks that each is still due.
+  const locked = await sql<{ id: string }>`
+    select id from webhook_deliveries
+    where id in (${sql.join(picked.map((r) => r.id))})
+      and status in ('pending', 'retrying', 'processing') and next_attempt_at <= now()
+    for update skip locked`.execute(trx);
+  const ids = new Set(locked.rows.map((r) => r.id));
+  if (ids.size === 0) return [];
   await sql`
     update webhook_deliveries set status = 'processing', lease_token = ${token},
       next_attempt_at = now() + make_interval(secs => ${leaseMs / 1000}), updated_at = now()
-    where id in (${sql.join(rows.map((r) => r.id))})`.execute(trx);
-  return rows.map((r) => r.id);
+    where id in (${sql.join([...ids])})`.execute(trx);
+  return picked.filter((r) => ids.has(r.id));
+}
+
+/** The ids of claimed deliveries, with no per-endpoint limit beyond `limit` (tests, CLI). */
+export async function claimDueDeliveries(trx: Queryable, limit: number, leaseMs: number, token: string, perEndpoint = limit) {
+  return (await claimDue(trx, limit, leaseMs, token, { perEndpoint })).map((c) => c.id);
+}
+
+/**
+ * The endpoint's circuit after an attempt: a success closes it; a failure counts, and from
+ * `threshold` failures in a row the circuit opens for `openMs` doubled per further failure, up
+ * to `maxOpenMs`. While open, no delivery of the endpoint is claimed (none holds a worker).
+ */
+export async function noteEndpointOutcome(
+  trx: Queryable,
+  endpointId: string,
+  success: boolean,
+  circuit: { threshold: number; openMs: number; maxOpenMs: number },
+) {
+  if (success) {
+    await sql`
+      update webhook_endpoints set consecutive_failures = 0, circuit_open_until = null
+      where id = ${endpointId} and (consecutive_failures > 0 or circuit_open_until is not null)`.execute(trx);
+    return;
+  }
+  await sql`
+    update webhook_endpoints set consecutive_failures = consecutive_failures + 1,
+      circuit_open_until = case when consecutive_failures + 1 >= ${circuit.threshold}
+        then now() + make_interval(secs => least(${circuit.maxOpenMs}::float8,
+          ${circuit.openMs}::float8 * power(2, least(consecutive_failures + 1 - ${circuit.threshold}, 30))) / 1000)
+        else circuit_open_until end
+    where id = ${endpointId}`.execute(trx);
 }
 
 export interface DeliveryWork {
@@ -107,8 +197,18 @@ export async function loadDeliveryWork(db: Queryable, ids: string[]): Promise<De
     .innerJoin('webhook_endpoints as e', 'e.id', 'd.endpoint_id')
     .innerJoin('events as ev', 'ev.id', 'd.event_id')
     .select([
-      'd.id', 'd.tenant_id', 'd.environment', 'd.event_id', 'd.endpoint_id', 'd.attempts', 'd.manual',
-      'e.url', 'e.secret_sealed', 'e.previous_secret_sealed', 'e.previous_secret_expires_at', 'ev.payload',
+      'd.id',
+      'd.tenant_id',
+      'd.environment',
+      'd.event_id',
+      'd.endpoint_id',
+      'd.attempts',
+      'd.manual',
+      'e.url',
+      'e.secret_sealed',
+      'e.previous_secret_sealed',
+      'e.previous_secret_expires_at',
+      'ev.payload',
     ])
     .where('d.id', 'in', ids)
     .execute();
@@ -134,7 +234,10 @@ export async function recordAttempts(
 ): Promise<Set<string>> {
   const held = new Set<string>();
   if (items.length === 0) return held;
-  await trx.insertInto('webhook_attempts').values(items.map((i) => i.attempt)).execute();
+  await trx
+    .insertInto('webhook_attempts')
+    .values(items.map((i) => i.attempt))
+    .execute();
   for (const { attempt, outcome } of items) {
     const result = await trx
       .updateTable('webhook_deliveries')

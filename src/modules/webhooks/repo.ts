@@ -1,7 +1,7 @@
 import { sql, type ColumnType, type Insertable, type Selectable } from 'kysely';
 import type { Queryable } from '../../db/client.js';
-import type { RequestContext } from '../../http/context.js';
-import { paginate, type Page } from '../../http/pagination.js';
+import type { RequestContext } from '../../core/context.js';
+import { paginate, type Page } from '../../db/pagination.js';
 import type { EventPayload } from './outbox.js';
 import type { AttemptsQuery, DeliveryStatus, HistoryQuery, ListEndpointsQuery } from './schema.js';
 
@@ -22,6 +22,9 @@ export interface WebhookEndpointsTable {
   created_at: ColumnType<Date, never, never>;
   updated_at: Timestamp;
   deleted_at: ColumnType<Date | null, never, Date | null>;
+  /** Delivery circuit (0720): failed attempts in a row, and until when no delivery is claimed. */
+  consecutive_failures: ColumnType<number, never, number>;
+  circuit_open_until: ColumnType<Date | null, never, Date | null>;
 }
 
 export interface WebhookDeliveriesTable {
@@ -59,6 +62,9 @@ export interface WebhookAttemptsTable {
   response_headers: ColumnType<Record<string, string> | null, string | null, never>;
   response_excerpt: string | null;
   error: string | null;
+  /** When the attempt was due and when its request started (0720); null on older rows. */
+  scheduled_at: ColumnType<Date | null, Date | null | undefined, never>;
+  started_at: ColumnType<Date | null, Date | null | undefined, never>;
   created_at: ColumnType<Date, never, never>;
 }
 
@@ -98,7 +104,9 @@ export async function findEndpoint(db: Queryable, ctx: Scope, id: string, forUpd
 }
 
 export async function countEndpoints(db: Queryable, ctx: Scope): Promise<number> {
-  const row = await endpoints(db, ctx).select(sql<string>`count(*)`.as('n')).executeTakeFirst();
+  const row = await endpoints(db, ctx)
+    .select(sql<string>`count(*)`.as('n'))
+    .executeTakeFirst();
   return Number(row?.n ?? 0);
 }
 
@@ -206,10 +214,7 @@ export async function listAttempts(
   by: { deliveryId?: string; endpointId?: string },
   query: AttemptsQuery,
 ): Promise<Page<AttemptRow>> {
-  let base = db
-    .selectFrom('webhook_attempts')
-    .where('tenant_id', '=', ctx.tenantId)
-    .where('environment', '=', ctx.environment);
+  let base = db.selectFrom('webhook_attempts').where('tenant_id', '=', ctx.tenantId).where('environment', '=', ctx.environment);
   if (by.deliveryId) base = base.where('delivery_id', '=', by.deliveryId);
   if (by.endpointId) base = base.where('endpoint_id', '=', by.endpointId);
   return paginate<AttemptRow>(db, base, 'webhook_attempts.id', query, (qb) => qb.selectAll());

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import type { Deps } from '../../app.js';
+import type { Deps } from '../../http/deps.js';
 import { envelope, ok } from '../../http/envelope.js';
-import { pageSchema } from '../../http/pagination.js';
+import { pageSchema } from '../../db/pagination.js';
 import {
   AttemptResponse,
   AttemptsQuery,
@@ -47,7 +47,14 @@ export function webhookRoutes(deps: Deps): FastifyPluginAsyncZod {
 
     app.get(
       '/v1/webhooks/endpoints',
-      { schema: { tags, summary: 'List webhook endpoints', querystring: ListEndpointsQuery, response: { 200: envelope(pageSchema(EndpointResponse)) } } },
+      {
+        schema: {
+          tags,
+          summary: 'List webhook endpoints',
+          querystring: ListEndpointsQuery,
+          response: { 200: envelope(pageSchema(EndpointResponse)) },
+        },
+      },
       async (req) => ok(await service.listEndpoints(deps.db, req.ctx, req.query)),
     );
 
@@ -102,13 +109,28 @@ export function webhookRoutes(deps: Deps): FastifyPluginAsyncZod {
 
     app.get(
       '/v1/webhooks/endpoints/:id/attempts',
-      { schema: { tags, summary: 'Delivery attempts made to an endpoint', params: IdParams, querystring: AttemptsQuery, response: { 200: envelope(pageSchema(AttemptResponse)) } } },
+      {
+        schema: {
+          tags,
+          summary: 'Delivery attempts made to an endpoint',
+          params: IdParams,
+          querystring: AttemptsQuery,
+          response: { 200: envelope(pageSchema(AttemptResponse)) },
+        },
+      },
       async (req) => ok(await service.listEndpointAttempts(deps.db, req.ctx, req.params.id, req.query)),
     );
 
     app.get(
       '/v1/webhooks/history',
-      { schema: { tags, summary: 'Webhook event history (one row per event and endpoint)', querystring: HistoryQuery, response: { 200: envelope(pageSchema(DeliverySummary)) } } },
+      {
+        schema: {
+          tags,
+          summary: 'Webhook event history (one row per event and endpoint)',
+          querystring: HistoryQuery,
+          response: { 200: envelope(pageSchema(DeliverySummary)) },
+        },
+      },
       async (req) => ok(await service.listDeliveries(deps.db, req.ctx, req.query)),
     );
 
@@ -120,7 +142,15 @@ export function webhookRoutes(deps: Deps): FastifyPluginAsyncZod {
 
     app.get(
       '/v1/webhooks/calls/:id',
-      { schema: { tags, summary: 'Call history (every attempt) of a webhook event', params: IdParams, querystring: AttemptsQuery, response: { 200: envelope(pageSchema(AttemptResponse)) } } },
+      {
+        schema: {
+          tags,
+          summary: 'Call history (every attempt) of a webhook event',
+          params: IdParams,
+          querystring: AttemptsQuery,
+          response: { 200: envelope(pageSchema(AttemptResponse)) },
+        },
+      },
       async (req) => ok(await service.listAttempts(deps.db, req.ctx, req.params.id, req.query)),
     );
 

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { PageQuery } from '../../http/pagination.js';
+import { PageQuery } from '../../db/pagination.js';
 import { UuidParam } from '../../lib/validators.js';
 import { EVENT_TYPES } from './outbox.js';
 

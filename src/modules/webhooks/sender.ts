@@ -9,6 +9,8 @@ export interface SendOptions {
   maxResponseBytes: number;
   /** A checked DNS lookup (live); the default resolver otherwise. */
   lookup?: LookupFunction;
+  /** Aborts the request (a worker stopping); the result then carries an `aborted` error. */
+  signal?: AbortSignal;
 }
 
 export interface SendResult {
@@ -56,11 +58,13 @@ export function postJson(url: string, body: string, headers: Record<string, stri
   const client = target.protocol === 'https:' ? https : http;
   return new Promise((resolve) => {
     let settled = false;
-    let onTimeout = () => finish({ statusCode: null, headers: null, excerpt: null, error: `timed out after ${options.timeoutMs} ms`, retryAfterMs: null });
+    let onTimeout = () =>
+      finish({ statusCode: null, headers: null, excerpt: null, error: `timed out after ${options.timeoutMs} ms`, retryAfterMs: null });
     const finish = (result: Omit<SendResult, 'durationMs'>) => {
       if (settled) return;
       settled = true;
       clearTimeout(timer);
+      options.signal?.removeEventListener('abort', onAbort);
       req.destroy();
       resolve({ ...result, durationMs: Math.round(performance.now() - started) });
     };
@@ -102,6 +106,11 @@ export function postJson(url: string, body: string, headers: Record<string, stri
     req.on('error', (err: NodeJS.ErrnoException) =>
       finish({ statusCode: null, headers: null, excerpt: null, error: describe(err), retryAfterMs: null }),
     );
+    function onAbort() {
+      finish({ statusCode: null, headers: null, excerpt: null, error: 'aborted: worker stopping', retryAfterMs: null });
+    }
+    if (options.signal?.aborted) return onAbort();
+    options.signal?.addEventListener('abort', onAbort, { once: true });
     req.end(body);
   });
 }

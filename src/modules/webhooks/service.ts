@@ -1,9 +1,13 @@
 import type { Db, Queryable, Trx } from '../../db/client.js';
-import type { RequestContext } from '../../http/context.js';
-import { AppError, notFound } from '../../http/errors.js';
-import type { Page } from '../../http/pagination.js';
+import type { RequestContext } from '../../core/context.js';
+import { AppError, notFound } from '../../core/errors.js';
+import type { Page, PageQuery } from '../../db/pagination.js';
 import type { Sealer } from '../../lib/crypto.js';
 import { newId } from '../../lib/ids.js';
+/** The outbox every module writes its events to, in the transaction of the change they report. */
+export { EVENT_TYPES, recordEvent, recordEvents, type EventType } from './outbox.js';
+import * as eventsRepo from './events-repo.js';
+import type { EventPayload } from './outbox.js';
 import * as repo from './repo.js';
 import {
   DEFAULT_OVERLAP_SECONDS,
@@ -232,7 +236,12 @@ export async function listAttempts(db: Queryable, ctx: Scope, deliveryId: string
 }
 
 /** Every attempt made to one endpoint (deleted endpoints included: it is history), newest first. */
-export async function listEndpointAttempts(db: Queryable, ctx: Scope, endpointId: string, query: AttemptsQuery): Promise<Page<AttemptResponse>> {
+export async function listEndpointAttempts(
+  db: Queryable,
+  ctx: Scope,
+  endpointId: string,
+  query: AttemptsQuery,
+): Promise<Page<AttemptResponse>> {
   if (!(await repo.findEndpoint(db, ctx, endpointId))) throw notFound('Webhook endpoint');
   const page = await repo.listAttempts(db, ctx, { endpointId }, query);
   return { ...page, items: page.items.map(toAttempt) };
@@ -266,4 +275,65 @@ export async function resend(db: Queryable, ctx: Scope, deliveryId: string): Pro
     status: updated.status,
     next_attempt: updated.next_attempt_at?.toISOString() ?? null,
   };
+}
+
+// ---- events (the dashboard's events pages) ---------------------------------------------------
+
+export interface EventSummary {
+  id: string;
+  event_type: string;
+  event_group_id: string;
+  created_at: string;
+}
+
+const toEventSummary = (e: eventsRepo.EventSummaryRow): EventSummary => ({
+  id: e.id,
+  event_type: e.event_type,
+  event_group_id: e.event_group_id,
+  created_at: e.created_at.toISOString(),
+});
+
+export async function listEvents(
+  db: Queryable,
+  ctx: Scope,
+  query: PageQuery & { event_type?: string; group_id?: string },
+): Promise<Page<EventSummary>> {
+  const page = await eventsRepo.listEvents(db, ctx, query);
+  return { ...page, items: page.items.map(toEventSummary) };
+}
+
+/** One event with its payload and its deliveries (one per endpoint it went to). */
+export async function getEvent(db: Queryable, ctx: Scope, id: string) {
+  const row = await eventsRepo.findEvent(db, ctx, id);
+  if (!row) throw notFound('Event');
+  const deliveries = await repo.listDeliveries(db, ctx, { event_id: id, page: 1, items_per_page: 100 });
+  return { ...toEventSummary(row), payload: row.payload, deliveries: deliveries.items.map(toSummary) };
+}
+
+/** The events of these resources (by event_group_id), oldest first. */
+export async function eventsOf(db: Queryable, ctx: Scope, groupIds: string[]): Promise<EventSummary[]> {
+  return (await eventsRepo.eventsOfGroups(db, ctx, [...new Set(groupIds)].slice(0, 20))).map(toEventSummary);
+}
+
+/** The type of test events: sent to one endpoint on request, never raised by the API itself. */
+export const TEST_EVENT_TYPE = 'webhook.test';
+
+/** Queues a signed test event to one enabled endpoint; returns the delivery to watch. */
+export async function sendTestEvent(db: Queryable, ctx: Scope, endpointId: string): Promise<{ delivery_id: string; event_id: string }> {
+  const endpoint = await requireEndpoint(db, ctx, endpointId);
+  if (endpoint.status !== 'enabled') throw new AppError('invalid_state_transition', 'The webhook endpoint is disabled; enable it first');
+  const eventId = newId();
+  const deliveryId = newId();
+  const payload = {
+    event_id: eventId,
+    tenant_id: ctx.tenantId,
+    environment: ctx.environment,
+    timestamp: new Date().toISOString(),
+    event_type: TEST_EVENT_TYPE as EventPayload['event_type'],
+    event_category: 'webhook',
+    event_group_id: endpointId,
+    event_data: { endpoint_id: endpointId, message: 'A test event sent from the dashboard' },
+  };
+  await inTransaction(db, (trx) => eventsRepo.insertTestEvent(trx, ctx, { eventId, deliveryId, endpointId }, payload));
+  return { delivery_id: deliveryId, event_id: eventId };
 }

@@ -12,9 +12,7 @@ function secretKey(secret: string): Buffer {
 /** One `v1,<base64 HMAC-SHA256 of id.timestamp.body>` per secret, space-separated. */
 export function signatureHeader(secrets: string[], id: string, timestampSeconds: number, body: string): string {
   const signed = `${id}.${timestampSeconds}.${body}`;
-  return secrets
-    .map((secret) => `v1,${createHmac('sha256', secretKey(secret)).update(signed).digest('base64')}`)
-    .join(' ');
+  return secrets.map((secret) => `v1,${createHmac('sha256', secretKey(secret)).update(signed).digest('base64')}`).join(' ');
 }
 
 /** The Standard Webhooks headers of one attempt, signed afresh with the current time. */

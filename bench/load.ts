@@ -1,0 +1,79 @@
+import { randomUUID } from 'node:crypto';
+import autocannon from 'autocannon';
+
+/**
+ * The server runs with PROFILE=production behind a (pretend) TLS-terminating proxy on 127.0.0.1:
+ * production refuses plain HTTP unless a trusted proxy says the client used HTTPS.
+ */
+export const VIA_PROXY = { 'x-forwarded-proto': 'https' } as const;
+
+export interface LoadResult {
+  ok: number;
+  failed: number;
+  /** Failures by HTTP status (or "errors"/"timeouts"): a failed run says why. */
+  failures: string;
+  perSecond: number;
+  p50: number;
+  p99: number;
+}
+
+export interface LoadOptions {
+  base: string;
+  key: string;
+  seconds: number;
+  connections: number;
+  /** Requests per second across all connections (a steady load); unset = as fast as it goes. */
+  rate?: number;
+}
+
+async function run(options: LoadOptions, request: autocannon.Request): Promise<LoadResult> {
+  const result = await autocannon({
+    url: options.base,
+    connections: options.connections,
+    duration: options.seconds,
+    ...(options.rate ? { overallRate: options.rate } : {}),
+    requests: [request],
+  });
+  // Requests autocannon cut off at the end are still being served: let them finish before the next run.
+  await new Promise((r) => setTimeout(r, 1000));
+  const ok = result['2xx'];
+  // autocannon counts timeouts among its errors.
+  const failed = result.non2xx + result.errors;
+  const byStatus = Object.entries(result.statusCodeStats ?? {})
+    .filter(([code]) => !code.startsWith('2'))
+    .map(([code, v]) => `${code}x${(v as { count: number }).count}`);
+  if (result.errors > 0) byStatus.push(`errors x${result.errors}${result.timeouts > 0 ? ` (${result.timeouts} of them timeouts)` : ''}`);
+  return {
+    ok,
+    failed,
+    failures: byStatus.join(' ') || 'none',
+    perSecond: ok / options.seconds,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+  };
+}
+
+/** POST /v1/transfers between the pairs `pick` returns, a fresh Idempotency-Key per request. */
+export function transferLoad(options: LoadOptions, pick: () => [string, string]): Promise<LoadResult> {
+  return run(options, {
+    method: 'POST',
+    path: '/v1/transfers',
+    setupRequest: (req) => {
+      const [from, to] = pick();
+      return {
+        ...req,
+        headers: { ...VIA_PROXY, 'content-type': 'application/json', 'api-key': options.key, 'idempotency-key': randomUUID() },
+        body: JSON.stringify({ source: { id: from }, destination: { destination_type: 'internal_account', id: to }, amount: '1.00' }),
+      };
+    },
+  });
+}
+
+/** GET /v1/accounts/{id} for the ids `pick` returns. */
+export function accountReadLoad(options: LoadOptions, pick: () => string): Promise<LoadResult> {
+  return run(options, {
+    method: 'GET',
+    path: '/v1/accounts',
+    setupRequest: (req) => ({ ...req, path: `/v1/accounts/${pick()}`, headers: { ...VIA_PROXY, 'api-key': options.key } }),
+  });
+}

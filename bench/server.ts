@@ -1,0 +1,177 @@
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { openPGlite, type DatabaseHandle } from '../src/db/client.js';
+import { migrate } from '../src/db/migrate.js';
+import { createTenant, setSettings } from '../src/modules/tenants/service.js';
+import { VIA_PROXY } from './load.js';
+
+const ROOT = join(import.meta.dirname, '..');
+
+export function withDatabase(url: string, name: string): string {
+  const u = new URL(url);
+  u.pathname = `/${name}`;
+  return u.toString();
+}
+
+export async function admin<T>(url: string, fn: (c: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    return await fn(client);
+  } finally {
+    await client.end();
+  }
+}
+
+/** The production build (tsc to dist/): the bench measures what `npm start` serves. */
+export function build(): void {
+  execFileSync(process.execPath, [join(ROOT, 'scripts/build.mjs')], { cwd: ROOT, stdio: ['ignore', 'ignore', 'inherit'] });
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const s = createServer().listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as { port: number };
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+export interface Server {
+  base: string;
+  process: ChildProcess;
+  dataDir: string;
+  /** SIGSTOP/SIGCONT: a paused server leaves the CPU to a reference run. */
+  pause(): void;
+  resume(): void;
+  /** Peak resident set size so far (VmHWM), in MiB; NaN where /proc is missing. */
+  peakRssMiB(): number;
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts `node dist/main.js` (API only, no workers) on PostgreSQL (`dbUrl`) or, without one, on
+ * PGlite in `dataDir`. Requests are logged as in production (LOG_LEVEL info, to a pipe we drain).
+ */
+export async function startServer(options: { dbUrl?: string; dataDir?: string; poolSize: number }): Promise<Server> {
+  const port = await freePort();
+  const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'fsapi-bench-'));
+  const { DATABASE_URL: _ignored, NODE_OPTIONS: _opts, ...env } = process.env;
+  // BENCH_SERVER_ARGS: node flags for the server, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof" to profile it.
+  const nodeArgs = (process.env.BENCH_SERVER_ARGS ?? '').split(' ').filter(Boolean);
+  const child = spawn(process.execPath, [...nodeArgs, 'dist/main.js'], {
+    cwd: ROOT,
+    env: {
+      ...env,
+      ...(options.dbUrl ? { DATABASE_URL: options.dbUrl } : {}),
+      DATA_DIR: dataDir,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      ROLE: 'api',
+      PROFILE: 'production',
+      TRUSTED_PROXIES: '127.0.0.1',
+      LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'info',
+      DEMO_TENANT: 'false',
+      RATE_LIMIT_PER_MINUTE: '100000000',
+      DB_POOL_SIZE: String(options.poolSize),
+      SECRETS_KEY: randomBytes(32).toString('base64'),
+    },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  child.stdout!.resume(); // drain the request log
+  const base = `http://127.0.0.1:${port}`;
+  const server: Server = {
+    base,
+    process: child,
+    dataDir,
+    pause: () => child.kill('SIGSTOP'),
+    resume: () => child.kill('SIGCONT'),
+    peakRssMiB() {
+      try {
+        const kb = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'))?.[1];
+        return kb ? Number(kb) / 1024 : NaN;
+      } catch {
+        return NaN;
+      }
+    },
+    async stop() {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      child.kill('SIGCONT');
+      child.kill('SIGTERM');
+      await Promise.race([exited, new Promise((r) => setTimeout(r, 15_000))]);
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+      if (!options.dataDir) rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+  for (let i = 0; i < 1200; i++) {
+    if (child.exitCode !== null) throw new Error(`server exited with ${child.exitCode}`);
+    await new Promise((r) => setTimeout(r, 100));
+    const ok = await fetch(`${base}/healthz`).then(
+      (r) => r.ok,
+      () => false,
+    );
+    if (ok) return server;
+  }
+  await server.stop();
+  throw new Error('server did not start within 120 s');
+}
+
+/** A migrated database with one business whose rate limit is out of the way; returns its secret key. */
+export async function prepareDatabase(handle: DatabaseHandle): Promise<{ tenantId: string; key: string }> {
+  await migrate(handle);
+  const tenant = await createTenant(handle.db, 'Bench');
+  await setSettings(handle.db, tenant.tenant_id, { rate_limit_per_minute: 100_000_000 });
+  return { tenantId: tenant.tenant_id, key: tenant.sandbox.secret_key };
+}
+
+/** A PGlite data directory prepared before its server starts (one process per data directory). */
+export async function preparePGlite(dataDir: string) {
+  const handle = await openPGlite({ dataDir: join(dataDir, 'pglite') });
+  try {
+    return await prepareDatabase(handle);
+  } finally {
+    await handle.close();
+  }
+}
+
+async function call(base: string, key: string, path: string, body: unknown): Promise<{ id: string }> {
+  const res = await fetch(`${base}${path}`, {
+    method: 'POST',
+    headers: { ...VIA_PROXY, 'content-type': 'application/json', 'api-key': key, 'idempotency-key': randomUUID() },
+    body: JSON.stringify(body),
+  });
+  const json = (await res.json()) as { data: { id: string } };
+  if (!res.ok) throw new Error(`${path}: ${res.status} ${JSON.stringify(json)}`);
+  return json.data;
+}
+
+/** `count` NGN accounts of the business, each funded through the API; returns their ids. */
+export async function fundedAccounts(base: string, key: string, count: number): Promise<string[]> {
+  const ids: string[] = [];
+  for (let i = 0; i < count; i += 10) {
+    const batch = await Promise.all(
+      Array.from({ length: Math.min(10, count - i) }, async (_, j) => {
+        const account = await call(base, key, '/v1/accounts', { currency: 'NGN', label: `bench-${i + j}` });
+        await call(base, key, `/v1/simulations/accounts/${account.id}/fund`, { amount: '100000000.00' });
+        return account.id;
+      }),
+    );
+    ids.push(...batch);
+  }
+  return ids;
+}
+
+export async function post(base: string, key: string, path: string, body: unknown) {
+  const res = await fetch(`${base}${path}`, {
+    method: 'POST',
+    headers: { ...VIA_PROXY, 'content-type': 'application/json', 'api-key': key, 'idempotency-key': randomUUID() },
+    body: JSON.stringify(body),
+  });
+  return { status: res.status, body: (await res.json()) as { data: unknown; error: unknown } };
+}

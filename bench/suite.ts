@@ -1,0 +1,373 @@
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { cpus, loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { openPGlite, openPostgres, type DatabaseHandle } from '../src/db/client.js';
+import { reconcile } from '../src/ledger/index.js';
+import { seedHistory } from './history.js';
+import { accountReadLoad, transferLoad, VIA_PROXY, type LoadResult } from './load.js';
+import { pgbenchInit, pgbenchRun, type PgbenchResult } from './pgbench.js';
+import { admin, build, fundedAccounts, post, prepareDatabase, preparePGlite, startServer, withDatabase, type Server } from './server.js';
+
+export const SCENARIOS = ['spread', 'hot', 'reads', 'steady', 'pglite', 'bulk', 'history'] as const;
+export type Scenario = (typeof SCENARIOS)[number];
+
+export interface BenchOptions {
+  adminUrl: string;
+  scenarios: Set<Scenario>;
+  /** Seconds of each load run (the server's side). */
+  loadSeconds: number;
+  /** Seconds of each pgbench reference run (`-T`). */
+  pgbenchSeconds: number;
+  /** Ledger entries seeded before the second history run. */
+  historyEntries: number;
+  connections: number;
+  poolSize: number;
+  accounts: number;
+}
+
+export interface Row {
+  name: string;
+  measured: string;
+  reference: string;
+  ratio?: number;
+  target: string;
+  /** Whether the figure meets its target (undefined: no target or not measured). */
+  met?: boolean;
+}
+
+const fmt = (n: number, digits = 0) => n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
+const ratio = (n: number) => `${n.toFixed(2)}×`;
+const failures = (r: LoadResult) => (r.failed > 0 ? ` (failed ${r.failed}: ${r.failures})` : '');
+
+/** Runs the selected scenarios; every database it creates is dropped at the end. */
+export async function runBench(o: BenchOptions): Promise<{ rows: Row[]; reconciled: boolean; header: string }> {
+  const stamp = `${Date.now().toString(36)}_${process.pid}`;
+  const databases: string[] = [];
+  const servers: Server[] = [];
+  const handles: DatabaseHandle[] = [];
+  const rows: Row[] = [];
+  let reconciled = true;
+  const has = (s: Scenario) => o.scenarios.has(s);
+  const log = (line: string) => console.error(`[bench ${new Date().toISOString().slice(11, 19)}] ${line}`);
+
+  const createDb = async (suffix: string) => {
+    const name = `fsapi_bench_${stamp}_${suffix}`;
+    await admin(o.adminUrl, (c) => c.query(`create database ${name}`));
+    databases.push(name);
+    return withDatabase(o.adminUrl, name);
+  };
+  const checkLedger = async (label: string, handle: DatabaseHandle) => {
+    const report = await reconcile(handle.db);
+    const ok = report.ok;
+    reconciled &&= ok;
+    log(
+      `ledger reconcile (${label}): ${ok ? 'OK' : 'MISMATCH'}, ${report.transactions_checked} transactions, ${report.accounts_checked} accounts`,
+    );
+    if (!ok) console.error(JSON.stringify(report, null, 2));
+  };
+  const pairs = (ids: string[]) => () => {
+    const from = ids[Math.floor(Math.random() * ids.length)]!;
+    let to = from;
+    while (to === from) to = ids[Math.floor(Math.random() * ids.length)]!;
+    return [from, to] as [string, string];
+  };
+  /** An app database with a business, its server and funded accounts. */
+  const appOnPostgres = async (suffix: string) => {
+    const url = await createDb(suffix);
+    const handle = openPostgres(url, 4);
+    handles.push(handle);
+    const { tenantId, key } = await prepareDatabase(handle);
+    const server = await startServer({ dbUrl: url, poolSize: o.poolSize });
+    servers.push(server);
+    const ids = await fundedAccounts(server.base, key, o.accounts);
+    return { handle, server, key, ids, tenantId };
+  };
+  const loadOpts = (server: Server, key: string, extra: { seconds?: number; rate?: number; connections?: number } = {}) => ({
+    base: server.base,
+    key,
+    seconds: extra.seconds ?? o.loadSeconds,
+    connections: extra.connections ?? o.connections,
+    ...(extra.rate ? { rate: extra.rate } : {}),
+  });
+  const warmup = (server: Server, key: string, ids: string[]) =>
+    transferLoad(loadOpts(server, key, { seconds: Math.min(3, o.loadSeconds) }), pairs(ids));
+
+  /** pgbench references, measured while our server is paused (SIGSTOP) so it has the CPU. */
+  const references = new Map<string, PgbenchResult>();
+  const pgbenchDbs = new Map<number, string>();
+  const reference = async (scale: number, mode: 'tpcb' | 'select-only', paused: Server[]) => {
+    const id = `${scale}:${mode}`;
+    const known = references.get(id);
+    if (known) return known;
+    let url = pgbenchDbs.get(scale);
+    // Let requests still in flight when the load stopped commit: a paused server must hold no locks.
+    await new Promise((r) => setTimeout(r, 1000));
+    paused.forEach((s) => s.pause());
+    try {
+      if (!url) {
+        url = await createDb(`pgbench_s${scale}`);
+        log(`pgbench -i -s ${scale}`);
+        pgbenchInit(url, scale);
+        pgbenchDbs.set(scale, url);
+      }
+      log(`pgbench ${mode} -s ${scale}, ${o.pgbenchSeconds} s`);
+      const result = pgbenchRun(url, o.pgbenchSeconds, mode);
+      references.set(id, result);
+      return result;
+    } finally {
+      paused.forEach((s) => s.resume());
+    }
+  };
+
+  const cores = cpus().length;
+  const header =
+    `${cores} CPUs, load average ${loadavg()
+      .map((l) => l.toFixed(1))
+      .join(' ')} at the start; server: node dist/main.js (PROFILE=production, LOG_LEVEL=${process.env.BENCH_LOG_LEVEL ?? 'info'}, ` +
+    `pool ${o.poolSize}); load: autocannon, ${o.connections} connections, ${o.accounts} funded NGN accounts, amount 1.00, fresh Idempotency-Key per request`;
+
+  let pgSpread: LoadResult | undefined;
+  try {
+    log('building dist/ (npm run build)');
+    build();
+    const needsMain = (['spread', 'hot', 'reads', 'steady', 'bulk', 'pglite'] as const).some(has);
+    if (needsMain) {
+      const main = await appOnPostgres('app');
+      const { server, key, ids, handle } = main;
+      log(`main server up at ${server.base}; warming up`);
+      await warmup(server, key, ids);
+
+      if (has('spread') || has('pglite')) {
+        log('spread: transfers among all accounts, as fast as they go');
+        pgSpread = await transferLoad(loadOpts(server, key), pairs(ids));
+      }
+      if (has('spread') && pgSpread) {
+        const ref = await reference(10, 'tpcb', [server]);
+        const r = pgSpread.perSecond / ref.tps;
+        rows.push({
+          name: `transfers/s over HTTP, ${o.accounts} accounts`,
+          measured: `${fmt(pgSpread.perSecond)}/s, p50 ${pgSpread.p50} ms, p99 ${pgSpread.p99} ms${failures(pgSpread)}`,
+          reference: `pgbench TPC-B -s 10 (${ref.command}): ${fmt(ref.tps)} tps`,
+          ratio: r,
+          target: '≥ 2.0×',
+          met: r >= 2,
+        });
+        const rate = Math.max(1, Math.floor(pgSpread.perSecond / 2));
+        log(`half load: ${rate} transfers/s`);
+        const half = await transferLoad(loadOpts(server, key, { rate }), pairs(ids));
+        rows.push({
+          name: 'latency at half the maximum',
+          measured: `${fmt(half.perSecond)}/s served of ${rate}/s offered: p50 ${half.p50} ms, p99 ${half.p99} ms${failures(half)}`,
+          reference: '',
+          target: 'p99 < 50 ms',
+          met: half.p99 < 50 && half.failed === 0,
+        });
+      }
+      if (has('hot')) {
+        log('hot account: every transfer debits the same account');
+        const hot = ids[0]!;
+        const others = ids.slice(1);
+        const run = await transferLoad(loadOpts(server, key), () => [hot, others[Math.floor(Math.random() * others.length)]!]);
+        const ref = await reference(1, 'tpcb', [server]);
+        const r = run.perSecond / ref.tps;
+        rows.push({
+          name: 'hot-account transfers/s',
+          measured: `${fmt(run.perSecond)}/s, p50 ${run.p50} ms, p99 ${run.p99} ms${failures(run)}`,
+          reference: `pgbench TPC-B -s 1: ${fmt(ref.tps)} tps`,
+          ratio: r,
+          target: '≥ 1.0×',
+          met: r >= 1,
+        });
+      }
+      if (has('reads')) {
+        log('reads: GET /v1/accounts/{id}');
+        const pick = () => ids[Math.floor(Math.random() * ids.length)]!;
+        await accountReadLoad(loadOpts(server, key, { seconds: Math.min(2, o.loadSeconds) }), pick);
+        const run = await accountReadLoad(loadOpts(server, key), pick);
+        const ref = await reference(10, 'select-only', [server]);
+        const r = run.perSecond / ref.tps;
+        rows.push({
+          name: 'GET /v1/accounts/{id} req/s',
+          measured: `${fmt(run.perSecond)}/s, p50 ${run.p50} ms, p99 ${run.p99} ms${failures(run)}`,
+          reference: `pgbench select-only -S -s 10: ${fmt(ref.tps)} tps`,
+          ratio: r,
+          target: '≥ 0.5×',
+          met: r >= 0.5,
+        });
+      }
+      if (has('steady')) {
+        const seconds = Math.max(o.loadSeconds, Math.min(10, o.loadSeconds * 2));
+        log(`steady: 100 transfers/s for ${seconds} s`);
+        const run = await transferLoad(loadOpts(server, key, { rate: 100, connections: 10, seconds }), pairs(ids));
+        rows.push({
+          name: 'latency at a steady 100 transfers/s',
+          measured: `${fmt(run.perSecond)}/s served of 100/s offered: p50 ${run.p50} ms, p99 ${run.p99} ms${failures(run)}`,
+          reference: '',
+          target: 'p50 < 5 ms',
+          met: run.p50 < 5 && run.failed === 0,
+        });
+      }
+      if (has('bulk')) rows.push(await bulk(server, key, ids));
+      const rss = server.peakRssMiB();
+      rows.push({
+        name: 'server peak RSS (PostgreSQL)',
+        measured: `${fmt(rss)} MiB`,
+        reference: '',
+        target: '< 256 MB',
+        met: rss * 1.048576 < 256,
+      });
+      await server.stop();
+      await checkLedger('main PostgreSQL database', handle);
+    }
+
+    if (has('pglite') && pgSpread) {
+      log('pglite: the same spread load on the embedded database');
+      const dataDir = mkdtempSync(join(tmpdir(), 'fsapi-bench-pglite-'));
+      const { key } = await preparePGlite(dataDir);
+      const server = await startServer({ dataDir, poolSize: o.poolSize });
+      servers.push(server);
+      try {
+        const ids = await fundedAccounts(server.base, key, o.accounts);
+        await warmup(server, key, ids);
+        const run = await transferLoad(loadOpts(server, key), pairs(ids));
+        const r = run.perSecond / pgSpread.perSecond;
+        rows.push({
+          name: 'PGlite transfers/s',
+          measured: `${fmt(run.perSecond)}/s, p50 ${run.p50} ms, p99 ${run.p99} ms${failures(run)}`,
+          reference: `the same load on PostgreSQL: ${fmt(pgSpread.perSecond)}/s`,
+          ratio: r,
+          target: '≥ 0.25×',
+          met: r >= 0.25,
+        });
+        rows.push({ name: 'server peak RSS (PGlite)', measured: `${fmt(server.peakRssMiB())} MiB`, reference: '', target: '' });
+      } finally {
+        await server.stop();
+      }
+      const handle = await openPGlite({ dataDir: `${dataDir}/pglite` });
+      try {
+        await checkLedger('PGlite', handle);
+      } finally {
+        await handle.close();
+        rmSync(dataDir, { recursive: true, force: true });
+      }
+    }
+
+    if (has('history')) {
+      log('history: transfers/s on an empty ledger, then after seeding');
+      const app = await appOnPostgres('history');
+      const { server, key, ids, handle } = app;
+      await warmup(server, key, ids);
+      const empty = await transferLoad(loadOpts(server, key), pairs(ids));
+      log(`seeding ${fmt(o.historyEntries)} ledger entries`);
+      const started = Date.now();
+      await seedHistory(handle.db, { tenantId: app.tenantId, environment: 'sandbox' }, ids, o.historyEntries);
+      log(`seeded in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+      await warmup(server, key, ids);
+      const full = await transferLoad(loadOpts(server, key), pairs(ids));
+      const r = full.perSecond / empty.perSecond;
+      rows.push({
+        name: `transfers/s with ${fmt(o.historyEntries)} ledger entries`,
+        measured: `${fmt(full.perSecond)}/s, p50 ${full.p50} ms, p99 ${full.p99} ms${failures(full)}`,
+        reference: `empty ledger, same server: ${fmt(empty.perSecond)}/s, p99 ${empty.p99} ms`,
+        ratio: r,
+        target: '≥ 0.9×',
+        met: r >= 0.9,
+      });
+      await server.stop();
+      await checkLedger('history database', handle);
+    }
+  } finally {
+    for (const s of servers) await s.stop().catch(() => {});
+    for (const h of handles) await h.close().catch(() => {});
+    await admin(o.adminUrl, async (c) => {
+      for (const name of databases) await c.query(`drop database if exists ${name} with (force)`);
+    });
+  }
+  return { rows, reconciled, header };
+
+  /** POST /v1/transfers/bulk, when the server has it: transfers completed per second through it. */
+  async function bulk(server: Server, key: string, ids: string[]): Promise<Row> {
+    const spec = (await (await fetch(`${server.base}/v1/openapi.json`, { headers: VIA_PROXY })).json()) as {
+      paths?: Record<string, unknown>;
+    };
+    if (!spec.paths?.['/v1/transfers/bulk']) {
+      return {
+        name: 'bulk transfers/s (POST /v1/transfers/bulk)',
+        measured: 'n/a (no such route in this server)',
+        reference: '',
+        target: '',
+      };
+    }
+    log('bulk: POST /v1/transfers/bulk, 1,000 transfers per request');
+    const pick = pairs(ids);
+    const batch = () => ({
+      transfers: Array.from({ length: 1000 }, (_, i) => {
+        const [from, to] = pick();
+        return {
+          client_reference: `bulk-${randomUUID()}-${i}`,
+          source: { id: from },
+          destination: { destination_type: 'internal_account', id: to },
+          amount: '1.00',
+        };
+      }),
+    });
+    const deadline = Date.now() + o.loadSeconds * 1000;
+    let completed = 0;
+    let failedItems = 0;
+    let requests = 0;
+    const statuses = new Map<number, number>();
+    const started = Date.now();
+    await Promise.all(
+      Array.from({ length: 4 }, async () => {
+        while (Date.now() < deadline) {
+          const res = await post(server.base, key, '/v1/transfers/bulk', batch());
+          requests++;
+          statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
+          const items = itemsOf(res.body.data);
+          completed += items.filter(isCompleted).length;
+          failedItems += items.length - items.filter(isCompleted).length;
+        }
+      }),
+    );
+    const perSecond = completed / ((Date.now() - started) / 1000);
+    const codes = [...statuses].map(([s, n]) => `${s}x${n}`).join(' ');
+    return {
+      name: 'bulk transfers/s (POST /v1/transfers/bulk, 1,000 per request, 4 at a time)',
+      measured: `${fmt(perSecond)}/s (${requests} requests: ${codes}; items not completed ${failedItems})`,
+      reference: pgSpread ? `single transfers: ${fmt(pgSpread.perSecond)}/s` : '',
+      ...(pgSpread ? { ratio: perSecond / pgSpread.perSecond } : {}),
+      target: '',
+    };
+  }
+}
+
+/** The per-transfer results in a bulk answer: the first array found in its data. */
+function itemsOf(data: unknown): Record<string, unknown>[] {
+  if (Array.isArray(data)) return data as Record<string, unknown>[];
+  if (data && typeof data === 'object') {
+    for (const value of Object.values(data)) if (Array.isArray(value)) return value as Record<string, unknown>[];
+  }
+  return [];
+}
+
+function isCompleted(item: Record<string, unknown>): boolean {
+  const nested = item.transfer as Record<string, unknown> | undefined;
+  return item.status === 'completed' || nested?.status === 'completed';
+}
+
+export function printTable(rows: Row[], header: string, reconciled: boolean): string {
+  const lines = [`Benchmark ${new Date().toISOString()}: ${header}`, ''];
+  for (const r of rows) {
+    const verdict = r.met === undefined ? '' : r.met ? '  [target met]' : '  [below target]';
+    lines.push(`${r.name}`);
+    lines.push(`    ${r.measured}`);
+    if (r.reference) lines.push(`    reference: ${r.reference}`);
+    if (r.ratio !== undefined || r.target)
+      lines.push(
+        `    ${r.ratio !== undefined ? `ratio ${ratio(r.ratio)}` : ''}${r.target ? `${r.ratio !== undefined ? ', ' : ''}target ${r.target}` : ''}${verdict}`,
+      );
+  }
+  lines.push('', `ledger reconcile after every run: ${reconciled ? 'OK' : 'MISMATCH'}`);
+  return lines.join('\n');
+}

@@ -1,0 +1,76 @@
+/**
+ * The one error type. Every failure a client can see is an AppError with a code from this closed
+ * list. Which HTTP status a code gets is the HTTP layer's business (`http/errors.ts` holds that
+ * table), so the ledger, the rails and the services raise errors without knowing about HTTP.
+ */
+export const ERROR_CODES = [
+  'bad_request',
+  'validation_failed',
+  'invalid_json',
+  'invalid_amount',
+  'missing_idempotency_key',
+  'invalid_idempotency_key',
+  'missing_client_public_key',
+  'invalid_client_public_key',
+  'missing_api_key',
+  'invalid_api_key',
+  'expired_api_key',
+  'unauthorized',
+  'secret_key_required',
+  'tenant_mismatch',
+  'https_required',
+  'feature_not_active',
+  'kyc_level_insufficient',
+  'forbidden',
+  'csrf_failed',
+  'not_found',
+  'method_not_allowed',
+  'account_frozen',
+  'account_inactive',
+  'card_blocked',
+  'quote_expired',
+  'quote_used',
+  'customer_exists',
+  'kyc_already_completed',
+  'invalid_state_transition',
+  'conflict',
+  'idempotency_request_in_progress',
+  'missing_documents',
+  'payload_too_large',
+  'unsupported_media_type',
+  'idempotency_key_reused',
+  'insufficient_funds',
+  'limit_exceeded',
+  'currency_mismatch',
+  'unprocessable',
+  'rate_limited',
+  'internal_error',
+  'service_unavailable',
+] as const;
+
+export type ErrorCode = (typeof ERROR_CODES)[number];
+
+export interface ErrorDetail {
+  field: string;
+  code: string;
+  message: string;
+}
+
+export class AppError extends Error {
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    readonly details: ErrorDetail[] = [],
+    /** Extra response headers (Retry-After). */
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(message);
+    this.name = 'AppError';
+  }
+}
+
+export const notFound = (what = 'Resource') => new AppError('not_found', `${what} not found`);
+
+export function validationError(details: ErrorDetail[], message = 'The request has invalid fields'): AppError {
+  return new AppError('validation_failed', message, details);
+}

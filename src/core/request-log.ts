@@ -1,0 +1,34 @@
+/**
+ * What the HTTP layer hands to the API request log (src/modules/request-log) for each finished
+ * /v1 request. Shared here because http/ may not know the module and the module may not know http/.
+ */
+export interface CapturedRequest {
+  tenantId: string;
+  environment: string;
+  requestId: string;
+  method: string;
+  /** Path and query as received. */
+  url: string;
+  status: number;
+  durationMs: number;
+  idempotencyKey: string | null;
+  replayed: boolean;
+  keyPrefix: string | null;
+  /** The parsed request body (kept by reference; redacted and serialized by the flusher). */
+  requestBody: unknown;
+  /** The response payload as sent, when it was text. */
+  responseBody: string | null;
+  /** Epoch milliseconds when the request arrived. */
+  startedAt: number;
+  /** Given by the flusher the first time it writes the entry, so a retried write never doubles it. */
+  id?: string;
+}
+
+/** The request log as the HTTP layer sees it: an append that never waits, and a flush. */
+export interface RequestLogSink {
+  record(entry: CapturedRequest): void;
+  flush(): Promise<void>;
+}
+
+/** Bodies above this are not parsed or kept at all (KYC documents, exports). */
+export const MAX_CAPTURED_BODY_BYTES = 256 * 1024;

@@ -1,0 +1,64 @@
+import { observeBatchSize } from '../lib/metrics.js';
+
+export interface BatcherOptions {
+  /** Items per batch. */
+  maxBatch: number;
+  /** Batches in flight at once (1 on PGlite: it has one connection). */
+  lanes: number;
+}
+
+interface Queued<I> {
+  item: I;
+  key: string;
+}
+
+/**
+ * Gathers concurrent items into batches, without a timer: with every lane busy, new items queue,
+ * and the next free lane takes up to `maxBatch` of them; at low load an item runs alone at once,
+ * so a quiet system pays no added latency. An item whose `key` is already in the forming batch
+ * waits for a later one (a multi-row `ON CONFLICT DO UPDATE` cannot touch one row twice, and the
+ * second request must see the first one's outcome). Settling each item is `run`'s job.
+ */
+export class Batcher<I> {
+  private readonly queue: Queued<I>[] = [];
+  private running = 0;
+
+  constructor(
+    private readonly run: (batch: I[]) => Promise<void>,
+    private readonly options: BatcherOptions,
+  ) {}
+
+  submit(item: I, key: string): void {
+    this.queue.push({ item, key });
+    this.kick();
+  }
+
+  private kick() {
+    while (this.running < this.options.lanes && this.queue.length > 0) {
+      const batch = this.take();
+      observeBatchSize(batch.length);
+      this.running++;
+      void this.run(batch).finally(() => {
+        this.running--;
+        this.kick();
+      });
+    }
+  }
+
+  /** Up to maxBatch queued items in arrival order, skipping keys already taken. */
+  private take(): I[] {
+    const keys = new Set<string>();
+    const batch: I[] = [];
+    for (let i = 0; i < this.queue.length && batch.length < this.options.maxBatch; ) {
+      const q = this.queue[i]!;
+      if (keys.has(q.key)) {
+        i++;
+        continue;
+      }
+      keys.add(q.key);
+      batch.push(q.item);
+      this.queue.splice(i, 1);
+    }
+    return batch;
+  }
+}

@@ -1,0 +1,232 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { sql } from 'kysely';
+import { Batcher, type BatcherOptions } from '../db/batcher.js';
+import type { Db, Trx } from '../db/client.js';
+import { canonicalJson } from '../lib/json.js';
+import { sha256Hex, type Sealer } from '../lib/crypto.js';
+import { newId } from '../lib/ids.js';
+import { ok } from './envelope.js';
+import { AppError } from '../core/errors.js';
+import { statusOf } from './errors.js';
+import { idempotencyKeyOf } from './idempotency.js';
+import { ReplayResponse } from './replay.js';
+
+const LEASE_SECONDS = 60;
+/** Stored business outcomes, as in idempotency.ts: anything else (400, 403, 5xx) is not stored. */
+const STORED_ERROR_STATUSES = new Set([404, 409, 412, 422]);
+const RETRYABLE = new Set(['40P01', '40001']); // deadlock, serialization failure
+
+/** What the batch's work returns per item: its data, or the error that item alone gets. */
+export type ItemOutcome<T> = { ok: true; data: T } | { ok: false; error: AppError };
+
+interface Item<I> {
+  request: FastifyRequest;
+  reply: FastifyReply;
+  input: I;
+  tenantId: string;
+  environment: string;
+  key: string;
+  fingerprint: string;
+  token: string;
+  resolve: (text: string) => void;
+  reject: (err: unknown) => void;
+}
+
+/** What an unclaimed key's record says (another request holds or finished it). */
+interface KeyRecord {
+  fingerprint: string;
+  state: string;
+  response_status: number | null;
+  response_body: string | null;
+  response_sealed: boolean;
+  retry_after: number;
+}
+
+/** How each item ends once the batch committed (settled only after the commit: nothing unreported is durable). */
+type Settlement = { text: string } | { err: unknown };
+
+/**
+ * Idempotent POSTs executed in batches (docs/money-path.md): concurrent requests are gathered
+ * (db/batcher.ts) and each batch runs in ONE transaction: claim every key with one multi-row
+ * INSERT … ON CONFLICT (a duplicate key waits on the row until the first holder commits, then
+ * sees its outcome — so one effect per key, across processes too), run the work for the claimed
+ * items, then complete every stored outcome with one UPDATE and drop unstored ones with one
+ * DELETE, and commit. An item's refusal is its own outcome; an unexpected error reruns every
+ * item alone, so only the faulty one fails. The response text is serialized by the route's
+ * schema and stored as is, so a replay is byte for byte the same (same fingerprint as
+ * idempotency.ts, so both paths recognize each other's keys).
+ */
+export class BatchedIdempotency<I, T> {
+  private readonly batcher: Batcher<Item<I>>;
+
+  constructor(
+    private readonly db: Db,
+    private readonly sealer: Sealer,
+    private readonly ttlHours: number,
+    private readonly operation: string,
+    private readonly work: (trx: Trx, inputs: { request: FastifyRequest; input: I }[]) => Promise<ItemOutcome<T>[]>,
+    options: BatcherOptions,
+  ) {
+    this.batcher = new Batcher((batch) => this.execute(batch), options);
+  }
+
+  /**
+   * Queues the request; resolves once its batch committed, with the already serialized response
+   * text (typed as the envelope for the route; Fastify sends a string as is).
+   */
+  run(request: FastifyRequest, reply: FastifyReply, input: I): Promise<{ data: T; error: null }> {
+    return this.enqueue(request, reply, input) as unknown as Promise<{ data: T; error: null }>;
+  }
+
+  private enqueue(request: FastifyRequest, reply: FastifyReply, input: I): Promise<string> {
+    // Inside the executor: a missing or bad key rejects the promise (400) like any other outcome.
+    return new Promise<string>((resolve, reject) => {
+      const { tenantId, environment } = request.ctx;
+      const key = idempotencyKeyOf(request);
+      const fingerprint = sha256Hex(`${this.operation}\n${canonicalJson(request.params ?? {})}\n${canonicalJson(request.body ?? null)}`);
+      const item: Item<I> = { request, reply, input, tenantId, environment, key, fingerprint, token: newId(), resolve, reject };
+      this.batcher.submit(item, `${tenantId}:${environment}:${key}`);
+    });
+  }
+
+  private async execute(batch: Item<I>[]): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const settled = await this.db.transaction().execute((trx) => this.runBatch(trx, batch));
+        batch.forEach((item, i) => this.settle(item, settled[i]!));
+        return;
+      } catch (err) {
+        const code = (err as { code?: string }).code;
+        if (code && RETRYABLE.has(code) && attempt < 4) continue;
+        if (batch.length === 1) return batch[0]!.reject(err);
+        // Not a refusal but a fault: nothing of the batch committed; find the faulty item alone.
+        for (const item of batch) await this.execute([item]);
+        return;
+      }
+    }
+  }
+
+  private settle(item: Item<I>, s: Settlement) {
+    if ('text' in s) {
+      item.reply.type('application/json; charset=utf-8');
+      item.resolve(s.text);
+    } else item.reject(s.err);
+  }
+
+  private async runBatch(trx: Trx, batch: Item<I>[]): Promise<Settlement[]> {
+    const claimed = await this.claim(trx, batch);
+    const settled: (Settlement | undefined)[] = batch.map(() => undefined);
+    const mine = batch.flatMap((item, i) => (claimed.has(item.token) ? [i] : []));
+    await this.answerUnclaimed(trx, batch, claimed, settled);
+    const outcomes =
+      mine.length > 0
+        ? await this.work(
+            trx,
+            mine.map((i) => ({ request: batch[i]!.request, input: batch[i]!.input })),
+          )
+        : [];
+    const stored: { item: Item<I>; status: number; text: string }[] = [];
+    const dropped: Item<I>[] = [];
+    mine.forEach((i, k) => {
+      const item = batch[i]!;
+      const outcome = outcomes[k]!;
+      if (outcome.ok) {
+        item.reply.code(200);
+        const text = item.reply.serialize(ok(outcome.data)) as string;
+        stored.push({ item, status: 200, text });
+        settled[i] = { text };
+        return;
+      }
+      settled[i] = { err: outcome.error };
+      if (STORED_ERROR_STATUSES.has(statusOf(outcome.error)))
+        stored.push({ item, status: statusOf(outcome.error), text: errorText(item.request, outcome.error) });
+      else dropped.push(item);
+    });
+    await this.complete(trx, stored);
+    await this.drop(trx, dropped);
+    return settled.map((s) => s!);
+  }
+
+  /** One INSERT for every key, in key order (two batches sharing keys cannot deadlock on them). */
+  private async claim(trx: Trx, batch: Item<I>[]): Promise<Set<string>> {
+    const items = [...batch].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+    const col = (f: (i: Item<I>) => string) => items.map(f);
+    const result = await sql<{ claim_token: string }>`
+      insert into idempotency_keys (tenant_id, environment, key, fingerprint, state, locked_until, claim_token, expires_at)
+      select t, e, k, f, 'in_progress', now() + make_interval(secs => ${LEASE_SECONDS}), c, now() + make_interval(hours => ${this.ttlHours})
+      from unnest(${col((i) => i.tenantId)}::uuid[], ${col((i) => i.environment)}::text[], ${col((i) => i.key)}::text[],
+                  ${col((i) => i.fingerprint)}::text[], ${col((i) => i.token)}::uuid[]) as u(t, e, k, f, c)
+      on conflict (tenant_id, environment, key) do update set
+        fingerprint = excluded.fingerprint, state = 'in_progress', locked_until = excluded.locked_until,
+        claim_token = excluded.claim_token, expires_at = excluded.expires_at,
+        response_status = null, response_body = null, response_sealed = false, created_at = now()
+      where idempotency_keys.expires_at < now()
+        or (idempotency_keys.state = 'in_progress' and idempotency_keys.locked_until < now()
+            and idempotency_keys.fingerprint = excluded.fingerprint)
+      returning claim_token`.execute(trx);
+    return new Set(result.rows.map((r) => r.claim_token));
+  }
+
+  /** Keys another request holds or finished: replay, 422 reused, or 409 in progress (as idempotency.ts). */
+  private async answerUnclaimed(trx: Trx, batch: Item<I>[], claimed: Set<string>, settled: (Settlement | undefined)[]) {
+    const others = batch.flatMap((item, i) => (claimed.has(item.token) ? [] : [{ item, i }]));
+    if (others.length === 0) return;
+    const rows = await sql<KeyRecord & { tenant_id: string; environment: string; key: string }>`
+      select k.tenant_id, k.environment, k.key, k.fingerprint, k.state, k.response_status, k.response_body, k.response_sealed,
+        greatest(1, ceil(extract(epoch from k.locked_until - now())))::int as retry_after
+      from idempotency_keys k
+      join unnest(${others.map((o) => o.item.tenantId)}::uuid[], ${others.map((o) => o.item.environment)}::text[], ${others.map((o) => o.item.key)}::text[])
+        as u(t, e, k) on k.tenant_id = u.t and k.environment = u.e and k.key = u.k`.execute(trx);
+    const byKey = new Map(rows.rows.map((r) => [`${r.tenant_id}:${r.environment}:${r.key}`, r]));
+    for (const { item, i } of others) {
+      const row = byKey.get(`${item.tenantId}:${item.environment}:${item.key}`);
+      settled[i] = { err: this.unclaimedOutcome(item, row) };
+    }
+  }
+
+  private unclaimedOutcome(item: Item<I>, row: KeyRecord | undefined) {
+    if (row && row.fingerprint !== item.fingerprint)
+      return new AppError('idempotency_key_reused', 'This Idempotency-Key was used for a different request');
+    if (row && row.state === 'completed' && row.response_status !== null && row.response_body !== null) {
+      const text = row.response_sealed
+        ? this.sealer.open(row.response_body, `${item.tenantId}:${item.environment}:${item.key}`)
+        : row.response_body;
+      return new ReplayResponse(row.response_status, text);
+    }
+    const retryAfter = String(row?.retry_after ?? 1);
+    return new AppError(
+      'idempotency_request_in_progress',
+      'A request with this Idempotency-Key is still being processed; retry shortly',
+      [],
+      { 'Retry-After': retryAfter },
+    );
+  }
+
+  /** Completes every stored outcome of the batch with one UPDATE (same transaction as the effects). */
+  private async complete(trx: Trx, stored: { item: Item<I>; status: number; text: string }[]) {
+    if (stored.length === 0) return;
+    await sql`
+      update idempotency_keys k set state = 'completed', response_status = u.s, response_body = u.b, response_sealed = false
+      from unnest(${stored.map((s) => s.item.tenantId)}::uuid[], ${stored.map((s) => s.item.environment)}::text[],
+                  ${stored.map((s) => s.item.key)}::text[], ${stored.map((s) => s.item.token)}::uuid[],
+                  ${stored.map((s) => s.status)}::int[], ${stored.map((s) => s.text)}::text[]) as u(t, e, k, c, s, b)
+      where k.tenant_id = u.t and k.environment = u.e and k.key = u.k and k.claim_token = u.c`.execute(trx);
+  }
+
+  /** Outcomes that are not stored (400, 403): the claim goes, so a corrected retry runs afresh. */
+  private async drop(trx: Trx, dropped: Item<I>[]) {
+    if (dropped.length === 0) return;
+    await sql`
+      delete from idempotency_keys k
+      using unnest(${dropped.map((d) => d.tenantId)}::uuid[], ${dropped.map((d) => d.environment)}::text[],
+                   ${dropped.map((d) => d.key)}::text[], ${dropped.map((d) => d.token)}::uuid[]) as u(t, e, k, c)
+      where k.tenant_id = u.t and k.environment = u.e and k.key = u.k and k.claim_token = u.c`.execute(trx);
+  }
+}
+
+function errorText(request: FastifyRequest, err: AppError): string {
+  return JSON.stringify({
+    data: null,
+    error: { code: err.code, message: err.message, request_id: String(request.id), details: err.details },
+  });
+}

@@ -1,0 +1,66 @@
+import type { FastifySchema } from 'fastify';
+import { jsonSchemaTransform } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import { ERROR_CODES, type ErrorCode } from '../core/errors.js';
+import { ERROR_STATUS } from './errors.js';
+
+const SUMMARY: Record<number, string> = {
+  400: 'Invalid request: malformed JSON, invalid fields (every one listed in `details`), a bad Idempotency-Key',
+  401: 'Missing, invalid or expired API key',
+  403: 'The key may not do this (public key, other business, HTTPS required, feature or KYC level missing)',
+  404: 'No such resource in this business and environment',
+  409: 'State conflict, or the same Idempotency-Key is still in flight (Retry-After)',
+  412: 'Documents missing for server-to-server KYC',
+  413: 'Body too large',
+  415: 'Body not sent as application/json',
+  422: 'Business rule refused it (insufficient funds, limits, currency), or an Idempotency-Key reused for another request',
+  429: 'Rate limited (Retry-After, RateLimit headers)',
+  500: 'Something went wrong on our side; the request id is logged with the cause',
+  503: 'The database is briefly unavailable; retry after Retry-After',
+};
+
+/** One error envelope schema per status, its `code` closed to that status's codes (from the one table). */
+const ERROR_SCHEMAS = new Map<number, z.ZodType>();
+for (const status of new Set(Object.values(ERROR_STATUS))) {
+  const codes = ERROR_CODES.filter((c) => ERROR_STATUS[c] === status) as [ErrorCode, ...ErrorCode[]];
+  if (!SUMMARY[status]) continue; // 405 and the like: never a /v1 answer
+  ERROR_SCHEMAS.set(
+    status,
+    z
+      .object({
+        data: z.null(),
+        error: z.object({
+          code: z.enum(codes),
+          message: z.string(),
+          request_id: z.string(),
+          details: z.array(z.object({ field: z.string(), code: z.string(), message: z.string() })),
+        }),
+      })
+      .meta({ id: `Error${status}`, description: SUMMARY[status] }),
+  );
+}
+
+/** The statuses a /v1 operation can answer besides its success. */
+function errorStatuses(method: string, hasBody: boolean): number[] {
+  const statuses = [400, 401, 403, 404, 409, 422, 429, 500, 503];
+  if (hasBody) statuses.push(413, 415);
+  if (method === 'POST') statuses.push(412);
+  return statuses.sort((a, b) => a - b);
+}
+
+/**
+ * The OpenAPI transform: the route's own schemas (jsonSchemaTransform), plus the error envelope
+ * for every error status of every /v1 operation, so a generated client knows the error shape.
+ * Only the document changes; answers are still rendered by the one error handler.
+ */
+export const openApiTransform: typeof jsonSchemaTransform = (input) => {
+  const { schema, url, route } = input;
+  if (!url.startsWith('/v1/') || !schema || schema.hide) return jsonSchemaTransform(input);
+  const method = [route.method].flat()[0] ?? 'GET';
+  const response: Record<string, unknown> = { ...((schema as FastifySchema).response as Record<string, unknown>) };
+  for (const status of errorStatuses(method, Boolean(schema.body))) {
+    const errorSchema = ERROR_SCHEMAS.get(status);
+    if (errorSchema && !(status in response)) response[status] = errorSchema;
+  }
+  return jsonSchemaTransform({ ...input, schema: { ...schema, response } });
+};

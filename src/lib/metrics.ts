@@ -1,0 +1,54 @@
+import client from 'prom-client';
+
+/**
+ * Process-wide metrics that code below the HTTP layer records (the posting batches, the job
+ * loops, webhook delivery). `/metrics` of each process serves this registry beside the HTTP one.
+ * Hooks are plain functions so a caller needs no knowledge of Prometheus.
+ */
+export const metricsRegistry = new client.Registry();
+
+const batchSize = new client.Histogram({
+  name: 'fsapi_commit_batch_size',
+  help: 'Requests written together in one batch of the posting path',
+  labelNames: ['batch'],
+  buckets: [1, 2, 4, 8, 16, 32, 48, 60],
+  registers: [metricsRegistry],
+});
+
+const jobTicks = new client.Counter({
+  name: 'fsapi_job_ticks_total',
+  help: 'Background job ticks by job and outcome',
+  labelNames: ['job', 'outcome'],
+  registers: [metricsRegistry],
+});
+
+const jobDuration = new client.Histogram({
+  name: 'fsapi_job_tick_duration_seconds',
+  help: 'Duration of one background job tick',
+  labelNames: ['job'],
+  buckets: [0.005, 0.01, 0.05, 0.1, 0.5, 1, 5],
+  registers: [metricsRegistry],
+});
+
+const webhookLag = new client.Histogram({
+  name: 'fsapi_webhook_delivery_lag_seconds',
+  help: 'From an event being recorded to its delivery attempt finishing',
+  labelNames: ['outcome'],
+  buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 15, 60, 300, 3600],
+  registers: [metricsRegistry],
+});
+
+/** Called by the batch posting path (db/batcher.ts) with the number of requests in a batch it starts. */
+export function observeBatchSize(size: number, batch = 'transfers'): void {
+  batchSize.observe({ batch }, size);
+}
+
+export function observeJobTick(job: string, seconds: number, outcome: 'more' | 'idle' | 'failed'): void {
+  jobTicks.inc({ job, outcome });
+  jobDuration.observe({ job }, seconds);
+}
+
+/** Called by webhook delivery when an attempt ends; `createdAt` is the event's creation time. */
+export function observeWebhookDelivery(createdAt: Date, ok: boolean, now = Date.now()): void {
+  webhookLag.observe({ outcome: ok ? 'delivered' : 'failed' }, Math.max(0, (now - createdAt.getTime()) / 1000));
+}

@@ -1,0 +1,124 @@
+/**
+ * The one set of redaction rules for everything that leaves the request path for storage or
+ * display: the process log (pino `redact` paths built from the same lists, see app.ts) and the
+ * API request log (bodies go through `redactValue` before they are stored). Secrets and card data
+ * never reach either: API keys, webhook secrets, passwords, card numbers, CVVs, PINs, expiries.
+ */
+
+/** Request and response headers that are never kept. */
+export const SENSITIVE_HEADERS = ['api-key', 'authorization', 'cookie', 'set-cookie', 'x-client-public-key'] as const;
+
+/** Body fields (at any depth, case-insensitive) whose value is never kept. */
+export const SENSITIVE_FIELDS = [
+  'secret',
+  'secret_key',
+  'public_key',
+  'api_key',
+  'password',
+  'card_number',
+  'number',
+  'pan',
+  'cvv',
+  'cvc',
+  'pin',
+  'expiry',
+  'expiry_month',
+  'expiry_year',
+  'card_token',
+  'ciphertext',
+  'encrypted_key',
+  'nonce',
+  'file',
+  'document',
+  'content',
+] as const;
+
+export const REDACTED = '[redacted]';
+
+const FIELD_SET = new Set<string>(SENSITIVE_FIELDS);
+/** Key-shaped strings anywhere: our API keys and webhook secrets. */
+const SECRET_STRING = /\b(?:sk|pk)_(?:sandbox|live)_[A-Za-z0-9]{8,}|whsec_[A-Za-z0-9+/=]{8,}/g;
+/** 13-19 digits, optionally grouped by spaces or dashes: checked with Luhn before redacting. */
+const DIGIT_RUN = /\b\d(?:[ -]?\d){12,18}\b/g;
+
+function luhnValid(digits: string): boolean {
+  let sum = 0;
+  for (let i = 0; i < digits.length; i++) {
+    let d = digits.charCodeAt(digits.length - 1 - i) - 48;
+    if (i % 2 === 1) {
+      d *= 2;
+      if (d > 9) d -= 9;
+    }
+    sum += d;
+  }
+  return sum % 10 === 0;
+}
+
+const SECRET_HINT = /(?:sk|pk)_(?:sandbox|live)_|whsec_/;
+
+/** Whether 13+ digits follow each other (single spaces or dashes allowed): a cheap pre-check. */
+function hasLongDigitRun(value: string): boolean {
+  let run = 0;
+  let gap = false;
+  for (let i = 0; i < value.length; i++) {
+    const c = value.charCodeAt(i);
+    if (c >= 48 && c <= 57) {
+      if (++run >= 13) return true;
+      gap = false;
+    } else if ((c === 32 || c === 45) && run > 0 && !gap) gap = true;
+    else {
+      run = 0;
+      gap = false;
+    }
+  }
+  return false;
+}
+
+/** A string with key-shaped secrets and Luhn-valid card numbers replaced. */
+export function redactString(value: string): string {
+  let out = SECRET_HINT.test(value) ? value.replace(SECRET_STRING, REDACTED) : value;
+  if (!hasLongDigitRun(out)) return out;
+  out = out.replace(DIGIT_RUN, (run) => {
+    const digits = run.replace(/[ -]/g, '');
+    return luhnValid(digits) ? REDACTED : run;
+  });
+  return out;
+}
+
+export function isSensitiveField(name: string): boolean {
+  return FIELD_SET.has(name.toLowerCase());
+}
+
+/**
+ * A deep copy of a JSON value with sensitive fields replaced and secret-looking strings masked.
+ * Depth is bounded so a hostile body cannot make it recurse without end.
+ */
+export function redactValue(value: unknown, depth = 0): unknown {
+  if (typeof value === 'string') return redactString(value);
+  if (value === null || typeof value !== 'object') return value;
+  if (depth > 32) return REDACTED;
+  if (Array.isArray(value)) return value.map((v) => redactValue(v, depth + 1));
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(value as Record<string, unknown>)) {
+    out[k] = isSensitiveField(k) && v !== null && v !== undefined ? REDACTED : redactValue(v, depth + 1);
+  }
+  return out;
+}
+
+/** JSON text → redacted JSON text; text that is not JSON is redacted as a string. */
+export function redactJsonText(text: string): string {
+  try {
+    return JSON.stringify(redactValue(JSON.parse(text)));
+  } catch {
+    return redactString(text);
+  }
+}
+
+/** pino `redact` paths from the same lists, so the process log hides what the request log hides. */
+export function pinoRedactPaths(): string[] {
+  return [
+    ...SENSITIVE_HEADERS.map((h) => `req.headers["${h}"]`),
+    ...SENSITIVE_HEADERS.map((h) => `res.headers["${h}"]`),
+    ...SENSITIVE_FIELDS.flatMap((f) => [`body.${f}`, `*.${f}`]),
+  ];
+}

@@ -1,0 +1,55 @@
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import type { Deps } from '../../http/deps.js';
+import { envelope } from '../../http/envelope.js';
+import { UuidParam } from '../../lib/validators.js';
+import { simulateCardToken } from './cards.js';
+import { simulateCollection } from './lifecycle.js';
+import { collectionDeps } from './routes.js';
+import { CardTokenBody, CollectionResponse, SavedCardResponse, SimulationReasonBody } from './schema.js';
+
+const ACTIONS = [
+  ['complete', 'The payer pays: the amount less the fee settles into the destination account (collection.status.completed).'],
+  ['fail', 'The payer declines or the payment fails (collection.status.failed).'],
+  ['expire', 'The payer never pays (collection.status.expired).'],
+] as const;
+
+/** Sandbox-only collection simulations (404 with a live key). */
+export function collectionSimulationRoutes(deps: Deps): FastifyPluginAsyncZod {
+  return async (app) => {
+    for (const [action, description] of ACTIONS) {
+      app.post(
+        `/v1/simulations/collections/:collection_id/${action}`,
+        {
+          schema: {
+            tags: ['Simulations'],
+            summary: `Simulate: collection ${action} (sandbox)`,
+            description,
+            params: z.strictObject({ collection_id: UuidParam }),
+            body: z.preprocess((v) => v ?? {}, SimulationReasonBody),
+            response: { 200: envelope(CollectionResponse) },
+          },
+        },
+        (req, reply) =>
+          deps.idempotency.run(req, reply, `simulations.collections.${action}`, (trx) =>
+            simulateCollection(trx, req.ctx, collectionDeps(deps, req), req.params.collection_id, action, req.body.reason ?? null),
+          ),
+      );
+    }
+
+    app.post(
+      '/v1/simulations/card-tokens',
+      {
+        schema: {
+          tags: ['Simulations'],
+          summary: 'Simulate: tokenize a card (sandbox)',
+          description: 'Saves a card and returns its card_token, so tests can charge the magic card numbers without the checkout page.',
+          body: CardTokenBody,
+          response: { 200: envelope(SavedCardResponse) },
+        },
+      },
+      (req, reply) =>
+        deps.idempotency.run(req, reply, 'simulations.card_tokens.create', (trx) => simulateCardToken(trx, req.ctx, deps.sealer, req.body)),
+    );
+  };
+}

@@ -1,0 +1,103 @@
+import { sql, type ColumnType, type Insertable, type Selectable } from 'kysely';
+import type { Queryable } from '../../db/client.js';
+import { paginate, type Page, type PageQuery } from '../../db/pagination.js';
+
+export interface ApiRequestLogTable {
+  id: string;
+  tenant_id: string;
+  environment: string;
+  request_id: string;
+  method: string;
+  path: string;
+  query: string | null;
+  status: number;
+  status_class: number;
+  duration_ms: number;
+  idempotency_key: string | null;
+  idempotency_replayed: boolean;
+  key_prefix: string | null;
+  request_body: string | null;
+  response_body: string | null;
+  created_at: ColumnType<Date, Date, never>;
+}
+
+declare module '../../db/types.js' {
+  interface Database {
+    api_request_log: ApiRequestLogTable;
+  }
+}
+
+export type RequestLogRow = Selectable<ApiRequestLogTable>;
+export type NewRequestLogRow = Insertable<ApiRequestLogTable>;
+type Scope = { tenantId: string; environment: string };
+
+/** 16 columns a row: 500 rows stay far below PostgreSQL's 65,535 bind parameters. */
+const INSERT_CHUNK = 500;
+
+/** Multi-row inserts; a row already there (a retried flush) is skipped. */
+export async function insertMany(db: Queryable, rows: NewRequestLogRow[]): Promise<void> {
+  for (let i = 0; i < rows.length; i += INSERT_CHUNK) {
+    await db
+      .insertInto('api_request_log')
+      .values(rows.slice(i, i + INSERT_CHUNK))
+      .onConflict((oc) => oc.column('id').doNothing())
+      .execute();
+  }
+}
+
+export interface RequestLogFilter extends PageQuery {
+  status_class?: number;
+  method?: string;
+  path?: string;
+  request_id?: string;
+}
+
+/** The summary columns of a list (bodies are read only on the detail page). */
+const SUMMARY = [
+  'id',
+  'tenant_id',
+  'environment',
+  'request_id',
+  'method',
+  'path',
+  'query',
+  'status',
+  'status_class',
+  'duration_ms',
+  'idempotency_key',
+  'idempotency_replayed',
+  'key_prefix',
+  'created_at',
+] as const;
+export type RequestLogSummaryRow = Pick<RequestLogRow, (typeof SUMMARY)[number]>;
+
+export async function list(db: Queryable, scope: Scope, filter: RequestLogFilter): Promise<Page<RequestLogSummaryRow>> {
+  let base = db.selectFrom('api_request_log').where('tenant_id', '=', scope.tenantId).where('environment', '=', scope.environment);
+  if (filter.request_id) base = base.where('request_id', '=', filter.request_id);
+  if (filter.status_class) base = base.where('status_class', '=', filter.status_class);
+  if (filter.method) base = base.where('method', '=', filter.method);
+  if (filter.path) {
+    // A prefix match: `/v1/transfers` finds `/v1/transfers/…` too. LIKE's wildcards are escaped.
+    const escaped = filter.path.replace(/[\\%_]/g, (c) => `\\${c}`);
+    base = base.where('path', 'like', `${escaped}%`);
+  }
+  return paginate<RequestLogSummaryRow>(db, base, 'api_request_log.id', filter, (qb) => qb.select([...SUMMARY]));
+}
+
+export async function find(db: Queryable, scope: Scope, id: string): Promise<RequestLogRow | undefined> {
+  return db
+    .selectFrom('api_request_log')
+    .selectAll()
+    .where('tenant_id', '=', scope.tenantId)
+    .where('environment', '=', scope.environment)
+    .where('id', '=', id)
+    .executeTakeFirst();
+}
+
+/** Deletes a bounded batch of rows older than the cutoff id (ids are time-ordered). */
+export async function deleteBefore(db: Queryable, cutoffId: string, limit: number): Promise<number> {
+  const result = await sql`
+    delete from api_request_log where id in (
+      select id from api_request_log where id < ${cutoffId} order by id limit ${limit})`.execute(db);
+  return Number(result.numAffectedRows ?? 0n);
+}

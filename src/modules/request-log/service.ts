@@ -1,0 +1,197 @@
+import type { CapturedRequest, RequestLogSink } from '../../core/request-log.js';
+import type { Queryable } from '../../db/client.js';
+import type { Page } from '../../db/pagination.js';
+import { newId, uuidv7LowerBound } from '../../lib/ids.js';
+import { redactJsonText, redactString, redactValue } from '../../lib/redact.js';
+import * as repo from './repo.js';
+
+/**
+ * The API request log. The HTTP layer hands over each finished /v1 request with `record`, which
+ * only appends to a bounded in-memory buffer (no I/O, no JSON work, never throws). A background
+ * flusher turns the buffer into rows (redaction and serialization happen there, off the
+ * request's path) and writes them with multi-row inserts. When the buffer is full (the database
+ * is slow or down) new entries are dropped and counted: the log is best-effort, the API is not.
+ */
+
+export interface RequestLogOptions {
+  /** Most entries held in memory; beyond, new ones are dropped. */
+  maxBuffered: number;
+  /** How often the flusher runs. */
+  flushIntervalMs: number;
+  /** Longest stored body (characters); longer ones are cut. */
+  maxBodyChars: number;
+  onError?: (err: unknown) => void;
+}
+
+const DEFAULTS: RequestLogOptions = { maxBuffered: 10_000, flushIntervalMs: 1000, maxBodyChars: 16_384 };
+
+function cut(text: string, max: number): string {
+  return text.length <= max ? text : `${text.slice(0, max)}… [cut: ${text.length} characters in all]`;
+}
+
+/** One buffered request as a row: redacted bodies, bounded sizes. */
+export function toRow(entry: CapturedRequest, maxBodyChars: number): repo.NewRequestLogRow {
+  const q = entry.url.indexOf('?');
+  const requestBody =
+    entry.requestBody === undefined || entry.requestBody === null
+      ? null
+      : typeof entry.requestBody === 'string'
+        ? redactString(entry.requestBody)
+        : JSON.stringify(redactValue(entry.requestBody));
+  const responseBody = entry.responseBody === null ? null : redactJsonText(entry.responseBody);
+  return {
+    id: (entry.id ??= newIdAt(entry.startedAt)),
+    tenant_id: entry.tenantId,
+    environment: entry.environment,
+    request_id: entry.requestId.slice(0, 128),
+    method: entry.method,
+    path: (q < 0 ? entry.url : entry.url.slice(0, q)).slice(0, 2048),
+    query: q < 0 ? null : cut(redactString(entry.url.slice(q + 1)), 2048),
+    status: entry.status,
+    status_class: Math.floor(entry.status / 100),
+    duration_ms: Math.max(0, Math.round(entry.durationMs)),
+    idempotency_key: entry.idempotencyKey?.slice(0, 255) ?? null,
+    idempotency_replayed: entry.replayed,
+    key_prefix: entry.keyPrefix,
+    request_body: requestBody === null ? null : cut(requestBody, maxBodyChars),
+    response_body: responseBody === null ? null : cut(responseBody, maxBodyChars),
+    created_at: new Date(entry.startedAt),
+  };
+}
+
+/**
+ * A UUIDv7 whose time part is the request's arrival: the log sorts by arrival, and a date filter
+ * (ids bounded by uuidv7LowerBound) matches `created_at`.
+ */
+function newIdAt(ms: number): string {
+  const id = newId();
+  const hex = Math.max(0, Math.floor(ms)).toString(16).padStart(12, '0').slice(-12);
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}${id.slice(13)}`;
+}
+
+export type { CapturedRequest };
+
+export class RequestLog implements RequestLogSink {
+  private buffer: CapturedRequest[] = [];
+  private timer: NodeJS.Timeout | null = null;
+  private flushing: Promise<void> = Promise.resolve();
+  private readonly options: RequestLogOptions;
+  /** Entries dropped because the buffer was full (or a flush failed with no room to keep them). */
+  dropped = 0;
+  written = 0;
+
+  constructor(
+    private readonly db: Queryable,
+    options: Partial<RequestLogOptions> = {},
+  ) {
+    this.options = { ...DEFAULTS, ...options };
+  }
+
+  /** Called on the request's path: an append, nothing else. */
+  record(entry: CapturedRequest): void {
+    if (this.buffer.length >= this.options.maxBuffered) {
+      this.dropped++;
+      return;
+    }
+    this.buffer.push(entry);
+  }
+
+  get pending(): number {
+    return this.buffer.length;
+  }
+
+  start(): void {
+    if (this.timer) return;
+    this.timer = setInterval(() => void this.flush(), this.options.flushIntervalMs);
+    this.timer.unref();
+  }
+
+  /** Writes everything buffered so far; flushes run one at a time. */
+  flush(): Promise<void> {
+    this.flushing = this.flushing.then(() => this.flushOnce());
+    return this.flushing;
+  }
+
+  private async flushOnce(): Promise<void> {
+    while (this.buffer.length > 0) {
+      const batch = this.buffer.splice(0, 1000);
+      let rows: repo.NewRequestLogRow[];
+      try {
+        rows = batch.map((e) => toRow(e, this.options.maxBodyChars));
+        await repo.insertMany(this.db, rows);
+        this.written += rows.length;
+      } catch (err) {
+        // Keep what fits for the next flush; each entry keeps its id, and insertMany skips ids
+        // already written, so a retry never doubles a row that did get in.
+        const room = this.options.maxBuffered - this.buffer.length;
+        this.buffer.unshift(...batch.slice(0, Math.max(0, room)));
+        this.dropped += Math.max(0, batch.length - room);
+        this.options.onError?.(err);
+        return;
+      }
+    }
+  }
+
+  async stop(): Promise<void> {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+    await this.flush();
+  }
+}
+
+// ---- reading (the dashboard) ------------------------------------------------------------------
+
+type Scope = { tenantId: string; environment: string };
+
+export interface RequestLogSummary {
+  id: string;
+  request_id: string;
+  method: string;
+  path: string;
+  query: string | null;
+  status: number;
+  duration_ms: number;
+  idempotency_key: string | null;
+  idempotency_replayed: boolean;
+  key_prefix: string | null;
+  created_at: string;
+}
+
+export interface RequestLogDetail extends RequestLogSummary {
+  request_body: string | null;
+  response_body: string | null;
+}
+
+function toSummary(r: repo.RequestLogSummaryRow): RequestLogSummary {
+  return {
+    id: r.id,
+    request_id: r.request_id,
+    method: r.method,
+    path: r.path,
+    query: r.query,
+    status: r.status,
+    duration_ms: r.duration_ms,
+    idempotency_key: r.idempotency_key,
+    idempotency_replayed: r.idempotency_replayed,
+    key_prefix: r.key_prefix,
+    created_at: r.created_at.toISOString(),
+  };
+}
+
+export type RequestLogFilter = repo.RequestLogFilter;
+
+export async function listRequests(db: Queryable, scope: Scope, filter: RequestLogFilter): Promise<Page<RequestLogSummary>> {
+  const page = await repo.list(db, scope, filter);
+  return { ...page, items: page.items.map(toSummary) };
+}
+
+export async function getRequest(db: Queryable, scope: Scope, id: string): Promise<RequestLogDetail | null> {
+  const row = await repo.find(db, scope, id);
+  return row ? { ...toSummary(row), request_body: row.request_body, response_body: row.response_body } : null;
+}
+
+/** Background job: deletes a bounded batch of rows past the retention; true when more wait. */
+export async function purgeExpiredRequests(db: Queryable, retentionDays: number, batch = 5000): Promise<boolean> {
+  const cutoff = uuidv7LowerBound(new Date(Date.now() - retentionDays * 86_400_000));
+  return (await repo.deleteBefore(db, cutoff, batch)) >= batch;
+}

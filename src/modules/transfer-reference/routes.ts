@@ -1,0 +1,81 @@
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import type { Deps } from '../../http/deps.js';
+import { envelope, ok } from '../../http/envelope.js';
+import {
+  AddressCountriesQuery,
+  AddressCountry,
+  TransferCountriesQuery,
+  TransferCountry,
+  TransferCurrenciesQuery,
+  TransferCurrency,
+  TransferRatePage,
+  TransferRatesQuery,
+} from './schema.js';
+import * as service from './service.js';
+
+const tags = ['Transfer'];
+/** Reference data a public key may read (contract section 2). */
+const publicRead = { publicKeyAllowed: true };
+
+export function transferReferenceRoutes(deps: Deps): FastifyPluginAsyncZod {
+  return async (app) => {
+    app.get(
+      '/v1/transfer/rates',
+      {
+        config: publicRead,
+        schema: {
+          tags,
+          summary: 'Get transfer rates',
+          description:
+            'Per payout country and currency, what a payee receives per 1 EUR and per 1 USD sent: the customer rate an international payout uses now.',
+          querystring: TransferRatesQuery,
+          response: { 200: envelope(TransferRatePage) },
+        },
+      },
+      async (req) => ok(await service.listRates(deps.db, req.ctx, deps.config, req.query)),
+    );
+
+    app.get(
+      '/v1/transfer/supported-currencies',
+      {
+        config: publicRead,
+        schema: {
+          tags,
+          summary: 'Get supported transfer currencies',
+          querystring: TransferCurrenciesQuery,
+          response: { 200: envelope(z.object({ currencies: z.array(TransferCurrency) })) },
+        },
+      },
+      async (req) => ok(service.listCurrencies(deps.config, req.query)),
+    );
+
+    app.get(
+      '/v1/transfer/supported-countries',
+      {
+        config: publicRead,
+        schema: {
+          tags,
+          summary: 'Get supported transfer countries',
+          querystring: TransferCountriesQuery,
+          response: { 200: envelope(z.object({ countries: z.array(TransferCountry) })) },
+        },
+      },
+      async (req) => ok(service.listCountries(deps.config, req.query)),
+    );
+
+    app.get(
+      '/v1/transfer/supported-countries-for-address',
+      {
+        config: publicRead,
+        schema: {
+          tags,
+          summary: 'Get supported countries for recipient addresses',
+          querystring: AddressCountriesQuery,
+          response: { 200: envelope(z.object({ countries: z.array(AddressCountry) })) },
+        },
+      },
+      async (req) => ok(service.listAddressCountries(req.query)),
+    );
+  };
+}

@@ -1,0 +1,109 @@
+import type { ColumnType } from 'kysely';
+import type { Config } from '../../config.js';
+import type { Queryable, Trx } from '../../db/client.js';
+import type { RequestContext } from '../../core/context.js';
+import { findScoped } from '../../db/scoped.js';
+import { notFound, validationError } from '../../core/errors.js';
+import { newId } from '../../lib/ids.js';
+import { internalTransferBatch } from './batch.js';
+import { toTransferResponse } from './format.js';
+import type { BulkItemResult, BulkResponse, CreateBulkBody, CreateTransferBody } from './schema.js';
+
+interface TransferBulksTable {
+  id: string;
+  tenant_id: string;
+  environment: string;
+  description: string;
+  total_items: number;
+  succeeded: number;
+  failed: number;
+  items: ColumnType<BulkItemResult[], string, never>;
+  created_at: ColumnType<Date, never, never>;
+}
+
+declare module '../../db/types.js' {
+  interface Database {
+    transfer_bulks: TransferBulksTable;
+  }
+}
+
+type Scope = Pick<RequestContext, 'tenantId' | 'environment'>;
+/** Items per batch of the posting path: keeps every multi-row statement far below PostgreSQL's 65,535 parameters. */
+const CHUNK = 250;
+
+function assertUniqueReferences(body: CreateBulkBody) {
+  const seen = new Map<string, number>();
+  const details = body.transfers.flatMap((item, i) => {
+    const first = seen.get(item.client_reference);
+    seen.set(item.client_reference, first ?? i);
+    return first === undefined
+      ? []
+      : [{ field: `transfers.${i}.client_reference`, code: 'duplicate', message: `Same as transfers.${first}` }];
+  });
+  if (details.length > 0) throw validationError(details, 'Each transfer of a bulk needs its own client_reference');
+}
+
+/**
+ * A bulk of internal transfers, in the caller's transaction (the bulk's idempotency record commits
+ * with it, so the bulk is idempotent as a whole). Items go through the batch posting path in
+ * chunks, in file order: each is decided on its own (completed or the error it got), never
+ * all-or-nothing across items.
+ */
+export async function createBulk(trx: Trx, ctx: RequestContext, config: Config, body: CreateBulkBody): Promise<BulkResponse> {
+  assertUniqueReferences(body);
+  const items: BulkItemResult[] = [];
+  for (let start = 0; start < body.transfers.length; start += CHUNK) {
+    const chunk = body.transfers.slice(start, start + CHUNK);
+    const outcomes = await internalTransferBatch(
+      trx,
+      chunk.map((item) => ({ ctx, config, body: item as CreateTransferBody })),
+    );
+    outcomes.forEach((o, k) => {
+      const index = start + k;
+      const client_reference = chunk[k]!.client_reference;
+      items.push(
+        o.ok
+          ? { index, client_reference, status: 'completed', transfer: toTransferResponse(o.row), error: null }
+          : {
+              index,
+              client_reference,
+              status: 'failed',
+              transfer: null,
+              error: { code: o.error.code, message: o.error.message, details: o.error.details },
+            },
+      );
+    });
+  }
+  const succeeded = items.filter((i) => i.status === 'completed').length;
+  const row = {
+    id: newId(),
+    tenant_id: ctx.tenantId,
+    environment: ctx.environment,
+    description: body.description ?? '',
+    total_items: items.length,
+    succeeded,
+    failed: items.length - succeeded,
+  };
+  const saved = await trx
+    .insertInto('transfer_bulks')
+    .values({ ...row, items: JSON.stringify(items) })
+    .returning('created_at')
+    .executeTakeFirstOrThrow();
+  return {
+    id: row.id,
+    status: 'completed',
+    description: row.description,
+    total_items: row.total_items,
+    succeeded,
+    failed: row.failed,
+    items,
+    date_created: saved.created_at.toISOString(),
+  };
+}
+
+export async function getBulk(db: Queryable, ctx: Scope, id: string): Promise<BulkResponse> {
+  const row = await findScoped(db, 'transfer_bulks', ctx, id);
+  if (!row) throw notFound('Bulk transfer');
+  const { tenant_id: _t, environment: _e, created_at, ...rest } = row;
+  return { ...rest, status: 'completed', date_created: created_at.toISOString() };
+}

@@ -1,0 +1,43 @@
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import type { Deps } from '../../http/deps.js';
+import { envelope } from '../../http/envelope.js';
+import { notFound } from '../../core/errors.js';
+import { UuidParam } from '../../lib/validators.js';
+import { forceRailOutcome, type RailOutcome } from './payout-lifecycle.js';
+import { TransferResponse } from './schema.js';
+
+const ReasonBody = z.strictObject({ reason: z.string().trim().min(1).max(500).optional() }).meta({ id: 'SimulationReason' });
+
+const ACTIONS: [string, RailOutcome, string][] = [
+  ['complete', 'settled', 'The rail settles the payout: held funds are posted (transfer.status.completed).'],
+  ['fail', 'failed', 'The rail rejects the payout: held funds are released (transfer.status.failed).'],
+  ['return', 'returned', 'The receiving bank returns the payout: released if not yet settled, else reversed (transfer.status.returned).'],
+];
+
+/** Sandbox: push a payout through its rail by hand (404 with a live key). */
+export function payoutSimulationRoutes(deps: Deps): FastifyPluginAsyncZod {
+  return async (app) => {
+    for (const [action, outcome, description] of ACTIONS) {
+      app.post(
+        `/v1/simulations/transfers/:transfer_id/${action}`,
+        {
+          schema: {
+            tags: ['Simulations'],
+            summary: `Simulate: payout ${action} (sandbox)`,
+            description,
+            params: z.strictObject({ transfer_id: UuidParam }),
+            // An empty POST (no body at all) means no reason.
+            body: z.preprocess((v) => v ?? {}, ReasonBody),
+            response: { 200: envelope(TransferResponse) },
+          },
+        },
+        (req, reply) =>
+          deps.idempotency.run(req, reply, `simulations.transfers.${action}`, (trx) => {
+            if (req.ctx.environment !== 'sandbox') throw notFound('Route');
+            return forceRailOutcome(trx, req.ctx, deps.config, req.params.transfer_id, outcome, req.body.reason ?? null);
+          }),
+      );
+    }
+  };
+}

@@ -1,0 +1,108 @@
+import type { ColumnType } from 'kysely';
+import { sql } from 'kysely';
+import type { Queryable } from '../../db/client.js';
+import type { RequestContext } from '../../core/context.js';
+
+export interface CustomerDailySpendTable {
+  tenant_id: string;
+  environment: string;
+  customer_id: string;
+  currency: string;
+  day: ColumnType<string, string, never>;
+  amount: bigint;
+}
+
+declare module '../../db/types.js' {
+  interface Database {
+    customer_daily_spend: CustomerDailySpendTable;
+  }
+}
+
+type Scope = Pick<RequestContext, 'tenantId' | 'environment'>;
+
+/** One counter: a customer's spending in one currency on one UTC day. */
+export interface SpendKey {
+  scope: Scope;
+  customerId: string;
+  currency: string;
+  /** YYYY-MM-DD, UTC. */
+  day: string;
+}
+
+export const utcDay = (at: Date) => at.toISOString().slice(0, 10);
+export const spendKeyString = (k: SpendKey) => `${k.scope.tenantId}:${k.scope.environment}:${k.customerId}:${k.currency}:${k.day}`;
+
+/**
+ * The counters of `keys` in one statement (missing = 0). Read under the customers' spending
+ * locks, so no concurrent transfer of theirs can change them before the caller commits.
+ */
+export async function readSpend(db: Queryable, keys: SpendKey[]): Promise<Map<string, bigint>> {
+  const out = new Map<string, bigint>();
+  if (keys.length === 0) return out;
+  const rows = await sql<{ tenant_id: string; environment: string; customer_id: string; currency: string; day: string; amount: bigint }>`
+    select s.tenant_id, s.environment, s.customer_id, s.currency, s.day::text as day, s.amount
+    from customer_daily_spend s
+    join unnest(${keys.map((k) => k.scope.tenantId)}::uuid[], ${keys.map((k) => k.scope.environment)}::text[],
+                ${keys.map((k) => k.customerId)}::uuid[], ${keys.map((k) => k.currency)}::text[], ${keys.map((k) => k.day)}::date[])
+      as k(tenant_id, environment, customer_id, currency, day)
+      on s.tenant_id = k.tenant_id and s.environment = k.environment and s.customer_id = k.customer_id
+        and s.currency = k.currency and s.day = k.day`.execute(db);
+  for (const r of rows.rows) {
+    const key = {
+      scope: { tenantId: r.tenant_id, environment: r.environment as Scope['environment'] },
+      customerId: r.customer_id,
+      currency: r.currency,
+      day: r.day,
+    };
+    out.set(spendKeyString(key), r.amount);
+  }
+  return out;
+}
+
+/** Adds (or, for a failed payout, subtracts) amounts to counters: one statement for many. */
+export async function addSpend(db: Queryable, changes: { key: SpendKey; amount: bigint }[]) {
+  // One row per counter: a multi-row upsert cannot touch the same row twice.
+  const merged = new Map<string, { key: SpendKey; amount: bigint }>();
+  for (const c of changes) {
+    const id = spendKeyString(c.key);
+    merged.set(id, { key: c.key, amount: (merged.get(id)?.amount ?? 0n) + c.amount });
+  }
+  const all = [...merged.values()];
+  await upsertAdd(
+    db,
+    all.filter((c) => c.amount > 0n),
+  );
+  await subtract(
+    db,
+    all.filter((c) => c.amount < 0n),
+  );
+}
+
+const cols = (list: { key: SpendKey }[]) => ({
+  t: list.map((x) => x.key.scope.tenantId),
+  e: list.map((x) => x.key.scope.environment),
+  c: list.map((x) => x.key.customerId),
+  cur: list.map((x) => x.key.currency),
+  d: list.map((x) => x.key.day),
+});
+
+async function upsertAdd(db: Queryable, list: { key: SpendKey; amount: bigint }[]) {
+  if (list.length === 0) return;
+  const k = cols(list);
+  await sql`
+    insert into customer_daily_spend as s (tenant_id, environment, customer_id, currency, day, amount)
+    select * from unnest(${k.t}::uuid[], ${k.e}::text[], ${k.c}::uuid[], ${k.cur}::text[], ${k.d}::date[],
+      ${list.map((c) => c.amount.toString())}::bigint[])
+    on conflict (tenant_id, environment, customer_id, currency, day) do update set amount = s.amount + excluded.amount`.execute(db);
+}
+
+/** Gives amounts back (failed payouts); a counter never goes below zero (a day before the backfill). */
+async function subtract(db: Queryable, list: { key: SpendKey; amount: bigint }[]) {
+  if (list.length === 0) return;
+  const k = cols(list);
+  await sql`
+    update customer_daily_spend s set amount = greatest(0, s.amount + u.a)
+    from unnest(${k.t}::uuid[], ${k.e}::text[], ${k.c}::uuid[], ${k.cur}::text[], ${k.d}::date[],
+      ${list.map((c) => c.amount.toString())}::bigint[]) as u(t, e, c, cur, d, a)
+    where s.tenant_id = u.t and s.environment = u.e and s.customer_id = u.c and s.currency = u.cur and s.day = u.d`.execute(db);
+}

@@ -1,0 +1,194 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { newId, uuidv7LowerBound } from '../src/lib/ids.js';
+import * as logRepo from '../src/modules/request-log/repo.js';
+import { purgeExpiredRequests, RequestLog } from '../src/modules/request-log/service.js';
+import { Agent } from './dashboard-agent.js';
+import { clientFor, johnDoe, startTestApp, type Client, type TestApp } from './harness.js';
+
+/** The API request log: what each /v1 request leaves behind, redacted, and how the dashboard finds it. */
+let t: TestApp;
+let agent: Agent;
+let api: Client;
+let secretKey: string;
+let tenantId: string;
+
+const rows = () => t.db.selectFrom('api_request_log').selectAll().where('tenant_id', '=', tenantId).orderBy('id').execute();
+
+beforeAll(async () => {
+  t = await startTestApp();
+  agent = new Agent(t);
+  await agent.signup(`log+${newId().slice(-12)}@example.com`);
+  await agent.get('/dashboard/keys');
+  secretKey = agent.textOf('new-secret-sandbox')!;
+  api = clientFor(t, secretKey);
+  await agent.get('/dashboard/business');
+  tenantId = agent.textOf('tenant-id')!;
+});
+afterAll(() => t.close());
+
+describe('request log', () => {
+  it('records method, path, status, latency, request id, key prefix and both bodies', async () => {
+    const created = await api.post('/v1/customers', johnDoe({ first_name: 'Logged' }), { idempotencyKey: 'log-customer-1' });
+    expect(created.status).toBe(200);
+    await t.app.requestLog!.flush();
+    const row = (await rows()).find((r) => r.request_id === created.headers['x-request-id'])!;
+    expect(row).toMatchObject({
+      method: 'POST',
+      path: '/v1/customers',
+      status: 200,
+      status_class: 2,
+      idempotency_key: 'log-customer-1',
+      idempotency_replayed: false,
+      environment: 'sandbox',
+    });
+    expect(row.key_prefix).toBe(`sk_sandbox_…${secretKey.slice(-4)}`);
+    expect(row.duration_ms).toBeGreaterThanOrEqual(0);
+    expect(JSON.parse(row.request_body!).first_name).toBe('Logged');
+    expect(JSON.parse(row.response_body!).data.id).toBe(created.body.data.id);
+    expect(JSON.stringify(row)).not.toContain(secretKey);
+  });
+
+  it('marks an idempotent replay', async () => {
+    const body = johnDoe({ first_name: 'Replay' });
+    await api.post('/v1/customers', body, { idempotencyKey: 'log-replay' });
+    const again = await api.post('/v1/customers', body, { idempotencyKey: 'log-replay' });
+    expect(again.headers['idempotency-replayed']).toBe('true');
+    await t.app.requestLog!.flush();
+    const replay = (await rows()).find((r) => r.request_id === again.headers['x-request-id'])!;
+    expect(replay.idempotency_replayed).toBe(true);
+  });
+
+  it('never stores API keys, webhook secrets or card data', async () => {
+    const hook = await api.post('/v1/webhooks/endpoints', { url: 'http://127.0.0.1:9/hook' });
+    expect(hook.status).toBe(201);
+    const secret = hook.body.data.secret as string;
+    expect(secret).toMatch(/^whsec_/);
+    const token = await api.post('/v1/simulations/card-tokens', { card_number: '4242424242424242', expiry: '12/30', cvv: '123' });
+    // Key-shaped strings and card numbers are masked wherever they appear, also in free text.
+    const note = await api.post('/v1/customers', johnDoe({ middle_name: `${secretKey} 4000 0000 0000 0002` }));
+    await t.app.requestLog!.flush();
+    const stored = JSON.stringify(await rows());
+    expect(stored).not.toContain(secret);
+    expect(stored).not.toContain('4242424242424242');
+    expect(stored).not.toContain('4000 0000 0000 0002');
+    expect(stored).not.toContain(secretKey);
+    expect(stored).not.toContain('"cvv":"123"');
+    const tokenRow = (await rows()).find((r) => r.request_id === token.headers['x-request-id'])!;
+    expect(JSON.parse(tokenRow.request_body!)).toMatchObject({ card_number: '[redacted]', cvv: '[redacted]' });
+    expect(note.status).toBeLessThan(500);
+  });
+
+  it('finds an error answer by its request_id on the dashboard, with its body', async () => {
+    const bad = await api.post('/v1/transfers', {
+      source: { id: newId() },
+      destination: { destination_type: 'internal_account', id: newId() },
+      amount: '5.00',
+    });
+    expect(bad.status).toBeGreaterThanOrEqual(400);
+    const requestId = bad.body.error.request_id as string;
+    const list = await agent.get(`/dashboard/requests?request_id=${encodeURIComponent(requestId)}`);
+    expect(list.statusCode).toBe(200);
+    const link = /href="(\/dashboard\/requests\/[0-9a-f-]{36})"/.exec(list.body)![1]!;
+    expect(list.body).toContain(requestId);
+    const detail = await agent.get(link);
+    expect(detail.body).toContain('Request body');
+    expect(detail.body).toContain('5.00');
+    expect(detail.body).toContain(bad.body.error.code);
+  });
+
+  it('filters by status class, method and path, and pages with a cursor', async () => {
+    for (let i = 0; i < 3; i++) await api.get(`/v1/customers?items_per_page=${i + 1}`);
+    await api.get('/v1/customers/not-a-uuid');
+    await t.app.requestLog!.flush();
+    const errors = await agent.get('/dashboard/requests?status=4xx');
+    expect(errors.body).toContain('/v1/customers/not-a-uuid');
+    expect(errors.body).not.toMatch(/badge-completed">200/);
+    const gets = await agent.get('/dashboard/requests?method=GET&path=/v1/customers');
+    expect(gets.body).toContain('items_per_page=3');
+    expect(gets.body).not.toContain('<td>POST</td>');
+    expect((await agent.get('/dashboard/requests?status=9xx')).body).toContain('Invalid filter');
+
+    const scope = { tenantId, environment: 'sandbox' };
+    const first = await logRepo.list(t.db, scope, { page: 1, items_per_page: 2, method: 'GET' });
+    expect(first.items).toHaveLength(2);
+    const next = await logRepo.list(t.db, scope, { page: 1, items_per_page: 2, method: 'GET', cursor: first.next_cursor! });
+    expect(next.items[0]!.id < first.items[1]!.id).toBe(true);
+  });
+
+  it('keeps the live environment apart', async () => {
+    await agent.post('/dashboard/environment', { environment: 'live', back: 'requests' });
+    const live = await agent.get('/dashboard/requests');
+    expect(live.body).toContain('No API requests match');
+    await agent.post('/dashboard/environment', { environment: 'sandbox', back: 'requests' });
+  });
+
+  it('holds a bounded buffer: beyond it entries are dropped and counted, never waited for', () => {
+    const log = new RequestLog(t.db, { maxBuffered: 2 });
+    const entry = {
+      tenantId,
+      environment: 'sandbox',
+      requestId: 'x',
+      method: 'GET',
+      url: '/v1/x',
+      status: 200,
+      durationMs: 1,
+      idempotencyKey: null,
+      replayed: false,
+      keyPrefix: null,
+      requestBody: undefined,
+      responseBody: null,
+      startedAt: Date.now(),
+    };
+    for (let i = 0; i < 5; i++) log.record({ ...entry });
+    expect(log.pending).toBe(2);
+    expect(log.dropped).toBe(3);
+  });
+
+  it('deletes rows past the retention, and only those', async () => {
+    const old = new Date(Date.now() - 31 * 86_400_000);
+    const id = `${uuidv7LowerBound(old).slice(0, 18)}-8000-${newId().slice(-12)}`;
+    await logRepo.insertMany(t.db, [
+      {
+        id,
+        tenant_id: tenantId,
+        environment: 'sandbox',
+        request_id: 'old',
+        method: 'GET',
+        path: '/v1/old',
+        query: null,
+        status: 200,
+        status_class: 2,
+        duration_ms: 1,
+        idempotency_key: null,
+        idempotency_replayed: false,
+        key_prefix: null,
+        request_body: null,
+        response_body: null,
+        created_at: old,
+      },
+    ]);
+    const before = (await rows()).length;
+    await purgeExpiredRequests(t.db, 30);
+    const after = await rows();
+    expect(after.find((r) => r.request_id === 'old')).toBeUndefined();
+    expect(after.length).toBe(before - 1);
+  });
+});
+
+describe('request log switched off', () => {
+  it('records nothing with REQUEST_LOG=off', async () => {
+    const off = await startTestApp({ REQUEST_LOG: 'off' });
+    try {
+      const tenant = await off.tenant('Quiet');
+      expect((await clientFor(off, tenant.sandbox.secret_key).get('/v1/customers')).status).toBe(200);
+      expect(off.app.requestLog).toBeNull();
+      const n = await off.db
+        .selectFrom('api_request_log')
+        .select((eb) => eb.fn.countAll<string>().as('n'))
+        .executeTakeFirstOrThrow();
+      expect(Number(n.n)).toBe(0);
+    } finally {
+      await off.close();
+    }
+  });
+});
