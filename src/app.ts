@@ -11,6 +11,7 @@ import { registerAuth } from './http/auth.js';
 import { registerErrorHandling } from './http/envelope.js';
 import type { Deps } from './http/deps.js';
 import { Idempotency, idempotencyKeyOf } from './http/idempotency.js';
+import { registerInFlight } from './http/in-flight.js';
 import { registerObservability } from './http/observability.js';
 import { openApiTransform } from './http/openapi.js';
 import { registerRateLimit } from './http/rate-limit.js';
@@ -110,6 +111,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   await deps.counters.ready(2000);
 
   registerErrorHandling(app);
+  registerInFlight(app);
   registerTransport(app, config);
   registerAuth(app, (key) => lookupKey(deps.db, key), options.changes);
   registerRateLimit(app, config.RATE_LIMIT_PER_MINUTE, deps.counters);

@@ -10,6 +10,8 @@ import { randomBase62 } from './lib/crypto.js';
 const SHUTDOWN_DEADLINE_MS = 10_000;
 /** How long shutdown waits for the background workers' current ticks. */
 const WORKER_DRAIN_MS = 2_000;
+/** How long shutdown waits for requests in flight before it closes their connections. */
+const HTTP_DRAIN_MS = 5_000;
 
 let signalledDuringStartup: string | undefined;
 const duringStartup = (signal: string) => {
@@ -79,8 +81,16 @@ async function main() {
     stopping = true;
     let step = 'http and workers';
     const deadline = setTimeout(() => {
-      app.log.error({ signal, step, deadline_ms: SHUTDOWN_DEADLINE_MS }, 'shutdown deadline passed: forcing exit');
-      process.exit(1);
+      // What it waited for: the requests still unanswered and the sockets still open.
+      const inFlight = app.inFlight().slice(0, 20);
+      app.server.getConnections((_err, connections) => {
+        app.log.error(
+          { signal, step, deadline_ms: SHUTDOWN_DEADLINE_MS, in_flight: inFlight, connections, pool: handle.poolStats?.() },
+          'shutdown deadline passed: forcing exit',
+        );
+        process.exit(1);
+      });
+      setTimeout(() => process.exit(1), 200).unref();
     }, SHUTDOWN_DEADLINE_MS);
     app.log.info({ signal }, 'shutting down');
     const failed = (what: string) => (err: unknown) => app.log.error({ err }, `shutdown: ${what} failed`);
@@ -101,8 +111,16 @@ async function main() {
     // keep-alive connection whose request was still running when the listener closed turns idle
     // only later, and the server would wait for its keep-alive timeout: close those as they idle.
     const closeIdle = setInterval(() => app.server.closeIdleConnections(), 100);
+    // A connection still busy after HTTP_DRAIN_MS (a slow client, a request stuck on a lock) is
+    // closed: its request was not acknowledged, and its Idempotency-Key makes the client's retry
+    // safe whether or not its transaction committed.
+    const closeBusy = setTimeout(() => {
+      app.log.warn({ after_ms: HTTP_DRAIN_MS, in_flight: app.inFlight().slice(0, 20) }, 'shutdown: closing connections still busy');
+      app.server.closeAllConnections();
+    }, HTTP_DRAIN_MS);
     await Promise.all([app.close().catch(failed('closing the HTTP server')), stopWorkers()]);
     clearInterval(closeIdle);
+    clearTimeout(closeBusy);
     step = 'database';
     await handle.close().catch(failed('closing the database'));
     clearTimeout(deadline);

@@ -280,8 +280,17 @@ for (const scenario of scenarios) {
       };
       console.log(`multi-process (${scenario.name}):`, JSON.stringify(summary));
 
-      // The rest shut down cleanly.
-      for (const p of procs) if (p !== apiB && p !== worker2) expect(await p.stop(), p.output.join('').slice(-2000)).toBe(0);
+      // The rest shut down cleanly. If one does not, what the database sessions were doing just
+      // before says why.
+      const sessions = await sql<Record<string, unknown>>`select pid, application_name, state, wait_event_type, wait_event,
+          now() - xact_start as in_transaction_for, left(query, 200) as query
+        from pg_stat_activity where datname = ${database} and pid <> pg_backend_pid()`.execute(db);
+      for (const p of procs) {
+        if (p === apiB || p === worker2) continue;
+        const code = await p.stop();
+        if (code !== 0) console.log(`${p.name} did not stop cleanly; sessions before:`, JSON.stringify(sessions.rows, null, 1));
+        expect(code, p.output.join('').slice(-2000)).toBe(0);
+      }
     });
   });
 }
