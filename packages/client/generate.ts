@@ -10,7 +10,7 @@
  *                                            committed files differ (run by `npm test`)
  */
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -31,7 +31,7 @@ const BANNER = `/**
 `;
 
 /** The document `GET /v1/openapi.json` serves, with the default configuration. */
-export async function exportSpec(): Promise<OpenAPI3> {
+async function exportSpec(): Promise<OpenAPI3> {
   const db = new Kysely<Database>({
     dialect: {
       createAdapter: () => new PostgresAdapter(),
@@ -79,18 +79,14 @@ async function main() {
     const stale: string[] = [];
     for (const name of FILES) {
       writeFileSync(join(temp, name), files[name]);
-      let committed = '';
-      try {
-        committed = readFileSync(join(here, name), 'utf8');
-      } catch {
-        committed = '';
-      }
+      const committed = existsSync(join(here, name)) ? readFileSync(join(here, name), 'utf8') : '';
       if (committed !== files[name]) stale.push(relative(process.cwd(), join(here, name)));
     }
     if (stale.length > 0) {
       console.error(
-        `client: the generated client is out of date with the API (${stale.join(', ')} differ from a fresh generation in ${temp}).\n` +
-          "The routes' schemas changed: run `npm run client:generate` and commit the result.",
+        `client: ${stale.join(' and ')} ${stale.length > 1 ? 'differ' : 'differs'} from a fresh generation from the API's routes ` +
+          `(kept in ${temp} to diff against).\n` +
+          'Run `npm run client:generate` and commit the result (the generated files are never edited by hand).',
       );
       process.exitCode = 1;
       return;
