@@ -112,6 +112,12 @@ describe('the generated client', () => {
     const after = await api.GET('/v1/accounts/{account_id}', { params: { path: { account_id: accountId } } });
     expect(after.data!.data).toMatchObject({ balance: '749.50', available_balance: '749.50' });
 
+    // A file route: its success is typed as text with parseAs (CSV by default).
+    const csv = await api.GET('/v1/transactions/export', { params: { query: { account_id: accountId } }, parseAs: 'text' });
+    expect(csv.response.headers.get('content-type')).toContain('text/csv');
+    expect(csv.data!.trim().split('\n')).toHaveLength(3); // header, the funding, the transfer
+    expect(csv.data).toContain('250.50');
+
     // The webhooks, signed with the endpoint's secret (Standard Webhooks), at the real receiver.
     const types = () => rx.received.map((r) => (JSON.parse(r.body) as { event_type: string }).event_type);
     await until(

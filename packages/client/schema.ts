@@ -5210,6 +5210,18 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
+                /** @description The file, as an attachment: CSV (`export_format=csv`, the default) or a JSON array of transactions (`json`) */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "text/csv": string;
+                        "application/json": {
+                            [key: string]: unknown;
+                        }[];
+                    };
+                };
                 /** @description Default Response */
                 400: {
                     headers: {
