@@ -40,6 +40,23 @@ for (const status of new Set(Object.values(ERROR_STATUS))) {
   );
 }
 
+/**
+ * Success answers of routes that stream a file instead of an envelope. They have no response
+ * schema (the serializer must never see the stream), so the document states them here; without
+ * it a generated client types their success as nothing at all.
+ */
+const FILE_RESPONSES: Record<string, Record<number, unknown>> = {
+  '/v1/transactions/export': {
+    200: {
+      description: 'The file, as an attachment: CSV (`export_format=csv`, the default) or a JSON array of transactions (`json`)',
+      content: {
+        'text/csv': { schema: z.string() },
+        'application/json': { schema: z.array(z.record(z.string(), z.unknown())) },
+      },
+    },
+  },
+};
+
 /** The statuses a /v1 operation can answer besides its success. */
 function errorStatuses(method: string, hasBody: boolean): number[] {
   const statuses = [400, 401, 403, 404, 409, 422, 429, 500, 503];
@@ -50,14 +67,15 @@ function errorStatuses(method: string, hasBody: boolean): number[] {
 
 /**
  * The OpenAPI transform: the route's own schemas (jsonSchemaTransform), plus the error envelope
- * for every error status of every /v1 operation, so a generated client knows the error shape.
+ * for every error status of every /v1 operation, so a generated client knows the error shape, and
+ * the success answer of the file routes (FILE_RESPONSES).
  * Only the document changes; answers are still rendered by the one error handler.
  */
 export const openApiTransform: typeof jsonSchemaTransform = (input) => {
   const { schema, url, route } = input;
   if (!url.startsWith('/v1/') || !schema || schema.hide) return jsonSchemaTransform(input);
   const method = [route.method].flat()[0] ?? 'GET';
-  const response: Record<string, unknown> = { ...((schema as FastifySchema).response as Record<string, unknown>) };
+  const response: Record<string, unknown> = { ...FILE_RESPONSES[url], ...((schema as FastifySchema).response as Record<string, unknown>) };
   for (const status of errorStatuses(method, Boolean(schema.body))) {
     const errorSchema = ERROR_SCHEMAS.get(status);
     if (errorSchema && !(status in response)) response[status] = errorSchema;
