@@ -98,6 +98,42 @@ describe('batch posting: each transfer on its own', () => {
     expect((await ledger.reconcile(t.db, tenant.tenant_id)).ok).toBe(true);
   });
 
+  it('costs the same statements for one transfer as for fifty: six, the writes in one', async () => {
+    const { tenant, customer, open } = await setup('Statements Ltd', '1000.00');
+    const cust = await open(customer, '500.00');
+    const rich = await open(null, '500.00');
+    const sink = await open(null);
+    const ctx = {
+      tenantId: tenant.tenant_id,
+      environment: 'sandbox' as const,
+      keyKind: 'secret' as const,
+      requestId: 'r',
+      settings: { kyc_limits: { basic: { NGN: { per_transaction: '20.00', daily: '1000.00' } } } },
+    };
+    const req = (from: string) => ({ ctx, config: t.config, body: transfer(from, sink, '1.00') as never });
+    // Every statement the unit sends (begin and commit aside) passes through a plugin's transformResult.
+    const statements = async (reqs: ReturnType<typeof req>[]) => {
+      let count = 0;
+      const counted = t.db.withPlugin({
+        transformQuery: (args) => args.node,
+        transformResult: async (args) => {
+          count++;
+          return args.result;
+        },
+      });
+      const outcomes = await counted.transaction().execute((trx) => createInternalTransfers(trx, reqs));
+      expect(outcomes.every((o) => o.ok)).toBe(true);
+      return count;
+    };
+    const one = await statements([req(cust)]);
+    const fifty = await statements(Array.from({ length: 50 }, (_, i) => req(i % 2 === 0 ? cust : rich)));
+    // accounts (share lock), KYC levels, spending locks, today's counters, balance rows (lock), and
+    // one statement for every write: balances, ledger transactions and entries, account
+    // transactions, transfers, events, counters.
+    expect(one).toBe(6);
+    expect(fifty).toBe(one);
+  });
+
   it('a request the database itself rejects fails alone: its batch is rerun item by item', async () => {
     const { api, open } = await setup('Fault Ltd');
     const from = await open(null, '10.00');

@@ -2,6 +2,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { sql } from 'kysely';
 import { Batcher, type BatcherOptions } from '../db/batcher.js';
 import type { Db, Trx } from '../db/client.js';
+import { write, WriteSet } from '../db/write-set.js';
 import { canonicalJson } from '../lib/json.js';
 import { sha256Hex, type Sealer } from '../lib/crypto.js';
 import { newId } from '../lib/ids.js';
@@ -64,7 +65,8 @@ export class BatchedIdempotency<I, T> {
     private readonly sealer: Sealer,
     private readonly ttlHours: number,
     private readonly operation: string,
-    private readonly work: (trx: Trx, inputs: { request: FastifyRequest; input: I }[]) => Promise<ItemOutcome<T>[]>,
+    /** Writes it can defer go into `writes`: sent with the idempotency records, as one statement, before the commit. */
+    private readonly work: (trx: Trx, inputs: { request: FastifyRequest; input: I }[], writes: WriteSet) => Promise<ItemOutcome<T>[]>,
     options: BatcherOptions,
   ) {
     this.batcher = new Batcher((batch) => this.execute(batch), options);
@@ -118,11 +120,13 @@ export class BatchedIdempotency<I, T> {
     const settled: (Settlement | undefined)[] = batch.map(() => undefined);
     const mine = batch.flatMap((item, i) => (claimed.has(item.token) ? [i] : []));
     await this.answerUnclaimed(trx, batch, claimed, settled);
+    const writes = new WriteSet(trx);
     const outcomes =
       mine.length > 0
         ? await this.work(
             trx,
             mine.map((i) => ({ request: batch[i]!.request, input: batch[i]!.input })),
+            writes,
           )
         : [];
     const stored: { item: Item<I>; status: number; text: string }[] = [];
@@ -142,8 +146,9 @@ export class BatchedIdempotency<I, T> {
         stored.push({ item, status: statusOf(outcome.error), text: errorText(item.request, outcome.error) });
       else dropped.push(item);
     });
-    await this.complete(trx, stored);
-    await this.drop(trx, dropped);
+    await this.complete(writes, stored);
+    await this.drop(writes, dropped);
+    await writes.flush();
     return settled.map((s) => s!);
   }
 
@@ -203,24 +208,30 @@ export class BatchedIdempotency<I, T> {
   }
 
   /** Completes every stored outcome of the batch with one UPDATE (same transaction as the effects). */
-  private async complete(trx: Trx, stored: { item: Item<I>; status: number; text: string }[]) {
+  private async complete(writes: WriteSet, stored: { item: Item<I>; status: number; text: string }[]) {
     if (stored.length === 0) return;
-    await sql`
+    await write(
+      writes,
+      () => sql`
       update idempotency_keys k set state = 'completed', response_status = u.s, response_body = u.b, response_sealed = false
       from unnest(${stored.map((s) => s.item.tenantId)}::uuid[], ${stored.map((s) => s.item.environment)}::text[],
                   ${stored.map((s) => s.item.key)}::text[], ${stored.map((s) => s.item.token)}::uuid[],
                   ${stored.map((s) => s.status)}::int[], ${stored.map((s) => s.text)}::text[]) as u(t, e, k, c, s, b)
-      where k.tenant_id = u.t and k.environment = u.e and k.key = u.k and k.claim_token = u.c`.execute(trx);
+      where k.tenant_id = u.t and k.environment = u.e and k.key = u.k and k.claim_token = u.c`,
+    );
   }
 
   /** Outcomes that are not stored (400, 403): the claim goes, so a corrected retry runs afresh. */
-  private async drop(trx: Trx, dropped: Item<I>[]) {
+  private async drop(writes: WriteSet, dropped: Item<I>[]) {
     if (dropped.length === 0) return;
-    await sql`
+    await write(
+      writes,
+      () => sql`
       delete from idempotency_keys k
       using unnest(${dropped.map((d) => d.tenantId)}::uuid[], ${dropped.map((d) => d.environment)}::text[],
                    ${dropped.map((d) => d.key)}::text[], ${dropped.map((d) => d.token)}::uuid[]) as u(t, e, k, c)
-      where k.tenant_id = u.t and k.environment = u.e and k.key = u.k and k.claim_token = u.c`.execute(trx);
+      where k.tenant_id = u.t and k.environment = u.e and k.key = u.k and k.claim_token = u.c`,
+    );
   }
 }
 

@@ -1,4 +1,5 @@
 import type { Queryable } from '../db/client.js';
+import { WriteSet, type Writer } from '../db/write-set.js';
 import { newId } from '../lib/ids.js';
 import * as repo from './repo.js';
 import type { LedgerScope, PostedEntry, PostedTransaction, PostingInput } from './types.js';
@@ -51,11 +52,16 @@ function assertBalanced(input: PostingInput): void {
 export class PostingBatch {
   private readonly pending: Pending[] = [];
 
-  private constructor(private readonly balances: Map<string, Working>) {}
+  private constructor(
+    private readonly balances: Map<string, Working>,
+    /** The transaction's now(): the time its ledger rows get (read with the locks, so writes can be deferred). */
+    private readonly createdAt: Date,
+  ) {}
 
   static async open(trx: Queryable, accountIds: string[]): Promise<PostingBatch> {
     const rows = await repo.lockBalancesReturning(trx, [...new Set(accountIds)].sort());
     const map = new Map<string, Working>();
+    const createdAt = rows[0]?.tx_now ?? new Date();
     for (const r of rows) {
       map.set(r.account_id, {
         scope: { tenantId: r.tenant_id, environment: r.environment as LedgerScope['environment'] },
@@ -66,7 +72,7 @@ export class PostingBatch {
         delta: 0n,
       });
     }
-    return new PostingBatch(map);
+    return new PostingBatch(map, createdAt);
   }
 
   /** The working (batch-so-far) available balance of a locked account, for reports and tests. */
@@ -110,23 +116,28 @@ export class PostingBatch {
       id: newId(),
       kind: input.kind,
       reference: input.reference ?? null,
-      createdAt: new Date(),
+      createdAt: this.createdAt,
       entries,
     };
     this.pending.push({ scope, input, posting });
     return posting;
   }
 
-  /** Writes every accepted posting: two statements whatever the batch size (none when empty). */
-  async flush(trx: Queryable): Promise<void> {
+  /**
+   * Writes every accepted posting: balance deltas, transactions and entries, whatever the batch
+   * size; on a transaction now, or deferred into the caller's WriteSet (db/write-set.ts).
+   */
+  async flush(to: Writer): Promise<void> {
     if (this.pending.length === 0) return;
+    // One statement for all of it, even alone (ledger.post): the parts touch different rows.
+    const set = to instanceof WriteSet ? to : new WriteSet(to);
     const deltas = [...this.balances].filter(([, w]) => w.delta !== 0n);
     await repo.addPostedDeltas(
-      trx,
+      set,
       deltas.map(([id, w]) => ({ accountId: id, delta: w.delta })),
     );
-    const createdAt = await repo.insertTransactionsWithEntries(
-      trx,
+    await repo.insertTransactionsWithEntries(
+      set,
       this.pending.map((p) => ({
         scope: p.scope,
         row: { id: p.posting.id, kind: p.input.kind, reference: p.input.reference ?? null, metadata: p.input.metadata ?? {} },
@@ -139,11 +150,11 @@ export class PostingBatch {
         })),
       })),
     );
-    for (const p of this.pending) p.posting.createdAt = createdAt;
     for (const [, w] of deltas) {
       w.posted += w.delta;
       w.delta = 0n;
     }
     this.pending.length = 0;
+    if (set !== to) await set.flush();
   }
 }

@@ -1,5 +1,6 @@
 import { sql, type ColumnType, type Selectable } from 'kysely';
 import type { Queryable } from '../db/client.js';
+import { write, writeTogether, type Writer } from '../db/write-set.js';
 import type { LedgerScope, SystemRole } from './types.js';
 
 /** Ledger tables: touched only by this file (src/ledger is the only writer of entries and balances). */
@@ -239,33 +240,37 @@ export async function finishHold(
 }
 
 /** Locks and reads balance rows in ascending id, in one statement (a posting batch's first step). */
-export async function lockBalancesReturning(db: Queryable, sortedIds: string[]): Promise<BalanceRow[]> {
+/** Locks and reads balance rows; each row also carries the transaction's time (now(), what the entries will be stamped with). */
+export async function lockBalancesReturning(db: Queryable, sortedIds: string[]): Promise<(BalanceRow & { tx_now: Date })[]> {
   if (sortedIds.length === 0) return [];
-  const result = await sql<BalanceRow>`
-    select * from ledger_balances where account_id = any(${sortedIds}::uuid[]) order by account_id for update`.execute(db);
+  const result = await sql<BalanceRow & { tx_now: Date }>`
+    select *, now() as tx_now from ledger_balances where account_id = any(${sortedIds}::uuid[]) order by account_id for update`.execute(db);
   return result.rows;
 }
 
 /** Adds each account's net delta of a batch to its posted balance: one statement for the batch. */
-export async function addPostedDeltas(db: Queryable, deltas: { accountId: string; delta: bigint }[]) {
+export async function addPostedDeltas(to: Writer, deltas: { accountId: string; delta: bigint }[]) {
   if (deltas.length === 0) return;
   const ids = deltas.map((d) => d.accountId);
   const amounts = deltas.map((d) => d.delta.toString());
-  await sql`
+  await write(
+    to,
+    () => sql`
     update ledger_balances b set posted = b.posted + d.delta, version = b.version + 1
     from (select unnest(${ids}::uuid[]) as id, unnest(${amounts}::bigint[]) as delta) d
-    where b.account_id = d.id`.execute(db);
+    where b.account_id = d.id`,
+  );
 }
 
-/** Many transactions and all their entries in one statement; returns the creation time (now()). */
+/** Many transactions and all their entries in one statement (stamped with the transaction's now()). */
 export async function insertTransactionsWithEntries(
-  db: Queryable,
+  to: Writer,
   items: {
     scope: LedgerScope;
     row: { id: string; kind: string; reference: string | null; metadata: Record<string, unknown> };
     entries: Omit<EntryRow, 'created_at' | 'tenant_id' | 'environment' | 'transaction_id'>[];
   }[],
-): Promise<Date> {
+): Promise<void> {
   const txs = items.map((i) => ({
     ...i.row,
     tenant_id: i.scope.tenantId,
@@ -275,11 +280,5 @@ export async function insertTransactionsWithEntries(
   const entries = items.flatMap((i) =>
     i.entries.map((e) => ({ ...e, tenant_id: i.scope.tenantId, environment: i.scope.environment, transaction_id: i.row.id })),
   );
-  const result = await db
-    .with('tx', (qb) => qb.insertInto('ledger_transactions').values(txs))
-    .insertInto('ledger_entries')
-    .values(entries)
-    .returning(sql<Date>`now()`.as('created_at'))
-    .execute();
-  return result[0]?.created_at ?? new Date();
+  await writeTogether(to, (db) => [db.insertInto('ledger_transactions').values(txs), db.insertInto('ledger_entries').values(entries)]);
 }

@@ -1,5 +1,6 @@
 import { sql, type ColumnType, type Insertable, type Selectable, type SelectQueryBuilder } from 'kysely';
 import type { Queryable } from '../../db/client.js';
+import { write, type Writer } from '../../db/write-set.js';
 import type { Database } from '../../db/types.js';
 import type { RequestContext } from '../../core/context.js';
 import { dateRange, paginate, type Page, type PageQuery } from '../../db/pagination.js';
@@ -45,8 +46,8 @@ export type TransactionRow = Selectable<TransactionsTable>;
 type Scope = Pick<RequestContext, 'tenantId' | 'environment'>;
 type Filters = Omit<ListTransactionsQuery, keyof PageQuery> & Partial<Pick<VolumeQuery, 'sending_account_id' | 'receiving_account_id'>>;
 
-export async function insertTransactions(db: Queryable, rows: Insertable<TransactionsTable>[]) {
-  if (rows.length > 0) await db.insertInto('transactions').values(rows).execute();
+export async function insertTransactions(to: Writer, rows: Insertable<TransactionsTable>[]) {
+  if (rows.length > 0) await write(to, (db) => db.insertInto('transactions').values(rows));
 }
 
 export async function findTransaction(db: Queryable, ctx: Scope, id: string) {

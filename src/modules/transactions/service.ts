@@ -1,4 +1,5 @@
 import type { Queryable } from '../../db/client.js';
+import type { Writer } from '../../db/write-set.js';
 import type { RequestContext } from '../../core/context.js';
 import { notFound } from '../../core/errors.js';
 import type { Page } from '../../db/pagination.js';
@@ -99,10 +100,10 @@ export async function recordMovement(trx: Queryable, ctx: Scope, movement: Movem
 }
 
 /** Writes the transactions of many movements with one statement (a batch of transfers). */
-export async function recordMovements(trx: Queryable, list: { ctx: Scope; movement: MovementRecord }[]): Promise<TransactionRow[][]> {
+export async function recordMovements(to: Writer, list: { ctx: Scope; movement: MovementRecord }[]): Promise<TransactionRow[][]> {
   const now = new Date();
   const perMovement = list.map(({ ctx, movement }) => movementRows(ctx, movement, now));
-  await repo.insertTransactions(trx, perMovement.flat());
+  await repo.insertTransactions(to, perMovement.flat());
   return perMovement.map((rows, k) => rows.map((r, j) => ({ ...r, metadata: list[k]!.movement.sides[j]!.metadata ?? {} })));
 }
 

@@ -1,4 +1,5 @@
 import type { Trx } from '../../db/client.js';
+import { WriteSet } from '../../db/write-set.js';
 import { AppError } from '../../core/errors.js';
 import { newId } from '../../lib/ids.js';
 import { PostingBatch, type PostedTransaction } from '../../ledger/index.js';
@@ -83,9 +84,11 @@ function decide(prepared: Prepared[], book: PostingBatch, gate: SpendingGate) {
  * their number (docs/money-path.md). Lock order: account rows (share) → spending locks → (fee
  * account creation, rare) → balance rows, each ascending — the order of every other money movement. Every check is made
  * per transfer in arrival order; a refused transfer changes nothing, so it never fails its
- * neighbours. Returns one outcome per request, in order.
+ * neighbours. Returns one outcome per request, in order. The writes go into `writes` when the
+ * caller gives one (it sends them with its own, in one statement, before it commits); otherwise
+ * they are sent here, as one statement.
  */
-export async function internalTransferBatch(trx: Trx, reqs: InternalRequest[]): Promise<TransferOutcome[]> {
+export async function internalTransferBatch(trx: Trx, reqs: InternalRequest[], writes?: WriteSet): Promise<TransferOutcome[]> {
   const outcomes: (TransferOutcome | undefined)[] = reqs.map(() => undefined);
   const shaped = await Promise.all(reqs.map((r) => settle(() => checkShape(r.body))));
   const live = reqs.flatMap((r, i) => (shaped[i] instanceof AppError ? [] : [i]));
@@ -127,24 +130,26 @@ export async function internalTransferBatch(trx: Trx, reqs: InternalRequest[]): 
     if (d instanceof AppError) outcomes[i] = { ok: false, error: d };
     else accepted.push({ i, p: d.p, posting: d.posting });
   });
-  const rows = await record(trx, book, gate, accepted);
+  const set = writes ?? new WriteSet(trx);
+  const rows = await record(set, book, gate, accepted);
+  if (!writes) await set.flush();
   accepted.forEach((a, k) => (outcomes[a.i] = { ok: true, row: rows[k]! }));
   return outcomes.map((o) => o!);
 }
 
-/** Writes every accepted transfer: postings, account transactions, transfers, events, counters. */
-async function record(trx: Trx, book: PostingBatch, gate: SpendingGate, accepted: Accepted[]) {
-  await book.flush(trx);
-  await gate.flush(trx);
+/** Adds the writes of every accepted transfer: postings, account transactions, transfers, events, counters. */
+async function record(writes: WriteSet, book: PostingBatch, gate: SpendingGate, accepted: Accepted[]) {
+  await book.flush(writes);
+  await gate.flush(writes);
   if (accepted.length === 0) return [];
   const sourceTxs = await transactions.recordMovements(
-    trx,
+    writes,
     accepted.map((a) => ({ ctx: a.p.req.ctx, movement: movementOf(a.p, a.posting) })),
   );
   const rows = accepted.map((a, k) => transferRow(a.p, a.posting, sourceTxs[k]![0]!.id));
-  await repo.insertTransfers(trx, rows);
+  await repo.insertTransfers(writes, rows);
   await recordEvents(
-    trx,
+    writes,
     rows.map((row, k) => ({ ctx: accepted[k]!.p.req.ctx, eventType: 'transfer.status.completed' as const, data: toTransferResponse(row) })),
   );
   return rows;

@@ -1,5 +1,6 @@
 import type { Config } from '../../config.js';
 import type { Queryable, Trx } from '../../db/client.js';
+import type { Writer } from '../../db/write-set.js';
 import type { RequestContext } from '../../core/context.js';
 import type { AppError } from '../../core/errors.js';
 import { requireFeature, transactionLimitRefusal } from '../features/service.js';
@@ -107,8 +108,8 @@ export class SpendingGate {
     this.added.set(id, { key, amount: (this.added.get(id)?.amount ?? 0n) + amount });
   }
 
-  async flush(trx: Queryable): Promise<void> {
-    await addSpend(trx, [...this.added.values()]);
+  async flush(to: Writer): Promise<void> {
+    await addSpend(to, [...this.added.values()]);
     this.added.clear();
   }
 }

@@ -1,6 +1,7 @@
 import type { ColumnType, Insertable, Selectable } from 'kysely';
 import { sql } from 'kysely';
 import type { Queryable } from '../../db/client.js';
+import { write, type Writer } from '../../db/write-set.js';
 import type { RequestContext } from '../../core/context.js';
 import { paginate, type Page } from '../../db/pagination.js';
 import type { ListTransfersQuery, TransferStatus } from './schema.js';
@@ -49,12 +50,9 @@ export async function insertTransfer(db: Queryable, row: Insertable<TransfersTab
 }
 
 /** Many transfers in one statement (a batch); metadata is serialized here. */
-export async function insertTransfers(db: Queryable, rows: TransferRow[]) {
+export async function insertTransfers(to: Writer, rows: TransferRow[]) {
   if (rows.length === 0) return;
-  await db
-    .insertInto('transfers')
-    .values(rows.map((r) => ({ ...r, metadata: JSON.stringify(r.metadata) })))
-    .execute();
+  await write(to, (db) => db.insertInto('transfers').values(rows.map((r) => ({ ...r, metadata: JSON.stringify(r.metadata) }))));
 }
 
 export async function findTransfer(db: Queryable, ctx: Scope, id: string) {

@@ -28,10 +28,11 @@ export function transferRoutes(deps: Deps): FastifyPluginAsyncZod {
     deps.sealer,
     deps.config.IDEMPOTENCY_TTL_HOURS,
     'transfers.create',
-    (trx, items: { request: FastifyRequest; input: CreateTransferBody }[]) =>
+    (trx, items: { request: FastifyRequest; input: CreateTransferBody }[], writes) =>
       service.createInternalTransfers(
         trx,
         items.map((i) => ({ ctx: i.request.ctx, config: deps.config, body: i.input })),
+        writes,
       ),
     { maxBatch: deps.config.TRANSFER_BATCH_SIZE, lanes: deps.dbKind === 'postgres' ? deps.config.TRANSFER_BATCH_LANES : 1 },
   );

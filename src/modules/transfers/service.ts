@@ -1,5 +1,6 @@
 import type { Config } from '../../config.js';
 import type { Queryable, Trx } from '../../db/client.js';
+import type { WriteSet } from '../../db/write-set.js';
 import type { RequestContext } from '../../core/context.js';
 import { AppError, notFound, validationError } from '../../core/errors.js';
 import type { Page } from '../../db/pagination.js';
@@ -64,8 +65,8 @@ export { isInternalDestination, type InternalRequest };
  * Internal transfers as one batch in `trx` (the batched idempotency transaction): one outcome
  * per request, in order; a refused transfer never fails the others (docs/money-path.md).
  */
-export async function createInternalTransfers(trx: Trx, reqs: InternalRequest[]): Promise<InternalOutcome[]> {
-  const outcomes = await internalTransferBatch(trx, reqs);
+export async function createInternalTransfers(trx: Trx, reqs: InternalRequest[], writes?: WriteSet): Promise<InternalOutcome[]> {
+  const outcomes = await internalTransferBatch(trx, reqs, writes);
   return outcomes.map((o) => (o.ok ? { ok: true, data: toTransferResponse(o.row) } : o));
 }
 

@@ -1,6 +1,7 @@
 import type { ColumnType } from 'kysely';
 import { sql } from 'kysely';
 import type { Queryable } from '../../db/client.js';
+import { write, type Writer } from '../../db/write-set.js';
 import type { RequestContext } from '../../core/context.js';
 
 export interface CustomerDailySpendTable {
@@ -60,7 +61,7 @@ export async function readSpend(db: Queryable, keys: SpendKey[]): Promise<Map<st
 }
 
 /** Adds (or, for a failed payout, subtracts) amounts to counters: one statement for many. */
-export async function addSpend(db: Queryable, changes: { key: SpendKey; amount: bigint }[]) {
+export async function addSpend(to: Writer, changes: { key: SpendKey; amount: bigint }[]) {
   // One row per counter: a multi-row upsert cannot touch the same row twice.
   const merged = new Map<string, { key: SpendKey; amount: bigint }>();
   for (const c of changes) {
@@ -69,11 +70,11 @@ export async function addSpend(db: Queryable, changes: { key: SpendKey; amount: 
   }
   const all = [...merged.values()];
   await upsertAdd(
-    db,
+    to,
     all.filter((c) => c.amount > 0n),
   );
   await subtract(
-    db,
+    to,
     all.filter((c) => c.amount < 0n),
   );
 }
@@ -86,23 +87,29 @@ const cols = (list: { key: SpendKey }[]) => ({
   d: list.map((x) => x.key.day),
 });
 
-async function upsertAdd(db: Queryable, list: { key: SpendKey; amount: bigint }[]) {
+async function upsertAdd(to: Writer, list: { key: SpendKey; amount: bigint }[]) {
   if (list.length === 0) return;
   const k = cols(list);
-  await sql`
+  await write(
+    to,
+    () => sql`
     insert into customer_daily_spend as s (tenant_id, environment, customer_id, currency, day, amount)
     select * from unnest(${k.t}::uuid[], ${k.e}::text[], ${k.c}::uuid[], ${k.cur}::text[], ${k.d}::date[],
       ${list.map((c) => c.amount.toString())}::bigint[])
-    on conflict (tenant_id, environment, customer_id, currency, day) do update set amount = s.amount + excluded.amount`.execute(db);
+    on conflict (tenant_id, environment, customer_id, currency, day) do update set amount = s.amount + excluded.amount`,
+  );
 }
 
 /** Gives amounts back (failed payouts); a counter never goes below zero (a day before the backfill). */
-async function subtract(db: Queryable, list: { key: SpendKey; amount: bigint }[]) {
+async function subtract(to: Writer, list: { key: SpendKey; amount: bigint }[]) {
   if (list.length === 0) return;
   const k = cols(list);
-  await sql`
+  await write(
+    to,
+    () => sql`
     update customer_daily_spend s set amount = greatest(0, s.amount + u.a)
     from unnest(${k.t}::uuid[], ${k.e}::text[], ${k.c}::uuid[], ${k.cur}::text[], ${k.d}::date[],
       ${list.map((c) => c.amount.toString())}::bigint[]) as u(t, e, c, cur, d, a)
-    where s.tenant_id = u.t and s.environment = u.e and s.customer_id = u.c and s.currency = u.cur and s.day = u.d`.execute(db);
+    where s.tenant_id = u.t and s.environment = u.e and s.customer_id = u.c and s.currency = u.cur and s.day = u.d`,
+  );
 }

@@ -1,5 +1,6 @@
 import type { ColumnType } from 'kysely';
 import type { Queryable } from '../../db/client.js';
+import { write, type Writer } from '../../db/write-set.js';
 import type { RequestContext } from '../../core/context.js';
 import { newId } from '../../lib/ids.js';
 
@@ -100,14 +101,13 @@ export async function recordEvent(
 
 /** Many events in one statement (a batch of money movements), same rule as recordEvent. */
 export async function recordEvents(
-  trx: Queryable,
+  to: Writer,
   list: { ctx: EventScope; eventType: EventType; data: { id?: string } & object; groupId?: string }[],
 ): Promise<EventPayload[]> {
   const payloads = list.map((e) => eventOf(e.ctx, e.eventType, e.data, e.groupId));
   if (payloads.length === 0) return payloads;
-  await trx
-    .insertInto('events')
-    .values(
+  await write(to, (db) =>
+    db.insertInto('events').values(
       payloads.map((p) => ({
         id: p.event_id,
         tenant_id: p.tenant_id,
@@ -117,7 +117,7 @@ export async function recordEvents(
         event_group_id: p.event_group_id,
         payload: JSON.stringify(p),
       })),
-    )
-    .execute();
+    ),
+  );
   return payloads;
 }
