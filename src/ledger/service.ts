@@ -1,4 +1,5 @@
 import type { Queryable } from '../db/client.js';
+import type { Writer } from '../db/write-set.js';
 import { AppError } from '../core/errors.js';
 import { newId } from '../lib/ids.js';
 import { LedgerInvariantError, PostingBatch, type PostResult } from './batch.js';
@@ -52,21 +53,22 @@ async function diagnose(db: Queryable, scope: LedgerScope, leg: Leg): Promise<Er
  * Posts a balanced transaction: entries append, balances change, all in the caller's transaction.
  * The same code as a batch of one (batch.ts): lock the balance rows (ascending id), decide in
  * memory, write. A debit that would take a customer account's available balance below zero is
- * a typed refusal naming the account; nothing is written then.
+ * a typed refusal naming the account; nothing is written then. The writes go to `writes` when
+ * given (a WriteSet the caller sends with its own), else at once, as one statement.
  */
-export async function tryPost(trx: Queryable, scope: LedgerScope, input: PostingInput): Promise<PostResult> {
+export async function tryPost(trx: Queryable, scope: LedgerScope, input: PostingInput, writes: Writer = trx): Promise<PostResult> {
   const batch = await PostingBatch.open(
     trx,
     input.legs.map((l) => l.accountId),
   );
   const result = batch.tryPost(scope, input);
-  if (result.ok) await batch.flush(trx);
+  if (result.ok) await batch.flush(writes);
   return result;
 }
 
 /** tryPost for callers whose only answer to a refusal is 422 insufficient_funds (thrown). */
-export async function post(trx: Queryable, scope: LedgerScope, input: PostingInput): Promise<PostedTransaction> {
-  const result = await tryPost(trx, scope, input);
+export async function post(trx: Queryable, scope: LedgerScope, input: PostingInput, writes: Writer = trx): Promise<PostedTransaction> {
+  const result = await tryPost(trx, scope, input, writes);
   if (!result.ok) throw insufficientFunds();
   return result.posting;
 }

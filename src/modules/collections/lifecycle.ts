@@ -1,4 +1,5 @@
 import type { Db, Queryable, Trx } from '../../db/client.js';
+import { WriteSet } from '../../db/write-set.js';
 import type { Environment, RequestContext } from '../../core/context.js';
 import { AppError, notFound } from '../../core/errors.js';
 import * as ledger from '../../ledger/index.js';
@@ -32,7 +33,7 @@ async function settingsOf(db: Queryable, tenantId: string): Promise<Record<strin
  * account (fee). When the money already arrived as an inbound bank transfer (`funded`), only the
  * fee moves, from the destination account. No fee when the destination is the business's own.
  */
-async function postSettlement(trx: Trx, ctx: Scope, d: Deps, row: repo.CollectionRow, funded: boolean) {
+async function postSettlement(trx: Trx, writes: WriteSet, ctx: Scope, d: Deps, row: repo.CollectionRow, funded: boolean) {
   const destination = (await accounts.lockForMovement(trx, ctx, [row.destination_account_id])).get(row.destination_account_id)!;
   let fee = destination.customer_id === null ? 0n : collectionFee(await settingsOf(trx, ctx.tenantId), d.config, row);
   const feeAccount = fee > 0n ? await accounts.businessFeeAccount(trx, ctx, row.currency) : undefined;
@@ -45,12 +46,12 @@ async function postSettlement(trx: Trx, ctx: Scope, d: Deps, row: repo.Collectio
   if (toDestination !== 0n) legs.push({ accountId: destination.id, amount: toDestination, currency: ccy });
   if (fee > 0n) legs.push({ accountId: feeAccount!.id, amount: fee, currency: ccy });
   if (legs.length < 2) return { fee, posting: undefined, transactionId: null };
-  const posting = await ledger.post(trx, ctx, {
-    kind: funded ? 'collection_fee' : 'collection',
-    reference: row.id,
-    metadata: { collection_id: row.id, fee: String(fee) },
-    legs,
-  });
+  const posting = await ledger.post(
+    trx,
+    ctx,
+    { kind: funded ? 'collection_fee' : 'collection', reference: row.id, metadata: { collection_id: row.id, fee: String(fee) }, legs },
+    writes,
+  );
   const common = { currency: ccy, channel: CHANNEL[row.method], receivingAccountId: destination.id };
   const sides: transactions.AccountSide[] = funded
     ? [
@@ -87,7 +88,7 @@ async function postSettlement(trx: Trx, ctx: Scope, d: Deps, row: repo.Collectio
       description: `Collection fee ${row.id}`,
       receivingAccountId: feeAccount!.id,
     });
-  const [tx] = await transactions.recordMovement(trx, ctx, { reference: row.id, clientReference: row.client_reference, posting, sides });
+  const [tx] = await transactions.recordMovement(writes, ctx, { reference: row.id, clientReference: row.client_reference, posting, sides });
   return { fee, posting, transactionId: tx!.id };
 }
 
@@ -101,7 +102,11 @@ export async function completeCollection(
   const row = await repo.findCollection(trx, ctx, id, true);
   if (!row) throw notFound('Collection');
   if (row.status !== 'pending') throw notPending(row, 'completed');
-  const settled = await postSettlement(trx, ctx, d, row, extra.funding !== undefined);
+  // The ledger and account transactions go as one statement (db/write-set.ts), before the
+  // collection row that refers to them.
+  const writes = new WriteSet(trx);
+  const settled = await postSettlement(trx, writes, ctx, d, row, extra.funding !== undefined);
+  await writes.flush();
   const done = await repo.finishCollection(trx, ctx, id, {
     status: 'completed',
     detailed_status: extra.detailedStatus ?? 'completed',

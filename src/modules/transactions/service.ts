@@ -95,8 +95,8 @@ function movementRows(ctx: Scope, movement: MovementRecord, now: Date) {
 }
 
 /** Writes the per-account transactions of one movement (call it in the posting's transaction). */
-export async function recordMovement(trx: Queryable, ctx: Scope, movement: MovementRecord): Promise<TransactionRow[]> {
-  return (await recordMovements(trx, [{ ctx, movement }]))[0]!;
+export async function recordMovement(to: Writer, ctx: Scope, movement: MovementRecord): Promise<TransactionRow[]> {
+  return (await recordMovements(to, [{ ctx, movement }]))[0]!;
 }
 
 /** Writes the transactions of many movements with one statement (a batch of transfers). */

@@ -1,4 +1,5 @@
 import type { Trx } from '../../db/client.js';
+import { WriteSet } from '../../db/write-set.js';
 import type { RequestContext } from '../../core/context.js';
 import { AppError, validationError } from '../../core/errors.js';
 import { parseAmount } from '../../lib/money.js';
@@ -17,7 +18,8 @@ import type { CreateTransferBody } from './schema.js';
 /**
  * Card funding: an account of the card's owner (or of the business) moves money onto the card's
  * own balance, complete at once. Locks: the source account (shared) and the ledger balances; the
- * card row is read, not locked (see cards.cardForFunding).
+ * card row is read, not locked (see cards.cardForFunding). Every write (ledger, counter, account
+ * transactions, transfer, events) goes as one statement at the end (db/write-set.ts).
  */
 export async function cardFunding(trx: Trx, ctx: RequestContext, id: string, body: CreateTransferBody): Promise<repo.TransferRow> {
   const { source, card } = await loadFunding(trx, ctx, body);
@@ -31,9 +33,10 @@ export async function cardFunding(trx: Trx, ctx: RequestContext, id: string, bod
     { accountId: card.id, amount, currency },
   ];
   if (feeAccount) legs.push({ accountId: feeAccount.id, amount: fee, currency });
-  const posting = await postFunding(trx, ctx, id, card.id, legs);
+  const writes = new WriteSet(trx);
+  const posting = await postFunding(trx, writes, ctx, id, card.id, legs);
   // Card funding has no KYC limit of its own but counts in the customer's daily total.
-  await countSpend(trx, ctx, source.customer_id, currency, amount);
+  await countSpend(writes, ctx, source.customer_id, currency, amount);
 
   const description = body.description ?? 'Card funding';
   const metadata = { card_id: card.id, card_type: card.card_type };
@@ -64,7 +67,7 @@ export async function cardFunding(trx: Trx, ctx: RequestContext, id: string, bod
       description: 'Card funding fee',
     });
   }
-  const [sourceTx, cardTx] = await transactions.recordMovement(trx, ctx, {
+  const [sourceTx, cardTx] = await transactions.recordMovement(writes, ctx, {
     reference: id,
     clientReference: body.client_reference ?? null,
     clientMetadata: body.metadata ? JSON.stringify(body.metadata) : null,
@@ -72,10 +75,11 @@ export async function cardFunding(trx: Trx, ctx: RequestContext, id: string, bod
     sides,
   });
   const row = fundingRow(ctx, id, body, { source, card, amount, fee, description, ledgerId: posting.id, transactionId: sourceTx!.id });
-  await repo.insertTransfer(trx, { ...row, metadata: JSON.stringify(row.metadata) });
-  await recordEvent(trx, ctx, 'transfer.status.completed', toTransferResponse(row));
+  await repo.insertTransfer(writes, { ...row, metadata: JSON.stringify(row.metadata) });
+  await recordEvent(writes, ctx, 'transfer.status.completed', toTransferResponse(row));
   const funding = { ...cards.cardTransactionEvent(cardTx!, card), transfer_id: id };
-  await recordEvent(trx, ctx, 'cards.transaction.funding', funding, card.id);
+  await recordEvent(writes, ctx, 'cards.transaction.funding', funding, card.id);
+  await writes.flush();
   return row;
 }
 
@@ -103,13 +107,18 @@ async function loadFunding(trx: Trx, ctx: RequestContext, body: CreateTransferBo
 }
 
 /** Posts amount + fee; an overdraft is the ledger's typed refusal, mapped in one place. */
-async function postFunding(trx: Trx, ctx: RequestContext, id: string, cardId: string, legs: ledger.Leg[]) {
-  const result = await ledger.tryPost(trx, ctx, {
-    kind: 'card_funding',
-    reference: id,
-    metadata: { transfer_id: id, card_id: cardId },
-    legs,
-  });
+async function postFunding(trx: Trx, writes: WriteSet, ctx: RequestContext, id: string, cardId: string, legs: ledger.Leg[]) {
+  const result = await ledger.tryPost(
+    trx,
+    ctx,
+    {
+      kind: 'card_funding',
+      reference: id,
+      metadata: { transfer_id: id, card_id: cardId },
+      legs,
+    },
+    writes,
+  );
   if (!result.ok) throw refusalError(result);
   return result.posting;
 }

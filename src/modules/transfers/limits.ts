@@ -35,9 +35,9 @@ export async function assertCustomerMayMove(
 }
 
 /** Counts a movement that has no limit of its own (card funding) in the customer's daily total. */
-export async function countSpend(trx: Queryable, ctx: Scope, customerId: string | null, currency: string, amount: bigint, at = new Date()) {
+export async function countSpend(to: Writer, ctx: Scope, customerId: string | null, currency: string, amount: bigint, at = new Date()) {
   if (customerId === null) return;
-  await addSpend(trx, [{ key: { scope: ctx, customerId, currency, day: utcDay(at) }, amount }]);
+  await addSpend(to, [{ key: { scope: ctx, customerId, currency, day: utcDay(at) }, amount }]);
 }
 
 /** Gives a failed or returned payout's amount back to the day it was counted on. */

@@ -45,8 +45,8 @@ declare module '../../db/types.js' {
 export type TransferRow = Selectable<TransfersTable>;
 type Scope = Pick<RequestContext, 'tenantId' | 'environment'>;
 
-export async function insertTransfer(db: Queryable, row: Insertable<TransfersTable>) {
-  await db.insertInto('transfers').values(row).execute();
+export async function insertTransfer(to: Writer, row: Insertable<TransfersTable>) {
+  await write(to, (db) => db.insertInto('transfers').values(row));
 }
 
 /** Many transfers in one statement (a batch); metadata is serialized here. */

@@ -90,13 +90,13 @@ function eventOf(ctx: EventScope, eventType: EventType, data: { id?: string } & 
  * `groupId` ties events of one resource together (its id by default).
  */
 export async function recordEvent(
-  trx: Queryable,
+  to: Writer,
   ctx: EventScope,
   eventType: EventType,
   data: { id?: string } & object,
   groupId?: string,
 ): Promise<EventPayload> {
-  return (await recordEvents(trx, [{ ctx, eventType, data, ...(groupId ? { groupId } : {}) }]))[0]!;
+  return (await recordEvents(to, [{ ctx, eventType, data, ...(groupId ? { groupId } : {}) }]))[0]!;
 }
 
 /** Many events in one statement (a batch of money movements), same rule as recordEvent. */
