@@ -58,7 +58,13 @@ export interface Server {
  * Starts `node dist/main.js` (API only, no workers) on PostgreSQL (`dbUrl`) or, without one, on
  * PGlite in `dataDir`. Requests are logged as in production (LOG_LEVEL info, to a pipe we drain).
  */
-export async function startServer(options: { dbUrl?: string; dataDir?: string; poolSize: number }): Promise<Server> {
+export async function startServer(options: {
+  dbUrl?: string;
+  dataDir?: string;
+  poolSize: number;
+  /** Settings of this server only (e.g. REQUEST_LOG: 'off'). */
+  env?: Record<string, string>;
+}): Promise<Server> {
   const port = await freePort();
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'fsapi-bench-'));
   const { DATABASE_URL: _ignored, NODE_OPTIONS: _opts, ...env } = process.env;
@@ -80,6 +86,7 @@ export async function startServer(options: { dbUrl?: string; dataDir?: string; p
       RATE_LIMIT_PER_MINUTE: '100000000',
       DB_POOL_SIZE: String(options.poolSize),
       SECRETS_KEY: randomBytes(32).toString('base64'),
+      ...options.env,
     },
     stdio: ['ignore', 'pipe', 'inherit'],
   });

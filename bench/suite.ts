@@ -9,7 +9,7 @@ import { accountReadLoad, transferLoad, VIA_PROXY, type LoadResult } from './loa
 import { pgbenchInit, pgbenchRun, type PgbenchResult } from './pgbench.js';
 import { admin, build, fundedAccounts, post, prepareDatabase, preparePGlite, startServer, withDatabase, type Server } from './server.js';
 
-export const SCENARIOS = ['spread', 'hot', 'reads', 'steady', 'pglite', 'bulk', 'history'] as const;
+export const SCENARIOS = ['spread', 'hot', 'reads', 'steady', 'pglite', 'bulk', 'history', 'requestlog'] as const;
 export type Scenario = (typeof SCENARIOS)[number];
 
 export interface BenchOptions {
@@ -73,12 +73,12 @@ export async function runBench(o: BenchOptions): Promise<{ rows: Row[]; reconcil
     return [from, to] as [string, string];
   };
   /** An app database with a business, its server and funded accounts. */
-  const appOnPostgres = async (suffix: string) => {
+  const appOnPostgres = async (suffix: string, env: Record<string, string> = {}) => {
     const url = await createDb(suffix);
     const handle = openPostgres(url, 4);
     handles.push(handle);
     const { tenantId, key } = await prepareDatabase(handle);
-    const server = await startServer({ dbUrl: url, poolSize: o.poolSize });
+    const server = await startServer({ dbUrl: url, poolSize: o.poolSize, env });
     servers.push(server);
     const ids = await fundedAccounts(server.base, key, o.accounts);
     return { handle, server, key, ids, tenantId };
@@ -131,14 +131,14 @@ export async function runBench(o: BenchOptions): Promise<{ rows: Row[]; reconcil
   try {
     log('building dist/ (npm run build)');
     build();
-    const needsMain = (['spread', 'hot', 'reads', 'steady', 'bulk', 'pglite'] as const).some(has);
+    const needsMain = (['spread', 'hot', 'reads', 'steady', 'bulk', 'pglite', 'requestlog'] as const).some(has);
     if (needsMain) {
       const main = await appOnPostgres('app');
       const { server, key, ids, handle } = main;
       log(`main server up at ${server.base}; warming up`);
       await warmup(server, key, ids);
 
-      if (has('spread') || has('pglite')) {
+      if (has('spread') || has('pglite') || has('requestlog')) {
         log('spread: transfers among all accounts, as fast as they go');
         pgSpread = await transferLoad(loadOpts(server, key), pairs(ids));
       }
@@ -219,6 +219,25 @@ export async function runBench(o: BenchOptions): Promise<{ rows: Row[]; reconcil
       });
       await server.stop();
       await checkLedger('main PostgreSQL database', handle);
+    }
+
+    if (has('requestlog') && pgSpread) {
+      // The API request log (dashboard) is on by default: what it costs the transfer path, against
+      // a server of the same build with REQUEST_LOG=off on a database of its own.
+      log('requestlog: the spread load with REQUEST_LOG=off');
+      const app = await appOnPostgres('nolog', { REQUEST_LOG: 'off' });
+      await warmup(app.server, app.key, app.ids);
+      const off = await transferLoad(loadOpts(app.server, app.key), pairs(app.ids));
+      const r = pgSpread.perSecond / off.perSecond;
+      rows.push({
+        name: 'transfers/s with the request log on (the default)',
+        measured: `${fmt(pgSpread.perSecond)}/s, p50 ${pgSpread.p50} ms, p99 ${pgSpread.p99} ms`,
+        reference: `REQUEST_LOG=off: ${fmt(off.perSecond)}/s, p50 ${off.p50} ms, p99 ${off.p99} ms`,
+        ratio: r,
+        target: '',
+      });
+      await app.server.stop();
+      await checkLedger('request log off database', app.handle);
     }
 
     if (has('pglite') && pgSpread) {
