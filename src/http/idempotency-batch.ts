@@ -9,7 +9,8 @@ import { newId } from '../lib/ids.js';
 import { ok } from './envelope.js';
 import { AppError } from '../core/errors.js';
 import { statusOf } from './errors.js';
-import { idempotencyKeyOf } from './idempotency.js';
+import { processInstance } from '../db/instance.js';
+import { CLAIM_TAKEOVER_SET, CLAIM_TAKEOVER_WHERE, idempotencyKeyOf } from './idempotency.js';
 import { ReplayResponse } from './replay.js';
 
 const LEASE_SECONDS = 60;
@@ -94,7 +95,9 @@ export class BatchedIdempotency<I, T> {
   private async execute(batch: Item<I>[]): Promise<void> {
     for (let attempt = 1; ; attempt++) {
       try {
-        const settled = await this.db.transaction().execute((trx) => this.runBatch(trx, batch));
+        // Before the transaction: registering this process needs a connection of its own.
+        const owner = await processInstance(this.db).ensure();
+        const settled = await this.db.transaction().execute((trx) => this.runBatch(trx, batch, owner));
         batch.forEach((item, i) => this.settle(item, settled[i]!));
         return;
       } catch (err) {
@@ -115,8 +118,8 @@ export class BatchedIdempotency<I, T> {
     } else item.reject(s.err);
   }
 
-  private async runBatch(trx: Trx, batch: Item<I>[]): Promise<Settlement[]> {
-    const claimed = await this.claim(trx, batch);
+  private async runBatch(trx: Trx, batch: Item<I>[], owner: string): Promise<Settlement[]> {
+    const claimed = await this.claim(trx, batch, owner);
     const settled: (Settlement | undefined)[] = batch.map(() => undefined);
     const mine = batch.flatMap((item, i) => (claimed.has(item.token) ? [i] : []));
     await this.answerUnclaimed(trx, batch, claimed, settled);
@@ -152,22 +155,22 @@ export class BatchedIdempotency<I, T> {
     return settled.map((s) => s!);
   }
 
-  /** One INSERT for every key, in key order (two batches sharing keys cannot deadlock on them). */
-  private async claim(trx: Trx, batch: Item<I>[]): Promise<Set<string>> {
+  /**
+   * One INSERT for every key, in key order (two batches sharing keys cannot deadlock on them),
+   * under the same takeover rule as a lone claim (idempotency.ts). A batch's own claims commit
+   * with its work or not at all, so only a lone claim can leave one in progress.
+   */
+  private async claim(trx: Trx, batch: Item<I>[], owner: string): Promise<Set<string>> {
     const items = [...batch].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
     const col = (f: (i: Item<I>) => string) => items.map(f);
     const result = await sql<{ claim_token: string }>`
-      insert into idempotency_keys (tenant_id, environment, key, fingerprint, state, locked_until, claim_token, expires_at)
-      select t, e, k, f, 'in_progress', now() + make_interval(secs => ${LEASE_SECONDS}), c, now() + make_interval(hours => ${this.ttlHours})
+      insert into idempotency_keys (tenant_id, environment, key, fingerprint, state, locked_until, claim_token, owner_id, expires_at)
+      select t, e, k, f, 'in_progress', now() + make_interval(secs => ${LEASE_SECONDS}), c, ${owner}::uuid,
+        now() + make_interval(hours => ${this.ttlHours})
       from unnest(${col((i) => i.tenantId)}::uuid[], ${col((i) => i.environment)}::text[], ${col((i) => i.key)}::text[],
                   ${col((i) => i.fingerprint)}::text[], ${col((i) => i.token)}::uuid[]) as u(t, e, k, f, c)
-      on conflict (tenant_id, environment, key) do update set
-        fingerprint = excluded.fingerprint, state = 'in_progress', locked_until = excluded.locked_until,
-        claim_token = excluded.claim_token, expires_at = excluded.expires_at,
-        response_status = null, response_body = null, response_sealed = false, created_at = now()
-      where idempotency_keys.expires_at < now()
-        or (idempotency_keys.state = 'in_progress' and idempotency_keys.locked_until < now()
-            and idempotency_keys.fingerprint = excluded.fingerprint)
+      on conflict (tenant_id, environment, key) do update set ${CLAIM_TAKEOVER_SET}
+      where ${CLAIM_TAKEOVER_WHERE}
       returning claim_token`.execute(trx);
     return new Set(result.rows.map((r) => r.claim_token));
   }

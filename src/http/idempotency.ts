@@ -51,6 +51,27 @@ export interface IdempotencyOptions<T = unknown> {
   executor?: (unit: (trx: Trx) => Promise<string>) => Promise<string>;
 }
 
+/** What a claim that takes an existing key record over resets (both claim paths). */
+export const CLAIM_TAKEOVER_SET = sql`
+  fingerprint = excluded.fingerprint, state = 'in_progress', locked_until = excluded.locked_until,
+  claim_token = excluded.claim_token, owner_id = excluded.owner_id, expires_at = excluded.expires_at,
+  response_status = null, response_body = null, response_sealed = false, created_at = now()`;
+
+/**
+ * When a claim may take an existing key record over (both claim paths, so a key claimed on one is
+ * judged the same on the other): its retention ended, or it is an in-progress claim of the same
+ * request whose lease ran out or whose owner process is gone (no heartbeat for
+ * STALE_AFTER_SECONDS: killed, crashed). Anything else is replayed, refused as reused, or
+ * answered "in progress".
+ */
+export const CLAIM_TAKEOVER_WHERE = sql`
+  idempotency_keys.expires_at < now()
+  or (idempotency_keys.state = 'in_progress' and idempotency_keys.fingerprint = excluded.fingerprint
+      and (idempotency_keys.locked_until < now()
+           or (idempotency_keys.owner_id <> excluded.owner_id and not exists (
+                 select 1 from process_instances p where p.id = idempotency_keys.owner_id
+                   and p.heartbeat_at > now() - make_interval(secs => ${STALE_AFTER_SECONDS})))))`;
+
 /** Reads and checks the Idempotency-Key header of a POST. */
 export function idempotencyKeyOf(request: FastifyRequest): string {
   const header = request.headers['idempotency-key'];
@@ -131,26 +152,17 @@ export class Idempotency {
   private async claim(scope: { tenant_id: string; environment: string; key: string }, fingerprint: string): Promise<string> {
     const token = newId();
     const owner = await processInstance(this.db).ensure();
-    // One statement: insert, or take over a key whose retention ended, or an in-progress claim of
-    // the same request whose lease ran out or whose owner process is gone (no heartbeat for
-    // STALE_AFTER_SECONDS: killed, crashed). Concurrent duplicates block on the row and then see
-    // the winner's claim. Two runs never both commit: completion checks the claim token.
+    // One statement: insert, or take over (CLAIM_TAKEOVER_WHERE). Concurrent duplicates block on
+    // the row and then see the winner's claim. Two runs never both commit: completion checks the
+    // claim token.
     const claimed = await sql<{ claim_token: string }>`
       insert into idempotency_keys
         (tenant_id, environment, key, fingerprint, state, locked_until, claim_token, owner_id, expires_at)
       values (${scope.tenant_id}, ${scope.environment}, ${scope.key}, ${fingerprint}, 'in_progress',
         now() + make_interval(secs => ${LEASE_SECONDS}), ${token}, ${owner},
         now() + make_interval(hours => ${this.ttlHours}))
-      on conflict (tenant_id, environment, key) do update set
-        fingerprint = excluded.fingerprint, state = 'in_progress', locked_until = excluded.locked_until,
-        claim_token = excluded.claim_token, owner_id = excluded.owner_id, expires_at = excluded.expires_at,
-        response_status = null, response_body = null, response_sealed = false, created_at = now()
-      where idempotency_keys.expires_at < now()
-        or (idempotency_keys.state = 'in_progress' and idempotency_keys.fingerprint = excluded.fingerprint
-            and (idempotency_keys.locked_until < now()
-                 or (idempotency_keys.owner_id <> excluded.owner_id and not exists (
-                       select 1 from process_instances p where p.id = idempotency_keys.owner_id
-                         and p.heartbeat_at > now() - make_interval(secs => ${STALE_AFTER_SECONDS})))))
+      on conflict (tenant_id, environment, key) do update set ${CLAIM_TAKEOVER_SET}
+      where ${CLAIM_TAKEOVER_WHERE}
       returning claim_token`.execute(this.db);
     if (claimed.rows.length > 0) return token;
 
