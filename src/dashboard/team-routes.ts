@@ -26,13 +26,23 @@ function linkCard(flash: Extract<Flash, { kind: 'link' }>, origin: string): Html
 </section>`;
 }
 
+/** A member's role as a select with its own Change button (owners and admins). */
+function roleForm(session: Session, m: Members['members'][number]): Html {
+  const roles = grantableRoles(session.role);
+  const options = roles.includes(m.role) ? roles : [m.role, ...roles];
+  return html`<form method="post" action="/dashboard/team/members/${m.id}/role" class="inline">${csrfField(session)}
+    <label class="sr-only" for="role-${m.id}">Role of ${m.email}</label>
+    <select id="role-${m.id}" name="role">${options.map((r) => html`<option value="${r}"${r === m.role ? html` selected` : ''}>${r}</option>`)}</select>
+    <button type="submit" aria-label="Change the role of ${m.email}">Change</button></form>`;
+}
+
 function teamPage(session: Session, view: Members, flash: Flash | null, origin: string, notice?: Html): Html {
   const manage = can(session.role, 'team');
   const members = table(
     'Members',
     [
       { label: 'Email', cell: (m: Members['members'][number]) => html`${m.email}${m.id === session.userId ? ' (you)' : ''}` },
-      { label: 'Role', cell: (m) => m.role },
+      { label: 'Role', cell: (m) => (manage && (m.role !== 'owner' || session.role === 'owner') ? roleForm(session, m) : m.role) },
       { label: 'Since', cell: (m) => when(m.created_at.toISOString()) },
       {
         label: 'Actions',
@@ -194,6 +204,11 @@ export function teamRoutes(service: DashboardService, team: TeamService) {
     );
     app.post('/team/members/:id/remove', async (request, reply) =>
       act(request, reply, (session) => team.remove(session, memberId(request))),
+    );
+    app.post('/team/members/:id/role', async (request, reply) =>
+      act(request, reply, async (session, form) => {
+        await team.changeRole(session, memberId(request), form.get('role') ?? '');
+      }),
     );
     app.post('/team/invites/:id/revoke', async (request, reply) =>
       act(request, reply, (session) => team.revokeInvite(session, memberId(request))),

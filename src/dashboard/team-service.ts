@@ -52,8 +52,9 @@ export class TeamService {
     action: string,
     target?: string | null,
     detail?: string | null,
+    db: Queryable = this.db,
   ) {
-    await team.insertAudit(this.db, {
+    await team.insertAudit(db, {
       id: newId(),
       tenant_id: session.tenantId,
       environment: session.environment,
@@ -203,12 +204,36 @@ export class TeamService {
   async remove(session: Session, userId: string): Promise<void> {
     requirePermission(session.role, 'team');
     if (userId === session.userId) fail('You cannot remove yourself');
-    const member = await team.findMember(this.db, session.tenantId, userId);
-    if (!member) throw notFound('Member');
-    if (member.role === 'owner' && session.role !== 'owner') fail('Only an owner can remove an owner');
-    if (member.role === 'owner' && (await team.countOwners(this.db, session.tenantId)) <= 1) fail('A business keeps at least one owner');
-    await team.deleteMember(this.db, session.tenantId, userId);
-    await this.audit(session, 'member.removed', member.email, `role ${member.role}`);
+    await this.db.transaction().execute(async (trx) => {
+      const owners = await team.lockOwners(trx, session.tenantId);
+      const member = await team.findMember(trx, session.tenantId, userId);
+      if (!member) throw notFound('Member');
+      if (member.role === 'owner' && session.role !== 'owner') fail('Only an owner can remove an owner');
+      if (member.role === 'owner' && owners.length <= 1) fail('A business keeps at least one owner');
+      await team.deleteMember(trx, session.tenantId, userId);
+      await this.audit(session, 'member.removed', member.email, `role ${member.role}`, trx);
+    });
+  }
+
+  /**
+   * Changes a member's role (yours too). Owners may give any role; admins may give admin,
+   * developer or viewer, and cannot change an owner. The last owner stays an owner: the owners'
+   * rows are locked first, so two owners demoting each other at once cannot both succeed.
+   */
+  async changeRole(session: Session, userId: string, role: string): Promise<{ email: string; from: Role; to: Role }> {
+    requirePermission(session.role, 'team');
+    if (!isRole(role) || !grantableRoles(session.role).includes(role)) fail('Choose a role you may give');
+    return this.db.transaction().execute(async (trx) => {
+      const owners = await team.lockOwners(trx, session.tenantId);
+      const member = await team.findMember(trx, session.tenantId, userId);
+      if (!member) throw notFound('Member');
+      if (member.role === 'owner' && session.role !== 'owner') fail('Only an owner can change an owner’s role');
+      if (member.role === role) fail(`${member.email} is already ${role}`);
+      if (member.role === 'owner' && owners.length <= 1) fail('A business keeps at least one owner: make another member owner first');
+      await team.setRole(trx, session.tenantId, userId, role);
+      await this.audit(session, 'member.role_changed', member.email, `${member.role} → ${role}`, trx);
+      return { email: member.email, from: member.role, to: role };
+    });
   }
 
   /** Changes your own password; your other sessions end. */
