@@ -198,6 +198,31 @@ const ConfigSchema = z.object({
   /** API request log (dashboard): `off` stops recording; rows older than the retention are deleted. */
   REQUEST_LOG: z.enum(['on', 'off']).default('on'),
   REQUEST_LOG_RETENTION_DAYS: z.coerce.number().int().min(1).max(3650).default(30),
+  /**
+   * Optional mail for dashboard invitations and password reset links (they are always shown to
+   * the person who made them as well): `smtp://user:pass@host:587` (STARTTLS when offered) or
+   * `smtps://user:pass@host:465` (TLS from the start). Unset: nothing is mailed. SMTP_FROM is the
+   * sender, `address@example.com` or `Name <address@example.com>`; required with SMTP_URL.
+   */
+  SMTP_URL: z
+    .string()
+    .refine((s) => {
+      try {
+        const url = new URL(s);
+        return (url.protocol === 'smtp:' || url.protocol === 'smtps:') && url.hostname !== '';
+      } catch {
+        return false;
+      }
+    }, 'Must be an smtp:// or smtps:// URL with a host (smtp://user:pass@host:587)')
+    .optional(),
+  SMTP_FROM: z
+    .string()
+    .trim()
+    .refine(
+      (s) => /^[^\s<>@]+@[^\s<>@]+\.[^\s<>@]+$/.test(s) || /^[^<>\r\n]*<[^\s<>@]+@[^\s<>@]+\.[^\s<>@]+>$/.test(s),
+      'Must be an email address, or Name <address>',
+    )
+    .optional(),
   /** Whether `npm start` creates a demo business on an empty database. */
   DEMO_TENANT: z
     .enum(['true', 'false'])
@@ -216,6 +241,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
   const config = { ...parsed.data, ...overrides };
   if ((config.TLS_CERT_FILE === undefined) !== (config.TLS_KEY_FILE === undefined)) {
     throw new Error('Invalid configuration: TLS_CERT_FILE and TLS_KEY_FILE must be set together');
+  }
+  if (config.SMTP_URL !== undefined && config.SMTP_FROM === undefined) {
+    throw new Error('Invalid configuration: SMTP_FROM (the sender address) is required with SMTP_URL');
+  }
+  if (config.SMTP_FROM !== undefined && config.SMTP_URL === undefined) {
+    throw new Error('Invalid configuration: SMTP_FROM is set but SMTP_URL is not: set both to mail links, or neither');
+  }
+  if (config.PROFILE === 'production' && config.SMTP_URL !== undefined && !config.PUBLIC_BASE_URL) {
+    throw new Error('Invalid configuration: PUBLIC_BASE_URL is required with SMTP_URL in production (mailed links point there)');
   }
   if (config.PROFILE === 'production' && !config.SECRETS_KEY) {
     throw new Error('Invalid configuration: SECRETS_KEY is required with PROFILE=production');

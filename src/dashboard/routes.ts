@@ -24,6 +24,7 @@ import { eventRoutes } from './event-routes.js';
 import { requestLogRoutes } from './request-routes.js';
 import { requirePermission } from './roles.js';
 import { staticRoutes } from './static.js';
+import { teamMailer } from './team-mail.js';
 import { teamRoutes } from './team-routes.js';
 import { TeamService } from './team-service.js';
 import { webhookRoutes } from './webhook-routes.js';
@@ -66,7 +67,7 @@ function dashboard(deps: Deps) {
     await app.register(webhookRoutes(deps, service, team));
     await app.register(eventRoutes(deps));
     await app.register(requestLogRoutes(deps));
-    await app.register(teamRoutes(service, team));
+    await app.register(teamRoutes(service, team, { mailer: teamMailer(deps.config), publicBaseUrl: deps.config.PUBLIC_BASE_URL }));
   };
 }
 

@@ -6,6 +6,7 @@ import { AppError, notFound } from '../core/errors.js';
 import type { Page, PageQuery } from '../db/pagination.js';
 import { sha256 } from '../lib/crypto.js';
 import { newId } from '../lib/ids.js';
+import { getTenant } from '../modules/tenants/service.js';
 import { hashPassword, verifyPassword } from './passwords.js';
 import * as repo from './repo.js';
 import { grantableRoles, isRole, requirePermission, type Role } from './roles.js';
@@ -42,7 +43,8 @@ export interface AuditEntry {
 /**
  * Members of a business, their roles, invitation and reset links, password changes and the
  * audit log. No mail server is assumed: a link is shown to the person who made it (or printed
- * by the operator CLI) and travels by whatever channel they choose.
+ * by the operator CLI) and travels by whatever channel they choose; when SMTP is configured the
+ * team pages also mail it (team-mail.ts).
  */
 export class TeamService {
   constructor(private readonly db: Db) {}
@@ -81,6 +83,10 @@ export class TeamService {
         created_at: r.created_at.toISOString(),
       })),
     };
+  }
+
+  async businessName(tenantId: string): Promise<string> {
+    return (await getTenant(this.db, tenantId))?.name ?? 'your business';
   }
 
   async members(session: Session) {
