@@ -201,6 +201,7 @@ describe.skipIf(!hasChromium)('the developer dashboard in a browser', () => {
         ['Request log', /^Request log/],
         ['Cards', /^Cards/],
         ['Team', /^Team/],
+        ['Settings', /^Settings/],
         ['Audit log', /^Audit log/],
         ['Your login', /^Your login/],
       ] as const) {

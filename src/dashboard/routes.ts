@@ -23,6 +23,7 @@ import { detailRoutes } from './detail-routes.js';
 import { eventRoutes } from './event-routes.js';
 import { requestLogRoutes } from './request-routes.js';
 import { requirePermission } from './roles.js';
+import { settingsRoutes } from './settings-routes.js';
 import { staticRoutes } from './static.js';
 import { teamMailer } from './team-mail.js';
 import { teamRoutes } from './team-routes.js';
@@ -67,6 +68,7 @@ function dashboard(deps: Deps) {
     await app.register(webhookRoutes(deps, service, team));
     await app.register(eventRoutes(deps));
     await app.register(requestLogRoutes(deps));
+    await app.register(settingsRoutes(deps, team));
     await app.register(teamRoutes(service, team, { mailer: teamMailer(deps.config), publicBaseUrl: deps.config.PUBLIC_BASE_URL }));
   };
 }

@@ -114,6 +114,11 @@ export async function countTenants(db: Queryable) {
   return repo.countTenants(db);
 }
 
+/** Businesses in id order after `after`, with their settings: for sweeps over every business. */
+export async function pageOfTenants(db: Queryable, after: string | null, limit: number) {
+  return repo.pageOfTenants(db, after, limit);
+}
+
 /** Merges operator-set settings (fees, limits, quotas) into the business's settings. */
 export async function setSettings(db: Db, tenantId: string, patch: repo.TenantSettings) {
   const tenant = await repo.findTenant(db, tenantId);
