@@ -1,13 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Deps } from '../http/deps.js';
-import {
-  isRetentionDays,
-  RETENTION_MAX_DAYS,
-  RETENTION_MIN_DAYS,
-  RETENTION_SETTING,
-  retentionDaysOf,
-} from '../modules/request-log/service.js';
-import { getTenant, setSettings } from '../modules/tenants/service.js';
+import { isRetentionDays, RETENTION_MAX_DAYS, RETENTION_MIN_DAYS, RETENTION_SETTING } from '../modules/request-log/service.js';
+import { InvalidSettings, setSettings, settingsOf } from '../modules/tenants/service.js';
 import { html, type Html } from './html.js';
 import { alert, appPage, csrfField, facts } from './layout.js';
 import { formOf, seeOther, sendPage, sessionOf } from './replies.js';
@@ -59,9 +53,8 @@ ${form}
 export function settingsRoutes(deps: Deps, team: TeamService) {
   const defaultDays = deps.config.REQUEST_LOG_RETENTION_DAYS;
   const viewOf = async (session: Session): Promise<SettingsView> => {
-    const settings = (await getTenant(deps.db, session.tenantId))?.settings ?? {};
-    const days = retentionDaysOf(settings, defaultDays);
-    return { own: isRetentionDays(settings[RETENTION_SETTING]) ? days : null, defaultDays };
+    const own = (await settingsOf(deps.db, session.tenantId))[RETENTION_SETTING];
+    return { own: own ?? null, defaultDays };
   };
   return async function plugin(app: FastifyInstance) {
     const render = async (request: FastifyRequest, reply: FastifyReply, notice?: Html, status = 200, value?: string) => {
@@ -85,7 +78,12 @@ export function settingsRoutes(deps: Deps, team: TeamService) {
       }
       const before = (await viewOf(session)).own;
       // An undefined value drops the key: the business falls back to the server's default.
-      await setSettings(deps.db, session.tenantId, { [RETENTION_SETTING]: days });
+      try {
+        await setSettings(deps.db, session.tenantId, { [RETENTION_SETTING]: days });
+      } catch (err) {
+        if (!(err instanceof InvalidSettings)) throw err;
+        return render(request, reply, alert('error', `${err.message}. Ask the operator to correct them.`), 400);
+      }
       await team.audit(
         session,
         'settings.request_log_retention',

@@ -203,7 +203,7 @@ export function isRetentionDays(value: unknown): value is number {
 }
 
 /** How long a business's request log is kept: its own setting, else the configured default. */
-export function retentionDaysOf(settings: Record<string, unknown>, defaultDays: number): number {
+export function retentionDaysOf(settings: { [RETENTION_SETTING]?: unknown }, defaultDays: number): number {
   const own = settings[RETENTION_SETTING];
   return isRetentionDays(own) ? own : defaultDays;
 }
