@@ -210,8 +210,13 @@ describe('per-business retention', () => {
     const plain = (await t.tenant('Plain')).tenant_id;
     await setSettings(t.db, short, { request_log_retention_days: 3 });
     await setSettings(t.db, long, { request_log_retention_days: 60 });
-    // Out of bounds or not a number: ignored, the default applies.
-    await setSettings(t.db, plain, { request_log_retention_days: 5000 });
+    // Refused on write; a hand-edited out-of-bounds value is ignored by the sweep (the default applies).
+    await expect(setSettings(t.db, plain, { request_log_retention_days: 5000 })).rejects.toThrow(/request_log_retention_days/);
+    await t.db
+      .updateTable('tenants')
+      .set({ settings: JSON.stringify({ request_log_retention_days: 5000 }) })
+      .where('id', '=', plain)
+      .execute();
     const ages = [1, 4, 40, 70];
     await logRepo.insertMany(
       t.db,
