@@ -87,5 +87,8 @@ describe('business settings', () => {
     );
     // Keys this version does not know are ignored when reading (they are refused on write).
     expect(parseBusinessSettings({ legacy_key: true, fx_fee_bps: 10 })).toEqual({ fx_fee_bps: 10 });
+    // The approvals setting is kept as it is (its module checks its shape).
+    const approvals = { fx_orders: true, payouts_above: { USD: '1000.00' }, live: { fx_orders: false } };
+    expect(parseBusinessSettings({ approvals }).approvals).toEqual(approvals);
   });
 });

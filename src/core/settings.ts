@@ -61,6 +61,11 @@ export const BusinessSettings = z.object({
   rate_limit_per_minute: z.number().int().min(1).max(1_000_000).optional(),
   /** Days the dashboard's request log keeps this business's requests. */
   request_log_retention_days: z.number().int().min(1).max(90).optional(),
+  /**
+   * Maker-checker approvals (the approvals branch): its shape is checked by that module
+   * (`approvals.parsePolicy` / `validateSetting`) until its schema moves here at the merge.
+   */
+  approvals: z.unknown().optional(),
 });
 export type BusinessSettings = z.infer<typeof BusinessSettings>;
 
