@@ -47,7 +47,7 @@ export function dashboardRoutes(deps: Deps) {
 function dashboard(deps: Deps) {
   return async function inner(app: FastifyInstance) {
     const service = new DashboardService(deps.db, deps.sealer);
-    const team = new TeamService(deps.db);
+    const team = new TeamService(deps.db, { mailer: teamMailer(deps.config), publicBaseUrl: deps.config.PUBLIC_BASE_URL });
     app.addHook('onRoute', (route) => {
       route.schema = { ...route.schema, hide: true }; // not part of the API's OpenAPI document
     });
@@ -69,7 +69,7 @@ function dashboard(deps: Deps) {
     await app.register(eventRoutes(deps));
     await app.register(requestLogRoutes(deps));
     await app.register(settingsRoutes(deps, team));
-    await app.register(teamRoutes(service, team, { mailer: teamMailer(deps.config), publicBaseUrl: deps.config.PUBLIC_BASE_URL }));
+    await app.register(teamRoutes(service, team));
   };
 }
 

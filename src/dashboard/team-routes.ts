@@ -10,7 +10,7 @@ import { can, grantableRoles } from './roles.js';
 import { formOf, preauthToken, seeOther, sendPage, sessionCookie, sessionOf } from './replies.js';
 import { addCookie } from './security.js';
 import { SESSION_HOURS, type DashboardService, type Flash, type Session } from './service.js';
-import type { LinkMail, TeamMailer } from './team-mail.js';
+import type { LinkMail } from './team-mail.js';
 import { linkPath, TeamError, type AuditEntry, type TeamService } from './team-service.js';
 
 type Members = Awaited<ReturnType<TeamService['members']>>;
@@ -168,7 +168,8 @@ function linkPage(csrf: string, link: { kind: string; email: string; role: strin
 const AuditQuery = PageQuery.extend({ action: z.string().trim().max(100).optional() });
 
 /** Team, audit log, your login, and the invitation / reset link pages (public, by token). */
-export function teamRoutes(service: DashboardService, team: TeamService, options: { mailer: TeamMailer | null; publicBaseUrl?: string }) {
+export function teamRoutes(service: DashboardService, team: TeamService) {
+  const options = team.links;
   return async function plugin(app: FastifyInstance) {
     /** Mails a new link when SMTP is configured; what happened goes into the flash. */
     async function mail(request: FastifyRequest, session: Session, link: Omit<LinkMail, 'url' | 'business' | 'from'> & { path: string }) {

@@ -11,6 +11,7 @@ import { hashPassword, verifyPassword } from './passwords.js';
 import * as repo from './repo.js';
 import { grantableRoles, isRole, requirePermission, type Role } from './roles.js';
 import type { Session } from './service.js';
+import type { TeamMailer } from './team-mail.js';
 import * as team from './team-repo.js';
 
 /** An invitation link works for 7 days, a password reset link for 24 hours; each works once. */
@@ -47,7 +48,11 @@ export interface AuditEntry {
  * team pages also mail it (team-mail.ts).
  */
 export class TeamService {
-  constructor(private readonly db: Db) {}
+  constructor(
+    private readonly db: Db,
+    /** Mail for new links (SMTP configured), and the origin links are made with (PUBLIC_BASE_URL). */
+    readonly links: { mailer: TeamMailer | null; publicBaseUrl?: string | undefined } = { mailer: null },
+  ) {}
 
   async audit(
     session: Pick<Session, 'tenantId' | 'environment' | 'userId' | 'email'>,
