@@ -43,4 +43,22 @@ export default tseslint.config(
     files: ['test/**', 'src/**/*.test.ts'],
     rules: { '@typescript-eslint/no-explicit-any': 'off', 'no-restricted-imports': 'off' },
   },
+  {
+    // Tests beside the code are units; a suite that starts the app over HTTP lives in test/.
+    files: ['src/**/*.test.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              regex: '(^|/)test/harness\\.js$',
+              importNames: ['startTestApp', 'clientFor'],
+              message: 'HTTP suites live in test/; tests beside the code are units (docs/architecture.md).',
+            },
+          ],
+        },
+      ],
+    },
+  },
 );

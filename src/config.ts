@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { KycLimitTable, RailFeeTable, RailLimitTable } from './core/settings.js';
 
 /**
  * Every setting the program reads, validated once at start-up. Nothing else reads process.env.
@@ -10,6 +11,24 @@ const csv = z.string().transform((s) =>
     .map((x) => x.trim())
     .filter(Boolean),
 );
+
+/**
+ * A JSON setting, parsed and checked against its shape once, here: a typo fails at start with
+ * the path of the bad entry, never at the first request that reads it.
+ */
+function json<T extends z.ZodType>(shape: T) {
+  return z
+    .string()
+    .transform((text, ctx) => {
+      try {
+        return JSON.parse(text) as unknown;
+      } catch {
+        ctx.addIssue({ code: 'custom', message: 'Must be valid JSON' });
+        return z.NEVER;
+      }
+    })
+    .pipe(shape);
+}
 
 const ConfigSchema = z.object({
   PROFILE: z.enum(['development', 'production']).default('development'),
@@ -86,7 +105,9 @@ const ConfigSchema = z.object({
     .default(7 * 24),
   /** KYC compliance: minimum age, and per-country exceptions as `CC:AGE` pairs (e.g. `US:21`). */
   KYC_MIN_AGE: z.coerce.number().int().min(0).max(120).default(18),
-  KYC_MIN_AGE_BY_COUNTRY: csv.default([]),
+  KYC_MIN_AGE_BY_COUNTRY: csv
+    .refine((pairs) => pairs.every((p) => /^[A-Za-z]{2}:\d{1,3}$/.test(p)), 'Must be CC:AGE pairs, such as US:21,GB:18')
+    .default([]),
   /** Countries of residence the business may onboard (ISO 3166-1 alpha-2). */
   KYC_SUPPORTED_COUNTRIES: csv.default([
     'NG',
@@ -149,16 +170,7 @@ const ConfigSchema = z.object({
    * {"basic": {"USD": {"per_transaction": "1000", "daily": "5000"}, ...}, "intermediate": {...}}.
    * A business's `kyc_limits` setting (same shape) overrides entries. Unset: built-in defaults.
    */
-  KYC_LIMITS: z
-    .string()
-    .refine((s) => {
-      try {
-        return typeof JSON.parse(s) === 'object';
-      } catch {
-        return false;
-      }
-    }, 'Must be a JSON object')
-    .optional(),
+  KYC_LIMITS: json(KycLimitTable).optional(),
   /** Sandbox rails: how long a payout, a payee verification or a mobile money prompt takes to settle on its own. */
   SANDBOX_RAIL_DELAY_MS: z.coerce.number().int().min(0).max(86_400_000).default(5000),
   /** Collections not paid within this many minutes expire. */
@@ -169,20 +181,18 @@ const ConfigSchema = z.object({
     .max(60 * 24 * 30)
     .default(60 * 24),
   /**
-   * Default payout fees per rail and currency, in the fee-rule format of transfers/fees.ts:
+   * Default payout fees per rail and currency, in the fee-rule format of core/settings.ts:
    * {"<rail>|*": {"<currency>|*": {"flat": "1.00", "bps": 50, "min": "…", "max": "…"}}}. A business's
    * `fees.payout_<rail>` setting replaces the rule of its rail.
    */
-  PAYOUT_FEES: z.string().default('{"*":{"*":{"bps":50}}}'),
+  PAYOUT_FEES: json(RailFeeTable).prefault('{"*":{"*":{"bps":50}}}'),
   /**
    * Default largest single payout per rail and source currency (major units):
    * {"<rail>|*": {"<currency>|*": "100000"}}. A business's `payout_limits` setting (same shape) wins.
    */
-  PAYOUT_LIMITS: z
-    .string()
-    .default(
-      '{"*":{"USD":"100000","EUR":"100000","GBP":"100000","NGN":"150000000","GHS":"1000000","KES":"10000000","UGX":"300000000","ZAR":"1500000"}}',
-    ),
+  PAYOUT_LIMITS: json(RailLimitTable).prefault(
+    '{"*":{"USD":"100000","EUR":"100000","GBP":"100000","NGN":"150000000","GHS":"1000000","KES":"10000000","UGX":"300000000","ZAR":"1500000"}}',
+  ),
   /** Default collection fee (percent of the amount), overridable by the `collection_fee_percent` setting. */
   COLLECTION_FEE_PERCENT: z
     .string()
@@ -198,6 +208,31 @@ const ConfigSchema = z.object({
   /** API request log (dashboard): `off` stops recording; rows older than the retention are deleted. */
   REQUEST_LOG: z.enum(['on', 'off']).default('on'),
   REQUEST_LOG_RETENTION_DAYS: z.coerce.number().int().min(1).max(3650).default(30),
+  /**
+   * Optional mail for dashboard invitations and password reset links (they are always shown to
+   * the person who made them as well): `smtp://user:pass@host:587` (STARTTLS when offered) or
+   * `smtps://user:pass@host:465` (TLS from the start). Unset: nothing is mailed. SMTP_FROM is the
+   * sender, `address@example.com` or `Name <address@example.com>`; required with SMTP_URL.
+   */
+  SMTP_URL: z
+    .string()
+    .refine((s) => {
+      try {
+        const url = new URL(s);
+        return (url.protocol === 'smtp:' || url.protocol === 'smtps:') && url.hostname !== '';
+      } catch {
+        return false;
+      }
+    }, 'Must be an smtp:// or smtps:// URL with a host (smtp://user:pass@host:587)')
+    .optional(),
+  SMTP_FROM: z
+    .string()
+    .trim()
+    .refine(
+      (s) => /^[^\s<>@]+@[^\s<>@]+\.[^\s<>@]+$/.test(s) || /^[^<>\r\n]*<[^\s<>@]+@[^\s<>@]+\.[^\s<>@]+>$/.test(s),
+      'Must be an email address, or Name <address>',
+    )
+    .optional(),
   /** Whether `npm start` creates a demo business on an empty database. */
   DEMO_TENANT: z
     .enum(['true', 'false'])
@@ -216,6 +251,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
   const config = { ...parsed.data, ...overrides };
   if ((config.TLS_CERT_FILE === undefined) !== (config.TLS_KEY_FILE === undefined)) {
     throw new Error('Invalid configuration: TLS_CERT_FILE and TLS_KEY_FILE must be set together');
+  }
+  if (config.SMTP_URL !== undefined && config.SMTP_FROM === undefined) {
+    throw new Error('Invalid configuration: SMTP_FROM (the sender address) is required with SMTP_URL');
+  }
+  if (config.SMTP_FROM !== undefined && config.SMTP_URL === undefined) {
+    throw new Error('Invalid configuration: SMTP_FROM is set but SMTP_URL is not: set both to mail links, or neither');
+  }
+  if (config.PROFILE === 'production' && config.SMTP_URL !== undefined && !config.PUBLIC_BASE_URL) {
+    throw new Error('Invalid configuration: PUBLIC_BASE_URL is required with SMTP_URL in production (mailed links point there)');
   }
   if (config.PROFILE === 'production' && !config.SECRETS_KEY) {
     throw new Error('Invalid configuration: SECRETS_KEY is required with PROFILE=production');

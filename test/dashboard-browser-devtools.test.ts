@@ -151,8 +151,9 @@ describe.skipIf(!hasChromium)('the developer dashboard in a browser', () => {
 
     // A viewer joins through an invitation link and is refused the keys.
     await page.getByRole('link', { name: 'Team' }).click();
-    await page.getByLabel('Email').fill(`viewer+${newId().slice(-12)}@example.com`);
-    await page.getByLabel('Role').selectOption('viewer');
+    const viewerEmail = `viewer+${newId().slice(-12)}@example.com`;
+    await page.getByLabel('Email').fill(viewerEmail);
+    await page.getByLabel('Role', { exact: true }).selectOption('viewer');
     await page.getByRole('button', { name: 'Invite' }).click();
     const link = (await page.locator('#one-time-link').textContent())!.trim();
     const viewer = await newPage();
@@ -164,6 +165,14 @@ describe.skipIf(!hasChromium)('the developer dashboard in a browser', () => {
     const refused = await viewer.goto(`${base}/dashboard/keys`);
     expect(refused?.status()).toBe(403);
     expect(await viewer.getByRole('heading', { name: 'Forbidden' }).isVisible()).toBe(true);
+    // The owner makes the viewer a developer from the team page; the next page load shows it.
+    await page.goto(`${base}/dashboard/team`);
+    await page.getByLabel(`Role of ${viewerEmail}`, { exact: true }).selectOption('developer');
+    await page.getByRole('button', { name: `Change the role of ${viewerEmail}` }).click();
+    await page.waitForURL(`${base}/dashboard/team`);
+    expect(await page.getByLabel(`Role of ${viewerEmail}`, { exact: true }).inputValue()).toBe('developer');
+    await viewer.goto(`${base}/dashboard/business`);
+    expect(await viewer.locator('.who').textContent()).toContain('(developer)');
     await viewer.context().close();
     await page.context().close();
   }, 120_000);
@@ -192,6 +201,7 @@ describe.skipIf(!hasChromium)('the developer dashboard in a browser', () => {
         ['Request log', /^Request log/],
         ['Cards', /^Cards/],
         ['Team', /^Team/],
+        ['Settings', /^Settings/],
         ['Audit log', /^Audit log/],
         ['Your login', /^Your login/],
       ] as const) {

@@ -7,14 +7,19 @@ import { startTestApp, type TestApp } from './harness.js';
 /** Teams: invitations by link, roles and what each may do, removal, resets, password change, audit log. */
 let t: TestApp;
 let owner: Agent;
+const ownerEmail = `owner+${newId().slice(-12)}@example.com`;
 beforeAll(async () => {
   t = await startTestApp();
   owner = new Agent(t);
-  await owner.signup(`owner+${newId().slice(-12)}@example.com`);
+  await owner.signup(ownerEmail);
 });
 afterAll(() => t.close());
 
 const email = (who: string) => `${who}+${newId().slice(-12)}@example.com`;
+const idOf = async (address: string) =>
+  (await t.db.selectFrom('dashboard_users').select('id').where('email', '=', address).executeTakeFirstOrThrow()).id;
+const roleOf = async (address: string) =>
+  (await t.db.selectFrom('dashboard_users').select('role').where('email', '=', address).executeTakeFirstOrThrow()).role;
 
 /** Invites `address` as `role` and joins through the link in a fresh browser session. */
 async function join(inviter: Agent, address: string, role: string, password = 'another long password'): Promise<Agent> {
@@ -128,6 +133,69 @@ describe('team', () => {
     expect((await login.post('/dashboard/login', { email: address, password: 'fourth long password' })).statusCode).toBe(303);
   }, 90_000); // five password hashes: slow on a busy 2-core machine
 
+  it('changes roles: owners and admins may, admins never touch owners, the last owner stays an owner', async () => {
+    const address = email('promoted');
+    const member = await join(owner, address, 'developer');
+    const memberId = await idOf(address);
+    const ownerId = await idOf(ownerEmail);
+    const page = await owner.get('/dashboard/team');
+    expect(page.body).toContain(`action="/dashboard/team/members/${memberId}/role"`);
+    expect(page.body).toContain(`aria-label="Change the role of ${address}"`);
+
+    // Owner makes the developer an admin: the member's next request has the new role.
+    expect((await member.get('/dashboard/keys')).statusCode).toBe(403);
+    expect((await owner.post(`/dashboard/team/members/${memberId}/role`, { role: 'admin' })).statusCode).toBe(303);
+    expect(await roleOf(address)).toBe('admin');
+    expect((await member.get('/dashboard/keys')).statusCode).toBe(200);
+
+    // An admin cannot change an owner, nor make anyone (themselves included) an owner.
+    const adminPage = await member.get('/dashboard/team');
+    expect(adminPage.body).not.toContain(`/dashboard/team/members/${ownerId}/role`);
+    const touchOwner = await member.post(`/dashboard/team/members/${ownerId}/role`, { role: 'viewer' });
+    expect(touchOwner.statusCode).toBe(400);
+    expect(touchOwner.body).toContain('Only an owner can change an owner’s role');
+    const selfOwner = await member.post(`/dashboard/team/members/${memberId}/role`, { role: 'owner' });
+    expect(selfOwner.statusCode).toBe(400);
+    expect(selfOwner.body).toContain('Choose a role you may give');
+    expect((await member.post(`/dashboard/team/members/${memberId}/role`, { role: 'superuser' })).statusCode).toBe(400);
+    expect(await roleOf(ownerEmail)).toBe('owner');
+
+    // The only owner cannot step down.
+    await owner.get('/dashboard/team');
+    const last = await owner.post(`/dashboard/team/members/${ownerId}/role`, { role: 'admin' });
+    expect(last.statusCode).toBe(400);
+    expect(last.body).toContain('A business keeps at least one owner');
+    expect(await roleOf(ownerEmail)).toBe('owner');
+
+    // With a second owner, an owner may step down.
+    expect((await owner.post(`/dashboard/team/members/${memberId}/role`, { role: 'owner' })).statusCode).toBe(303);
+    await member.get('/dashboard/team');
+    expect((await member.post(`/dashboard/team/members/${memberId}/role`, { role: 'viewer' })).statusCode).toBe(303);
+    expect(await roleOf(address)).toBe('viewer');
+    expect((await member.get('/dashboard/audit')).statusCode).toBe(403);
+    expect((await member.get('/dashboard/team')).body).not.toContain('/role"');
+
+    // Two owners demoting each other at once: exactly one of them succeeds.
+    await owner.get('/dashboard/team');
+    expect((await owner.post(`/dashboard/team/members/${memberId}/role`, { role: 'owner' })).statusCode).toBe(303);
+    await member.get('/dashboard/team');
+    const both = await Promise.all([
+      owner.post(`/dashboard/team/members/${memberId}/role`, { role: 'admin' }),
+      member.post(`/dashboard/team/members/${ownerId}/role`, { role: 'admin' }),
+    ]);
+    expect(both.map((r) => r.statusCode).sort()).toEqual([303, 400]);
+    expect([await roleOf(ownerEmail), await roleOf(address)].sort()).toEqual(['admin', 'owner']);
+    // Leave the first owner in charge for the tests that follow.
+    if ((await roleOf(ownerEmail)) !== 'owner') {
+      await member.get('/dashboard/team');
+      expect((await member.post(`/dashboard/team/members/${ownerId}/role`, { role: 'owner' })).statusCode).toBe(303);
+    }
+
+    const audit = await owner.get('/dashboard/audit?action=member.role_changed');
+    expect(audit.body).toContain('developer → admin');
+    expect(audit.body).toContain(address);
+  }, 60_000);
+
   it('keeps an audit log of dashboard actions', async () => {
     await owner.get('/dashboard/keys');
     await owner.post('/dashboard/keys/rotate', { expire_in_seconds: '3600' });
@@ -138,6 +206,7 @@ describe('team', () => {
       'member.joined',
       'member.removed',
       'member.reset_link',
+      'member.role_changed',
       'password.reset',
       'password.changed',
       'keys.rotated',

@@ -69,9 +69,10 @@ export async function openTestDatabase(): Promise<DatabaseHandle> {
 
 /**
  * The real app on a fresh database, called over HTTP through Fastify's inject (the whole
- * request pipeline: parsing, hooks, auth, validation, serialization).
+ * request pipeline: parsing, hooks, auth, validation, serialization). `options.logger`: Fastify's
+ * logger options (a test that reads the log passes a stream); unset, nothing is logged.
  */
-export async function startTestApp(overrides: Partial<Config> = {}) {
+export async function startTestApp(overrides: Partial<Config> = {}, options: { logger?: object } = {}) {
   const handle = await openTestDatabase();
   const config = loadConfig({}, { LOG_LEVEL: 'silent', DEMO_TENANT: false, ...overrides });
   const sealer = new Sealer(randomBytes(32).toString('base64'));
@@ -80,7 +81,7 @@ export async function startTestApp(overrides: Partial<Config> = {}) {
     db: handle.db,
     dbKind: handle.kind,
     sealer,
-    logger: false,
+    logger: options.logger ?? false,
     changes: handle.changes,
     poolStats: handle.poolStats,
   });

@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newId, uuidv7LowerBound } from '../src/lib/ids.js';
 import * as logRepo from '../src/modules/request-log/repo.js';
-import { purgeExpiredRequests, RequestLog } from '../src/modules/request-log/service.js';
+import { purgeExpiredRequests, RequestLog, RequestLogRetention } from '../src/modules/request-log/service.js';
+import { setSettings } from '../src/modules/tenants/service.js';
 import { Agent } from './dashboard-agent.js';
 import { clientFor, johnDoe, startTestApp, type Client, type TestApp } from './harness.js';
 
@@ -173,6 +174,115 @@ describe('request log', () => {
     expect(after.find((r) => r.request_id === 'old')).toBeUndefined();
     expect(after.length).toBe(before - 1);
   });
+});
+
+describe('per-business retention', () => {
+  /** A log row of `tenant` made `days` ago (request_id says which). */
+  const rowAged = (tenant: string, days: number): logRepo.NewRequestLogRow => {
+    const at = new Date(Date.now() - days * 86_400_000);
+    return {
+      id: `${uuidv7LowerBound(at).slice(0, 18)}-8000-${newId().slice(-12)}`,
+      tenant_id: tenant,
+      environment: days % 2 === 0 ? 'sandbox' : 'live',
+      request_id: `aged-${days}`,
+      method: 'GET',
+      path: '/v1/aged',
+      query: null,
+      status: 200,
+      status_class: 2,
+      duration_ms: 1,
+      idempotency_key: null,
+      idempotency_replayed: false,
+      key_prefix: null,
+      request_body: null,
+      response_body: null,
+      created_at: at,
+    };
+  };
+  const kept = async (tenant: string) =>
+    (await t.db.selectFrom('api_request_log').select('request_id').where('tenant_id', '=', tenant).where('path', '=', '/v1/aged').execute())
+      .map((r) => r.request_id)
+      .sort();
+
+  it('keeps each business its own number of days, the configured default for the others', async () => {
+    const short = (await t.tenant('Short')).tenant_id;
+    const long = (await t.tenant('Long')).tenant_id;
+    const plain = (await t.tenant('Plain')).tenant_id;
+    await setSettings(t.db, short, { request_log_retention_days: 3 });
+    await setSettings(t.db, long, { request_log_retention_days: 60 });
+    // Refused on write; a hand-edited out-of-bounds value is ignored by the sweep (the default applies).
+    await expect(setSettings(t.db, plain, { request_log_retention_days: 5000 })).rejects.toThrow(/request_log_retention_days/);
+    await t.db
+      .updateTable('tenants')
+      .set({ settings: JSON.stringify({ request_log_retention_days: 5000 }) })
+      .where('id', '=', plain)
+      .execute();
+    const ages = [1, 4, 40, 70];
+    await logRepo.insertMany(
+      t.db,
+      [short, long, plain].flatMap((tenant) => ages.map((d) => rowAged(tenant, d))),
+    );
+    // Small pages and batches: the sweep walks several pages and repeats a page with more old rows.
+    await purgeExpiredRequests(t.db, 30, { tenantsPerTick: 2, rowsPerTenant: 1 });
+    expect(await kept(short)).toEqual(['aged-1']);
+    expect(await kept(plain)).toEqual(['aged-1', 'aged-4']);
+    expect(await kept(long)).toEqual(['aged-1', 'aged-4', 'aged-40']);
+  });
+
+  it('walks the businesses a page per tick and starts over when done', async () => {
+    const tenant = (await t.tenant('Sweep')).tenant_id;
+    await logRepo.insertMany(t.db, [rowAged(tenant, 40)]);
+    const sweep = new RequestLogRetention(t.db, 30, { tenantsPerTick: 1000 });
+    expect(await sweep.tick()).toBe(false); // one page holds every business: done
+    expect(await kept(tenant)).toEqual([]);
+    await logRepo.insertMany(t.db, [rowAged(tenant, 35)]);
+    expect(await sweep.tick()).toBe(false);
+    expect(await kept(tenant)).toEqual([]);
+  });
+
+  it('is set on the dashboard settings page by owners and admins, within 1 to 90 days, and audit-logged', async () => {
+    const page = await agent.get('/dashboard/settings');
+    expect(page.statusCode).toBe(200);
+    expect(page.body).toContain('Request log retention');
+    expect(page.body).toContain('the server default (30 days)');
+    for (const bad of ['0', '91', 'abc', '7.5', '']) {
+      const refused = await agent.post('/dashboard/settings/request-log', { retention_days: bad });
+      expect(refused.statusCode, bad).toBe(400);
+      expect(refused.body).toContain('Choose a whole number of days from 1 to 90');
+    }
+    expect((await agent.post('/dashboard/settings/request-log', { retention_days: '7' })).statusCode).toBe(303);
+    const tenant = await t.db.selectFrom('tenants').select('settings').where('id', '=', tenantId).executeTakeFirstOrThrow();
+    expect(tenant.settings.request_log_retention_days).toBe(7);
+    const after = await agent.get('/dashboard/settings');
+    expect(after.body).toContain('7 days');
+    expect(after.body).toContain('Use the default (30 days)');
+
+    // The worker honours it: a 10-day-old row of this business goes, a 5-day-old one stays.
+    await logRepo.insertMany(t.db, [rowAged(tenantId, 10), rowAged(tenantId, 5)]);
+    await purgeExpiredRequests(t.db, 30);
+    expect(await kept(tenantId)).toEqual(['aged-5']);
+
+    // Back to the default.
+    expect((await agent.post('/dashboard/settings/request-log', { retention_days: 'default' })).statusCode).toBe(303);
+    const reset = await t.db.selectFrom('tenants').select('settings').where('id', '=', tenantId).executeTakeFirstOrThrow();
+    expect(reset.settings).not.toHaveProperty('request_log_retention_days');
+    const audit = await agent.get('/dashboard/audit?action=settings.request_log_retention');
+    expect(audit.body).toContain('default → 7 days');
+    expect(audit.body).toContain('7 days → default (30 days)');
+
+    // A viewer reads the setting but cannot change it.
+    await agent.get('/dashboard/team');
+    await agent.post('/dashboard/team/invite', { email: `viewer+${newId().slice(-12)}@example.com`, role: 'viewer' });
+    await agent.get('/dashboard/team');
+    const link = new URL(agent.textOf('one-time-link')!).pathname;
+    const viewer = new Agent(t);
+    await viewer.get(link);
+    expect((await viewer.post(link, { password: 'viewer long password' })).statusCode).toBe(303);
+    const viewed = await viewer.get('/dashboard/settings');
+    expect(viewed.statusCode).toBe(200);
+    expect(viewed.body).not.toContain('action="/dashboard/settings/request-log"');
+    expect((await viewer.post('/dashboard/settings/request-log', { retention_days: '1' })).statusCode).toBe(403);
+  }, 60_000);
 });
 
 describe('request log switched off', () => {

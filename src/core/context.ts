@@ -1,3 +1,5 @@
+import type { BusinessSettings } from './settings.js';
+
 export type Environment = 'sandbox' | 'live';
 
 /** Whose data: every query of a business's rows is filtered by both. */
@@ -10,8 +12,8 @@ export interface Scope {
 export interface RequestContext extends Scope {
   keyKind: 'secret' | 'public';
   requestId: string;
-  /** The business's settings (fees, limits, quotas), loaded with the key. */
-  settings: Record<string, unknown>;
+  /** The business's settings (fees, limits, quotas), loaded and parsed with the key. */
+  settings: BusinessSettings;
 }
 
 /** What an API key resolves to: the business, environment and kind it opens, or why it opens nothing. */
@@ -21,7 +23,7 @@ export type KeyLookup =
       tenantId: string;
       environment: Environment;
       kind: 'secret' | 'public';
-      settings: Record<string, unknown>;
+      settings: BusinessSettings;
       expiresAt: Date | null;
     }
   | { ok: false; reason: 'invalid' | 'expired' };

@@ -10,7 +10,7 @@ import { getCard, listCards } from '../modules/cards/service.js';
 import { getCustomer } from '../modules/customers/service.js';
 import { listFeatures } from '../modules/features/service.js';
 import { customerKycView, listDocuments } from '../modules/kyc/service.js';
-import { getTenant } from '../modules/tenants/service.js';
+import { settingsOf } from '../modules/tenants/service.js';
 import type { TransactionResponse } from '../modules/transactions/schema.js';
 import { listTransactions } from '../modules/transactions/service.js';
 import type { TransferResponse } from '../modules/transfers/schema.js';
@@ -77,7 +77,7 @@ export function detailRoutes(deps: Deps) {
       const session = sessionOf(request);
       const scope = scopeOf(session);
       const c = await getCustomer(deps.db, scope, idOf(request, 'Customer'), customerKycView);
-      const settings = ((await getTenant(deps.db, session.tenantId))?.settings ?? {}) as Record<string, unknown>;
+      const settings = await settingsOf(deps.db, session.tenantId);
       const [docs, features, accounts, cards] = await Promise.all([
         listDocuments(deps.db, scope, c.id, { page: 1, items_per_page: 50 }),
         listFeatures(deps.db, { ...scope, settings }, deps.config, { customer_id: c.id, status: 'all' }),

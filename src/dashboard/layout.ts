@@ -15,6 +15,7 @@ export const NAV = [
   ['transactions', 'Transactions'],
   ['cards', 'Cards'],
   ['team', 'Team'],
+  ['settings', 'Settings'],
   ['audit', 'Audit log'],
   ['profile', 'Your login'],
 ] as const;

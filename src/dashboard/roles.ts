@@ -8,12 +8,15 @@ export type Role = (typeof ROLES)[number];
  * What each role may do. Reading the business's data is open to every role; everything else is
  * listed here and checked on the server for every request (hiding a button is only a courtesy).
  * - keys: see and rotate API keys (owner, admin)
- * - team: invite and remove members, hand out reset links, read the audit log (owner, admin)
+ * - settings: change the business's dashboard settings, such as the request log's retention (owner, admin)
+ * - team: invite and remove members, change their roles, hand out reset links, read the audit log
+ *   (owner, admin; only owners touch owners, and the last owner stays an owner)
  * - webhooks: add, change, delete endpoints, rotate their secrets, resend, send test events
  *   (owner, admin, developer)
  */
 const RULES = {
   keys: ['owner', 'admin'],
+  settings: ['owner', 'admin'],
   team: ['owner', 'admin'],
   webhooks: ['owner', 'admin', 'developer'],
 } as const satisfies Record<string, readonly Role[]>;

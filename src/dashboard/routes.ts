@@ -23,7 +23,9 @@ import { detailRoutes } from './detail-routes.js';
 import { eventRoutes } from './event-routes.js';
 import { requestLogRoutes } from './request-routes.js';
 import { requirePermission } from './roles.js';
+import { settingsRoutes } from './settings-routes.js';
 import { staticRoutes } from './static.js';
+import { teamMailer } from './team-mail.js';
 import { teamRoutes } from './team-routes.js';
 import { TeamService } from './team-service.js';
 import { webhookRoutes } from './webhook-routes.js';
@@ -45,7 +47,7 @@ export function dashboardRoutes(deps: Deps) {
 function dashboard(deps: Deps) {
   return async function inner(app: FastifyInstance) {
     const service = new DashboardService(deps.db, deps.sealer);
-    const team = new TeamService(deps.db);
+    const team = new TeamService(deps.db, { mailer: teamMailer(deps.config), publicBaseUrl: deps.config.PUBLIC_BASE_URL });
     app.addHook('onRoute', (route) => {
       route.schema = { ...route.schema, hide: true }; // not part of the API's OpenAPI document
     });
@@ -66,6 +68,7 @@ function dashboard(deps: Deps) {
     await app.register(webhookRoutes(deps, service, team));
     await app.register(eventRoutes(deps));
     await app.register(requestLogRoutes(deps));
+    await app.register(settingsRoutes(deps, team));
     await app.register(teamRoutes(service, team));
   };
 }

@@ -29,7 +29,7 @@ export const LoginForm = z.object({
 export type Flash =
   | { kind: 'keys'; keys: Partial<Record<Environment, KeyPair>>; old_keys_expire_at?: string }
   | { kind: 'webhook_secret'; endpoint_id: string; secret: string }
-  | { kind: 'link'; title: string; path: string };
+  | { kind: 'link'; title: string; path: string; mailed?: { to: string; sent: boolean } };
 
 export interface Session {
   id: string;

@@ -68,6 +68,26 @@ export async function countOwners(db: Queryable, tenantId: string): Promise<numb
   return Number(row?.n ?? 0);
 }
 
+/**
+ * The business's owners, their rows locked until the transaction ends: two concurrent demotions
+ * (or removals) of the last two owners cannot both see "another owner is left".
+ */
+export async function lockOwners(db: Queryable, tenantId: string): Promise<string[]> {
+  const rows = await db
+    .selectFrom('dashboard_users')
+    .select('id')
+    .where('tenant_id', '=', tenantId)
+    .where('role', '=', 'owner')
+    .orderBy('id')
+    .forUpdate()
+    .execute();
+  return rows.map((r) => r.id);
+}
+
+export async function setRole(db: Queryable, tenantId: string, userId: string, role: Role): Promise<void> {
+  await db.updateTable('dashboard_users').set({ role }).where('tenant_id', '=', tenantId).where('id', '=', userId).execute();
+}
+
 export async function deleteMember(db: Queryable, tenantId: string, userId: string): Promise<boolean> {
   const result = await db.deleteFrom('dashboard_users').where('tenant_id', '=', tenantId).where('id', '=', userId).executeTakeFirst();
   return result.numDeletedRows > 0n;

@@ -10,6 +10,7 @@ import { can, grantableRoles } from './roles.js';
 import { formOf, preauthToken, seeOther, sendPage, sessionCookie, sessionOf } from './replies.js';
 import { addCookie } from './security.js';
 import { SESSION_HOURS, type DashboardService, type Flash, type Session } from './service.js';
+import type { LinkMail } from './team-mail.js';
 import { linkPath, TeamError, type AuditEntry, type TeamService } from './team-service.js';
 
 type Members = Awaited<ReturnType<TeamService['members']>>;
@@ -19,11 +20,27 @@ function originOf(request: FastifyRequest): string {
 }
 
 function linkCard(flash: Extract<Flash, { kind: 'link' }>, origin: string): Html {
+  const mailed = flash.mailed;
+  const how = !mailed
+    ? 'No email is sent: give this link to the person yourself.'
+    : mailed.sent
+      ? `It was also emailed to ${mailed.to}.`
+      : `The email to ${mailed.to} could not be sent: give this link to the person yourself.`;
   return html`<section class="card one-time" aria-labelledby="link-title">
   <h2 id="link-title">${flash.title}</h2>
-  <p>No email is sent: give this link to the person yourself. It works once; this is the only time it is shown.</p>
+  ${mailed && !mailed.sent ? alert('error', how) : ''}<p>${mailed && !mailed.sent ? '' : html`${how} `}It works once; this is the only time it is shown.</p>
   ${copyable('one-time-link', 'Link', `${origin}${flash.path}`)}
 </section>`;
+}
+
+/** A member's role as a select with its own Change button (owners and admins). */
+function roleForm(session: Session, m: Members['members'][number]): Html {
+  const roles = grantableRoles(session.role);
+  const options = roles.includes(m.role) ? roles : [m.role, ...roles];
+  return html`<form method="post" action="/dashboard/team/members/${m.id}/role" class="inline">${csrfField(session)}
+    <label class="sr-only" for="role-${m.id}">Role of ${m.email}</label>
+    <select id="role-${m.id}" name="role">${options.map((r) => html`<option value="${r}"${r === m.role ? html` selected` : ''}>${r}</option>`)}</select>
+    <button type="submit" aria-label="Change the role of ${m.email}">Change</button></form>`;
 }
 
 function teamPage(session: Session, view: Members, flash: Flash | null, origin: string, notice?: Html): Html {
@@ -32,7 +49,7 @@ function teamPage(session: Session, view: Members, flash: Flash | null, origin: 
     'Members',
     [
       { label: 'Email', cell: (m: Members['members'][number]) => html`${m.email}${m.id === session.userId ? ' (you)' : ''}` },
-      { label: 'Role', cell: (m) => m.role },
+      { label: 'Role', cell: (m) => (manage && (m.role !== 'owner' || session.role === 'owner') ? roleForm(session, m) : m.role) },
       { label: 'Since', cell: (m) => when(m.created_at.toISOString()) },
       {
         label: 'Actions',
@@ -152,11 +169,23 @@ const AuditQuery = PageQuery.extend({ action: z.string().trim().max(100).optiona
 
 /** Team, audit log, your login, and the invitation / reset link pages (public, by token). */
 export function teamRoutes(service: DashboardService, team: TeamService) {
+  const options = team.links;
   return async function plugin(app: FastifyInstance) {
+    /** Mails a new link when SMTP is configured; what happened goes into the flash. */
+    async function mail(request: FastifyRequest, session: Session, link: Omit<LinkMail, 'url' | 'business' | 'from'> & { path: string }) {
+      if (!options.mailer) return undefined;
+      const origin = (options.publicBaseUrl ?? originOf(request)).replace(/\/+$/, '');
+      const sent = await options.mailer.send(
+        { ...link, url: `${origin}${link.path}`, business: await team.businessName(session.tenantId), from: session.email },
+        request.log,
+      );
+      return { to: link.to, sent };
+    }
     async function render(request: FastifyRequest, reply: FastifyReply, notice?: Html, status = 200) {
       const session = sessionOf(request);
       const flash = notice ? null : await service.takeFlash(session);
-      return sendPage(reply, teamPage(session, await team.members(session), flash, originOf(request), notice), status);
+      const origin = (options.publicBaseUrl ?? originOf(request)).replace(/\/+$/, '');
+      return sendPage(reply, teamPage(session, await team.members(session), flash, origin, notice), status);
     }
     /** Runs a team action; a refused one shows its message on the team page. */
     async function act(request: FastifyRequest, reply: FastifyReply, work: (s: Session, form: URLSearchParams) => Promise<void>) {
@@ -177,23 +206,32 @@ export function teamRoutes(service: DashboardService, team: TeamService) {
     app.get('/team', async (request, reply) => render(request, reply));
     app.post('/team/invite', async (request, reply) =>
       act(request, reply, async (session, form) => {
-        const email = form.get('email') ?? '';
-        const token = await team.invite(session, { email, role: form.get('role') ?? '' });
-        await service.setFlash(session, {
-          kind: 'link',
-          title: `Invitation link for ${email.trim().toLowerCase()}`,
-          path: linkPath(token),
-        });
+        const email = (form.get('email') ?? '').trim().toLowerCase();
+        const role = form.get('role') ?? '';
+        const token = await team.invite(session, { email, role });
+        const mailed = await mail(request, session, { kind: 'invite', to: email, role, path: linkPath(token) });
+        await service.setFlash(session, { kind: 'link', title: `Invitation link for ${email}`, path: linkPath(token), mailed });
       }),
     );
     app.post('/team/members/:id/reset-link', async (request, reply) =>
       act(request, reply, async (session) => {
         const link = await team.resetLink(session, memberId(request));
-        await service.setFlash(session, { kind: 'link', title: `Password reset link for ${link.email}`, path: linkPath(link.token) });
+        const mailed = await mail(request, session, { kind: 'reset', to: link.email, path: linkPath(link.token) });
+        await service.setFlash(session, {
+          kind: 'link',
+          title: `Password reset link for ${link.email}`,
+          path: linkPath(link.token),
+          mailed,
+        });
       }),
     );
     app.post('/team/members/:id/remove', async (request, reply) =>
       act(request, reply, (session) => team.remove(session, memberId(request))),
+    );
+    app.post('/team/members/:id/role', async (request, reply) =>
+      act(request, reply, async (session, form) => {
+        await team.changeRole(session, memberId(request), form.get('role') ?? '');
+      }),
     );
     app.post('/team/invites/:id/revoke', async (request, reply) =>
       act(request, reply, (session) => team.revokeInvite(session, memberId(request))),
@@ -221,7 +259,13 @@ export function teamRoutes(service: DashboardService, team: TeamService) {
       return sendPage(reply, profilePage(session, alert('success', 'Password changed. Your other sessions were ended.')));
     });
 
-    const open = { config: { dashboardPublic: true } };
+    // The token in these URLs is the link's secret: the access log shows the path without it.
+    const open = {
+      config: { dashboardPublic: true },
+      logSerializers: {
+        req: (req: FastifyRequest) => ({ method: req.method, url: '/dashboard/invite/[token]', host: req.host, remoteAddress: req.ip }),
+      },
+    };
     // Someone already logged in (another login in this browser) posts with that session's token.
     const csrfFor = (request: FastifyRequest, reply: FastifyReply) => request.dashboardSession?.csrfToken ?? preauthToken(request, reply);
     app.get('/invite/:token', open, async (request, reply) => {

@@ -6,10 +6,12 @@ import { AppError, notFound } from '../core/errors.js';
 import type { Page, PageQuery } from '../db/pagination.js';
 import { sha256 } from '../lib/crypto.js';
 import { newId } from '../lib/ids.js';
+import { getTenant } from '../modules/tenants/service.js';
 import { hashPassword, verifyPassword } from './passwords.js';
 import * as repo from './repo.js';
 import { grantableRoles, isRole, requirePermission, type Role } from './roles.js';
 import type { Session } from './service.js';
+import type { TeamMailer } from './team-mail.js';
 import * as team from './team-repo.js';
 
 /** An invitation link works for 7 days, a password reset link for 24 hours; each works once. */
@@ -42,18 +44,24 @@ export interface AuditEntry {
 /**
  * Members of a business, their roles, invitation and reset links, password changes and the
  * audit log. No mail server is assumed: a link is shown to the person who made it (or printed
- * by the operator CLI) and travels by whatever channel they choose.
+ * by the operator CLI) and travels by whatever channel they choose; when SMTP is configured the
+ * team pages also mail it (team-mail.ts).
  */
 export class TeamService {
-  constructor(private readonly db: Db) {}
+  constructor(
+    private readonly db: Db,
+    /** Mail for new links (SMTP configured), and the origin links are made with (PUBLIC_BASE_URL). */
+    readonly links: { mailer: TeamMailer | null; publicBaseUrl?: string | undefined } = { mailer: null },
+  ) {}
 
   async audit(
     session: Pick<Session, 'tenantId' | 'environment' | 'userId' | 'email'>,
     action: string,
     target?: string | null,
     detail?: string | null,
+    db: Queryable = this.db,
   ) {
-    await team.insertAudit(this.db, {
+    await team.insertAudit(db, {
       id: newId(),
       tenant_id: session.tenantId,
       environment: session.environment,
@@ -80,6 +88,10 @@ export class TeamService {
         created_at: r.created_at.toISOString(),
       })),
     };
+  }
+
+  async businessName(tenantId: string): Promise<string> {
+    return (await getTenant(this.db, tenantId))?.name ?? 'your business';
   }
 
   async members(session: Session) {
@@ -203,12 +215,36 @@ export class TeamService {
   async remove(session: Session, userId: string): Promise<void> {
     requirePermission(session.role, 'team');
     if (userId === session.userId) fail('You cannot remove yourself');
-    const member = await team.findMember(this.db, session.tenantId, userId);
-    if (!member) throw notFound('Member');
-    if (member.role === 'owner' && session.role !== 'owner') fail('Only an owner can remove an owner');
-    if (member.role === 'owner' && (await team.countOwners(this.db, session.tenantId)) <= 1) fail('A business keeps at least one owner');
-    await team.deleteMember(this.db, session.tenantId, userId);
-    await this.audit(session, 'member.removed', member.email, `role ${member.role}`);
+    await this.db.transaction().execute(async (trx) => {
+      const owners = await team.lockOwners(trx, session.tenantId);
+      const member = await team.findMember(trx, session.tenantId, userId);
+      if (!member) throw notFound('Member');
+      if (member.role === 'owner' && session.role !== 'owner') fail('Only an owner can remove an owner');
+      if (member.role === 'owner' && owners.length <= 1) fail('A business keeps at least one owner');
+      await team.deleteMember(trx, session.tenantId, userId);
+      await this.audit(session, 'member.removed', member.email, `role ${member.role}`, trx);
+    });
+  }
+
+  /**
+   * Changes a member's role (yours too). Owners may give any role; admins may give admin,
+   * developer or viewer, and cannot change an owner. The last owner stays an owner: the owners'
+   * rows are locked first, so two owners demoting each other at once cannot both succeed.
+   */
+  async changeRole(session: Session, userId: string, role: string): Promise<{ email: string; from: Role; to: Role }> {
+    requirePermission(session.role, 'team');
+    if (!isRole(role) || !grantableRoles(session.role).includes(role)) fail('Choose a role you may give');
+    return this.db.transaction().execute(async (trx) => {
+      const owners = await team.lockOwners(trx, session.tenantId);
+      const member = await team.findMember(trx, session.tenantId, userId);
+      if (!member) throw notFound('Member');
+      if (member.role === 'owner' && session.role !== 'owner') fail('Only an owner can change an owner’s role');
+      if (member.role === role) fail(`${member.email} is already ${role}`);
+      if (member.role === 'owner' && owners.length <= 1) fail('A business keeps at least one owner: make another member owner first');
+      await team.setRole(trx, session.tenantId, userId, role);
+      await this.audit(session, 'member.role_changed', member.email, `${member.role} → ${role}`, trx);
+      return { email: member.email, from: member.role, to: role };
+    });
   }
 
   /** Changes your own password; your other sessions end. */

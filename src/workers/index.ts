@@ -4,7 +4,7 @@ import type { Config } from '../config.js';
 import type { Db } from '../db/client.js';
 import { purgeExpiredSessions } from '../dashboard/service.js';
 import { Idempotency } from '../http/idempotency.js';
-import { purgeExpiredRequests } from '../modules/request-log/service.js';
+import { RequestLogRetention } from '../modules/request-log/service.js';
 import type { Sealer } from '../lib/crypto.js';
 import { observeJobTick } from '../lib/metrics.js';
 import { webhookJobs, type DeliveryOptions } from '../modules/webhooks/delivery.js';
@@ -81,13 +81,14 @@ export interface WorkerOptions {
 
 export function startWorkers(deps: WorkerDeps, options: WorkerOptions = {}) {
   const idempotency = new Idempotency(deps.db, deps.sealer, deps.config.IDEMPOTENCY_TTL_HOURS);
+  const requestLogRetention = new RequestLogRetention(deps.db, deps.config.REQUEST_LOG_RETENTION_DAYS);
   const jobs: Job[] = [
     { name: 'idempotency-sweep', intervalMs: 60_000, tick: async () => (await idempotency.sweep()) > 0 },
     { name: 'dashboard-session-sweep', intervalMs: 600_000, tick: async () => (await purgeExpiredSessions(deps.db)) > 0 },
     {
       name: 'request-log-retention',
       intervalMs: 600_000,
-      tick: () => purgeExpiredRequests(deps.db, deps.config.REQUEST_LOG_RETENTION_DAYS),
+      tick: () => requestLogRetention.tick(),
     },
     ...webhookJobs({ db: deps.db, sealer: deps.sealer, log: deps.log }, options.webhooks),
     limitOrderJob(deps.db),

@@ -1,10 +1,10 @@
-import type { Db, Queryable, Trx } from '../../db/client.js';
+import type { Db, Trx } from '../../db/client.js';
 import { WriteSet } from '../../db/write-set.js';
 import type { Environment, RequestContext } from '../../core/context.js';
 import { AppError, notFound } from '../../core/errors.js';
 import * as ledger from '../../ledger/index.js';
 import * as accounts from '../accounts/service.js';
-import { getTenant } from '../tenants/service.js';
+import { settingsOf } from '../tenants/service.js';
 import * as transactions from '../transactions/service.js';
 import { recordEvent } from '../webhooks/service.js';
 import * as repo from './repo.js';
@@ -23,10 +23,6 @@ function notPending(row: repo.CollectionRow, action: string): AppError {
 }
 
 const CHANNEL = { card: 'card', bank_transfer: 'bank_transfer', mobile_money: 'mobile_money' } as const;
-
-async function settingsOf(db: Queryable, tenantId: string): Promise<Record<string, unknown>> {
-  return ((await getTenant(db, tenantId))?.settings as Record<string, unknown> | undefined) ?? {};
-}
 
 /**
  * Posts the payer's money: settlement -> destination (amount - fee) and the business's fee

@@ -1,6 +1,7 @@
 import type { Config } from '../../config.js';
 import type { Queryable } from '../../db/client.js';
 import type { RequestContext } from '../../core/context.js';
+import type { BusinessSettings } from '../../core/settings.js';
 import { AppError, notFound, validationError } from '../../core/errors.js';
 import type { Page } from '../../db/pagination.js';
 import { omitNulls } from '../../lib/absent.js';
@@ -10,7 +11,7 @@ import { formatAmount, parseAmount } from '../../lib/money.js';
 import { checkMobileMoneyNumber } from '../../lib/payee-validation.js';
 import * as accounts from '../accounts/service.js';
 import { requireCustomer } from '../customers/service.js';
-import { computeFee } from '../pricing/service.js';
+import { feeOf } from '../pricing/service.js';
 import { recordEvent } from '../webhooks/service.js';
 import * as repo from './repo.js';
 import type { CollectionResponse, CreateCollectionBody, ListCollectionsQuery } from './schema.js';
@@ -281,11 +282,9 @@ export async function listCollections(
 }
 
 /** The business's fee on a collection: `fees.collection_<method>` setting, else the configured percent. */
-export function collectionFee(settings: Record<string, unknown>, config: CollectionDeps['config'], row: repo.CollectionRow): bigint {
-  const operation = `collection_${row.method}`;
-  const own = (settings.fees as Record<string, unknown> | undefined)?.[operation];
+export function collectionFee(settings: BusinessSettings, config: CollectionDeps['config'], row: repo.CollectionRow): bigint {
   const [whole, frac = ''] = config.COLLECTION_FEE_PERCENT.split('.');
-  const rule = own ?? { '*': { bps: Number(whole) * 100 + Number(frac.padEnd(2, '0')) } };
-  const fee = computeFee({ fees: { [operation]: rule } }, operation, row.currency, row.amount);
+  const table = settings.fees?.[`collection_${row.method}`] ?? { '*': { bps: Number(whole) * 100 + Number(frac.padEnd(2, '0')) } };
+  const fee = feeOf(table, row.currency, row.amount);
   return fee > row.amount ? row.amount : fee;
 }

@@ -1,6 +1,7 @@
 import { isIP } from 'node:net';
 import type { Config } from '../../config.js';
 import type { KycLevel } from '../kyc/schema.js';
+import type { BusinessSettings } from '../../core/settings.js';
 
 /**
  * The product features a customer can activate, and what each needs: an approved KYC level and
@@ -66,12 +67,11 @@ const FIXED: FeatureDef[] = [
 ];
 
 /** Home currencies of a business: its `home_currencies` setting, else HOME_CURRENCIES. */
-export function homeCurrencies(config: Config, settings: Record<string, unknown>): string[] {
-  const own = settings.home_currencies;
-  return Array.isArray(own) && own.every((c) => typeof c === 'string') ? (own as string[]) : config.HOME_CURRENCIES;
+export function homeCurrencies(config: Config, settings: BusinessSettings): string[] {
+  return settings.home_currencies ?? config.HOME_CURRENCIES;
 }
 
-export function catalogue(config: Config, settings: Record<string, unknown>): FeatureDef[] {
+export function catalogue(config: Config, settings: BusinessSettings): FeatureDef[] {
   const home = new Set(homeCurrencies(config, settings));
   // The reference's eur/usd/gbp_account always exist; other currencies only when not home.
   const currencies = new Set(['EUR', 'USD', 'GBP', ...config.SUPPORTED_CURRENCIES.filter((c) => !home.has(c))]);

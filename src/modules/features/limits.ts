@@ -1,4 +1,5 @@
 import type { Config } from '../../config.js';
+import type { BusinessSettings, KycLimitTable } from '../../core/settings.js';
 import { parseAmount } from '../../lib/money.js';
 import type { KycLevel } from '../kyc/schema.js';
 
@@ -8,7 +9,6 @@ import type { KycLevel } from '../kyc/schema.js';
  * that. The defaults are about USD 1,000 per transaction and 5,000 a day at `basic`, ten times
  * that at `intermediate`.
  */
-type LimitTable = Record<string, Record<string, { per_transaction: string; daily: string }>>;
 
 const BASIC: Record<string, [string, string]> = {
   NGN: ['1500000', '7500000'],
@@ -24,9 +24,9 @@ const BASIC: Record<string, [string, string]> = {
   MXN: ['17000', '85000'],
 };
 
-function defaults(): LimitTable {
-  const basic: LimitTable[string] = {};
-  const intermediate: LimitTable[string] = {};
+function defaults(): KycLimitTable {
+  const basic: KycLimitTable[string] = {};
+  const intermediate: KycLimitTable[string] = {};
   for (const [ccy, [per, daily]] of Object.entries(BASIC)) {
     basic[ccy] = { per_transaction: per, daily };
     intermediate[ccy] = { per_transaction: `${per}0`, daily: `${daily}0` };
@@ -34,11 +34,11 @@ function defaults(): LimitTable {
   return { basic, intermediate };
 }
 
-function entry(table: unknown, level: string, currency: string): { per_transaction: unknown; daily: unknown } | undefined {
-  const byLevel = (table as LimitTable | undefined)?.[level];
-  const e = byLevel && typeof byLevel === 'object' ? byLevel[currency] : undefined;
-  return e && typeof e === 'object' ? e : undefined;
+function entry(table: KycLimitTable | undefined, level: string, currency: string) {
+  return table?.[level]?.[currency];
 }
+
+const DEFAULTS = defaults();
 
 export interface Limits {
   perTransaction: bigint;
@@ -46,13 +46,17 @@ export interface Limits {
 }
 
 /** The limits in minor units, or undefined when none is configured for this level and currency. */
-export function limitsFor(config: Config, settings: Record<string, unknown>, level: KycLevel, currency: string): Limits | undefined {
-  const configured = config.KYC_LIMITS ? (JSON.parse(config.KYC_LIMITS) as unknown) : undefined;
-  const e = entry(settings.kyc_limits, level, currency) ?? entry(configured, level, currency) ?? entry(defaults(), level, currency);
+export function limitsFor(
+  config: Pick<Config, 'KYC_LIMITS'>,
+  settings: BusinessSettings,
+  level: KycLevel,
+  currency: string,
+): Limits | undefined {
+  const e = entry(settings.kyc_limits, level, currency) ?? entry(config.KYC_LIMITS, level, currency) ?? entry(DEFAULTS, level, currency);
   if (!e) return undefined;
   try {
     return { perTransaction: parseAmount(String(e.per_transaction), currency), daily: parseAmount(String(e.daily), currency) };
   } catch {
-    return undefined; // a malformed setting refuses rather than allows
+    return undefined; // an amount with more decimals than the currency has: refuses rather than allows
   }
 }

@@ -43,14 +43,9 @@ export function rateBook(db: Queryable, ctx: Scope): Promise<RateBook> {
   return SOURCES[ctx.environment].book(db, ctx);
 }
 
-function bpsSetting(ctx: SettingsScope, key: string, fallback: number): number {
-  const value = ctx.settings?.[key];
-  return typeof value === 'number' && Number.isInteger(value) && value >= 0 && value <= 5000 ? value : fallback;
-}
-
-/** The business's spread and fee in basis points (settings win over configuration). */
+/** The business's spread and fee in basis points (settings, parsed with the key, win over configuration). */
 export function pricing(ctx: SettingsScope, config: Config): { spreadBps: number; feeBps: number } {
-  return { spreadBps: bpsSetting(ctx, 'fx_spread_bps', config.FX_SPREAD_BPS), feeBps: bpsSetting(ctx, 'fx_fee_bps', config.FX_FEE_BPS) };
+  return { spreadBps: ctx.settings?.fx_spread_bps ?? config.FX_SPREAD_BPS, feeBps: ctx.settings?.fx_fee_bps ?? config.FX_FEE_BPS };
 }
 
 /** The display name of a currency FX can price (e.g. `Nigerian Naira`). */

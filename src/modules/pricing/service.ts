@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import type { BusinessSettings, FeeTable } from '../../core/settings.js';
 import { parseAmount } from '../../lib/money.js';
 
 /**
@@ -7,22 +7,13 @@ import { parseAmount } from '../../lib/money.js';
  * `"*"` applies to currencies without their own entry. fee = flat + amount * bps / 10000
  * (rounded half up to the minor unit), capped by `min`/`max` when set. No entry: no fee.
  */
-const FeeRule = z.strictObject({
-  flat: z.union([z.string(), z.number()]).optional(),
-  bps: z.number().int().min(0).max(10_000).optional(),
-  min: z.union([z.string(), z.number()]).optional(),
-  max: z.union([z.string(), z.number()]).optional(),
-});
-const FeeTable = z.record(z.string(), FeeRule);
+export function computeFee(settings: Pick<BusinessSettings, 'fees'>, operation: string, currency: string, amount: bigint): bigint {
+  return feeOf(settings.fees?.[operation], currency, amount);
+}
 
-export function computeFee(settings: Record<string, unknown>, operation: string, currency: string, amount: bigint): bigint {
-  const fees = settings.fees as Record<string, unknown> | undefined;
-  const raw = fees?.[operation];
-  if (raw === undefined || raw === null) return 0n;
-  const table = FeeTable.safeParse(raw);
-  // An operator typo must not silently waive or invent fees: fail loudly (500, logged).
-  if (!table.success) throw new Error(`invalid fee settings for ${operation}`);
-  const rule = table.data[currency] ?? table.data['*'];
+/** The fee of one table's rule for this currency (none: 0). The table was checked when loaded. */
+export function feeOf(table: FeeTable | undefined, currency: string, amount: bigint): bigint {
+  const rule = table?.[currency] ?? table?.['*'];
   if (!rule) return 0n;
   const minor = (v: string | number | undefined) => (v === undefined || v === 0 || v === '0' ? 0n : parseAmount(v, currency, 'fee'));
   let fee = minor(rule.flat) + (amount * BigInt(rule.bps ?? 0) + 5_000n) / 10_000n;

@@ -94,10 +94,27 @@ export async function find(db: Queryable, scope: Scope, id: string): Promise<Req
     .executeTakeFirst();
 }
 
-/** Deletes a bounded batch of rows older than the cutoff id (ids are time-ordered). */
-export async function deleteBefore(db: Queryable, cutoffId: string, limit: number): Promise<number> {
-  const result = await sql`
+/**
+ * Deletes, for each business given, up to `perTenant` of its rows older than its own cutoff id
+ * (ids are time-ordered; each probe walks the (tenant, environment, id) index). Returns how many
+ * rows of each business went.
+ */
+export async function deleteBeforePerTenant(
+  db: Queryable,
+  cutoffs: { tenantId: string; cutoffId: string }[],
+  perTenant: number,
+): Promise<Map<string, number>> {
+  const deleted = new Map<string, number>();
+  if (cutoffs.length === 0) return deleted;
+  const values = sql.join(cutoffs.map((c) => sql`(${c.tenantId}::uuid, ${c.cutoffId}::uuid)`));
+  const result = await sql<{ tenant_id: string }>`
     delete from api_request_log where id in (
-      select id from api_request_log where id < ${cutoffId} order by id limit ${limit})`.execute(db);
-  return Number(result.numAffectedRows ?? 0n);
+      select old.id from (values ${values}) as t (tenant_id, cutoff)
+      cross join lateral (
+        select l.id from api_request_log l
+        where l.tenant_id = t.tenant_id and l.environment in ('sandbox', 'live') and l.id < t.cutoff
+        limit ${perTenant}) as old)
+    returning tenant_id`.execute(db);
+  for (const row of result.rows) deleted.set(row.tenant_id, (deleted.get(row.tenant_id) ?? 0) + 1);
+  return deleted;
 }

@@ -3,6 +3,7 @@ import type { Queryable } from '../../db/client.js';
 import type { Page } from '../../db/pagination.js';
 import { newId, uuidv7LowerBound } from '../../lib/ids.js';
 import { redactJsonText, redactString, redactValue } from '../../lib/redact.js';
+import { pageOfTenants } from '../tenants/service.js';
 import * as repo from './repo.js';
 
 /**
@@ -190,8 +191,70 @@ export async function getRequest(db: Queryable, scope: Scope, id: string): Promi
   return row ? { ...toSummary(row), request_body: row.request_body, response_body: row.response_body } : null;
 }
 
-/** Background job: deletes a bounded batch of rows past the retention; true when more wait. */
-export async function purgeExpiredRequests(db: Queryable, retentionDays: number, batch = 5000): Promise<boolean> {
-  const cutoff = uuidv7LowerBound(new Date(Date.now() - retentionDays * 86_400_000));
-  return (await repo.deleteBefore(db, cutoff, batch)) >= batch;
+// ---- retention ----------------------------------------------------------------------------------
+
+/** The business setting that overrides REQUEST_LOG_RETENTION_DAYS, and its bounds. */
+export const RETENTION_SETTING = 'request_log_retention_days';
+export const RETENTION_MIN_DAYS = 1;
+export const RETENTION_MAX_DAYS = 90;
+
+export function isRetentionDays(value: unknown): value is number {
+  return Number.isInteger(value) && (value as number) >= RETENTION_MIN_DAYS && (value as number) <= RETENTION_MAX_DAYS;
+}
+
+/** How long a business's request log is kept: its own setting, else the configured default. */
+export function retentionDaysOf(settings: { [RETENTION_SETTING]?: unknown }, defaultDays: number): number {
+  const own = settings[RETENTION_SETTING];
+  return isRetentionDays(own) ? own : defaultDays;
+}
+
+export interface RetentionOptions {
+  /** Businesses looked at per tick. */
+  tenantsPerTick: number;
+  /** Most rows of one business deleted per tick. */
+  rowsPerTenant: number;
+}
+
+/**
+ * The retention sweep: walks every business in id order, a page per tick, and deletes each one's
+ * rows older than its own retention (setting `request_log_retention_days`, else
+ * REQUEST_LOG_RETENTION_DAYS). Each deletion is an index probe per business, so a business that
+ * keeps 90 days costs nothing to the others. A tick answers true while the sweep has more to do
+ * (the next page, or a business with more old rows than one tick deletes); a finished sweep
+ * starts over at the next tick.
+ */
+export class RequestLogRetention {
+  private after: string | null = null;
+  private readonly options: RetentionOptions;
+
+  constructor(
+    private readonly db: Queryable,
+    private readonly defaultDays: number,
+    options: Partial<RetentionOptions> = {},
+  ) {
+    this.options = { tenantsPerTick: 50, rowsPerTenant: 1000, ...options };
+  }
+
+  async tick(now = new Date()): Promise<boolean> {
+    const page = await pageOfTenants(this.db, this.after, this.options.tenantsPerTick);
+    const cutoffs = page.map((t) => ({
+      tenantId: t.id,
+      cutoffId: uuidv7LowerBound(new Date(now.getTime() - retentionDaysOf(t.settings, this.defaultDays) * 86_400_000)),
+    }));
+    const deleted = await repo.deleteBeforePerTenant(this.db, cutoffs, this.options.rowsPerTenant);
+    // A business with more old rows than one tick deletes: the same page again.
+    if ([...deleted.values()].some((n) => n >= this.options.rowsPerTenant)) return true;
+    if (page.length < this.options.tenantsPerTick) {
+      this.after = null;
+      return false;
+    }
+    this.after = page[page.length - 1]!.id;
+    return true;
+  }
+}
+
+/** A whole retention sweep at once (operator commands and tests). */
+export async function purgeExpiredRequests(db: Queryable, defaultDays: number, options: Partial<RetentionOptions> = {}): Promise<void> {
+  const sweep = new RequestLogRetention(db, defaultDays, options);
+  while (await sweep.tick());
 }

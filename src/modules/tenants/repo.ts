@@ -51,6 +51,13 @@ export async function countTenants(db: Queryable): Promise<number> {
   return Number(row.n);
 }
 
+/** A page of businesses by id (background sweeps walk every business with it). */
+export async function pageOfTenants(db: Queryable, after: string | null, limit: number) {
+  let q = db.selectFrom('tenants').select(['id', 'settings']).orderBy('id').limit(limit);
+  if (after) q = q.where('id', '>', after);
+  return q.execute();
+}
+
 export async function updateSettings(db: Queryable, id: string, settings: TenantSettings): Promise<void> {
   await db
     .updateTable('tenants')

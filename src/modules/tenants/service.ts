@@ -1,5 +1,6 @@
 import type { Db, Queryable } from '../../db/client.js';
 import type { Environment, KeyLookup } from '../../core/context.js';
+import { BusinessSettingsStrict, issuesOf, parseBusinessSettings, type BusinessSettings } from '../../core/settings.js';
 import { constantTimeEqual, randomBase62, sha256 } from '../../lib/crypto.js';
 import { newId } from '../../lib/ids.js';
 import * as repo from './repo.js';
@@ -90,7 +91,7 @@ export async function lookupKey(db: Queryable, key: string, now = new Date()): P
     tenantId: row.tenant_id,
     environment: row.environment,
     kind: row.kind,
-    settings: row.settings,
+    settings: parseBusinessSettings(row.settings),
     expiresAt: row.expires_at,
   };
 }
@@ -114,11 +115,29 @@ export async function countTenants(db: Queryable) {
   return repo.countTenants(db);
 }
 
-/** Merges operator-set settings (fees, limits, quotas) into the business's settings. */
-export async function setSettings(db: Db, tenantId: string, patch: repo.TenantSettings) {
+/** Businesses in id order after `after`, with their settings: for sweeps over every business. */
+export async function pageOfTenants(db: Queryable, after: string | null, limit: number) {
+  return repo.pageOfTenants(db, after, limit);
+}
+
+/** A business's settings, parsed (a business that does not exist has none). */
+export async function settingsOf(db: Queryable, tenantId: string): Promise<BusinessSettings> {
+  return parseBusinessSettings((await repo.findTenant(db, tenantId))?.settings);
+}
+
+/** Refused settings: what is wrong, by key (values are not repeated). */
+export class InvalidSettings extends Error {}
+
+/**
+ * Merges settings (fees, limits, quotas; an undefined value removes its key) into the business's
+ * settings. The result is checked against the one schema, unknown keys refused, before it is
+ * stored: a typo fails here, not at the business's next request.
+ */
+export async function setSettings(db: Db, tenantId: string, patch: repo.TenantSettings): Promise<BusinessSettings> {
   const tenant = await repo.findTenant(db, tenantId);
   if (!tenant) throw new Error(`No business ${tenantId}`);
-  const merged = { ...tenant.settings, ...patch };
-  await repo.updateSettings(db, tenantId, merged);
-  return merged;
+  const merged = BusinessSettingsStrict.safeParse({ ...tenant.settings, ...patch });
+  if (!merged.success) throw new InvalidSettings(`Invalid settings: ${issuesOf(merged.error)}`);
+  await repo.updateSettings(db, tenantId, merged.data);
+  return merged.data;
 }

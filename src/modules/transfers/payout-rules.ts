@@ -6,8 +6,9 @@ import { PastDate, Address, CountryCode, NameText, ShortText, isCalendarDate } f
 import type { Rail } from '../../rails/index.js';
 import type { Queryable } from '../../db/client.js';
 import type { RequestContext } from '../../core/context.js';
+import type { BusinessSettings } from '../../core/settings.js';
 import { convertAmount, getRate, type FxRate } from '../fx/service.js';
-import { computeFee } from '../pricing/service.js';
+import { feeOf } from '../pricing/service.js';
 
 /**
  * The rules of a payout that do not touch the database: which rail a payee uses, the remitter
@@ -100,41 +101,28 @@ export function parseRemitter(payeeType: PayeeType, raw: Record<string, unknown>
   throw validationError(details, 'Invalid additional_information');
 }
 
-type RuleTable = Record<string, Record<string, unknown>>;
-
-function parseJsonTable(text: string, name: string): RuleTable {
-  try {
-    return JSON.parse(text) as RuleTable;
-  } catch {
-    throw new Error(`${name} is not valid JSON`);
-  }
-}
-
 /** Fee in the source currency: the business's `fees.payout_<rail>` rule, else the configured default. */
 export function payoutFee(
-  settings: Record<string, unknown>,
+  settings: BusinessSettings,
   config: Pick<Config, 'PAYOUT_FEES'>,
   rail: Rail,
   currency: string,
   amount: bigint,
 ): bigint {
-  const operation = `payout_${rail}`;
-  const own = (settings.fees as Record<string, unknown> | undefined)?.[operation];
-  const defaults = parseJsonTable(config.PAYOUT_FEES, 'PAYOUT_FEES');
-  const rule = own ?? defaults[rail] ?? defaults['*'];
-  return computeFee({ fees: { [operation]: rule } }, operation, currency, amount);
+  const defaults = config.PAYOUT_FEES;
+  return feeOf(settings.fees?.[`payout_${rail}`] ?? defaults[rail] ?? defaults['*'], currency, amount);
 }
 
 /** 422 limit_exceeded above the rail's largest payout (business setting `payout_limits`, else config). */
 export function assertWithinRailLimit(
-  settings: Record<string, unknown>,
+  settings: BusinessSettings,
   config: Pick<Config, 'PAYOUT_LIMITS'>,
   rail: Rail,
   currency: string,
   amount: bigint,
 ): void {
-  const own = settings.payout_limits as RuleTable | undefined;
-  const defaults = parseJsonTable(config.PAYOUT_LIMITS, 'PAYOUT_LIMITS');
+  const own = settings.payout_limits;
+  const defaults = config.PAYOUT_LIMITS;
   const table = own?.[rail] ?? own?.['*'] ?? defaults[rail] ?? defaults['*'];
   const max = table?.[currency] ?? table?.['*'];
   if (max === undefined) return;

@@ -1,5 +1,4 @@
 import type { ColumnType } from 'kysely';
-import type { Queryable } from '../../db/client.js';
 import { write, type Writer } from '../../db/write-set.js';
 import type { RequestContext } from '../../core/context.js';
 import { newId } from '../../lib/ids.js';

@@ -1,12 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { decryptEnvelope, rsaKeyPair } from '../../../test/card-crypto.js';
-import { cardholder } from '../../../test/card-helpers.js';
-import { clientFor, startTestApp, type Client, type TestApp } from '../../../test/harness.js';
-import { enableAccountCurrency } from '../../../test/kyc-helpers.js';
-import { reconcile } from '../../ledger/index.js';
-import { setSettings, type CreatedTenant } from '../tenants/service.js';
-import { expireDue } from './payments.js';
-import { isLuhnValid } from './secrets.js';
+import { decryptEnvelope, rsaKeyPair } from './card-crypto.js';
+import { cardholder } from './card-helpers.js';
+import { clientFor, startTestApp, type Client, type TestApp } from './harness.js';
+import { enableAccountCurrency } from './kyc-helpers.js';
+import { reconcile } from '../src/ledger/index.js';
+import { setSettings, type CreatedTenant } from '../src/modules/tenants/service.js';
+import { expireDue } from '../src/modules/cards/payments.js';
+import { isLuhnValid } from '../src/modules/cards/secrets.js';
 
 let t: TestApp;
 let biz: CreatedTenant;

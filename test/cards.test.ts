@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { decryptEnvelope, rsaKeyPair } from '../../../test/card-crypto.js';
-import { cardholder } from '../../../test/card-helpers.js';
-import { clientFor, johnDoe, startTestApp, type Client, type TestApp } from '../../../test/harness.js';
-import { isLuhnValid } from './secrets.js';
-import type { CreatedTenant } from '../tenants/service.js';
+import { decryptEnvelope, rsaKeyPair } from './card-crypto.js';
+import { cardholder } from './card-helpers.js';
+import { clientFor, johnDoe, startTestApp, type Client, type TestApp } from './harness.js';
+import { isLuhnValid } from '../src/modules/cards/secrets.js';
+import type { CreatedTenant } from '../src/modules/tenants/service.js';
 
 let t: TestApp;
 let biz: CreatedTenant;

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { clientFor, johnDoe, startTestApp, type Client, type TestApp } from '../../../test/harness.js';
-import type { CreatedTenant } from '../tenants/service.js';
+import { clientFor, johnDoe, startTestApp, type Client, type TestApp } from './harness.js';
+import type { CreatedTenant } from '../src/modules/tenants/service.js';
 
 let t: TestApp;
 let biz: CreatedTenant;
