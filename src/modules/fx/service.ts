@@ -296,6 +296,7 @@ export interface LockedQuote {
   midRate: string;
   spreadBps: number;
   feeBps: number;
+  expiresAt: Date;
 }
 
 function toLockedQuote(q: repo.QuoteRow): LockedQuote {
@@ -310,6 +311,7 @@ function toLockedQuote(q: repo.QuoteRow): LockedQuote {
     midRate: formatRate(rateFromDb(q.mid_rate)),
     spreadBps: q.spread_bps,
     feeBps: q.fee_bps,
+    expiresAt: q.expires_at,
   };
 }
 
