@@ -112,14 +112,17 @@ export async function moveTransfer(
     .executeTakeFirst();
 }
 
-/** Pending payouts not yet handed to their rail, oldest first, across businesses (dispatch job). */
+/**
+ * Pending payouts not yet handed to their rail, oldest first, across businesses (dispatch job).
+ * A payout waiting for approval (maker-checker, `payout.approval` in its metadata) is not handed
+ * to its rail before it is approved.
+ */
 export async function pendingPayouts(db: Queryable, limit: number) {
   return db
     .selectFrom('transfers')
     .select(['id', 'tenant_id', 'environment'])
     .where('status', '=', 'pending')
     .where('destination_type', '=', 'external_account')
-    // A payout waiting for approval (maker-checker) is not handed to its rail before it is approved.
     .where(sql<boolean>`coalesce(metadata->'payout'->>'approval', '') <> 'waiting_approval'`)
     .orderBy('id')
     .limit(limit)
