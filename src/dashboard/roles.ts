@@ -11,11 +11,14 @@ export type Role = (typeof ROLES)[number];
  * - team: invite and remove members, hand out reset links, read the audit log (owner, admin)
  * - webhooks: add, change, delete endpoints, rotate their secrets, resend, send test events
  *   (owner, admin, developer)
+ * - approvals: approve or reject requests waiting for a second person (maker-checker: FX orders,
+ *   payouts above a threshold, new payees) and change when approval is needed (owner, admin)
  */
 const RULES = {
   keys: ['owner', 'admin'],
   team: ['owner', 'admin'],
   webhooks: ['owner', 'admin', 'developer'],
+  approvals: ['owner', 'admin'],
 } as const satisfies Record<string, readonly Role[]>;
 export type Permission = keyof typeof RULES;
 
