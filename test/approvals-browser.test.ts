@@ -66,7 +66,11 @@ describe.skipIf(!hasChromium)('approvals in a browser', () => {
     expect(first.status).toBe('waiting_approval');
     const second = (await order('20.00')).body.data;
 
+    // On a phone the page fits its width (the table scrolls inside its own box).
+    await page.setViewportSize({ width: 375, height: 740 });
     await page.reload();
+    expect(await page.evaluate<boolean>('document.documentElement.scrollWidth <= window.innerWidth + 1')).toBe(true);
+    await page.setViewportSize({ width: 1280, height: 800 });
     await page.getByRole('button', { name: `Approve FX order ${first.id}` }).click();
     await page.waitForURL(`${base}/dashboard/approvals`);
     expect((await api(key, `/v1/fx/orders/${first.id}`)).body.data.status).toBe('completed');

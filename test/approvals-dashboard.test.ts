@@ -74,6 +74,7 @@ describe('dashboard approvals', () => {
     expect(saved.statusCode).toBe(303);
     const again = await owner.get('/dashboard/approvals');
     expect(again.body).toMatch(/id="ap-fx" name="fx_orders" type="checkbox" value="on" checked/);
+    expect(again.body).not.toMatch(/id="ap-payees"[^>]* checked/);
     expect(again.body).toContain('value="NGN 5000.00"');
     await expect.poll(async () => (await order('1.00')).body.data.status, { timeout: 5000 }).toBe('waiting_approval');
   });

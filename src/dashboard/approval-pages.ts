@@ -21,8 +21,7 @@ function actions(session: Session, row: ApprovalRow): Html | null {
   return html`<form method="post" action="/dashboard/approvals/${row.id}/approve" class="inline">${csrfField(session)}
     <button type="submit" class="primary" aria-label="Approve ${label}">Approve</button></form>
   <form method="post" action="/dashboard/approvals/${row.id}/reject" class="inline" data-confirm="Reject this request? Any held funds are released.">${csrfField(session)}
-    <label class="sr-only" for="reason-${row.id}">Reason for rejecting ${label}</label>
-    <input id="reason-${row.id}" name="reason" maxlength="200" placeholder="Reason (optional)">
+    <input name="reason" maxlength="200" size="14" placeholder="Reason (optional)" aria-label="Reason for rejecting ${label}">
     <button type="submit" class="danger" aria-label="Reject ${label}">Reject</button></form>`;
 }
 
@@ -37,8 +36,11 @@ function settingsCard(session: Session, policy: ApprovalPolicy | null): Html {
   const checked = (on: boolean) => (on ? html` checked` : '');
   return html`<section class="card"><h2>When approval is needed (${session.environment})</h2>
 <form method="post" action="/dashboard/approvals/settings">${csrfField(session)}
-  <div class="field"><input id="ap-fx" name="fx_orders" type="checkbox" value="on"${checked(policy.fxOrders)}> <label for="ap-fx">FX orders</label></div>
-  <div class="field"><input id="ap-payees" name="new_payees" type="checkbox" value="on"${checked(policy.newPayees)}> <label for="ap-payees">New payees (external accounts)</label></div>
+  <fieldset>
+  <legend>Wait for approval</legend>
+  <div class="checks"><div><input id="ap-fx" name="fx_orders" type="checkbox" value="on"${checked(policy.fxOrders)}> <label for="ap-fx">FX orders</label></div>
+  <div><input id="ap-payees" name="new_payees" type="checkbox" value="on"${checked(policy.newPayees)}> <label for="ap-payees">New payees (external accounts)</label></div></div>
+  </fieldset>
   <div class="field"><label for="ap-payouts">Payouts above (per currency, e.g. <code>USD 1000.00, NGN 0</code>; empty: never)</label>
     <input id="ap-payouts" name="payouts_above" value="${thresholds(policy)}" maxlength="400"></div>
   <div class="field"><label for="ap-hours">A request expires after (hours)</label>
@@ -59,24 +61,24 @@ export function approvalsPage(
   const list = table(
     'Approval requests',
     [
-      { label: 'Requested', cell: (r: ApprovalRow) => when(r.created_at.toISOString()) },
-      { label: 'Kind', cell: (r) => KIND_LABEL[r.kind] },
-      { label: 'Request', cell: (r) => html`${r.summary}<br>${subject(r)}` },
+      { label: 'Request', cell: (r: ApprovalRow) => html`${r.summary}<br>${subject(r)}` },
       {
         label: 'Amount',
         numeric: true,
         cell: (r) => (r.amount !== null && r.currency ? `${formatAmount(r.amount, r.currency)} ${r.currency}` : null),
       },
-      { label: 'Made by', cell: (r) => (r.created_by_user_id ? r.created_by_role : 'API key') },
-      { label: 'Status', cell: (r) => badge(r.status) },
       {
-        label: 'Decision',
+        label: 'Requested',
+        cell: (r) => html`${when(r.created_at.toISOString())}<br><small>by ${r.created_by_user_id ? r.created_by_role : 'API key'}</small>`,
+      },
+      {
+        label: 'Status',
         cell: (r) =>
-          r.status === 'waiting_approval'
-            ? html`expires ${when(r.expires_at.toISOString())}`
-            : r.decided_by_email
-              ? html`${r.decided_by_email} ${when(r.decided_at?.toISOString() ?? null)}${r.reason ? html`<br><small>${r.reason}</small>` : ''}`
-              : when(r.decided_at?.toISOString() ?? null),
+          html`${badge(r.status)}<br><small>${
+            r.status === 'waiting_approval'
+              ? html`expires ${when(r.expires_at.toISOString())}`
+              : html`${r.decided_by_email ?? ''} ${when(r.decided_at?.toISOString() ?? null)}${r.reason ? html`: ${r.reason}` : ''}`
+          }</small>`,
       },
       { label: 'Actions', cell: (r) => actions(session, r) },
     ],
