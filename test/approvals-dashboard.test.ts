@@ -131,6 +131,19 @@ describe('dashboard approvals', () => {
     expect(audit.body).toContain('wrong account');
     expect((await owner.get('/dashboard/audit?action=approval.approved')).body).toContain('fx_order');
     expect((await owner.get('/dashboard/audit?action=approvals.settings_changed')).body).toContain('sandbox');
+    // Another business's request, and the other environment's list: nothing to see or decide.
+    const other = new Agent(t);
+    await other.signup(email('other'));
+    await other.get('/dashboard/approvals?status=');
+    expect(other.lastHtml).not.toContain('sell 10.00 USD');
+    expect((await other.post(`/dashboard/approvals/${await approvalIdOf(rejected[0].id)}/approve`)).statusCode).toBe(404);
+    await owner.get('/dashboard/approvals');
+    await owner.post('/dashboard/environment', { environment: 'live', back: 'approvals' });
+    const liveList = await owner.get('/dashboard/approvals?status=');
+    expect(liveList.body).toContain('No requests match.');
+    expect(liveList.body).toContain('When approval is needed (live)');
+    expect(liveList.body).not.toMatch(/id="ap-fx"[^>]* checked/); // the sandbox setting is not live's
+    await owner.post('/dashboard/environment', { environment: 'sandbox', back: 'approvals' });
     // Unknown or malformed ids are 404 pages.
     expect((await owner.post(`/dashboard/approvals/${newId()}/approve`)).statusCode).toBe(404);
     expect((await owner.post('/dashboard/approvals/nope/approve')).statusCode).toBe(404);
