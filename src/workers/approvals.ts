@@ -73,13 +73,19 @@ export async function decideApproval(
  */
 export async function expireDueApprovals(db: Db, config: ApprovalConfig, batch = 50): Promise<boolean> {
   const due = await approvals.dueExpiries(db, batch);
+  const failures: unknown[] = [];
   for (const d of due) {
     const scope = { tenantId: d.tenant_id, environment: d.environment as Environment };
-    await db.transaction().execute(async (trx) => {
-      const row = await approvals.expireApproval(trx, scope, d.id);
-      if (row) await applyToItem(trx, scope, config, row, 'expired', null);
-    });
+    try {
+      await db.transaction().execute(async (trx) => {
+        const row = await approvals.expireApproval(trx, scope, d.id);
+        if (row) await applyToItem(trx, scope, config, row, 'expired', null);
+      });
+    } catch (err) {
+      failures.push(err); // rolled back, retried next tick; the others still expire now
+    }
   }
+  if (failures.length > 0) throw new AggregateError(failures, `${failures.length} approval expiries failed`);
   return due.length === batch;
 }
 
