@@ -14,7 +14,7 @@ import { approvePayout, rejectPayout } from '../modules/transfers/payout-approva
  * expiry job below. Each outcome runs in ONE transaction with the guarded transition of the
  * approval row, the item's own guarded transition, its holds and its events.
  */
-type ApprovalConfig = Pick<Config, 'FX_LIMIT_ORDER_TTL_HOURS'>;
+type ApprovalConfig = Pick<Config, 'FX_LIMIT_ORDER_TTL_HOURS' | 'SANDBOX_RAIL_DELAY_MS'>;
 type Outcome = 'approved' | 'rejected' | 'expired';
 
 async function applyToItem(
@@ -37,7 +37,7 @@ async function applyToItem(
       else await rejectPayout(trx, scope, row.subject_id, outcome, reason);
       return;
     case 'payee':
-      await decidePayee(trx, scope, row.subject_id, outcome, reason);
+      await decidePayee(trx, scope, row.subject_id, outcome, reason, config);
       return;
   }
 }

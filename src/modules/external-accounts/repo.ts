@@ -170,10 +170,11 @@ export async function finishApproval(
   id: string,
   outcome: 'approved' | 'rejected' | 'expired',
   reason: string,
+  verifyAfter: Date,
 ): Promise<ExternalAccountRow | undefined> {
   const patch =
     outcome === 'approved'
-      ? { approval_status: outcome, verify_after: new Date() }
+      ? { approval_status: outcome, verify_after: verifyAfter }
       : { approval_status: outcome, status: 'failed' as const, failure_reason: reason };
   return db
     .updateTable('external_accounts')

@@ -154,10 +154,13 @@ export async function decidePayee(
   ctx: Scope,
   id: string,
   outcome: 'approved' | 'rejected' | 'expired',
-  reason: string | null = null,
+  reason: string | null,
+  config: Pick<Config, 'SANDBOX_RAIL_DELAY_MS'>,
 ): Promise<ExternalAccountResponse> {
   const why = outcome === 'expired' ? 'approval_expired' : `approval_rejected${reason ? `: ${reason}` : ''}`;
-  const row = await repo.finishApproval(trx, ctx, id, outcome, why);
+  // Verification starts now, taking the sandbox partner's configured time as at creation.
+  const verifyAfter = new Date(Date.now() + (ctx.environment === 'sandbox' ? config.SANDBOX_RAIL_DELAY_MS : 0));
+  const row = await repo.finishApproval(trx, ctx, id, outcome, why, verifyAfter);
   if (!row) throw new AppError('invalid_state_transition', 'The external account is not waiting for approval');
   const response = toResponse(row);
   if (outcome !== 'approved') await recordEvent(trx, ctx, 'payee.setup.failed', response);
