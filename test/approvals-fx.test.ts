@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { reconcile } from '../src/ledger/index.js';
 import { newId } from '../src/lib/ids.js';
+import { decide as decideOnly, parsePolicy, requestApproval } from '../src/modules/approvals/service.js';
 import { setSettings } from '../src/modules/tenants/service.js';
 import { decideApproval, expireDueApprovals } from '../src/workers/approvals.js';
 import { balances, eventsOf, newCustomer, openAccount, runLimitWorker } from './fx-helpers.js';
@@ -230,5 +231,21 @@ describe('FX orders with approvals on', () => {
     }
     const b = await balances(api, usd);
     expect(b.balance).toBe(b.available);
+  });
+
+  it('never lets the maker decide their own request', async () => {
+    const tenant = await t.tenant();
+    const scope = scopeOf(tenant.tenant_id);
+    const maker = { userId: newId(), role: 'admin' };
+    const row = await requestApproval(t.db, scope, parsePolicy({}, 'sandbox'), { kind: 'payee', subjectId: newId(), summary: 'x', maker });
+    expect(row).toMatchObject({ created_by_user_id: maker.userId, created_by_role: 'admin', status: 'waiting_approval' });
+    await expect(decideOnly(t.db, scope, row.id, 'approved', { userId: maker.userId, email: 'maker@example.com' })).rejects.toMatchObject({
+      code: 'forbidden',
+    });
+    // Another business cannot see it at all.
+    await expect(decideOnly(t.db, scopeOf(newId()), row.id, 'approved', checker)).rejects.toMatchObject({ code: 'not_found' });
+    expect((await t.db.selectFrom('approvals').select('status').where('id', '=', row.id).executeTakeFirstOrThrow()).status).toBe(
+      'waiting_approval',
+    );
   });
 });
