@@ -14,6 +14,7 @@ import type { Environment } from './core/context.js';
 import { AppError } from './core/errors.js';
 import { isUuid } from './lib/ids.js';
 import { reviewCase } from './modules/kyc/service.js';
+import { validateSetting } from './modules/approvals/service.js';
 
 /**
  * Operator command line. Same database configuration as the server (DATABASE_URL, or the
@@ -81,6 +82,13 @@ const commands: Record<string, Command> = {
         patch[pair.slice(0, eq)] = JSON.parse(pair.slice(eq + 1));
       } catch {
         fail(`--set ${pair}: the value must be JSON (quote strings: key='"text"')`);
+      }
+    }
+    if ('approvals' in patch) {
+      try {
+        validateSetting(patch.approvals);
+      } catch (err) {
+        fail(`--set approvals: ${err instanceof Error ? err.message : String(err)} (see docs/approvals.md)`);
       }
     }
     const settings = await setSettings(handle.db, values.tenant, patch);

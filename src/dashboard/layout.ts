@@ -14,6 +14,7 @@ export const NAV = [
   ['transfers', 'Transfers'],
   ['transactions', 'Transactions'],
   ['cards', 'Cards'],
+  ['approvals', 'Approvals'],
   ['team', 'Team'],
   ['settings', 'Settings'],
   ['audit', 'Audit log'],

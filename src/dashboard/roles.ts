@@ -13,12 +13,15 @@ export type Role = (typeof ROLES)[number];
  *   (owner, admin; only owners touch owners, and the last owner stays an owner)
  * - webhooks: add, change, delete endpoints, rotate their secrets, resend, send test events
  *   (owner, admin, developer)
+ * - approvals: approve or reject requests waiting for a second person (maker-checker: FX orders,
+ *   payouts above a threshold, new payees) and change when approval is needed (owner, admin)
  */
 const RULES = {
   keys: ['owner', 'admin'],
   settings: ['owner', 'admin'],
   team: ['owner', 'admin'],
   webhooks: ['owner', 'admin', 'developer'],
+  approvals: ['owner', 'admin'],
 } as const satisfies Record<string, readonly Role[]>;
 export type Permission = keyof typeof RULES;
 

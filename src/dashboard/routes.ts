@@ -3,6 +3,7 @@ import type { Deps } from '../http/deps.js';
 import { AppError } from '../core/errors.js';
 import { statusOf } from '../http/errors.js';
 import { getTenant, ROTATION_EXPIRY_SECONDS } from '../modules/tenants/service.js';
+import { approvalRoutes } from './approval-routes.js';
 import { dataRoutes } from './data-routes.js';
 import { alert } from './layout.js';
 import { businessPage, errorPage, keysPage, loginPage, signupPage, type FormState } from './pages.js';
@@ -70,6 +71,7 @@ function dashboard(deps: Deps) {
     await app.register(requestLogRoutes(deps));
     await app.register(settingsRoutes(deps, team));
     await app.register(teamRoutes(service, team));
+    await app.register(approvalRoutes(deps));
   };
 }
 

@@ -9,6 +9,7 @@ import type { Sealer } from '../lib/crypto.js';
 import { observeJobTick } from '../lib/metrics.js';
 import { webhookJobs, type DeliveryOptions } from '../modules/webhooks/delivery.js';
 import { limitOrderJob } from '../modules/fx/worker.js';
+import { approvalExpiryJob } from './approvals.js';
 import { verifyDuePayees } from '../modules/external-accounts/service.js';
 import { dispatchPendingPayouts, settleDueSandboxPayouts } from '../modules/transfers/payout-lifecycle.js';
 import { expireDueCollections } from '../modules/collections/lifecycle.js';
@@ -92,6 +93,7 @@ export function startWorkers(deps: WorkerDeps, options: WorkerOptions = {}) {
     },
     ...webhookJobs({ db: deps.db, sealer: deps.sealer, log: deps.log }, options.webhooks),
     limitOrderJob(deps.db),
+    approvalExpiryJob(deps.db, deps.config),
     { name: 'payee-verification', intervalMs: 1000, tick: () => verifyDuePayees(deps.db, deps.config) },
     { name: 'payout-dispatch', intervalMs: 1000, tick: () => dispatchPendingPayouts(deps.db, deps.config) },
     { name: 'rail-settlement', intervalMs: 1000, tick: () => settleDueSandboxPayouts(deps.db) },

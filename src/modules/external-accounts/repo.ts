@@ -30,6 +30,11 @@ export interface ExternalAccountsTable {
   address: ColumnType<PayeeAddress | null, string | null, never>;
   verified_name: ColumnType<string | null, never, string | null>;
   failure_reason: ColumnType<string | null, never, string | null>;
+  approval_status: ColumnType<
+    'waiting_approval' | 'approved' | 'rejected' | 'expired' | null,
+    'waiting_approval' | null | undefined,
+    'approved' | 'rejected' | 'expired'
+  >;
   dedupe_key: string;
   verify_after: ColumnType<Date, Date | undefined, Date>;
   verify_attempts: ColumnType<number, never, number>;
@@ -148,8 +153,37 @@ export async function claimDueVerifications(db: Queryable, limit: number, leaseS
     where id in (
       select id from external_accounts
       where status = 'pending' and deleted_at is null and verify_after <= now()
+        and approval_status is distinct from 'waiting_approval'
       order by verify_after limit ${limit}
       for update skip locked)
     returning *`.execute(db);
   return result.rows;
+}
+
+/**
+ * A payee waiting for approval (maker-checker) leaves the wait once, under the status guard:
+ * approved (verification starts now), or rejected / expired (`failed`).
+ */
+export async function finishApproval(
+  db: Queryable,
+  ctx: Scope,
+  id: string,
+  outcome: 'approved' | 'rejected' | 'expired',
+  reason: string,
+  verifyAfter: Date,
+): Promise<ExternalAccountRow | undefined> {
+  const patch =
+    outcome === 'approved'
+      ? { approval_status: outcome, verify_after: verifyAfter }
+      : { approval_status: outcome, status: 'failed' as const, failure_reason: reason };
+  return db
+    .updateTable('external_accounts')
+    .set({ ...patch, updated_at: new Date() })
+    .where('tenant_id', '=', ctx.tenantId)
+    .where('environment', '=', ctx.environment)
+    .where('id', '=', id)
+    .where('status', '=', 'pending')
+    .where('approval_status', '=', 'waiting_approval')
+    .returningAll()
+    .executeTakeFirst();
 }

@@ -200,6 +200,12 @@ export const ExternalAccountResponse = z
     payment_rail: z.string().nullable(),
     address: PayeeAddress.optional(),
     status: ExternalAccountStatus,
+    approval_status: z
+      .enum(['waiting_approval', 'approved', 'rejected', 'expired'])
+      .optional()
+      .describe(
+        'With approvals on for new payees (maker-checker): the payee stays pending, unusable for payouts, until approved in the dashboard. Absent otherwise.',
+      ),
     failure_reason: z.string().nullable(),
     date_created: z.string(),
     date_updated: z.string(),

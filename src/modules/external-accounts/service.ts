@@ -9,6 +9,7 @@ import { findInstitution, listInstitutions, type Institution } from '../../lib/i
 import { formatAmount } from '../../lib/money.js';
 import { isValidNuban, normalizeIban } from '../../lib/payee-validation.js';
 import { payoutConnector, type PayeeDetails } from '../../rails/index.js';
+import * as approvals from '../approvals/service.js';
 import { requireCustomer } from '../customers/service.js';
 import { recordEvent } from '../webhooks/service.js';
 import * as repo from './repo.js';
@@ -41,11 +42,12 @@ export function toResponse(r: repo.ExternalAccountRow): ExternalAccountResponse 
       payment_rail: r.payment_rail,
       address: r.address,
       status: r.status,
+      approval_status: r.approval_status,
       failure_reason: r.failure_reason,
       date_created: r.created_at.toISOString(),
       date_updated: r.updated_at.toISOString(),
     },
-    ['institution_type', 'address'],
+    ['institution_type', 'address', 'approval_status'],
   );
 }
 
@@ -99,7 +101,7 @@ function columnsOf(body: CreateExternalAccountBody) {
  */
 export async function createExternalAccount(
   trx: Trx,
-  ctx: Scope,
+  ctx: Scope & Pick<RequestContext, 'settings'>,
   body: CreateExternalAccountBody,
   config: Pick<Config, 'SANDBOX_RAIL_DELAY_MS'>,
 ): Promise<ExternalAccountResponse> {
@@ -108,6 +110,7 @@ export async function createExternalAccount(
   const existing = await repo.findDuplicate(trx, ctx, body.customer_id, dedupeKey);
   if (existing) return toResponse(existing);
   const id = newId();
+  const policy = approvals.policyOf(ctx);
   const inserted = await repo.insert(trx, {
     id,
     tenant_id: ctx.tenantId,
@@ -121,11 +124,46 @@ export async function createExternalAccount(
     verify_after: new Date(Date.now() + (ctx.environment === 'sandbox' ? config.SANDBOX_RAIL_DELAY_MS : 0)),
     ...cols,
     address: cols.address ? JSON.stringify(cols.address) : null,
+    approval_status: policy.newPayees ? 'waiting_approval' : null,
   });
   const row = inserted ? await repo.find(trx, ctx, id) : await repo.findDuplicate(trx, ctx, body.customer_id, dedupeKey);
   if (!row) throw new AppError('conflict', 'The external account changed while it was being created; retry');
   const response = toResponse(row);
   if (inserted) await recordEvent(trx, ctx, 'payee.setup.pending', response);
+  if (inserted && policy.newPayees) {
+    const where = row.iban ?? row.account_number ?? row.phone_number ?? '';
+    await approvals.requestApproval(trx, ctx, policy, {
+      kind: 'payee',
+      subjectId: id,
+      summary: `New payee: ${row.account_name} (${row.payee_type}, ${row.currency}${where ? ` ${maskTail(where)}` : ''}${row.bank_name ? `, ${row.bank_name}` : ''})`,
+      currency: row.currency,
+    });
+  }
+  return response;
+}
+
+const maskTail = (value: string) => (value.length > 4 ? `…${value.slice(-4)}` : value);
+
+/**
+ * A new payee waiting for approval: approved, it goes to verification (and becomes `active` or
+ * `failed` as any payee does); rejected or expired, it is `failed` with payee.setup.failed. Acts
+ * once: the approvals module guards the approval row, the repo the payee row.
+ */
+export async function decidePayee(
+  trx: Trx,
+  ctx: Scope,
+  id: string,
+  outcome: 'approved' | 'rejected' | 'expired',
+  reason: string | null,
+  config: Pick<Config, 'SANDBOX_RAIL_DELAY_MS'>,
+): Promise<ExternalAccountResponse> {
+  const why = outcome === 'expired' ? 'approval_expired' : `approval_rejected${reason ? `: ${reason}` : ''}`;
+  // Verification starts now, taking the sandbox partner's configured time as at creation.
+  const verifyAfter = new Date(Date.now() + (ctx.environment === 'sandbox' ? config.SANDBOX_RAIL_DELAY_MS : 0));
+  const row = await repo.finishApproval(trx, ctx, id, outcome, why, verifyAfter);
+  if (!row) throw new AppError('invalid_state_transition', 'The external account is not waiting for approval');
+  const response = toResponse(row);
+  if (outcome !== 'approved') await recordEvent(trx, ctx, 'payee.setup.failed', response);
   return response;
 }
 

@@ -160,6 +160,12 @@ export function toOrderResponse(row: repo.OrderRow): OrderResponse {
       destination_id: row.destination_id,
       quote_id: row.quote_id,
       transaction_id: row.transaction_id,
+      created_by_user_id: row.created_by_user_id,
+      created_by_role: row.created_by_role,
+      approved_by_user_id: row.approved_by_user_id,
+      approved_at: iso(row.approved_at),
+      rejected_by_user_id: row.rejected_by_user_id,
+      rejected_at: iso(row.rejected_at),
       rejection_reason: row.rejection_reason,
       executed_at: iso(row.executed_at),
       settled_at: iso(row.executed_at),
@@ -167,6 +173,6 @@ export function toOrderResponse(row: repo.OrderRow): OrderResponse {
       created_at: row.created_at.toISOString(),
       updated_at: iso(row.updated_at),
     },
-    ['converted_amount', 'rate', 'customer_id'],
+    ['converted_amount', 'rate', 'customer_id', 'created_by_user_id', 'created_by_role'],
   );
 }

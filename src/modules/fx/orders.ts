@@ -5,12 +5,13 @@ import { AppError, notFound, validationError, type ErrorDetail } from '../../cor
 import type { Page } from '../../db/pagination.js';
 import * as ledger from '../../ledger/index.js';
 import { newId } from '../../lib/ids.js';
-import { parseAmount } from '../../lib/money.js';
+import { formatAmount, parseAmount } from '../../lib/money.js';
 import * as accounts from '../accounts/service.js';
+import * as approvals from '../approvals/service.js';
 import { requireCustomer } from '../customers/service.js';
 import { recordEvent } from '../webhooks/service.js';
-import { customerRate, formatRate, parseRate } from '../../lib/decimal.js';
-import { executeConversion, priceOrder, sourceCurrency, toOrderResponse, destinationCurrency } from './execution.js';
+import { customerRate, formatRate, parseRate, rateFromDb } from '../../lib/decimal.js';
+import { executeConversion, priceOrder, sourceCurrency, toOrderResponse, destinationCurrency, type Priced } from './execution.js';
 import * as repo from './repo.js';
 import type { CreateOrderBody, ListOrdersQuery, OrderResponse } from './schema.js';
 import { assertPair, lockQuote, pricing, rateBook, redeemQuote, type LockedQuote } from './service.js';
@@ -156,7 +157,7 @@ async function loadAccounts(trx: Trx, ctx: Scope, given: CreateOrderBody, terms:
   return { source, destination };
 }
 
-function insufficient(err: unknown): unknown {
+export function insufficient(err: unknown): unknown {
   if (err instanceof AppError && err.code === 'insufficient_funds') {
     return new AppError('insufficient_funds', 'The source account has insufficient available balance', [
       { field: 'amount', code: 'insufficient_funds', message: 'The amount to pay plus the fee exceeds the available balance' },
@@ -187,7 +188,10 @@ export async function createOrder(trx: Trx, ctx: RequestContext, config: Config,
     destination_type: 'account',
     destination_id: destination.id,
     quote_id: terms.quoteRow?.id ?? null,
+    created_by_role: approvals.API_KEY_MAKER.role,
   };
+  const policy = approvals.policyOf(ctx);
+  if (policy.fxOrders) return placeForApproval(trx, ctx, policy, common, terms);
   if (terms.orderType === 'limit') return placeLimitOrder(trx, ctx, config, common, terms.targetRate!);
 
   const rate = terms.quoteRow ? parseRate(terms.quoteRow.rate) : customerRate(terms.mid, spreadBps, terms.side);
@@ -219,7 +223,31 @@ type NewOrder = Pick<
   | 'destination_type'
   | 'destination_id'
   | 'quote_id'
+  | 'created_by_role'
 >;
+
+/**
+ * Reserves what an order may cost on its source account: a ledger hold toward the fx_position
+ * account of the source currency, voided when the order executes (in the same transaction as
+ * the conversion) or ends without executing, exactly once either way.
+ */
+async function holdSource(trx: Trx, ctx: Scope, order: NewOrder, priced: Priced, kind: string, metadata: Record<string, unknown>) {
+  const currency = sourceCurrency(order);
+  const position = await ledger.systemAccount(trx, ctx, 'fx_position', currency);
+  try {
+    return await ledger.hold(trx, ctx, {
+      debitAccountId: order.source_id,
+      creditAccountId: position,
+      amount: priced.given + priced.fee,
+      currency,
+      kind,
+      reference: order.id,
+      metadata: { fx_order_id: order.id, ...metadata },
+    });
+  } catch (err) {
+    throw insufficient(err);
+  }
+}
 
 /**
  * A limit order reserves the most it can cost (a ledger hold on the source account toward its
@@ -230,28 +258,63 @@ type NewOrder = Pick<
  */
 async function placeLimitOrder(trx: Trx, ctx: Scope, config: Config, common: NewOrder, target: bigint): Promise<OrderResponse> {
   const atTarget = priceOrder(common, target, common.fee_bps);
-  const currency = sourceCurrency(common);
-  const position = await ledger.systemAccount(trx, ctx, 'fx_position', currency);
-  let hold: ledger.Hold;
-  try {
-    hold = await ledger.hold(trx, ctx, {
-      debitAccountId: common.source_id,
-      creditAccountId: position,
-      amount: atTarget.given + atTarget.fee,
-      currency,
-      kind: 'fx_limit_order',
-      reference: common.id,
-      metadata: { fx_order_id: common.id, target_rate: formatRate(target) },
-    });
-  } catch (err) {
-    throw insufficient(err);
-  }
+  const hold = await holdSource(trx, ctx, common, atTarget, 'fx_limit_order', { target_rate: formatRate(target) });
   const row = await repo.insertOrder(trx, {
     ...common,
     status: 'pending',
     target_rate: formatRate(target),
     hold_id: hold.id,
-    expires_at: new Date(Date.now() + config.FX_LIMIT_ORDER_TTL_HOURS * 3_600_000),
+    expires_at: limitOrderExpiry(config),
+  });
+  return toOrderResponse(row);
+}
+
+export const limitOrderExpiry = (config: Pick<Config, 'FX_LIMIT_ORDER_TTL_HOURS'>) =>
+  new Date(Date.now() + config.FX_LIMIT_ORDER_TTL_HOURS * 3_600_000);
+
+/** How the approvals page names an order. */
+export function describeOrder(o: Pick<repo.OrderRow, 'order_type' | 'side' | 'amount' | 'base' | 'quote' | 'target_rate'>): string {
+  const what = `FX ${o.order_type} order: ${o.side} ${formatAmount(o.amount, o.base)} ${o.base} ${o.side === 'sell' ? 'for' : 'with'} ${o.quote}`;
+  return o.target_rate === null ? what : `${what} at ${formatRate(rateFromDb(o.target_rate))} or better`;
+}
+
+/**
+ * With approvals on (maker-checker), an order waits in `waiting_approval` and nothing executes:
+ * its cost is held on the source account (a market order priced at its quote's or the current
+ * rate, a limit order at its target), and an approval is requested. An approval of an order with
+ * a quote expires with the quote, so an order never executes at a stale locked rate. Approval,
+ * rejection and expiry: approval.ts.
+ */
+async function placeForApproval(
+  trx: Trx,
+  ctx: Scope,
+  policy: approvals.ApprovalPolicy,
+  common: NewOrder,
+  terms: Terms,
+): Promise<OrderResponse> {
+  const limit = terms.orderType === 'limit';
+  const rate = limit
+    ? terms.targetRate!
+    : terms.quoteRow
+      ? parseRate(terms.quoteRow.rate)
+      : customerRate(terms.mid, common.spread_bps, terms.side);
+  const priced = priceOrder(common, rate, common.fee_bps);
+  const hold = await holdSource(trx, ctx, common, priced, limit ? 'fx_limit_order' : 'fx_order', { waiting_approval: true });
+  const expiresAt = approvals.expiryOf(policy, terms.quoteRow?.expiresAt);
+  const row = await repo.insertOrder(trx, {
+    ...common,
+    status: 'waiting_approval',
+    target_rate: limit ? formatRate(rate) : null,
+    hold_id: hold.id,
+    expires_at: expiresAt,
+  });
+  await approvals.requestApproval(trx, ctx, policy, {
+    kind: 'fx_order',
+    subjectId: row.id,
+    summary: describeOrder(row),
+    amount: row.amount,
+    currency: row.base,
+    expiresBy: expiresAt,
   });
   return toOrderResponse(row);
 }

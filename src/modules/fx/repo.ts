@@ -57,7 +57,7 @@ export interface FxOrdersTable {
   target_rate: NullableNumeric;
   fee_bps: number;
   fee: bigint | null;
-  status: 'pending' | 'completed' | 'cancelled' | 'expired' | 'rejected';
+  status: 'waiting_approval' | 'pending' | 'completed' | 'cancelled' | 'expired' | 'rejected';
   source_type: string;
   source_id: string;
   destination_type: string;
@@ -67,6 +67,12 @@ export interface FxOrdersTable {
   ledger_transaction_id: string | null;
   transaction_id: string | null;
   rejection_reason: string | null;
+  created_by_user_id: ColumnType<string | null, string | null | undefined, never>;
+  created_by_role: ColumnType<string | null, string | null | undefined, never>;
+  approved_by_user_id: ColumnType<string | null, never, string>;
+  approved_at: ColumnType<Date | null, never, Date>;
+  rejected_by_user_id: ColumnType<string | null, never, string>;
+  rejected_at: ColumnType<Date | null, never, Date>;
   executed_at: Date | null;
   expires_at: Date | null;
   checked_at: Date | null;

@@ -70,7 +70,7 @@ export function fxRoutes(deps: Deps): FastifyPluginAsyncZod {
           tags,
           summary: 'Create an order',
           description:
-            'Market orders (and orders with a quote_id) execute at once; limit orders hold the funds and wait as pending for target_rate.',
+            'Market orders (and orders with a quote_id) execute at once; limit orders hold the funds and wait as pending for target_rate. With approvals on, every order first waits in waiting_approval (funds held) until approved in the dashboard.',
           body: CreateOrderBody,
           response: { 200: envelope(OrderResponse) },
         },
@@ -85,26 +85,20 @@ export function fxRoutes(deps: Deps): FastifyPluginAsyncZod {
       async (req) => ok(await orders.listOrders(deps.db, req.ctx, req.query)),
     );
 
-    // Orders never wait for a second approver here, so this list is always empty.
+    // With approvals on (business setting `approvals.fx_orders`), orders wait here for an owner or
+    // admin to approve or reject them in the dashboard (the reference makes approvals dashboard-only).
     app.get(
       '/v1/fx/orders/pending-approvals',
       {
         schema: {
           tags,
           summary: 'List pending approvals',
+          description: 'Orders in waiting_approval, newest first. They are approved or rejected in the dashboard (Approvals).',
           querystring: PageQuery.pick({ page: true, items_per_page: true }).strict(),
           response: { 200: envelope(pageSchema(OrderResponse)) },
         },
       },
-      async (req) =>
-        ok({
-          items: [],
-          page: req.query.page,
-          items_per_page: req.query.items_per_page ?? 20,
-          total_items: 0,
-          total_pages: 0,
-          next_cursor: null,
-        }),
+      async (req) => ok(await orders.listOrders(deps.db, req.ctx, { ...req.query, status: 'waiting_approval' })),
     );
 
     app.get(

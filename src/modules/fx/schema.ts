@@ -96,7 +96,7 @@ export const SimulatedRate = z.object({
 
 const Side = z.enum(['buy', 'sell']);
 const OrderType = z.enum(['market', 'limit']);
-export const OrderStatus = z.enum(['pending', 'completed', 'cancelled', 'expired', 'rejected']);
+export const OrderStatus = z.enum(['waiting_approval', 'pending', 'completed', 'cancelled', 'expired', 'rejected']);
 
 export const CreateOrderBody = z
   .strictObject({
@@ -141,6 +141,15 @@ export const OrderResponse = z
     destination_id: z.string(),
     quote_id: z.string().nullable(),
     transaction_id: z.string().nullable(),
+    created_by_user_id: z
+      .string()
+      .optional()
+      .describe('The dashboard user who created the order; absent for an order made with an API key'),
+    created_by_role: z.string().optional().describe("The creator's dashboard role, or `api_key`"),
+    approved_by_user_id: z.string().nullable().describe('With approvals on (maker-checker): who approved the order'),
+    approved_at: z.string().nullable(),
+    rejected_by_user_id: z.string().nullable(),
+    rejected_at: z.string().nullable(),
     rejection_reason: z.string().nullable(),
     executed_at: z.string().nullable(),
     settled_at: z.string().nullable(),

@@ -291,6 +291,7 @@ export interface LockedQuote {
   midRate: string;
   spreadBps: number;
   feeBps: number;
+  expiresAt: Date;
 }
 
 function toLockedQuote(q: repo.QuoteRow): LockedQuote {
@@ -305,6 +306,7 @@ function toLockedQuote(q: repo.QuoteRow): LockedQuote {
     midRate: formatRate(rateFromDb(q.mid_rate)),
     spreadBps: q.spread_bps,
     feeBps: q.fee_bps,
+    expiresAt: q.expires_at,
   };
 }
 

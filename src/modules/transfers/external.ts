@@ -6,6 +6,7 @@ import { findInstitution } from '../../lib/institutions.js';
 import { formatAmount, parseAmount } from '../../lib/money.js';
 import * as ledger from '../../ledger/index.js';
 import * as accounts from '../accounts/service.js';
+import * as approvals from '../approvals/service.js';
 import { requireCustomer } from '../customers/service.js';
 import { payeeDetailsOf, requireExternalAccount } from '../external-accounts/service.js';
 import type { PayeeDetails } from '../../rails/index.js';
@@ -29,6 +30,12 @@ export interface PayoutMetadata {
   remitter: unknown;
   /** The payee as it was when the transfer was made (it may be deleted before the rail is called). */
   payee: PayeeDetails;
+  /**
+   * Maker-checker (business setting `approvals.payouts_above`): a payout above the threshold is
+   * created `pending` with its funds held, but is not handed to its rail until approved
+   * (payout-approval.ts). Absent when no approval was needed.
+   */
+  approval?: 'waiting_approval' | 'approved' | 'rejected' | 'expired';
 }
 
 function payeeNotUsable(status: string): AppError {
@@ -130,6 +137,8 @@ export async function externalTransfer(
     ]);
   }
   const rail = railFor(payee.payee_type, payee.payment_rail, body.destination.rail);
+  const policy = approvals.policyOf(ctx);
+  const waiting = approvals.payoutNeedsApproval(policy, currency, amount);
   const remitter = parseRemitter(payee.payee_type, body.additional_information);
   assertWithinRailLimit(ctx.settings, config, rail, currency, amount);
   const fx = await convert(trx, ctx, config, amount, currency, payee.currency);
@@ -186,6 +195,7 @@ export async function externalTransfer(
     spread_bps: fx.spreadBps,
     remitter: remitter ?? null,
     payee: payeeDetailsOf(payee),
+    ...(waiting ? { approval: 'waiting_approval' as const } : {}),
   };
   const now = new Date();
   const row: repo.TransferRow = {
@@ -219,5 +229,14 @@ export async function externalTransfer(
   };
   await repo.insertTransfer(trx, { ...row, metadata: JSON.stringify(row.metadata) });
   await recordEvent(trx, ctx, 'transfer.status.pending', toTransferResponse(row));
+  if (waiting) {
+    await approvals.requestApproval(trx, ctx, policy, {
+      kind: 'payout',
+      subjectId: id,
+      summary: `Payout of ${formatAmount(amount, currency)} ${currency} to ${payee.account_name} (${rail})${description ? `: ${description}` : ''}`,
+      amount,
+      currency,
+    });
+  }
   return row;
 }

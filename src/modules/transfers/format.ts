@@ -2,7 +2,12 @@ import { formatAmount } from '../../lib/money.js';
 import type { TransferRow } from './repo.js';
 import type { TransferResponse } from './schema.js';
 
+type ApprovalStatus = NonNullable<TransferResponse['approval_status']>;
+
 export function toTransferResponse(row: TransferRow): TransferResponse {
+  // Only payouts carry an approval (`payout` in their metadata is always ours, never the client's).
+  const approval =
+    row.destination_type === 'external_account' ? (row.metadata as { payout?: { approval?: ApprovalStatus } }).payout?.approval : undefined;
   const money = (v: bigint | null, c: string | null) => (v === null || c === null ? null : formatAmount(v, c));
   return {
     id: row.id,
@@ -21,6 +26,7 @@ export function toTransferResponse(row: TransferRow): TransferResponse {
     ...(row.transaction_id ? { transaction_id: row.transaction_id } : {}),
     customer_id: row.customer_id,
     description: row.description,
+    ...(approval ? { approval_status: approval } : {}),
     date_created: row.created_at.toISOString(),
     date_updated: row.updated_at.toISOString(),
   };

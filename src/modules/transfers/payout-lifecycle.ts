@@ -25,9 +25,12 @@ type Scope = Pick<RequestContext, 'tenantId' | 'environment'>;
 export type RailOutcome = 'settled' | 'failed' | 'returned';
 type ConnectorConfig = Pick<Config, 'SANDBOX_RAIL_DELAY_MS'>;
 
-function payoutOf(row: repo.TransferRow): PayoutMetadata {
+export function payoutOf(row: repo.TransferRow): PayoutMetadata {
   return (row.metadata as { payout: PayoutMetadata }).payout;
 }
+
+/** A payout above the business's approval threshold that nobody has approved yet (maker-checker). */
+export const awaitsApproval = (row: repo.TransferRow) => payoutOf(row)?.approval === 'waiting_approval';
 
 function invalidTransition(status: string, action: string): AppError {
   return new AppError('invalid_state_transition', `A ${status} transfer cannot be ${action}`);
@@ -50,11 +53,11 @@ export async function dispatchPendingPayouts(db: Db, config: ConnectorConfig, ba
   for (const p of pending) {
     const ctx = { tenantId: p.tenant_id, environment: p.environment as Environment };
     const row = await repo.findTransfer(db, ctx, p.id);
-    if (!row || row.status !== 'pending') continue;
+    if (!row || row.status !== 'pending' || awaitsApproval(row)) continue;
     await submit(db, ctx, config, row);
     await db.transaction().execute(async (trx) => {
       const locked = await repo.findTransferForUpdate(trx, ctx, p.id);
-      if (locked?.status === 'pending') await markProcessing(trx, ctx, locked);
+      if (locked?.status === 'pending' && !awaitsApproval(locked)) await markProcessing(trx, ctx, locked);
     });
   }
   return pending.length === batch;
@@ -101,7 +104,7 @@ async function settle(trx: Queryable, ctx: Scope, row: repo.TransferRow) {
   return repo.moveTransfer(trx, ctx, row.id, ['processing'], { status: 'completed', ledger_transaction_id: postings[0]!.id });
 }
 
-async function release(trx: Queryable, ctx: Scope, row: repo.TransferRow, status: 'failed' | 'returned', reason: string) {
+export async function release(trx: Queryable, ctx: Scope, row: repo.TransferRow, status: 'failed' | 'returned', reason: string) {
   const payout = payoutOf(row);
   await ledger.voidHold(trx, ctx, row.hold_id!);
   if (payout.fee_hold_id) await ledger.voidHold(trx, ctx, payout.fee_hold_id);
@@ -202,6 +205,9 @@ export async function forceRailOutcome(
   if (!row) throw notFound('Transfer');
   if (row.destination_type !== 'external_account')
     throw new AppError('invalid_state_transition', 'Only transfers to external accounts go through a rail');
+  if (row.status === 'pending' && awaitsApproval(row)) {
+    throw new AppError('invalid_state_transition', 'The transfer is waiting for approval; it goes to its rail only once approved');
+  }
   if (row.status === 'pending') {
     await submit(trx, ctx, config, row);
     await markProcessing(trx, ctx, row);

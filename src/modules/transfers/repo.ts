@@ -110,15 +110,31 @@ export async function moveTransfer(
     .executeTakeFirst();
 }
 
-/** Pending payouts not yet handed to their rail, oldest first, across businesses (dispatch job). */
+/**
+ * Pending payouts not yet handed to their rail, oldest first, across businesses (dispatch job).
+ * A payout waiting for approval (maker-checker, `payout.approval` in its metadata) is not handed
+ * to its rail before it is approved.
+ */
 export async function pendingPayouts(db: Queryable, limit: number) {
   return db
     .selectFrom('transfers')
     .select(['id', 'tenant_id', 'environment'])
     .where('status', '=', 'pending')
     .where('destination_type', '=', 'external_account')
+    .where(sql<boolean>`coalesce(metadata->'payout'->>'approval', '') <> 'waiting_approval'`)
     .orderBy('id')
     .limit(limit)
+    .execute();
+}
+
+/** Records a payout's approval state in its metadata (`payout.approval`), on the caller's locked row. */
+export async function setPayoutApproval(db: Queryable, ctx: Scope, id: string, state: 'approved' | 'rejected' | 'expired') {
+  await db
+    .updateTable('transfers')
+    .set({ metadata: sql`jsonb_set(metadata, '{payout,approval}', to_jsonb(${state}::text))`, updated_at: new Date() })
+    .where('tenant_id', '=', ctx.tenantId)
+    .where('environment', '=', ctx.environment)
+    .where('id', '=', id)
     .execute();
 }
 

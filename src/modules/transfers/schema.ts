@@ -62,6 +62,12 @@ export const TransferResponse = z
     transaction_id: z.string().optional().describe('Absent until the movement is booked (contract §14: never null)'),
     customer_id: z.string().nullable(),
     description: z.string(),
+    approval_status: z
+      .enum(['waiting_approval', 'approved', 'rejected', 'expired'])
+      .optional()
+      .describe(
+        "Payouts above the business's approval threshold (maker-checker): pending, funds held, not sent until approved in the dashboard. Absent when no approval was needed.",
+      ),
     date_created: z.string(),
     date_updated: z.string(),
   })

@@ -1,0 +1,112 @@
+import { sql, type ColumnType, type Insertable, type Selectable } from 'kysely';
+import type { Queryable } from '../../db/client.js';
+import type { Scope } from '../../core/context.js';
+import { paginate, type Page, type PageQuery } from '../../db/pagination.js';
+
+export type ApprovalKind = 'fx_order' | 'payout' | 'payee';
+export type ApprovalStatus = 'waiting_approval' | 'approved' | 'rejected' | 'expired';
+
+export interface ApprovalsTable {
+  id: string;
+  tenant_id: string;
+  environment: string;
+  kind: ApprovalKind;
+  subject_id: string;
+  status: ColumnType<ApprovalStatus, ApprovalStatus | undefined, ApprovalStatus>;
+  summary: string;
+  amount: bigint | null;
+  currency: string | null;
+  created_by_user_id: string | null;
+  created_by_role: string;
+  decided_by_user_id: ColumnType<string | null, never, string | null>;
+  decided_by_email: ColumnType<string | null, never, string | null>;
+  decided_at: ColumnType<Date | null, never, Date>;
+  reason: ColumnType<string | null, never, string | null>;
+  expires_at: Date;
+  created_at: ColumnType<Date, never, never>;
+  updated_at: ColumnType<Date | null, never, Date>;
+}
+
+declare module '../../db/types.js' {
+  interface Database {
+    approvals: ApprovalsTable;
+  }
+}
+
+export type ApprovalRow = Selectable<ApprovalsTable>;
+
+export async function insertApproval(db: Queryable, row: Insertable<ApprovalsTable>): Promise<ApprovalRow> {
+  return db.insertInto('approvals').values(row).returningAll().executeTakeFirstOrThrow();
+}
+
+export async function findApproval(db: Queryable, scope: Scope, id: string): Promise<ApprovalRow | undefined> {
+  return db
+    .selectFrom('approvals')
+    .selectAll()
+    .where('tenant_id', '=', scope.tenantId)
+    .where('environment', '=', scope.environment)
+    .where('id', '=', id)
+    .executeTakeFirst();
+}
+
+export async function findBySubject(db: Queryable, scope: Scope, kind: ApprovalKind, subjectId: string): Promise<ApprovalRow | undefined> {
+  return db
+    .selectFrom('approvals')
+    .selectAll()
+    .where('tenant_id', '=', scope.tenantId)
+    .where('environment', '=', scope.environment)
+    .where('kind', '=', kind)
+    .where('subject_id', '=', subjectId)
+    .executeTakeFirst();
+}
+
+/**
+ * The one transition out of `waiting_approval`, guarded by the status (and, for a decision, by
+ * the expiry on the database clock): of an approve, a reject and the expiry job racing for the
+ * same row, exactly one gets the row back; the others get undefined.
+ */
+export async function settleApproval(
+  db: Queryable,
+  scope: Scope,
+  id: string,
+  outcome: { status: 'approved' | 'rejected'; userId: string; email: string; reason: string | null } | { status: 'expired' },
+): Promise<ApprovalRow | undefined> {
+  const decided =
+    outcome.status === 'expired'
+      ? { status: outcome.status }
+      : { status: outcome.status, decided_by_user_id: outcome.userId, decided_by_email: outcome.email, reason: outcome.reason };
+  return db
+    .updateTable('approvals')
+    .set({ ...decided, decided_at: sql<Date>`now()`, updated_at: sql<Date>`now()` })
+    .where('tenant_id', '=', scope.tenantId)
+    .where('environment', '=', scope.environment)
+    .where('id', '=', id)
+    .where('status', '=', 'waiting_approval')
+    .where('expires_at', outcome.status === 'expired' ? '<=' : '>', sql<Date>`now()`)
+    .returningAll()
+    .executeTakeFirst();
+}
+
+export interface ListApprovalsQuery extends PageQuery {
+  status?: ApprovalStatus | undefined;
+  kind?: ApprovalKind | undefined;
+}
+
+export async function listApprovals(db: Queryable, scope: Scope, query: ListApprovalsQuery): Promise<Page<ApprovalRow>> {
+  let base = db.selectFrom('approvals').where('tenant_id', '=', scope.tenantId).where('environment', '=', scope.environment);
+  if (query.status) base = base.where('status', '=', query.status);
+  if (query.kind) base = base.where('kind', '=', query.kind);
+  return paginate<ApprovalRow>(db, base, 'approvals.id', query, (qb) => qb.selectAll());
+}
+
+/** Waiting approvals past their expiry, across businesses, oldest first (the expiry job). */
+export async function dueExpiries(db: Queryable, limit: number) {
+  return db
+    .selectFrom('approvals')
+    .select(['id', 'tenant_id', 'environment'])
+    .where('status', '=', 'waiting_approval')
+    .where('expires_at', '<=', sql<Date>`now()`)
+    .orderBy('expires_at')
+    .limit(limit)
+    .execute();
+}
