@@ -9321,7 +9321,7 @@ export interface paths {
                     to?: string;
                     start_date?: string;
                     end_date?: string;
-                    status?: "pending" | "completed" | "cancelled" | "expired" | "rejected";
+                    status?: "waiting_approval" | "pending" | "completed" | "cancelled" | "expired" | "rejected";
                     order_type?: "market" | "limit";
                     side?: "buy" | "sell";
                     customer_id?: string;
@@ -9439,7 +9439,7 @@ export interface paths {
         put?: never;
         /**
          * Create an order
-         * @description Market orders (and orders with a quote_id) execute at once; limit orders hold the funds and wait as pending for target_rate.
+         * @description Market orders (and orders with a quote_id) execute at once; limit orders hold the funds and wait as pending for target_rate. With approvals on, every order first waits in waiting_approval (funds held) until approved in the dashboard.
          */
         post: {
             parameters: {
@@ -9589,7 +9589,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List pending approvals */
+        /**
+         * List pending approvals
+         * @description Orders in waiting_approval, newest first. They are approved or rejected in the dashboard (Approvals).
+         */
         get: {
             parameters: {
                 query?: {
@@ -15366,139 +15369,6 @@ export interface components {
             state: string;
             country: string;
         };
-        AssociatedPersonInput: {
-            first_name: string;
-            middle_name?: string;
-            last_name: string;
-            email: string;
-            phone: string;
-            /** @enum {string} */
-            gender: "male" | "female" | "other";
-            date_of_birth: string;
-            address: components["schemas"]["AddressInput"];
-        };
-        CreateCustomerRequestInput: {
-            /** @constant */
-            type: "individual";
-            first_name: string;
-            middle_name?: string;
-            last_name: string;
-            email: string;
-            phone: string;
-            /** @enum {string} */
-            gender: "male" | "female" | "other";
-            date_of_birth: string;
-            address: components["schemas"]["AddressInput"];
-            external_id?: string;
-        } | {
-            /** @constant */
-            type: "business";
-            email: string;
-            phone: string;
-            business_name: string;
-            business_description: string;
-            business_type: string;
-            business_industry: string;
-            registration_number: string;
-            external_id?: string;
-            address: components["schemas"]["AddressInput"];
-            associated_persons: components["schemas"]["AssociatedPersonInput"][];
-        };
-        UpdateCustomerRequestInput: {
-            /** Format: uuid */
-            customer_id?: string;
-            /** Format: uuid */
-            id?: string;
-            first_name?: string;
-            middle_name?: string;
-            last_name?: string;
-            email?: string;
-            phone?: string;
-            /** @enum {string} */
-            gender?: "male" | "female" | "other";
-            date_of_birth?: string;
-            address?: components["schemas"]["AddressInput"];
-            business_name?: string;
-            business_description?: string;
-            business_type?: string;
-            business_industry?: string;
-            registration_number?: string;
-            external_id?: string;
-            associated_persons?: {
-                /** Format: uuid */
-                id?: string;
-                first_name?: string;
-                middle_name?: string;
-                last_name?: string;
-                email?: string;
-                phone?: string;
-                /** @enum {string} */
-                gender?: "male" | "female" | "other";
-                date_of_birth?: string;
-                address?: components["schemas"]["AddressInput"];
-            }[];
-        };
-        CustomerInput: {
-            id: string;
-            /** @enum {string} */
-            type: "individual" | "business";
-            status: string;
-            email: string;
-            phone: string;
-            first_name?: string;
-            middle_name?: string;
-            last_name?: string;
-            gender: string | null;
-            date_of_birth: string | null;
-            business_name?: string;
-            business_description?: string;
-            business_type?: string;
-            business_industry?: string;
-            registration_number?: string;
-            industry_code: string;
-            external_id?: string;
-            address: {
-                address_line1: string;
-                address_line2?: string;
-                city: string;
-                postal_code: string;
-                state: string;
-                country: string;
-            };
-            kyc_status: string;
-            kyc: {
-                id: string;
-                type: string;
-                status: string;
-                kyc_url?: string;
-                remark: string;
-                verified_at: string | null;
-            }[];
-            associated_persons: {
-                id: string;
-                first_name: string;
-                middle_name?: string;
-                last_name: string;
-                email: string;
-                phone: string;
-                gender: string;
-                date_of_birth: string;
-                status: string;
-                type: string;
-                address: {
-                    address_line1: string;
-                    address_line2?: string;
-                    city: string;
-                    postal_code: string;
-                    state: string;
-                    country: string;
-                };
-                kyc_status: string;
-                date_added: string;
-            }[];
-            date_added: string;
-            date_updated: string;
-        };
         CreateWebhookEndpointRequestInput: {
             url: string;
             event_types?: ("customer.created" | "customer.kyc.status.pending" | "customer.kyc.status.manual_review" | "customer.kyc.status.approved" | "customer.kyc.status.rejected" | "feature.activated" | "account.created" | "account.status.updated" | "payee.setup.pending" | "payee.setup.completed" | "payee.setup.failed" | "transfer.status.pending" | "transfer.status.processing" | "transfer.status.completed" | "transfer.status.failed" | "transfer.status.returned" | "collection.status.pending" | "collection.status.completed" | "collection.status.failed" | "collection.status.expired" | "cards.application.update" | "cards.status.update" | "cards.transaction.funding" | "cards.transaction.payment" | "cards.transaction.withdraw" | "cards.transaction.declined" | "fx.order.completed" | "fx.order.cancelled" | "fx.order.expired")[] | null;
@@ -15673,6 +15543,139 @@ export interface components {
             /** @enum {string} */
             level?: "basic" | "intermediate";
         };
+        AssociatedPersonInput: {
+            first_name: string;
+            middle_name?: string;
+            last_name: string;
+            email: string;
+            phone: string;
+            /** @enum {string} */
+            gender: "male" | "female" | "other";
+            date_of_birth: string;
+            address: components["schemas"]["AddressInput"];
+        };
+        CreateCustomerRequestInput: {
+            /** @constant */
+            type: "individual";
+            first_name: string;
+            middle_name?: string;
+            last_name: string;
+            email: string;
+            phone: string;
+            /** @enum {string} */
+            gender: "male" | "female" | "other";
+            date_of_birth: string;
+            address: components["schemas"]["AddressInput"];
+            external_id?: string;
+        } | {
+            /** @constant */
+            type: "business";
+            email: string;
+            phone: string;
+            business_name: string;
+            business_description: string;
+            business_type: string;
+            business_industry: string;
+            registration_number: string;
+            external_id?: string;
+            address: components["schemas"]["AddressInput"];
+            associated_persons: components["schemas"]["AssociatedPersonInput"][];
+        };
+        UpdateCustomerRequestInput: {
+            /** Format: uuid */
+            customer_id?: string;
+            /** Format: uuid */
+            id?: string;
+            first_name?: string;
+            middle_name?: string;
+            last_name?: string;
+            email?: string;
+            phone?: string;
+            /** @enum {string} */
+            gender?: "male" | "female" | "other";
+            date_of_birth?: string;
+            address?: components["schemas"]["AddressInput"];
+            business_name?: string;
+            business_description?: string;
+            business_type?: string;
+            business_industry?: string;
+            registration_number?: string;
+            external_id?: string;
+            associated_persons?: {
+                /** Format: uuid */
+                id?: string;
+                first_name?: string;
+                middle_name?: string;
+                last_name?: string;
+                email?: string;
+                phone?: string;
+                /** @enum {string} */
+                gender?: "male" | "female" | "other";
+                date_of_birth?: string;
+                address?: components["schemas"]["AddressInput"];
+            }[];
+        };
+        CustomerInput: {
+            id: string;
+            /** @enum {string} */
+            type: "individual" | "business";
+            status: string;
+            email: string;
+            phone: string;
+            first_name?: string;
+            middle_name?: string;
+            last_name?: string;
+            gender: string | null;
+            date_of_birth: string | null;
+            business_name?: string;
+            business_description?: string;
+            business_type?: string;
+            business_industry?: string;
+            registration_number?: string;
+            industry_code: string;
+            external_id?: string;
+            address: {
+                address_line1: string;
+                address_line2?: string;
+                city: string;
+                postal_code: string;
+                state: string;
+                country: string;
+            };
+            kyc_status: string;
+            kyc: {
+                id: string;
+                type: string;
+                status: string;
+                kyc_url?: string;
+                remark: string;
+                verified_at: string | null;
+            }[];
+            associated_persons: {
+                id: string;
+                first_name: string;
+                middle_name?: string;
+                last_name: string;
+                email: string;
+                phone: string;
+                gender: string;
+                date_of_birth: string;
+                status: string;
+                type: string;
+                address: {
+                    address_line1: string;
+                    address_line2?: string;
+                    city: string;
+                    postal_code: string;
+                    state: string;
+                    country: string;
+                };
+                kyc_status: string;
+                date_added: string;
+            }[];
+            date_added: string;
+            date_updated: string;
+        };
         CreateAccountRequestInput: {
             currency: string;
             /**
@@ -15825,6 +15828,11 @@ export interface components {
             transaction_id?: string;
             customer_id: string | null;
             description: string;
+            /**
+             * @description Payouts above the business's approval threshold (maker-checker): pending, funds held, not sent until approved in the dashboard. Absent when no approval was needed.
+             * @enum {string}
+             */
+            approval_status?: "waiting_approval" | "approved" | "rejected" | "expired";
             date_created: string;
             date_updated: string;
         };
@@ -16205,7 +16213,7 @@ export interface components {
             fee: string | null;
             fee_currency: string;
             /** @enum {string} */
-            status: "pending" | "completed" | "cancelled" | "expired" | "rejected";
+            status: "waiting_approval" | "pending" | "completed" | "cancelled" | "expired" | "rejected";
             /** @description Absent for an order between accounts of the business itself */
             customer_id?: string;
             tenant_id: string;
@@ -16215,6 +16223,15 @@ export interface components {
             destination_id: string;
             quote_id: string | null;
             transaction_id: string | null;
+            /** @description The dashboard user who created the order; absent for an order made with an API key */
+            created_by_user_id?: string;
+            /** @description The creator's dashboard role, or `api_key` */
+            created_by_role?: string;
+            /** @description With approvals on (maker-checker): who approved the order */
+            approved_by_user_id: string | null;
+            approved_at: string | null;
+            rejected_by_user_id: string | null;
+            rejected_at: string | null;
             rejection_reason: string | null;
             executed_at: string | null;
             settled_at: string | null;
@@ -16346,6 +16363,11 @@ export interface components {
             address?: components["schemas"]["PayeeAddressInput"];
             /** @enum {string} */
             status: "pending" | "active" | "failed";
+            /**
+             * @description With approvals on for new payees (maker-checker): the payee stays pending, unusable for payouts, until approved in the dashboard. Absent otherwise.
+             * @enum {string}
+             */
+            approval_status?: "waiting_approval" | "approved" | "rejected" | "expired";
             failure_reason: string | null;
             date_created: string;
             date_updated: string;
@@ -16794,144 +16816,6 @@ export interface components {
             state: string;
             country: string;
         };
-        AssociatedPerson: {
-            first_name: string;
-            middle_name?: string;
-            last_name: string;
-            /** Format: email */
-            email: string;
-            phone: string;
-            /** @enum {string} */
-            gender: "male" | "female" | "other";
-            date_of_birth: string;
-            address: components["schemas"]["Address"];
-        };
-        CreateCustomerRequest: {
-            /** @constant */
-            type: "individual";
-            first_name: string;
-            middle_name?: string;
-            last_name: string;
-            /** Format: email */
-            email: string;
-            phone: string;
-            /** @enum {string} */
-            gender: "male" | "female" | "other";
-            date_of_birth: string;
-            address: components["schemas"]["Address"];
-            external_id?: string;
-        } | {
-            /** @constant */
-            type: "business";
-            /** Format: email */
-            email: string;
-            phone: string;
-            business_name: string;
-            business_description: string;
-            business_type: string;
-            business_industry: string;
-            registration_number: string;
-            external_id?: string;
-            address: components["schemas"]["Address"];
-            associated_persons: components["schemas"]["AssociatedPerson"][];
-        };
-        UpdateCustomerRequest: {
-            /** Format: uuid */
-            customer_id?: string;
-            /** Format: uuid */
-            id?: string;
-            first_name?: string;
-            middle_name?: string;
-            last_name?: string;
-            /** Format: email */
-            email?: string;
-            phone?: string;
-            /** @enum {string} */
-            gender?: "male" | "female" | "other";
-            date_of_birth?: string;
-            address?: components["schemas"]["Address"];
-            business_name?: string;
-            business_description?: string;
-            business_type?: string;
-            business_industry?: string;
-            registration_number?: string;
-            external_id?: string;
-            associated_persons?: {
-                /** Format: uuid */
-                id?: string;
-                first_name?: string;
-                middle_name?: string;
-                last_name?: string;
-                /** Format: email */
-                email?: string;
-                phone?: string;
-                /** @enum {string} */
-                gender?: "male" | "female" | "other";
-                date_of_birth?: string;
-                address?: components["schemas"]["Address"];
-            }[];
-        };
-        Customer: {
-            id: string;
-            /** @enum {string} */
-            type: "individual" | "business";
-            status: string;
-            email: string;
-            phone: string;
-            first_name?: string;
-            middle_name?: string;
-            last_name?: string;
-            gender: string | null;
-            date_of_birth: string | null;
-            business_name?: string;
-            business_description?: string;
-            business_type?: string;
-            business_industry?: string;
-            registration_number?: string;
-            industry_code: string;
-            external_id?: string;
-            address: {
-                address_line1: string;
-                address_line2?: string;
-                city: string;
-                postal_code: string;
-                state: string;
-                country: string;
-            };
-            kyc_status: string;
-            kyc: {
-                id: string;
-                type: string;
-                status: string;
-                kyc_url?: string;
-                remark: string;
-                verified_at: string | null;
-            }[];
-            associated_persons: {
-                id: string;
-                first_name: string;
-                middle_name?: string;
-                last_name: string;
-                email: string;
-                phone: string;
-                gender: string;
-                date_of_birth: string;
-                status: string;
-                type: string;
-                address: {
-                    address_line1: string;
-                    address_line2?: string;
-                    city: string;
-                    postal_code: string;
-                    state: string;
-                    country: string;
-                };
-                kyc_status: string;
-                date_added: string;
-            }[];
-            date_added: string;
-            date_updated: string;
-        };
         CreateWebhookEndpointRequest: {
             url: string;
             event_types?: ("customer.created" | "customer.kyc.status.pending" | "customer.kyc.status.manual_review" | "customer.kyc.status.approved" | "customer.kyc.status.rejected" | "feature.activated" | "account.created" | "account.status.updated" | "payee.setup.pending" | "payee.setup.completed" | "payee.setup.failed" | "transfer.status.pending" | "transfer.status.processing" | "transfer.status.completed" | "transfer.status.failed" | "transfer.status.returned" | "collection.status.pending" | "collection.status.completed" | "collection.status.failed" | "collection.status.expired" | "cards.application.update" | "cards.status.update" | "cards.transaction.funding" | "cards.transaction.payment" | "cards.transaction.withdraw" | "cards.transaction.declined" | "fx.order.completed" | "fx.order.cancelled" | "fx.order.expired")[] | null;
@@ -17106,6 +16990,144 @@ export interface components {
             /** @enum {string} */
             level?: "basic" | "intermediate";
         };
+        AssociatedPerson: {
+            first_name: string;
+            middle_name?: string;
+            last_name: string;
+            /** Format: email */
+            email: string;
+            phone: string;
+            /** @enum {string} */
+            gender: "male" | "female" | "other";
+            date_of_birth: string;
+            address: components["schemas"]["Address"];
+        };
+        CreateCustomerRequest: {
+            /** @constant */
+            type: "individual";
+            first_name: string;
+            middle_name?: string;
+            last_name: string;
+            /** Format: email */
+            email: string;
+            phone: string;
+            /** @enum {string} */
+            gender: "male" | "female" | "other";
+            date_of_birth: string;
+            address: components["schemas"]["Address"];
+            external_id?: string;
+        } | {
+            /** @constant */
+            type: "business";
+            /** Format: email */
+            email: string;
+            phone: string;
+            business_name: string;
+            business_description: string;
+            business_type: string;
+            business_industry: string;
+            registration_number: string;
+            external_id?: string;
+            address: components["schemas"]["Address"];
+            associated_persons: components["schemas"]["AssociatedPerson"][];
+        };
+        UpdateCustomerRequest: {
+            /** Format: uuid */
+            customer_id?: string;
+            /** Format: uuid */
+            id?: string;
+            first_name?: string;
+            middle_name?: string;
+            last_name?: string;
+            /** Format: email */
+            email?: string;
+            phone?: string;
+            /** @enum {string} */
+            gender?: "male" | "female" | "other";
+            date_of_birth?: string;
+            address?: components["schemas"]["Address"];
+            business_name?: string;
+            business_description?: string;
+            business_type?: string;
+            business_industry?: string;
+            registration_number?: string;
+            external_id?: string;
+            associated_persons?: {
+                /** Format: uuid */
+                id?: string;
+                first_name?: string;
+                middle_name?: string;
+                last_name?: string;
+                /** Format: email */
+                email?: string;
+                phone?: string;
+                /** @enum {string} */
+                gender?: "male" | "female" | "other";
+                date_of_birth?: string;
+                address?: components["schemas"]["Address"];
+            }[];
+        };
+        Customer: {
+            id: string;
+            /** @enum {string} */
+            type: "individual" | "business";
+            status: string;
+            email: string;
+            phone: string;
+            first_name?: string;
+            middle_name?: string;
+            last_name?: string;
+            gender: string | null;
+            date_of_birth: string | null;
+            business_name?: string;
+            business_description?: string;
+            business_type?: string;
+            business_industry?: string;
+            registration_number?: string;
+            industry_code: string;
+            external_id?: string;
+            address: {
+                address_line1: string;
+                address_line2?: string;
+                city: string;
+                postal_code: string;
+                state: string;
+                country: string;
+            };
+            kyc_status: string;
+            kyc: {
+                id: string;
+                type: string;
+                status: string;
+                kyc_url?: string;
+                remark: string;
+                verified_at: string | null;
+            }[];
+            associated_persons: {
+                id: string;
+                first_name: string;
+                middle_name?: string;
+                last_name: string;
+                email: string;
+                phone: string;
+                gender: string;
+                date_of_birth: string;
+                status: string;
+                type: string;
+                address: {
+                    address_line1: string;
+                    address_line2?: string;
+                    city: string;
+                    postal_code: string;
+                    state: string;
+                    country: string;
+                };
+                kyc_status: string;
+                date_added: string;
+            }[];
+            date_added: string;
+            date_updated: string;
+        };
         CreateAccountRequest: {
             currency: string;
             /**
@@ -17258,6 +17280,11 @@ export interface components {
             transaction_id?: string;
             customer_id: string | null;
             description: string;
+            /**
+             * @description Payouts above the business's approval threshold (maker-checker): pending, funds held, not sent until approved in the dashboard. Absent when no approval was needed.
+             * @enum {string}
+             */
+            approval_status?: "waiting_approval" | "approved" | "rejected" | "expired";
             date_created: string;
             date_updated: string;
         };
@@ -17638,7 +17665,7 @@ export interface components {
             fee: string | null;
             fee_currency: string;
             /** @enum {string} */
-            status: "pending" | "completed" | "cancelled" | "expired" | "rejected";
+            status: "waiting_approval" | "pending" | "completed" | "cancelled" | "expired" | "rejected";
             /** @description Absent for an order between accounts of the business itself */
             customer_id?: string;
             tenant_id: string;
@@ -17648,6 +17675,15 @@ export interface components {
             destination_id: string;
             quote_id: string | null;
             transaction_id: string | null;
+            /** @description The dashboard user who created the order; absent for an order made with an API key */
+            created_by_user_id?: string;
+            /** @description The creator's dashboard role, or `api_key` */
+            created_by_role?: string;
+            /** @description With approvals on (maker-checker): who approved the order */
+            approved_by_user_id: string | null;
+            approved_at: string | null;
+            rejected_by_user_id: string | null;
+            rejected_at: string | null;
             rejection_reason: string | null;
             executed_at: string | null;
             settled_at: string | null;
@@ -17779,6 +17815,11 @@ export interface components {
             address?: components["schemas"]["PayeeAddress"];
             /** @enum {string} */
             status: "pending" | "active" | "failed";
+            /**
+             * @description With approvals on for new payees (maker-checker): the payee stays pending, unusable for payouts, until approved in the dashboard. Absent otherwise.
+             * @enum {string}
+             */
+            approval_status?: "waiting_approval" | "approved" | "rejected" | "expired";
             failure_reason: string | null;
             date_created: string;
             date_updated: string;
