@@ -1,9 +1,10 @@
 import type { ColumnType, Insertable, Selectable, Updateable } from 'kysely';
 import type { Queryable } from '../../db/client.js';
-import type { RequestContext } from '../../core/context.js';
+import type { Scope } from '../../core/context.js';
 import { paginate, type Page } from '../../db/pagination.js';
 import { newId } from '../../lib/ids.js';
 import type { ApplicationStatus, ListApplicationsQuery, ValidationIssue } from './schema.js';
+import { locked, scoped, type Lock } from '../../db/scoped.js';
 
 type Json<T> = ColumnType<T, string, string>;
 
@@ -45,23 +46,15 @@ declare module '../../db/types.js' {
 }
 
 export type ApplicationRow = Selectable<AccountApplicationsTable>;
-type Scope = Pick<RequestContext, 'tenantId' | 'environment'>;
 
 export async function insertApplication(db: Queryable, row: Insertable<AccountApplicationsTable>) {
   await db.insertInto('account_applications').values(row).execute();
 }
 
-/** A live (not deleted) application; `lock` takes it FOR UPDATE for a state change. */
-export async function findApplication(db: Queryable, ctx: Scope, id: string, lock = false) {
-  let q = db
-    .selectFrom('account_applications')
-    .selectAll()
-    .where('tenant_id', '=', ctx.tenantId)
-    .where('environment', '=', ctx.environment)
-    .where('id', '=', id)
-    .where('deleted_at', 'is', null);
-  if (lock) q = q.forUpdate();
-  return q.executeTakeFirst();
+/** A live (not deleted) application; `lock: 'update'` for a state change. */
+export async function findApplication(db: Queryable, ctx: Scope, id: string, lock?: Lock) {
+  const q = scoped(db, 'account_applications', ctx).selectAll().where('id', '=', id).where('deleted_at', 'is', null);
+  return locked(q, lock).executeTakeFirst();
 }
 
 export async function updateApplication(db: Queryable, id: string, patch: Updateable<AccountApplicationsTable>) {
@@ -79,11 +72,7 @@ export async function listApplications(
   query: ListApplicationsQuery,
   statuses?: ApplicationStatus[],
 ): Promise<Page<ApplicationRow>> {
-  let base = db
-    .selectFrom('account_applications')
-    .where('tenant_id', '=', ctx.tenantId)
-    .where('environment', '=', ctx.environment)
-    .where('deleted_at', 'is', null);
+  let base = scoped(db, 'account_applications', ctx).where('deleted_at', 'is', null);
   if (query.status) base = base.where('status', '=', query.status);
   if (statuses) base = base.where('status', 'in', statuses);
   if (query.customer_id) base = base.where('customer_id', '=', query.customer_id);

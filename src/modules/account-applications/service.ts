@@ -1,4 +1,5 @@
 import type { Config } from '../../config.js';
+import type { Lock } from '../../db/scoped.js';
 import type { Queryable, Trx } from '../../db/client.js';
 import type { RequestContext } from '../../core/context.js';
 import { AppError, notFound, validationError } from '../../core/errors.js';
@@ -72,7 +73,7 @@ export function validateData(
   return issues;
 }
 
-async function load(trx: Queryable, ctx: Scope, id: string, lock = true) {
+async function load(trx: Queryable, ctx: Scope, id: string, lock: Lock | undefined = 'update') {
   const row = await repo.findApplication(trx, ctx, id, lock);
   if (!row) throw notFound('Application');
   return row;
@@ -102,11 +103,11 @@ export async function createApplication(trx: Trx, ctx: Scope, body: CreateApplic
     deleted_at: null,
   });
   await repo.addHistory(trx, ctx, id, 'created', ACTOR, { status: 'draft' });
-  return toApplicationResponse(await load(trx, ctx, id, false));
+  return toApplicationResponse(await load(trx, ctx, id, undefined));
 }
 
 export async function getApplication(db: Queryable, ctx: Scope, id: string) {
-  return toApplicationResponse(await load(db, ctx, id, false));
+  return toApplicationResponse(await load(db, ctx, id, undefined));
 }
 
 export async function listApplications(
@@ -206,7 +207,7 @@ export async function submitAndProcess(trx: Trx, ctx: Scope, config: Config, id:
 }
 
 export async function history(db: Queryable, ctx: Scope, id: string) {
-  await load(db, ctx, id, false);
+  await load(db, ctx, id, undefined);
   const rows = await repo.historyOf(db, id);
   return {
     application_id: id,

@@ -119,7 +119,7 @@ export async function listApplications(db: Queryable, ctx: Scope, query: ListApp
 
 /** Sandbox: the issuer moves an application (approved, denied, ...). */
 export async function simulateApplication(trx: Trx, ctx: Scope, id: string, status: ApplicationStatus) {
-  const row = await repo.findApplication(trx, ctx, id, true);
+  const row = await repo.findApplication(trx, ctx, id, 'update');
   if (!row) throw notFound('Card application');
   if (['denied', 'canceled'].includes(row.status)) {
     throw new AppError('invalid_state_transition', `The application is ${row.status}`);

@@ -127,7 +127,7 @@ export async function authorize(
   cardId: string,
   body: SimulateAuthorizationBody,
 ): Promise<AuthorizationResponse> {
-  const card = await requireCard(trx, ctx, cardId, true);
+  const card = await requireCard(trx, ctx, cardId, 'update');
   const amount = parseAmount(body.amount, card.currency);
   const req = network.authorization({
     cardId,
@@ -174,7 +174,7 @@ export async function authorize(
 }
 
 async function requireApproved(trx: Trx, ctx: Scope, id: string): Promise<repo.AuthorizationRow> {
-  const auth = await repo.findAuthorization(trx, ctx, id, true);
+  const auth = await repo.findAuthorization(trx, ctx, id, 'update');
   if (!auth) throw notFound('Card authorization');
   if (auth.status !== 'approved' || auth.hold_id === null) {
     throw new AppError(

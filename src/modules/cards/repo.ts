@@ -1,10 +1,10 @@
 import { sql, type ColumnType, type Insertable, type Selectable, type Updateable } from 'kysely';
 import type { Queryable } from '../../db/client.js';
-import type { RequestContext } from '../../core/context.js';
+import type { Scope } from '../../core/context.js';
 import { paginate, type Page } from '../../db/pagination.js';
 import { uuidv7LowerBound } from '../../lib/ids.js';
 import type { ListApplicationsQuery, ListAuthorizationsQuery, ListCardsQuery } from './schema.js';
-import { findScoped } from '../../db/scoped.js';
+import { findScoped, scoped, scopedUpdate, type Lock } from '../../db/scoped.js';
 
 type Json<T> = ColumnType<T, string, string>;
 type Created = ColumnType<Date, never, never>;
@@ -103,7 +103,6 @@ declare module '../../db/types.js' {
 export type ApplicationRow = Selectable<CardApplicationsTable>;
 export type CardRow = Selectable<CardsTable>;
 export type AuthorizationRow = Selectable<CardAuthorizationsTable>;
-type Scope = Pick<RequestContext, 'tenantId' | 'environment'>;
 
 // ---------- applications ----------
 
@@ -111,22 +110,16 @@ export async function insertApplication(db: Queryable, row: Insertable<CardAppli
   await db.insertInto('card_applications').values(row).execute();
 }
 
-export async function findApplication(db: Queryable, ctx: Scope, id: string, forUpdate = false) {
-  return findScoped(db, 'card_applications', ctx, id, forUpdate);
+export async function findApplication(db: Queryable, ctx: Scope, id: string, lock?: Lock) {
+  return findScoped(db, 'card_applications', ctx, id, lock);
 }
 
 export async function setApplicationStatus(db: Queryable, ctx: Scope, id: string, status: string) {
-  await db
-    .updateTable('card_applications')
-    .set({ status, updated_at: new Date() })
-    .where('tenant_id', '=', ctx.tenantId)
-    .where('environment', '=', ctx.environment)
-    .where('id', '=', id)
-    .execute();
+  await scopedUpdate(db, 'card_applications', ctx).set({ status, updated_at: new Date() }).where('id', '=', id).execute();
 }
 
 export async function listApplications(db: Queryable, ctx: Scope, query: ListApplicationsQuery): Promise<Page<ApplicationRow>> {
-  let base = db.selectFrom('card_applications').where('tenant_id', '=', ctx.tenantId).where('environment', '=', ctx.environment);
+  let base = scoped(db, 'card_applications', ctx);
   if (query.customer_id) base = base.where('customer_id', '=', query.customer_id);
   if (query.status) base = base.where('status', '=', query.status);
   return paginate<ApplicationRow>(db, base, 'card_applications.id', query, (qb) => qb.selectAll());
@@ -138,22 +131,19 @@ export async function insertCard(db: Queryable, row: Insertable<CardsTable>) {
   await db.insertInto('cards').values(row).execute();
 }
 
-export async function findCard(db: Queryable, ctx: Scope, id: string, forUpdate = false) {
-  return findScoped(db, 'cards', ctx, id, forUpdate);
+export async function findCard(db: Queryable, ctx: Scope, id: string, lock?: Lock) {
+  return findScoped(db, 'cards', ctx, id, lock);
 }
 
 export async function updateCard(db: Queryable, ctx: Scope, id: string, patch: Updateable<CardsTable>) {
-  await db
-    .updateTable('cards')
+  await scopedUpdate(db, 'cards', ctx)
     .set({ ...patch, updated_at: new Date() })
-    .where('tenant_id', '=', ctx.tenantId)
-    .where('environment', '=', ctx.environment)
     .where('id', '=', id)
     .execute();
 }
 
 export async function listCards(db: Queryable, ctx: Scope, query: ListCardsQuery): Promise<Page<CardRow>> {
-  let base = db.selectFrom('cards').where('tenant_id', '=', ctx.tenantId).where('environment', '=', ctx.environment);
+  let base = scoped(db, 'cards', ctx);
   if (query.customer_id) base = base.where('customer_id', '=', query.customer_id);
   if (query.status) base = base.where('status', '=', query.status);
   if (query.card_type) base = base.where('card_type', '=', query.card_type);
@@ -167,8 +157,8 @@ export async function insertAuthorization(db: Queryable, row: Insertable<CardAut
   await db.insertInto('card_authorizations').values(row).execute();
 }
 
-export async function findAuthorization(db: Queryable, ctx: Scope, id: string, forUpdate = false) {
-  return findScoped(db, 'card_authorizations', ctx, id, forUpdate);
+export async function findAuthorization(db: Queryable, ctx: Scope, id: string, lock?: Lock) {
+  return findScoped(db, 'card_authorizations', ctx, id, lock);
 }
 
 export async function settleAuthorization(
@@ -188,15 +178,12 @@ export async function settleAuthorization(
  * amount; declined, reversed and expired authorizations spent nothing.
  */
 export async function spentSince(db: Queryable, ctx: Scope, cardId: string, since: Date): Promise<bigint> {
-  const row = await db
-    .selectFrom('card_authorizations')
+  const row = await scoped(db, 'card_authorizations', ctx)
     .select(
       sql<string>`coalesce(sum(case status when 'approved' then amount when 'captured' then captured_amount else 0 end), 0)::text`.as(
         'spent',
       ),
     )
-    .where('tenant_id', '=', ctx.tenantId)
-    .where('environment', '=', ctx.environment)
     .where('card_id', '=', cardId)
     // Ids are UUIDv7: the id bound is the time bound, and one index serves list and limits.
     .where('id', '>=', uuidv7LowerBound(since))
@@ -210,11 +197,7 @@ export async function listAuthorizations(
   cardId: string,
   query: ListAuthorizationsQuery,
 ): Promise<Page<AuthorizationRow>> {
-  let base = db
-    .selectFrom('card_authorizations')
-    .where('tenant_id', '=', ctx.tenantId)
-    .where('environment', '=', ctx.environment)
-    .where('card_id', '=', cardId);
+  let base = scoped(db, 'card_authorizations', ctx).where('card_id', '=', cardId);
   if (query.status) base = base.where('status', '=', query.status);
   return paginate<AuthorizationRow>(db, base, 'card_authorizations.id', query, (qb) => qb.selectAll());
 }

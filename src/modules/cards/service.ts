@@ -1,4 +1,5 @@
 import type { Config } from '../../config.js';
+import type { Lock } from '../../db/scoped.js';
 import type { Queryable, Trx } from '../../db/client.js';
 import type { RequestContext } from '../../core/context.js';
 import { AppError, notFound, validationError, type ErrorDetail } from '../../core/errors.js';
@@ -201,8 +202,8 @@ export async function createCard(trx: Trx, deps: CardDeps, ctx: GateCtx, body: C
   return { message: 'Card created successfully', status: true, id, fee_charged: false, fee_pending: false, card };
 }
 
-export async function requireCard(db: Queryable, ctx: Scope, id: string, forUpdate = false): Promise<repo.CardRow> {
-  const row = await repo.findCard(db, ctx, id, forUpdate);
+export async function requireCard(db: Queryable, ctx: Scope, id: string, lock?: Lock): Promise<repo.CardRow> {
+  const row = await repo.findCard(db, ctx, id, lock);
   if (!row) throw notFound('Card');
   return row;
 }
@@ -248,7 +249,7 @@ function checkTransition(from: string, to: CardStatus): void {
 }
 
 export async function updateStatus(trx: Trx, ctx: Scope, id: string, body: UpdateCardStatusBody): Promise<CardResponse> {
-  const card = await requireCard(trx, ctx, id, true);
+  const card = await requireCard(trx, ctx, id, 'update');
   checkTransition(card.status, body.status);
   const patch: Parameters<typeof repo.updateCard>[3] = {};
   if (body.limit !== undefined) {
@@ -275,7 +276,7 @@ export async function updateStatus(trx: Trx, ctx: Scope, id: string, body: Updat
 }
 
 export async function updateSpendingControls(trx: Trx, ctx: Scope, id: string, body: SpendingControlsInput): Promise<CardResponse> {
-  const card = await requireCard(trx, ctx, id, true);
+  const card = await requireCard(trx, ctx, id, 'update');
   assertNotTerminal(card);
   const limits = limitsFrom(body, card.currency, '');
   if (Object.keys(limits).length > 0) await repo.updateCard(trx, ctx, id, limits);
@@ -288,7 +289,7 @@ export async function updatePin(trx: Trx, ctx: Scope, id: string, pin: string, d
       { field: 'card_pin', code: 'weak_pin', message: 'Choose a PIN that is not a repeated digit or a simple sequence' },
     ]);
   }
-  const card = await requireCard(trx, ctx, id, true);
+  const card = await requireCard(trx, ctx, id, 'update');
   assertNotTerminal(card);
   await repo.updateCard(trx, ctx, id, { pin_sealed: deps.sealer.seal(pin, `card:${id}:pin`) });
   return { message: 'Card PIN updated successfully' };
@@ -296,7 +297,7 @@ export async function updatePin(trx: Trx, ctx: Scope, id: string, pin: string, d
 
 /** Sandbox: the card's fulfilment moves on (shipped, delivered, returned). */
 export async function simulateFulfilment(trx: Trx, ctx: Scope, id: string, status: 'shipped' | 'delivered' | 'returned') {
-  const card = await requireCard(trx, ctx, id, true);
+  const card = await requireCard(trx, ctx, id, 'update');
   if (card.card_type !== 'physical') throw new AppError('invalid_state_transition', 'A virtual card is not shipped');
   const order = ['ordered', 'shipped', 'delivered', 'returned'];
   if (order.indexOf(status) <= order.indexOf(card.fulfilment_status ?? 'ordered')) {

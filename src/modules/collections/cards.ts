@@ -170,7 +170,7 @@ export async function createPaymentIntent(trx: Trx, ctx: Scope, d: CollectionDep
 
 /** POST /v1/collections/cards/payment-intents/charge */
 export async function chargeCard(trx: Trx, ctx: Scope, d: CollectionDeps, body: ChargeCardBody) {
-  const row = await repo.findCollection(trx, ctx, body.payment_intent_id, true);
+  const row = await repo.findCollection(trx, ctx, body.payment_intent_id, 'update');
   if (!row || row.method !== 'card') throw notFound('Payment intent');
   if (row.status !== 'pending') throw new AppError('invalid_state_transition', `The payment intent is already ${row.status}`);
   const result = await chargeToken(trx, ctx, d, row, body.card_token);
@@ -189,7 +189,7 @@ export async function chargeCard(trx: Trx, ctx: Scope, d: CollectionDeps, body: 
  * (no API key: the payer is not the business). Optionally saves the card for later charges.
  */
 export async function payAtCheckout(trx: Trx, d: CollectionDeps, collectionId: string, body: CheckoutPayBody) {
-  const row = await repo.findCollectionById(trx, collectionId, true);
+  const row = await repo.findCollectionById(trx, collectionId, 'update');
   if (!row || row.method !== 'card' || !sessionMatches(d.sealer, row, body.session)) throw notFound('Checkout');
   if (row.status !== 'pending' || row.expires_at <= new Date())
     throw new AppError('invalid_state_transition', `This payment is ${row.status === 'pending' ? 'expired' : row.status}`);

@@ -95,7 +95,7 @@ export async function completeCollection(
   id: string,
   extra: { detailedStatus?: string; savedCardId?: string | null; funding?: { transactionId: string; ledgerTransactionId: string } } = {},
 ) {
-  const row = await repo.findCollection(trx, ctx, id, true);
+  const row = await repo.findCollection(trx, ctx, id, 'update');
   if (!row) throw notFound('Collection');
   if (row.status !== 'pending') throw notPending(row, 'completed');
   // The ledger and account transactions go as one statement (db/write-set.ts), before the
@@ -127,7 +127,7 @@ export async function failCollection(
   reason: string,
   detailedStatus = 'provider_failed',
 ) {
-  const row = await repo.findCollection(trx, ctx, id, true);
+  const row = await repo.findCollection(trx, ctx, id, 'update');
   if (!row) throw notFound('Collection');
   if (row.status !== 'pending') throw notPending(row, 'failed');
   const done = await repo.finishCollection(trx, ctx, id, {
@@ -143,7 +143,7 @@ export async function failCollection(
 }
 
 export async function expireCollection(trx: Trx, ctx: Scope, d: Deps, id: string, reason = 'The payer did not pay in time') {
-  const row = await repo.findCollection(trx, ctx, id, true);
+  const row = await repo.findCollection(trx, ctx, id, 'update');
   if (!row) throw notFound('Collection');
   if (row.status !== 'pending') throw notPending(row, 'expired');
   const done = await repo.finishCollection(trx, ctx, id, {

@@ -1,9 +1,9 @@
 import { sql, type ColumnType, type Insertable, type Selectable, type Updateable } from 'kysely';
 import type { Queryable } from '../../db/client.js';
-import type { RequestContext } from '../../core/context.js';
+import type { Scope } from '../../core/context.js';
 import { paginate, type Page } from '../../db/pagination.js';
 import type { ListCollectionsQuery, ListSavedCardsQuery } from './schema.js';
-import { findScoped } from '../../db/scoped.js';
+import { findScoped, locked, scoped, transition, type Lock } from '../../db/scoped.js';
 
 export interface BankInstructions {
   account_number: string;
@@ -75,30 +75,24 @@ declare module '../../db/types.js' {
 
 export type CollectionRow = Selectable<CollectionsTable>;
 export type SavedCardRow = Selectable<SavedCardsTable>;
-type Scope = Pick<RequestContext, 'tenantId' | 'environment'>;
 
 export async function insertCollection(db: Queryable, row: Insertable<CollectionsTable>) {
   await db.insertInto('collections').values(row).execute();
 }
 
-export async function findCollection(db: Queryable, ctx: Scope, id: string, forUpdate = false) {
-  return findScoped(db, 'collections', ctx, id, forUpdate);
+export async function findCollection(db: Queryable, ctx: Scope, id: string, lock?: Lock) {
+  return findScoped(db, 'collections', ctx, id, lock);
 }
 
 /** The hosted checkout page has no API key: it finds the collection by id, then checks the session token. */
-export async function findCollectionById(db: Queryable, id: string, forUpdate = false) {
-  let q = db.selectFrom('collections').selectAll().where('id', '=', id);
-  if (forUpdate) q = q.forUpdate();
-  return q.executeTakeFirst();
+export async function findCollectionById(db: Queryable, id: string, lock?: Lock) {
+  return locked(db.selectFrom('collections').selectAll().where('id', '=', id), lock).executeTakeFirst();
 }
 
 /** A pending bank-transfer collection into `accountId` waiting for this payment reference. */
 export async function findByPaymentReference(db: Queryable, ctx: Scope, accountId: string, reference: string) {
-  return db
-    .selectFrom('collections')
+  return scoped(db, 'collections', ctx)
     .selectAll()
-    .where('tenant_id', '=', ctx.tenantId)
-    .where('environment', '=', ctx.environment)
     .where('payment_reference', '=', reference)
     .where('destination_account_id', '=', accountId)
     .forUpdate()
@@ -106,7 +100,7 @@ export async function findByPaymentReference(db: Queryable, ctx: Scope, accountI
 }
 
 export async function listCollections(db: Queryable, ctx: Scope, query: ListCollectionsQuery): Promise<Page<CollectionRow>> {
-  let base = db.selectFrom('collections').where('tenant_id', '=', ctx.tenantId).where('environment', '=', ctx.environment);
+  let base = scoped(db, 'collections', ctx);
   if (query.status) base = base.where('status', '=', query.status);
   if (query.customer_id) base = base.where('customer_id', '=', query.customer_id);
   if (query.method) base = base.where('method', '=', query.method);
@@ -120,15 +114,7 @@ export async function finishCollection(
   id: string,
   patch: Updateable<CollectionsTable> & { status: CollectionStatus },
 ) {
-  return db
-    .updateTable('collections')
-    .set({ ...patch, updated_at: new Date() })
-    .where('tenant_id', '=', ctx.tenantId)
-    .where('environment', '=', ctx.environment)
-    .where('id', '=', id)
-    .where('status', '=', 'pending')
-    .returningAll()
-    .executeTakeFirst();
+  return transition(db, 'collections', ctx, id, 'pending', { ...patch, updated_at: new Date() });
 }
 
 /** Pending collections past their expiry, across businesses, locked for the expiry job. */
@@ -146,33 +132,16 @@ export async function insertSavedCard(db: Queryable, row: Insertable<SavedCardsT
 }
 
 export async function findSavedCard(db: Queryable, ctx: Scope, id: string) {
-  return db
-    .selectFrom('saved_cards')
-    .selectAll()
-    .where('tenant_id', '=', ctx.tenantId)
-    .where('environment', '=', ctx.environment)
-    .where('id', '=', id)
-    .where('deleted_at', 'is', null)
-    .executeTakeFirst();
+  return scoped(db, 'saved_cards', ctx).selectAll().where('id', '=', id).where('deleted_at', 'is', null).executeTakeFirst();
 }
 
 export async function findSavedCardByToken(db: Queryable, ctx: Scope, token: string) {
-  return db
-    .selectFrom('saved_cards')
-    .selectAll()
-    .where('tenant_id', '=', ctx.tenantId)
-    .where('environment', '=', ctx.environment)
-    .where('card_token', '=', token)
-    .where('deleted_at', 'is', null)
-    .executeTakeFirst();
+  return scoped(db, 'saved_cards', ctx).selectAll().where('card_token', '=', token).where('deleted_at', 'is', null).executeTakeFirst();
 }
 
 export async function hasSavedCards(db: Queryable, ctx: Scope, customerId: string) {
-  const row = await db
-    .selectFrom('saved_cards')
+  const row = await scoped(db, 'saved_cards', ctx)
     .select('id')
-    .where('tenant_id', '=', ctx.tenantId)
-    .where('environment', '=', ctx.environment)
     .where('customer_id', '=', customerId)
     .where('deleted_at', 'is', null)
     .executeTakeFirst();
@@ -180,25 +149,14 @@ export async function hasSavedCards(db: Queryable, ctx: Scope, customerId: strin
 }
 
 export async function listSavedCards(db: Queryable, ctx: Scope, query: ListSavedCardsQuery): Promise<Page<SavedCardRow>> {
-  let base = db
-    .selectFrom('saved_cards')
-    .where('tenant_id', '=', ctx.tenantId)
-    .where('environment', '=', ctx.environment)
-    .where('deleted_at', 'is', null);
+  let base = scoped(db, 'saved_cards', ctx).where('deleted_at', 'is', null);
   if (query.customer_id) base = base.where('customer_id', '=', query.customer_id);
   return paginate<SavedCardRow>(db, base, 'saved_cards.id', query, (qb) => qb.selectAll());
 }
 
 /** Soft-deletes a saved card of this business and environment; false when it has none by that id. */
 export async function deleteSavedCard(db: Queryable, ctx: Scope, id: string): Promise<boolean> {
-  const found = await db
-    .selectFrom('saved_cards')
-    .select(['id', 'deleted_at'])
-    .where('tenant_id', '=', ctx.tenantId)
-    .where('environment', '=', ctx.environment)
-    .where('id', '=', id)
-    .forUpdate()
-    .executeTakeFirst();
+  const found = await scoped(db, 'saved_cards', ctx).select(['id', 'deleted_at']).where('id', '=', id).forUpdate().executeTakeFirst();
   if (!found) return false;
   if (found.deleted_at === null) {
     await db.updateTable('saved_cards').set({ deleted_at: new Date() }).where('id', '=', id).execute();

@@ -1,10 +1,10 @@
 import { sql, type ColumnType, type Insertable, type Selectable, type Updateable } from 'kysely';
 import type { Queryable } from '../../db/client.js';
-import type { RequestContext } from '../../core/context.js';
+import type { Scope } from '../../core/context.js';
 import { paginate, type Page } from '../../db/pagination.js';
 import type { Address } from '../../lib/validators.js';
 import type { ListCustomersQuery } from './schema.js';
-import { findScoped } from '../../db/scoped.js';
+import { findScoped, scoped, scopedUpdate, type Lock } from '../../db/scoped.js';
 
 type JsonAddress = ColumnType<Address, string, string>;
 
@@ -62,7 +62,6 @@ declare module '../../db/types.js' {
 
 export type CustomerRow = Selectable<CustomersTable>;
 export type PersonRow = Selectable<AssociatedPersonsTable>;
-type Scope = Pick<RequestContext, 'tenantId' | 'environment'>;
 
 export async function insertCustomer(db: Queryable, row: Insertable<CustomersTable>) {
   await db.insertInto('customers').values(row).execute();
@@ -72,8 +71,8 @@ export async function insertPerson(db: Queryable, row: Insertable<AssociatedPers
   await db.insertInto('associated_persons').values(row).execute();
 }
 
-export async function findCustomer(db: Queryable, ctx: Scope, id: string, forUpdate = false) {
-  return findScoped(db, 'customers', ctx, id, forUpdate);
+export async function findCustomer(db: Queryable, ctx: Scope, id: string, lock?: Lock) {
+  return findScoped(db, 'customers', ctx, id, lock);
 }
 
 export async function personsOf(db: Queryable, customerIds: string[]): Promise<PersonRow[]> {
@@ -82,11 +81,8 @@ export async function personsOf(db: Queryable, customerIds: string[]): Promise<P
 }
 
 export async function updateCustomer(db: Queryable, ctx: Scope, id: string, patch: Updateable<CustomersTable>) {
-  await db
-    .updateTable('customers')
+  await scopedUpdate(db, 'customers', ctx)
     .set({ ...patch, updated_at: new Date() })
-    .where('tenant_id', '=', ctx.tenantId)
-    .where('environment', '=', ctx.environment)
     .where('id', '=', id)
     .execute();
 }
@@ -111,11 +107,8 @@ export async function findDuplicate(
   exceptId?: string,
 ) {
   if (!email && !externalId) return undefined;
-  let q = db
-    .selectFrom('customers')
+  let q = scoped(db, 'customers', ctx)
     .select(['id', 'email', 'external_id'])
-    .where('tenant_id', '=', ctx.tenantId)
-    .where('environment', '=', ctx.environment)
     .where((eb) =>
       eb.or([
         ...(email ? [eb.and([eb('type', '=', type), eb(sql`lower(email)`, '=', email.toLowerCase())])] : []),
@@ -127,7 +120,7 @@ export async function findDuplicate(
 }
 
 export async function listCustomers(db: Queryable, ctx: Scope, query: ListCustomersQuery): Promise<Page<CustomerRow>> {
-  let base = db.selectFrom('customers').where('tenant_id', '=', ctx.tenantId).where('environment', '=', ctx.environment);
+  let base = scoped(db, 'customers', ctx);
   if (query.email) base = base.where(sql`lower(email)`, '=', query.email.toLowerCase());
   if (query.status) base = base.where('status', '=', query.status);
   if (query.type) base = base.where('type', '=', query.type);
@@ -150,13 +143,7 @@ export async function listCustomers(db: Queryable, ctx: Scope, query: ListCustom
 
 /** KYC keeps the customer's and its associated persons' `kyc_status` columns in sync. */
 export async function setKycStatus(db: Queryable, ctx: Scope, id: string, kycStatus: string) {
-  await db
-    .updateTable('customers')
-    .set({ kyc_status: kycStatus, updated_at: new Date() })
-    .where('tenant_id', '=', ctx.tenantId)
-    .where('environment', '=', ctx.environment)
-    .where('id', '=', id)
-    .execute();
+  await scopedUpdate(db, 'customers', ctx).set({ kyc_status: kycStatus, updated_at: new Date() }).where('id', '=', id).execute();
 }
 
 export async function setPersonKycStatus(db: Queryable, customerId: string, personId: string, kycStatus: string) {
@@ -175,11 +162,8 @@ export async function findSameIdentity(
   person: { firstName: string; lastName: string; dateOfBirth: string },
   exceptId: string,
 ) {
-  return db
-    .selectFrom('customers')
+  return scoped(db, 'customers', ctx)
     .select(['id'])
-    .where('tenant_id', '=', ctx.tenantId)
-    .where('environment', '=', ctx.environment)
     .where('date_of_birth', '=', person.dateOfBirth)
     .where(sql`lower(last_name)`, '=', person.lastName.toLowerCase())
     .where(sql`lower(first_name)`, '=', person.firstName.toLowerCase())

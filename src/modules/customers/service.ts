@@ -1,4 +1,5 @@
 import type { Config } from '../../config.js';
+import type { Lock } from '../../db/scoped.js';
 import type { Queryable, Trx } from '../../db/client.js';
 import { isUniqueViolation } from '../../db/errors.js';
 import type { RequestContext } from '../../core/context.js';
@@ -178,8 +179,8 @@ export async function getCustomer(db: Queryable, ctx: Scope, id: string, kyc: Ky
 }
 
 /** The customer row for other modules (KYC, accounts, cards): 404 when not this business's. */
-export async function requireCustomer(db: Queryable, ctx: Scope, id: string, forUpdate = false) {
-  const row = await repo.findCustomer(db, ctx, id, forUpdate);
+export async function requireCustomer(db: Queryable, ctx: Scope, id: string, lock?: Lock) {
+  const row = await repo.findCustomer(db, ctx, id, lock);
   if (!row) throw notFound('Customer');
   return row;
 }
@@ -228,7 +229,7 @@ export async function updateCustomer(trx: Trx, ctx: Scope, id: string, body: Upd
       mismatch.map((field) => ({ field, code: 'mismatch', message: 'Must equal the customer_id of the path' })),
     );
   }
-  const current = await repo.findCustomer(trx, ctx, id, true);
+  const current = await repo.findCustomer(trx, ctx, id, 'update');
   if (!current) throw notFound('Customer');
 
   const wrongType = (current.type === 'individual' ? BUSINESS_ONLY : INDIVIDUAL_ONLY).filter((f) => body[f] !== undefined);

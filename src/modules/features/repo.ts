@@ -1,6 +1,7 @@
 import type { ColumnType, Insertable, Selectable } from 'kysely';
 import type { Queryable } from '../../db/client.js';
-import type { RequestContext } from '../../core/context.js';
+import type { Scope } from '../../core/context.js';
+import { scoped } from '../../db/scoped.js';
 
 export interface CustomerFeaturesTable {
   id: string;
@@ -22,24 +23,14 @@ declare module '../../db/types.js' {
 }
 
 export type FeatureRow = Selectable<CustomerFeaturesTable>;
-type Scope = Pick<RequestContext, 'tenantId' | 'environment'>;
 
 export async function featuresOf(db: Queryable, ctx: Scope, customerId: string): Promise<FeatureRow[]> {
-  return db
-    .selectFrom('customer_features')
-    .selectAll()
-    .where('tenant_id', '=', ctx.tenantId)
-    .where('environment', '=', ctx.environment)
-    .where('customer_id', '=', customerId)
-    .execute();
+  return scoped(db, 'customer_features', ctx).selectAll().where('customer_id', '=', customerId).execute();
 }
 
 export async function findFeature(db: Queryable, ctx: Scope, customerId: string, featureId: string) {
-  return db
-    .selectFrom('customer_features')
+  return scoped(db, 'customer_features', ctx)
     .selectAll()
-    .where('tenant_id', '=', ctx.tenantId)
-    .where('environment', '=', ctx.environment)
     .where('customer_id', '=', customerId)
     .where('feature_id', '=', featureId)
     .executeTakeFirst();

@@ -237,7 +237,7 @@ export async function checkEligibility(db: Queryable, ctx: Ctx, config: Config, 
 /** Activates a feature once every requirement is met; activating an active feature changes nothing. */
 export async function activateFeature(trx: Trx, ctx: Ctx, config: Config, body: EligibilityBody) {
   const def = featureOf(config, ctx, body.feature_id);
-  await requireCustomer(trx, ctx, body.customer_id, true);
+  await requireCustomer(trx, ctx, body.customer_id, 'update');
   const existing = await repo.findFeature(trx, ctx, body.customer_id, def.feature_id);
   if (existing?.status === 'active') return activationOf(existing);
   const ev = await evaluate(trx, ctx, def, body.customer_id, body.provider_data);

@@ -70,7 +70,7 @@ export async function assertNotCompleted(db: Queryable, ctx: Scope, customerId: 
 /** The customer's `kyc` array: one entry per case. */
 /** The level's case, created in `init` when missing; locked for the rest of the transaction. */
 export async function openCase(trx: Trx, ctx: Scope, customerId: string, level: KycLevel): Promise<repo.CaseRow> {
-  const existing = await repo.findCase(trx, ctx, customerId, level, true);
+  const existing = await repo.findCase(trx, ctx, customerId, level, 'update');
   if (existing) {
     if (existing.status === 'rejected' && existing.reject_type === 'FINAL') {
       throw new AppError('invalid_state_transition', 'KYC was rejected with a final decision; it cannot be restarted');
@@ -87,7 +87,7 @@ export async function openCase(trx: Trx, ctx: Scope, customerId: string, level: 
     connector: kycConnectorFor(ctx.environment).name,
   });
   await syncCustomerKycStatus(trx, ctx, customerId);
-  return (await repo.findCase(trx, ctx, customerId, level, true))!;
+  return (await repo.findCase(trx, ctx, customerId, level, 'update'))!;
 }
 
 /** Keeps customers.kyc_status in sync: `approved` once any level is approved, else the latest case's state. */

@@ -1,7 +1,8 @@
 import { sql, type ColumnType, type Insertable, type Selectable, type Updateable } from 'kysely';
 import type { Queryable } from '../../db/client.js';
-import type { RequestContext } from '../../core/context.js';
+import type { Scope } from '../../core/context.js';
 import { paginate, type Page, type PageQuery } from '../../db/pagination.js';
+import { locked, scoped, scopedUpdate, type Lock } from '../../db/scoped.js';
 
 type Json<T> = ColumnType<T, string | undefined, string>;
 
@@ -66,42 +67,31 @@ declare module '../../db/types.js' {
 
 export type CaseRow = Selectable<KycCasesTable>;
 export type DocumentMeta = Omit<Selectable<KycDocumentsTable>, 'content'>;
-type Scope = Pick<RequestContext, 'tenantId' | 'environment'>;
 
 export async function insertCase(db: Queryable, row: Insertable<KycCasesTable>) {
   await db.insertInto('kyc_cases').values(row).execute();
 }
 
 export async function updateCase(db: Queryable, ctx: Scope, id: string, patch: Updateable<KycCasesTable>) {
-  await db
-    .updateTable('kyc_cases')
+  await scopedUpdate(db, 'kyc_cases', ctx)
     .set({ ...patch, updated_at: new Date() })
-    .where('tenant_id', '=', ctx.tenantId)
-    .where('environment', '=', ctx.environment)
     .where('id', '=', id)
     .execute();
 }
 
-export async function findCase(db: Queryable, ctx: Scope, customerId: string, level: string, forUpdate = false) {
-  let q = db
-    .selectFrom('kyc_cases')
+export async function findCase(db: Queryable, ctx: Scope, customerId: string, level: string, lock?: Lock) {
+  const q = scoped(db, 'kyc_cases', ctx)
     .selectAll()
-    .where('tenant_id', '=', ctx.tenantId)
-    .where('environment', '=', ctx.environment)
     .where('customer_id', '=', customerId)
     .where('level', '=', level as CaseRow['level']);
-  if (forUpdate) q = q.forUpdate();
-  return q.executeTakeFirst();
+  return locked(q, lock).executeTakeFirst();
 }
 
 /** Every case of these customers (at most one per level each), most recently changed first. */
 export async function casesOf(db: Queryable, ctx: Scope, customerIds: string[]): Promise<CaseRow[]> {
   if (customerIds.length === 0) return [];
-  return db
-    .selectFrom('kyc_cases')
+  return scoped(db, 'kyc_cases', ctx)
     .selectAll()
-    .where('tenant_id', '=', ctx.tenantId)
-    .where('environment', '=', ctx.environment)
     .where('customer_id', 'in', customerIds)
     .orderBy('updated_at', 'desc')
     .orderBy('id', 'desc')
@@ -147,22 +137,15 @@ const META_COLUMNS = [
 
 /** Document metadata only: the file bytes never leave the database through a list. */
 export async function listDocuments(db: Queryable, ctx: Scope, customerId: string, query: PageQuery): Promise<Page<DocumentMeta>> {
-  const base = db
-    .selectFrom('kyc_documents')
-    .where('tenant_id', '=', ctx.tenantId)
-    .where('environment', '=', ctx.environment)
-    .where('customer_id', '=', customerId);
+  const base = scoped(db, 'kyc_documents', ctx).where('customer_id', '=', customerId);
   return paginate<DocumentMeta>(db, base, 'kyc_documents.id', query, (qb) => qb.select([...META_COLUMNS]));
 }
 
 /** Which document types (and sides) a customer has uploaded. */
 export async function documentTypesOf(db: Queryable, ctx: Scope, customerId: string) {
-  return db
-    .selectFrom('kyc_documents')
+  return scoped(db, 'kyc_documents', ctx)
     .select(['doc_type', 'doc_sub_type', 'number', 'country'])
     .distinct()
-    .where('tenant_id', '=', ctx.tenantId)
-    .where('environment', '=', ctx.environment)
     .where('customer_id', '=', customerId)
     .execute();
 }
@@ -174,12 +157,9 @@ export async function customersWithDocumentNumber(
   doc: { doc_type: string; number: string; country: string },
   exceptCustomerId: string,
 ): Promise<string[]> {
-  const rows = await db
-    .selectFrom('kyc_documents')
+  const rows = await scoped(db, 'kyc_documents', ctx)
     .select('customer_id')
     .distinct()
-    .where('tenant_id', '=', ctx.tenantId)
-    .where('environment', '=', ctx.environment)
     .where('doc_type', '=', doc.doc_type)
     .where('number', '=', doc.number)
     .where('country', '=', doc.country)
@@ -191,11 +171,8 @@ export async function customersWithDocumentNumber(
 
 /** Name and date of birth as printed on the customer's documents (where the client gave them). */
 export async function documentIdentities(db: Queryable, ctx: Scope, customerId: string) {
-  return db
-    .selectFrom('kyc_documents')
+  return scoped(db, 'kyc_documents', ctx)
     .select(['id', 'doc_type', 'first_name', 'last_name', 'dob'])
-    .where('tenant_id', '=', ctx.tenantId)
-    .where('environment', '=', ctx.environment)
     .where('customer_id', '=', customerId)
     .where((eb) => eb.or([eb('dob', 'is not', null), eb('last_name', 'is not', null)]))
     .orderBy('id', 'desc')

@@ -96,7 +96,7 @@ async function decide(trx: Trx, ctx: Scope, policy: KycPolicy, customer: Custome
 /** Server-to-server submission (and the hosted page's "Submit"): documents must all be in. */
 export async function submitKyc(trx: Trx, ctx: Scope, body: StartKycBody, policy: KycPolicy) {
   const level: KycLevel = body.kyc_level ?? 'basic';
-  const customer = await requireCustomer(trx, ctx, body.customer_id, true);
+  const customer = await requireCustomer(trx, ctx, body.customer_id, 'update');
   await assertNotCompleted(trx, ctx, customer.id, level);
   const docs = await repo.documentTypesOf(trx, ctx, customer.id);
   const missing = missingDocuments(customer.type, level, docs);
@@ -108,7 +108,7 @@ export async function submitKyc(trx: Trx, ctx: Scope, body: StartKycBody, policy
     throw new AppError('invalid_state_transition', 'This KYC verification is already under review');
   }
   await transition(trx, ctx, c, { outcome: 'pending' }, []);
-  const pending = (await repo.findCase(trx, ctx, customer.id, level, true))!;
+  const pending = (await repo.findCase(trx, ctx, customer.id, level, 'update'))!;
   const result = await decide(trx, ctx, policy, customer, pending, [...new Set(docs.map((d) => d.doc_type))]);
   await transition(trx, ctx, pending, result.decision, result.personOutcomes, result.checks);
   return {
@@ -121,9 +121,9 @@ export async function submitKyc(trx: Trx, ctx: Scope, body: StartKycBody, policy
 
 /** Sandbox: forces a result, creating the case when needed (documents not required). */
 export async function simulateKyc(trx: Trx, ctx: Scope, customerId: string, body: SimulateKycBody) {
-  const customer = await requireCustomer(trx, ctx, customerId, true);
+  const customer = await requireCustomer(trx, ctx, customerId, 'update');
   const level = body.level ?? 'basic';
-  const existing = await repo.findCase(trx, ctx, customer.id, level, true);
+  const existing = await repo.findCase(trx, ctx, customer.id, level, 'update');
   const c = existing ?? (await openCase(trx, ctx, customer.id, level));
   const decision = decisionFor(body.outcome, ['SANDBOX_SIMULATION']);
   const persons = (await associatedPersons(trx, customer.id)).map((p) => ({ personId: p.id, kycStatus: body.outcome }));
@@ -138,7 +138,7 @@ function decisionFor(outcome: 'approved' | 'rejected' | 'manual_review', labels:
 
 /** Operator decision on a case waiting in manual review (live's manual connector). */
 export async function reviewCase(trx: Trx, ctx: Scope, customerId: string, outcome: 'approved' | 'rejected', level?: KycLevel) {
-  const customer = await requireCustomer(trx, ctx, customerId, true);
+  const customer = await requireCustomer(trx, ctx, customerId, 'update');
   const cases = await repo.casesOf(trx, ctx, [customer.id]);
   const c = cases.find((x) => x.status === 'manual_review' && (!level || x.level === level));
   if (!c) throw notFound('KYC case in manual review');

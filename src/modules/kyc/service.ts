@@ -57,7 +57,7 @@ export interface StartOptions {
 /** Creates (or reopens) the level's case and a fresh hosted-page link; only the token's hash is stored. */
 export async function startKyc(trx: Trx, ctx: Scope, body: StartKycBody, options: StartOptions) {
   const level = body.kyc_level ?? 'basic';
-  await requireCustomer(trx, ctx, body.customer_id, true);
+  await requireCustomer(trx, ctx, body.customer_id, 'update');
   await assertNotCompleted(trx, ctx, body.customer_id, level);
   const current = await openCase(trx, ctx, body.customer_id, level);
   const token = randomBase62(43);

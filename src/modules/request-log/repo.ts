@@ -1,6 +1,7 @@
 import { sql, type ColumnType, type Insertable, type Selectable } from 'kysely';
 import type { Queryable } from '../../db/client.js';
 import { paginate, type Page, type PageQuery } from '../../db/pagination.js';
+import { scoped } from '../../db/scoped.js';
 
 export interface ApiRequestLogTable {
   id: string;
@@ -72,7 +73,7 @@ const SUMMARY = [
 export type RequestLogSummaryRow = Pick<RequestLogRow, (typeof SUMMARY)[number]>;
 
 export async function list(db: Queryable, scope: Scope, filter: RequestLogFilter): Promise<Page<RequestLogSummaryRow>> {
-  let base = db.selectFrom('api_request_log').where('tenant_id', '=', scope.tenantId).where('environment', '=', scope.environment);
+  let base = scoped(db, 'api_request_log', scope);
   if (filter.request_id) base = base.where('request_id', '=', filter.request_id);
   if (filter.status_class) base = base.where('status_class', '=', filter.status_class);
   if (filter.method) base = base.where('method', '=', filter.method);
@@ -85,13 +86,7 @@ export async function list(db: Queryable, scope: Scope, filter: RequestLogFilter
 }
 
 export async function find(db: Queryable, scope: Scope, id: string): Promise<RequestLogRow | undefined> {
-  return db
-    .selectFrom('api_request_log')
-    .selectAll()
-    .where('tenant_id', '=', scope.tenantId)
-    .where('environment', '=', scope.environment)
-    .where('id', '=', id)
-    .executeTakeFirst();
+  return scoped(db, 'api_request_log', scope).selectAll().where('id', '=', id).executeTakeFirst();
 }
 
 /**

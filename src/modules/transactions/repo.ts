@@ -2,9 +2,10 @@ import { sql, type ColumnType, type Insertable, type Selectable, type SelectQuer
 import type { Queryable } from '../../db/client.js';
 import { write, type Writer } from '../../db/write-set.js';
 import type { Database } from '../../db/types.js';
-import type { RequestContext } from '../../core/context.js';
+import type { Scope } from '../../core/context.js';
 import { dateRange, paginate, type Page, type PageQuery } from '../../db/pagination.js';
 import type { ListTransactionsQuery, VolumeQuery } from './schema.js';
+import { scoped, transition } from '../../db/scoped.js';
 
 export interface TransactionsTable {
   id: string;
@@ -43,7 +44,6 @@ declare module '../../db/types.js' {
 }
 
 export type TransactionRow = Selectable<TransactionsTable>;
-type Scope = Pick<RequestContext, 'tenantId' | 'environment'>;
 type Filters = Omit<ListTransactionsQuery, keyof PageQuery> & Partial<Pick<VolumeQuery, 'sending_account_id' | 'receiving_account_id'>>;
 
 export async function insertTransactions(to: Writer, rows: Insertable<TransactionsTable>[]) {
@@ -51,29 +51,16 @@ export async function insertTransactions(to: Writer, rows: Insertable<Transactio
 }
 
 export async function findTransaction(db: Queryable, ctx: Scope, id: string) {
-  return db
-    .selectFrom('transactions')
-    .selectAll()
-    .where('tenant_id', '=', ctx.tenantId)
-    .where('environment', '=', ctx.environment)
-    .where('id', '=', id)
-    .executeTakeFirst();
+  return scoped(db, 'transactions', ctx).selectAll().where('id', '=', id).executeTakeFirst();
 }
 
 export async function findByReference(db: Queryable, ctx: Scope, reference: string) {
-  return db
-    .selectFrom('transactions')
-    .selectAll()
-    .where('tenant_id', '=', ctx.tenantId)
-    .where('environment', '=', ctx.environment)
-    .where('reference', '=', reference)
-    .orderBy('id')
-    .execute();
+  return scoped(db, 'transactions', ctx).selectAll().where('reference', '=', reference).orderBy('id').execute();
 }
 
 /** Every filter of the reference, scoped to the business and environment. */
 function filtered(db: Queryable, ctx: Scope, f: Filters) {
-  let q = db.selectFrom('transactions').where('tenant_id', '=', ctx.tenantId).where('environment', '=', ctx.environment);
+  let q = scoped(db, 'transactions', ctx);
   if (f.customer_id) q = q.where('customer_id', '=', f.customer_id);
   if (f.account_id) q = q.where('account_id', '=', f.account_id);
   if (f.card_id) q = q.where('card_id', '=', f.card_id);
@@ -142,13 +129,5 @@ export async function finishPending(
     ledger_transaction_id?: string | null;
   },
 ) {
-  return db
-    .updateTable('transactions')
-    .set({ ...patch, updated_at: new Date() })
-    .where('tenant_id', '=', ctx.tenantId)
-    .where('environment', '=', ctx.environment)
-    .where('id', '=', id)
-    .where('status', '=', 'pending')
-    .returningAll()
-    .executeTakeFirst();
+  return transition(db, 'transactions', ctx, id, 'pending', { ...patch, updated_at: new Date() });
 }

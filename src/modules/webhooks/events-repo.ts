@@ -1,14 +1,14 @@
 import { sql } from 'kysely';
 import type { Queryable } from '../../db/client.js';
-import type { RequestContext } from '../../core/context.js';
+import type { Scope } from '../../core/context.js';
 import { paginate, type Page, type PageQuery } from '../../db/pagination.js';
 import type { EventPayload } from './outbox.js';
+import { scoped } from '../../db/scoped.js';
 
 /**
  * Read side of the outbox for the dashboard's events pages, and the one write the dashboard
  * needs: a test event for a single endpoint. Kept apart from the delivery worker's queue-repo.
  */
-type Scope = Pick<RequestContext, 'tenantId' | 'environment'>;
 
 export interface EventSummaryRow {
   id: string;
@@ -18,7 +18,7 @@ export interface EventSummaryRow {
 }
 
 function events(db: Queryable, ctx: Scope) {
-  return db.selectFrom('events').where('tenant_id', '=', ctx.tenantId).where('environment', '=', ctx.environment);
+  return scoped(db, 'events', ctx);
 }
 
 export async function listEvents(

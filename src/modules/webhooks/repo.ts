@@ -1,9 +1,10 @@
 import { sql, type ColumnType, type Insertable, type Selectable } from 'kysely';
 import type { Queryable } from '../../db/client.js';
-import type { RequestContext } from '../../core/context.js';
+import type { Scope } from '../../core/context.js';
 import { paginate, type Page } from '../../db/pagination.js';
 import type { EventPayload } from './outbox.js';
 import type { AttemptsQuery, DeliveryStatus, HistoryQuery, ListEndpointsQuery } from './schema.js';
+import { locked, scoped, scopedUpdate, transition, type Lock } from '../../db/scoped.js';
 
 type Json<T> = ColumnType<T, string, string>;
 type Timestamp = ColumnType<Date, Date | string | undefined, Date | string>;
@@ -81,26 +82,19 @@ export type DeliveryRow = Selectable<WebhookDeliveriesTable>;
 export type AttemptRow = Selectable<WebhookAttemptsTable>;
 /** A delivery with its endpoint's URL, as lists and details show it. */
 export type DeliveryView = DeliveryRow & { url: string };
-type Scope = Pick<RequestContext, 'tenantId' | 'environment'>;
 
 // ---- endpoints -------------------------------------------------------------------------------
 
 function endpoints(db: Queryable, ctx: Scope) {
-  return db
-    .selectFrom('webhook_endpoints')
-    .where('tenant_id', '=', ctx.tenantId)
-    .where('environment', '=', ctx.environment)
-    .where('deleted_at', 'is', null);
+  return scoped(db, 'webhook_endpoints', ctx).where('deleted_at', 'is', null);
 }
 
 export async function insertEndpoint(db: Queryable, row: Insertable<WebhookEndpointsTable>) {
   await db.insertInto('webhook_endpoints').values(row).execute();
 }
 
-export async function findEndpoint(db: Queryable, ctx: Scope, id: string, forUpdate = false) {
-  let q = endpoints(db, ctx).selectAll().where('id', '=', id);
-  if (forUpdate) q = q.forUpdate();
-  return q.executeTakeFirst();
+export async function findEndpoint(db: Queryable, ctx: Scope, id: string, lock?: Lock) {
+  return locked(endpoints(db, ctx).selectAll().where('id', '=', id), lock).executeTakeFirst();
 }
 
 export async function countEndpoints(db: Queryable, ctx: Scope): Promise<number> {
@@ -128,11 +122,8 @@ export interface EndpointPatch {
 }
 
 export async function updateEndpoint(db: Queryable, ctx: Scope, id: string, patch: EndpointPatch) {
-  return db
-    .updateTable('webhook_endpoints')
+  return scopedUpdate(db, 'webhook_endpoints', ctx)
     .set({ ...patch, updated_at: sql<Date>`now()` as unknown as Date })
-    .where('tenant_id', '=', ctx.tenantId)
-    .where('environment', '=', ctx.environment)
     .where('id', '=', id)
     .where('deleted_at', 'is', null)
     .returningAll()
@@ -151,11 +142,8 @@ export async function disableEndpoint(db: Queryable, id: string, reason: string)
 
 /** Deliveries that can never go out once their endpoint is deleted end as failed. */
 export async function failOpenDeliveries(db: Queryable, ctx: Scope, endpointId: string) {
-  await db
-    .updateTable('webhook_deliveries')
+  await scopedUpdate(db, 'webhook_deliveries', ctx)
     .set({ status: 'failed', next_attempt_at: null, lease_token: null, updated_at: new Date() })
-    .where('tenant_id', '=', ctx.tenantId)
-    .where('environment', '=', ctx.environment)
     .where('endpoint_id', '=', endpointId)
     .where('status', 'in', ['pending', 'retrying', 'processing'])
     .execute();
@@ -164,44 +152,31 @@ export async function failOpenDeliveries(db: Queryable, ctx: Scope, endpointId: 
 // ---- deliveries and attempts (read side) -----------------------------------------------------
 
 function deliveries(db: Queryable, ctx: Scope) {
-  return db
-    .selectFrom('webhook_deliveries as d')
-    .innerJoin('webhook_endpoints as e', 'e.id', 'd.endpoint_id')
-    .where('d.tenant_id', '=', ctx.tenantId)
-    .where('d.environment', '=', ctx.environment);
+  return scoped(db, 'webhook_deliveries', ctx).innerJoin('webhook_endpoints as e', 'e.id', 'webhook_deliveries.endpoint_id');
 }
 
 export async function listDeliveries(db: Queryable, ctx: Scope, query: HistoryQuery): Promise<Page<DeliveryView>> {
   let base = deliveries(db, ctx);
-  if (query.event_type) base = base.where('d.event_type', '=', query.event_type);
-  if (query.status) base = base.where('d.status', '=', query.status);
-  if (query.transaction_id) base = base.where('d.transaction_id', '=', query.transaction_id);
-  if (query.event_id) base = base.where('d.event_id', '=', query.event_id);
-  if (query.endpoint_id) base = base.where('d.endpoint_id', '=', query.endpoint_id);
-  return paginate<DeliveryView>(db, base, 'd.id', query, (qb) => qb.selectAll('d').select('e.url'));
+  if (query.event_type) base = base.where('webhook_deliveries.event_type', '=', query.event_type);
+  if (query.status) base = base.where('webhook_deliveries.status', '=', query.status);
+  if (query.transaction_id) base = base.where('webhook_deliveries.transaction_id', '=', query.transaction_id);
+  if (query.event_id) base = base.where('webhook_deliveries.event_id', '=', query.event_id);
+  if (query.endpoint_id) base = base.where('webhook_deliveries.endpoint_id', '=', query.endpoint_id);
+  return paginate<DeliveryView>(db, base, 'webhook_deliveries.id', query, (qb) => qb.selectAll('webhook_deliveries').select('e.url'));
 }
 
 export async function findDelivery(db: Queryable, ctx: Scope, id: string): Promise<DeliveryView | undefined> {
-  return deliveries(db, ctx).selectAll('d').select('e.url').where('d.id', '=', id).executeTakeFirst();
+  return deliveries(db, ctx).selectAll('webhook_deliveries').select('e.url').where('webhook_deliveries.id', '=', id).executeTakeFirst();
 }
 
 export async function findEventPayload(db: Queryable, ctx: Scope, eventId: string): Promise<EventPayload | undefined> {
-  const row = await db
-    .selectFrom('events')
-    .select('payload')
-    .where('tenant_id', '=', ctx.tenantId)
-    .where('environment', '=', ctx.environment)
-    .where('id', '=', eventId)
-    .executeTakeFirst();
+  const row = await scoped(db, 'events', ctx).select('payload').where('id', '=', eventId).executeTakeFirst();
   return row?.payload;
 }
 
 export async function lastAttempt(db: Queryable, ctx: Scope, deliveryId: string) {
-  return db
-    .selectFrom('webhook_attempts')
+  return scoped(db, 'webhook_attempts', ctx)
     .selectAll()
-    .where('tenant_id', '=', ctx.tenantId)
-    .where('environment', '=', ctx.environment)
     .where('delivery_id', '=', deliveryId)
     .orderBy('id', 'desc')
     .limit(1)
@@ -214,7 +189,7 @@ export async function listAttempts(
   by: { deliveryId?: string; endpointId?: string },
   query: AttemptsQuery,
 ): Promise<Page<AttemptRow>> {
-  let base = db.selectFrom('webhook_attempts').where('tenant_id', '=', ctx.tenantId).where('environment', '=', ctx.environment);
+  let base = scoped(db, 'webhook_attempts', ctx);
   if (by.deliveryId) base = base.where('delivery_id', '=', by.deliveryId);
   if (by.endpointId) base = base.where('endpoint_id', '=', by.endpointId);
   return paginate<AttemptRow>(db, base, 'webhook_attempts.id', query, (qb) => qb.selectAll());
@@ -226,13 +201,12 @@ export async function listAttempts(
  */
 export async function requeueDelivery(db: Queryable, ctx: Scope, id: string, finished: boolean) {
   const now = sql<Date>`now()` as unknown as Date;
-  return db
-    .updateTable('webhook_deliveries')
-    .set(finished ? { status: 'pending', manual: true, next_attempt_at: now, updated_at: now } : { next_attempt_at: now, updated_at: now })
-    .where('tenant_id', '=', ctx.tenantId)
-    .where('environment', '=', ctx.environment)
-    .where('id', '=', id)
-    .where('status', 'in', finished ? ['sent', 'failed'] : ['pending', 'retrying'])
-    .returningAll()
-    .executeTakeFirst();
+  return transition(
+    db,
+    'webhook_deliveries',
+    ctx,
+    id,
+    finished ? ['sent', 'failed'] : ['pending', 'retrying'],
+    finished ? { status: 'pending', manual: true, next_attempt_at: now, updated_at: now } : { next_attempt_at: now, updated_at: now },
+  );
 }

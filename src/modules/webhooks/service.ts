@@ -1,3 +1,4 @@
+import type { Lock } from '../../db/scoped.js';
 import type { Db, Queryable, Trx } from '../../db/client.js';
 import type { RequestContext } from '../../core/context.js';
 import { AppError, notFound } from '../../core/errors.js';
@@ -63,8 +64,8 @@ export function toEndpointResponse(row: repo.EndpointRow): EndpointResponse {
   };
 }
 
-async function requireEndpoint(db: Queryable, ctx: Scope, id: string, forUpdate = false) {
-  const row = await repo.findEndpoint(db, ctx, id, forUpdate);
+async function requireEndpoint(db: Queryable, ctx: Scope, id: string, lock?: Lock) {
+  const row = await repo.findEndpoint(db, ctx, id, lock);
   if (!row) throw notFound('Webhook endpoint');
   return row;
 }
@@ -131,7 +132,7 @@ export async function rotateSecret(
   input: RotateSecretBody,
 ): Promise<EndpointWithSecretResponse> {
   return inTransaction(db, async (trx) => {
-    const current = await requireEndpoint(trx, ctx, id, true);
+    const current = await requireEndpoint(trx, ctx, id, 'update');
     const overlap = input.expire_old_in_seconds ?? DEFAULT_OVERLAP_SECONDS;
     const secret = generateSecret();
     const row = await repo.updateEndpoint(trx, ctx, id, {
