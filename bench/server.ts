@@ -132,7 +132,7 @@ export async function startServer(options: {
 /** A migrated database with one business whose rate limit is out of the way; returns its secret key. */
 export async function prepareDatabase(handle: DatabaseHandle): Promise<{ tenantId: string; key: string }> {
   await migrate(handle);
-  const tenant = await createTenant(handle.db, 'Bench');
+  const tenant = await handle.db.transaction().execute((trx) => createTenant(trx, 'Bench'));
   await setSettings(handle.db, tenant.tenant_id, { rate_limit_per_minute: 100_000_000 });
   return { tenantId: tenant.tenant_id, key: tenant.sandbox.secret_key };
 }

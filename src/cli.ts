@@ -60,7 +60,7 @@ const commands: Record<string, Command> = {
     const { values } = parseArgs({ args, options: { name: { type: 'string' }, json: { type: 'boolean' } } });
     const name = values.name?.trim();
     if (!name) fail('tenant create needs --name');
-    const tenant = await createTenant(handle.db, name);
+    const tenant = await handle.db.transaction().execute((trx) => createTenant(trx, name));
     print(tenant, Boolean(values.json), () =>
       [
         `Created business "${name}" (tenant id ${tenant.tenant_id}). Secret keys are shown only now.`,
@@ -108,7 +108,8 @@ const commands: Record<string, Command> = {
     const expireIn = Number(values['expire-in']);
     if (!values.tenant || !ENVIRONMENTS.includes(env)) fail('keys rotate needs --tenant and --env sandbox|live');
     if (!(ROTATION_EXPIRY_SECONDS as readonly number[]).includes(expireIn)) fail('--expire-in must be 0, 3600, 86400 or 604800');
-    const pair = await rotateKeys(handle.db, values.tenant, env, expireIn);
+    const tenant = values.tenant;
+    const pair = await handle.db.transaction().execute((trx) => rotateKeys(trx, tenant, env, expireIn));
     print(
       pair,
       Boolean(values.json),
@@ -186,7 +187,11 @@ async function payoutOutcome(args: string[], handle: DatabaseHandle, outcome: 's
   const { values } = parseArgs({ args, options: { transfer: { type: 'string' }, reason: { type: 'string' }, json: { type: 'boolean' } } });
   if (!values.transfer) fail('payouts settle|fail|return needs --transfer ID');
   const config = loadConfig(process.env, { LOG_LEVEL: 'silent' });
-  const transfer = await operatorOutcome(handle.db, config, values.transfer, outcome, values.reason?.trim() || null);
+  const transferId = values.transfer;
+  const reason = values.reason;
+  const transfer = await handle.db
+    .transaction()
+    .execute((trx) => operatorOutcome(trx, config, transferId, outcome, reason?.trim() || null));
   print(transfer, Boolean(values.json), () => `Transfer ${transfer.id} is now ${transfer.transfer_status}`);
 }
 

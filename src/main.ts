@@ -29,7 +29,7 @@ async function main() {
   let demo: Awaited<ReturnType<typeof createTenant>> | undefined;
   let demoLogin: { email: string; password: string } | undefined;
   if (config.DEMO_TENANT && (await countTenants(handle.db)) === 0) {
-    demo = await createTenant(handle.db, 'Demo Business');
+    demo = await handle.db.transaction().execute((trx) => createTenant(trx, 'Demo Business'));
     demoLogin = { email: 'demo@example.com', password: randomBase62(16) };
     await addUser(handle.db, demo.tenant_id, demoLogin);
   }

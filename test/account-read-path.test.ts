@@ -56,7 +56,7 @@ describe('account read path: round trips per request', () => {
     const db = handle.db.withPlugin(counter.plugin);
     app = await buildApp({ config, db, dbKind: handle.kind, sealer: new Sealer(randomBytes(32).toString('base64')), logger: false });
     await app.ready();
-    key = (await createTenant(handle.db, 'Reader')).sandbox.secret_key;
+    key = (await handle.db.transaction().execute((trx) => createTenant(trx, 'Reader'))).sandbox.secret_key;
   });
   afterAll(async () => {
     await app.close();

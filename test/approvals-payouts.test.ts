@@ -67,7 +67,7 @@ async function newPayee() {
 async function activePayee() {
   const p = await newPayee();
   await decide(p.id, 'approved');
-  await verifyDuePayees(t.db, cfg);
+  await verifyDuePayees(t.db, t.unitOfWork, cfg);
   expect((await api.get(`/v1/external-accounts/${p.id}`)).body.data.status).toBe('active');
   return p.id as string;
 }
@@ -100,7 +100,7 @@ describe('new payees with approvals on', () => {
   it('stay pending, unverified and unusable for payouts until approved', async () => {
     const p = await newPayee();
     expect(p).toMatchObject({ status: 'pending', approval_status: 'waiting_approval' });
-    await verifyDuePayees(t.db, cfg); // the verification job leaves it alone
+    await verifyDuePayees(t.db, t.unitOfWork, cfg); // the verification job leaves it alone
     expect((await api.get(`/v1/external-accounts/${p.id}`)).body.data.status).toBe('pending');
     const refused = await pay(p.id, '10.00');
     expect(refused.status).toBe(409);
@@ -109,7 +109,7 @@ describe('new payees with approvals on', () => {
 
     await decide(p.id, 'approved');
     expect((await api.get(`/v1/external-accounts/${p.id}`)).body.data).toMatchObject({ status: 'pending', approval_status: 'approved' });
-    await verifyDuePayees(t.db, cfg);
+    await verifyDuePayees(t.db, t.unitOfWork, cfg);
     expect((await api.get(`/v1/external-accounts/${p.id}`)).body.data.status).toBe('active');
     expect(await eventsOf(p.id)).toEqual(['payee.setup.pending', 'payee.setup.completed']);
   });

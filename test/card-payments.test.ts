@@ -332,7 +332,7 @@ describe('authorizations', () => {
       .set({ expires_at: new Date(Date.now() - 1000) })
       .where('id', '=', a.id)
       .execute();
-    await expireDue(t.db, 100, t.dbKind === 'postgres');
+    await t.db.transaction().execute((trx) => expireDue(trx, 100, t.dbKind === 'postgres'));
     expect((await api.get(`/v1/card-authorizations/${a.id}`)).body.data.status).toBe('expired');
     expect(await balanceOf(card.id)).toMatchObject({ available_balance: '30.00' });
     expect((await api.post(`/v1/simulations/card-authorizations/${a.id}/capture`, {})).status).toBe(409);

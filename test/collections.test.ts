@@ -294,7 +294,7 @@ describe('expiry', () => {
       .set({ expires_at: new Date(Date.now() - 1000) })
       .where('id', '=', a.id)
       .execute();
-    await expireDueCollections(t.db, { config: t.config, sealer: t.sealer, baseUrl: '' });
+    await t.db.transaction().execute((trx) => expireDueCollections(trx, { config: t.config, sealer: t.sealer, baseUrl: '' }));
     expect((await api.get(`/v1/collections/${a.id}`)).body.data).toMatchObject({ status: 'expired', detailed_status: 'expired' });
     expect((await api.get(`/v1/collections/${b.id}`)).body.data.status).toBe('pending');
     expect((await checkout(a.payment_link, { card_number: '4242424242424242' })).status).toBe(409);

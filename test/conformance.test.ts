@@ -382,7 +382,7 @@ beforeAll(async () => {
       202,
     ).catch(() => ({ id: s.payeeUsd }))
   ).id;
-  await verifyDuePayees(t.db, { SANDBOX_RAIL_DELAY_MS: 0 });
+  await verifyDuePayees(t.db, t.unitOfWork, { SANDBOX_RAIL_DELAY_MS: 0 });
   s.card = (
     await must(api.post('/v1/cards', { customer_id: s.person, card_type: 'virtual', name_on_card: 'John Doe', card_limit: 500 }))
   ).id;

@@ -81,7 +81,7 @@ async function payoutSetup(api: Client) {
   expect(payee.status, payee.text).toBe(202);
   // The sandbox rail would answer the name enquiry after SANDBOX_RAIL_DELAY_MS: make it due now.
   await t.db.updateTable('external_accounts').set({ verify_after: new Date() }).where('id', '=', payee.body.data.id).execute();
-  await verifyDuePayees(t.db, { SANDBOX_RAIL_DELAY_MS: 0 });
+  await verifyDuePayees(t.db, t.unitOfWork, { SANDBOX_RAIL_DELAY_MS: 0 });
   return { customerId, account, payee: payee.body.data.id as string };
 }
 

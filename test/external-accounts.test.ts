@@ -26,7 +26,7 @@ function failingNuban(): string {
   }
 }
 
-const runVerification = () => verifyDuePayees(t.db, { SANDBOX_RAIL_DELAY_MS: 0 });
+const runVerification = () => verifyDuePayees(t.db, t.unitOfWork, { SANDBOX_RAIL_DELAY_MS: 0 });
 
 beforeAll(async () => {
   t = await startTestApp({ SANDBOX_RAIL_DELAY_MS: 0 });

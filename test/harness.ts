@@ -6,7 +6,7 @@ import pg from 'pg';
 import { inject } from 'vitest';
 import { buildApp } from '../src/app.js';
 import { loadConfig, type Config } from '../src/config.js';
-import { openPGlite, openPostgres, type DatabaseHandle } from '../src/db/client.js';
+import { openPGlite, openPostgres, type DatabaseHandle, type UnitOfWork } from '../src/db/client.js';
 import { Sealer } from '../src/lib/crypto.js';
 import { newId } from '../src/lib/ids.js';
 import { createTenant, type CreatedTenant } from '../src/modules/tenants/service.js';
@@ -121,8 +121,10 @@ export async function startTestApp(overrides: Partial<Config> = {}, options: { l
     config,
     sealer,
     request,
+    /** What a worker tick hands its job: one transaction per call (jobs never open their own). */
+    unitOfWork: ((work) => handle.db.transaction().execute(work)) as UnitOfWork,
     /** A new business with sandbox and live key pairs. */
-    tenant: (name = 'Test Business'): Promise<CreatedTenant> => createTenant(handle.db, name),
+    tenant: (name = 'Test Business'): Promise<CreatedTenant> => handle.db.transaction().execute((trx) => createTenant(trx, name)),
     async close() {
       await app.close();
       await handle.close();

@@ -103,7 +103,7 @@ for (const scenario of scenarios) {
         SANDBOX_RAIL_DELAY_MS: '300',
         JOB_INTERVAL_MAX_MS: '300',
       };
-      const tenant = await createTenant(handle.db, 'Scale Co');
+      const tenant = await handle.db.transaction().execute((trx) => createTenant(trx, 'Scale Co'));
       procs = await Promise.all([
         startProcess('api-a', 'api', env),
         startProcess('api-b', 'api', env),

@@ -65,7 +65,7 @@ async function payee(body: Record<string, unknown> = {}, verify = true) {
     ...body,
   });
   expect(res.status, JSON.stringify(res.body)).toBe(202);
-  if (verify) await verifyDuePayees(t.db, cfg);
+  if (verify) await verifyDuePayees(t.db, t.unitOfWork, cfg);
   return res.body.data.id as string;
 }
 
@@ -353,7 +353,7 @@ describe('payout errors change nothing', () => {
         institution_id: gtb.id,
       })
     ).body.data.id;
-    await verifyDuePayees(t.db, cfg);
+    await verifyDuePayees(t.db, t.unitOfWork, cfg);
     const body = (amount: string) => ({ ...payout(src, dest, amount), customer_id: cust });
     expect((await fees.post('/v1/transfer', body('151.00'))).body.error.code).toBe('limit_exceeded');
     const ok = await fees.post('/v1/transfer', body('150.00'));
@@ -389,7 +389,7 @@ describe('live: the manual connector, settled by an operator', () => {
         institution_id: gtb.id,
       })
     ).body.data.id;
-    await verifyDuePayees(t.db, cfg);
+    await verifyDuePayees(t.db, t.unitOfWork, cfg);
     expect((await live.get(`/v1/external-accounts/${dest}`)).body.data.status).toBe('active');
     const body = { ...payout(src, dest, '100.00'), customer_id: liveCustomer };
     const a = (await live.post('/v1/transfer', body)).body.data.id;
@@ -397,17 +397,25 @@ describe('live: the manual connector, settled by an operator', () => {
     await dispatchPendingPayouts(t.db, cfg);
     await settleDueSandboxPayouts(t.db);
     expect((await live.get(`/v1/transfers/${a}`)).body.data.transfer_status).toBe('processing');
-    expect((await operatorOutcome(t.db, cfg, a, 'settled', null)).transfer_status).toBe('completed');
-    await expect(operatorOutcome(t.db, cfg, a, 'settled', null)).rejects.toMatchObject({ code: 'invalid_state_transition' });
-    expect((await operatorOutcome(t.db, cfg, b, 'failed', 'Beneficiary bank offline')).failure_reason).toBe('Beneficiary bank offline');
+    expect((await t.db.transaction().execute((trx) => operatorOutcome(trx, cfg, a, 'settled', null))).transfer_status).toBe('completed');
+    await expect(t.db.transaction().execute((trx) => operatorOutcome(trx, cfg, a, 'settled', null))).rejects.toMatchObject({
+      code: 'invalid_state_transition',
+    });
+    expect(
+      (await t.db.transaction().execute((trx) => operatorOutcome(trx, cfg, b, 'failed', 'Beneficiary bank offline'))).failure_reason,
+    ).toBe('Beneficiary bank offline');
     expect((await live.get(`/v1/accounts/${src}`)).body.data).toMatchObject({ balance: '899.50', available_balance: '899.50' });
-    await expect(operatorOutcome(t.db, cfg, '0190a5b0-0000-7000-8000-000000000000', 'settled', null)).rejects.toMatchObject({
+    await expect(
+      t.db.transaction().execute((trx) => operatorOutcome(trx, cfg, '0190a5b0-0000-7000-8000-000000000000', 'settled', null)),
+    ).rejects.toMatchObject({
       code: 'not_found',
     });
     const sandboxSrc = await account('NGN', '200.00');
     const sandboxId = (await api.post('/v1/transfer', payout(sandboxSrc, await payee(), '150.00'))).body.data.id;
     await dispatchPendingPayouts(t.db, cfg);
-    await expect(operatorOutcome(t.db, cfg, sandboxId, 'settled', null)).rejects.toMatchObject({ code: 'invalid_state_transition' });
+    await expect(t.db.transaction().execute((trx) => operatorOutcome(trx, cfg, sandboxId, 'settled', null))).rejects.toMatchObject({
+      code: 'invalid_state_transition',
+    });
     expect((await ledger.reconcile(t.db, tenantId)).ok).toBe(true);
   });
 });

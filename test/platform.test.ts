@@ -37,10 +37,10 @@ describe('keys and environments', () => {
 
   it('rotation: the old pair works until its expiry, then 401 expired_api_key', async () => {
     const own = await t.tenant();
-    const later = await rotateKeys(t.db, own.tenant_id, 'sandbox', 3600);
+    const later = await t.db.transaction().execute((trx) => rotateKeys(trx, own.tenant_id, 'sandbox', 3600));
     expect((await clientFor(t, own.sandbox.secret_key).get('/v1/customers')).status).toBe(200);
     expect((await clientFor(t, later.secret_key).get('/v1/customers')).status).toBe(200);
-    const now = await rotateKeys(t.db, own.tenant_id, 'sandbox', 0);
+    const now = await t.db.transaction().execute((trx) => rotateKeys(trx, own.tenant_id, 'sandbox', 0));
     await new Promise((r) => setTimeout(r, 2100)); // the auth cache holds a lookup for 2 s
     for (const key of [own.sandbox.secret_key, later.secret_key, own.sandbox.public_key]) {
       const res = await t.request('GET', '/v1/customers', undefined, { key });

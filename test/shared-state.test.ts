@@ -54,7 +54,7 @@ describe('key cache invalidation in one process (both databases)', () => {
     const biz = await t.tenant();
     const headers = { 'api-key': biz.sandbox.secret_key };
     expect((await t.app.inject({ method: 'GET', url: '/v1/customers', headers })).statusCode).toBe(200);
-    await rotateKeys(t.db, biz.tenant_id, 'sandbox', 0);
+    await t.db.transaction().execute((trx) => rotateKeys(trx, biz.tenant_id, 'sandbox', 0));
     await within(1000, async () => (await t.app.inject({ method: 'GET', url: '/v1/customers', headers })).statusCode === 401);
   });
 });
@@ -66,20 +66,20 @@ describe.skipIf(!pgUrl)('key revocation across processes on one PostgreSQL datab
   });
 
   it('a key rotated through one process (or the CLI) stops working in the other within one second', async () => {
-    const biz = await createTenant(pair.a.handle.db, 'Rotating Co');
+    const biz = await pair.a.handle.db.transaction().execute((trx) => createTenant(trx, 'Rotating Co'));
     const key = biz.sandbox.secret_key;
     expect((await get(pair.a.app, key)).status).toBe(200);
     expect((await get(pair.b.app, key)).status).toBe(200); // now cached in b
-    await rotateKeys(pair.a.handle.db, biz.tenant_id, 'sandbox', 0);
+    await pair.a.handle.db.transaction().execute((trx) => rotateKeys(trx, biz.tenant_id, 'sandbox', 0));
     await within(1000, async () => (await get(pair.b.app, key)).status === 401);
     expect((await get(pair.a.app, key)).status).toBe(401);
   });
 
   it('an expiry set by rotation is seen by the other process (and the key ends there on time)', async () => {
-    const biz = await createTenant(pair.a.handle.db, 'Expiring Co');
+    const biz = await pair.a.handle.db.transaction().execute((trx) => createTenant(trx, 'Expiring Co'));
     const key = biz.sandbox.secret_key;
     expect((await get(pair.b.app, key)).status).toBe(200);
-    const { old_keys_expire_at } = await rotateKeys(pair.a.handle.db, biz.tenant_id, 'sandbox', 1);
+    const { old_keys_expire_at } = await pair.a.handle.db.transaction().execute((trx) => rotateKeys(trx, biz.tenant_id, 'sandbox', 1));
     const end = new Date(old_keys_expire_at).getTime();
     await sleep(Math.max(0, end - Date.now()));
     await within(1000, async () => {
@@ -89,21 +89,21 @@ describe.skipIf(!pgUrl)('key revocation across processes on one PostgreSQL datab
   });
 
   it('after the listener connection is killed, it reconnects and the cache still cannot serve a revoked key', async () => {
-    const biz = await createTenant(pair.a.handle.db, 'Reconnect Co');
+    const biz = await pair.a.handle.db.transaction().execute((trx) => createTenant(trx, 'Reconnect Co'));
     const key = biz.sandbox.secret_key;
     expect((await get(pair.b.app, key)).status).toBe(200);
     // Kill every listener connection of this database (both instances').
     const killed = await sql<{ ok: boolean }>`select pg_terminate_backend(pid) as ok from pg_stat_activity
       where datname = current_database() and application_name = 'fsapi-listener'`.execute(pair.a.handle.db);
     expect(killed.rows.length).toBe(2);
-    await rotateKeys(pair.a.handle.db, biz.tenant_id, 'sandbox', 0);
+    await pair.a.handle.db.transaction().execute((trx) => rotateKeys(trx, biz.tenant_id, 'sandbox', 0));
     await within(1000, async () => (await get(pair.b.app, key)).status === 401);
     // And it is listening again.
     expect(await pair.b.handle.changes!.ready()).toBe(true);
   });
 
   it('a changed rate-limit quota reaches the other process at once', async () => {
-    const biz = await createTenant(pair.a.handle.db, 'Quota Co');
+    const biz = await pair.a.handle.db.transaction().execute((trx) => createTenant(trx, 'Quota Co'));
     const key = biz.sandbox.secret_key;
     expect((await get(pair.b.app, key)).headers['ratelimit-policy']).toContain('q=6000');
     await setSettings(pair.a.handle.db, biz.tenant_id, { rate_limit_per_minute: 1000 });
@@ -221,7 +221,7 @@ describe.skipIf(!pgUrl || !hasRedis)('rate and login limits across two API proce
   const pair = twoInstancesPerSuite('rl', { REDIS_URL, REDIS_KEY_PREFIX: prefix() });
 
   it('a quota of 6 per minute is 6 in total, whichever process answers', async () => {
-    const biz = await createTenant(pair.a.handle.db, 'Limited Co');
+    const biz = await pair.a.handle.db.transaction().execute((trx) => createTenant(trx, 'Limited Co'));
     await setSettings(pair.a.handle.db, biz.tenant_id, { rate_limit_per_minute: 6 });
     const key = biz.sandbox.secret_key;
     // Not across a minute boundary (the window would restart mid-test).
@@ -232,7 +232,7 @@ describe.skipIf(!pgUrl || !hasRedis)('rate and login limits across two API proce
   });
 
   it('five failed logins spread over both processes lock the email on both', async () => {
-    const biz = await createTenant(pair.a.handle.db, 'Login Co');
+    const biz = await pair.a.handle.db.transaction().execute((trx) => createTenant(trx, 'Login Co'));
     const email = `owner+${randomUUID().slice(0, 8)}@example.com`;
     await addUser(pair.a.handle.db, biz.tenant_id, { email, password: 'correct horse battery' });
     const agents = [new Agent({ app: pair.a.app } as never), new Agent({ app: pair.b.app } as never)];

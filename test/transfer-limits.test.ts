@@ -65,7 +65,7 @@ async function payee(customerId: string, currency = 'NGN') {
     institution_id: gtb.id,
   });
   expect(res.status, JSON.stringify(res.body)).toBe(202);
-  await verifyDuePayees(t.db, cfg);
+  await verifyDuePayees(t.db, t.unitOfWork, cfg);
   return res.body.data.id as string;
 }
 
@@ -255,7 +255,7 @@ describe('international payouts', () => {
       address: { address_line1: '1 Broad Street', city: 'Lagos', postal_code: '101001', state: 'NG-LA', country: 'NG' },
     });
     expect(created.status, JSON.stringify(created.body)).toBe(202);
-    await verifyDuePayees(t.db, cfg);
+    await verifyDuePayees(t.db, t.unitOfWork, cfg);
     const body = { ...payout(usd, created.body.data.id, '20.00'), additional_information: undefined };
     expect((await api.post('/v1/transfer', body)).body.error.code).toBe('feature_not_active');
     await enableInternationalTransfers(api, cust);

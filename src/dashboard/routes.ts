@@ -47,8 +47,11 @@ export function dashboardRoutes(deps: Deps) {
 
 function dashboard(deps: Deps) {
   return async function inner(app: FastifyInstance) {
-    const service = new DashboardService(deps.db, deps.sealer);
-    const team = new TeamService(deps.db, { mailer: teamMailer(deps.config), publicBaseUrl: deps.config.PUBLIC_BASE_URL });
+    const service = new DashboardService(deps.db, deps.sealer, deps.inTransaction);
+    const team = new TeamService(deps.db, deps.inTransaction, {
+      mailer: teamMailer(deps.config),
+      publicBaseUrl: deps.config.PUBLIC_BASE_URL,
+    });
     app.addHook('onRoute', (route) => {
       route.schema = { ...route.schema, hide: true }; // not part of the API's OpenAPI document
     });

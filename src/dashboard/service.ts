@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
-import type { Db } from '../db/client.js';
+import type { Db, UnitOfWork } from '../db/client.js';
 import { isUniqueViolation } from '../db/errors.js';
 import type { Environment } from '../core/context.js';
 import { sha256, type Sealer } from '../lib/crypto.js';
@@ -59,15 +59,17 @@ export class DashboardService {
   constructor(
     private readonly db: Db,
     private readonly sealer: Sealer,
+    /** The routes' unit of work (`deps.inTransaction`): this service never opens a transaction itself. */
+    private readonly inTransaction: UnitOfWork,
   ) {}
 
   /** Business + both key pairs + the first user; the new secret keys go to a one-time flash. */
   async signup(form: SignupForm): Promise<{ token: string; session: Session }> {
     if (await repo.findUserByEmail(this.db, form.email)) throw new EmailTaken();
     const passwordHash = await hashPassword(form.password);
-    // createTenant owns its transaction; a lost race on the email leaves an unused business
-    // with keys nobody has seen, which is harmless (the pre-check makes it rare).
-    const created = await createTenant(this.db, form.business_name);
+    // The business is created in a unit of its own; a lost race on the email leaves an unused
+    // business with keys nobody has seen, which is harmless (the pre-check makes it rare).
+    const created = await this.inTransaction((trx) => createTenant(trx, form.business_name));
     const userId = newId();
     try {
       await repo.insertUser(this.db, {
@@ -154,7 +156,7 @@ export class DashboardService {
   }
 
   async rotate(session: Session, expireInSeconds: number): Promise<void> {
-    const rotated = await rotateKeys(this.db, session.tenantId, session.environment, expireInSeconds);
+    const rotated = await this.inTransaction((trx) => rotateKeys(trx, session.tenantId, session.environment, expireInSeconds));
     await repo.upsertPublicKey(this.db, session.tenantId, session.environment, rotated.public_key);
     await this.setFlash(session, {
       kind: 'keys',

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
-import type { Db, Queryable } from '../db/client.js';
+import type { Db, Queryable, UnitOfWork } from '../db/client.js';
 import { isUniqueViolation } from '../db/errors.js';
 import { AppError, notFound } from '../core/errors.js';
 import type { Page, PageQuery } from '../db/pagination.js';
@@ -50,6 +50,8 @@ export interface AuditEntry {
 export class TeamService {
   constructor(
     private readonly db: Db,
+    /** The routes' unit of work (`deps.inTransaction`): this service never opens a transaction itself. */
+    private readonly inTransaction: UnitOfWork,
     /** Mail for new links (SMTP configured), and the origin links are made with (PUBLIC_BASE_URL). */
     readonly links: { mailer: TeamMailer | null; publicBaseUrl?: string | undefined } = { mailer: null },
   ) {}
@@ -169,7 +171,7 @@ export class TeamService {
     const parsed = NewPassword.safeParse(password);
     if (!parsed.success) fail(parsed.error.issues[0]!.message);
     const passwordHash = await hashPassword(parsed.data);
-    return this.db.transaction().execute(async (trx) => {
+    return this.inTransaction(async (trx) => {
       const link = await this.openLinkIn(trx, token);
       if (!link || !(await team.useInvite(trx, link.id))) fail('This link was already used or has expired. Ask for a new one.');
       let userId = link.user_id;
@@ -215,7 +217,7 @@ export class TeamService {
   async remove(session: Session, userId: string): Promise<void> {
     requirePermission(session.role, 'team');
     if (userId === session.userId) fail('You cannot remove yourself');
-    await this.db.transaction().execute(async (trx) => {
+    await this.inTransaction(async (trx) => {
       const owners = await team.lockOwners(trx, session.tenantId);
       const member = await team.findMember(trx, session.tenantId, userId);
       if (!member) throw notFound('Member');
@@ -234,7 +236,7 @@ export class TeamService {
   async changeRole(session: Session, userId: string, role: string): Promise<{ email: string; from: Role; to: Role }> {
     requirePermission(session.role, 'team');
     if (!isRole(role) || !grantableRoles(session.role).includes(role)) fail('Choose a role you may give');
-    return this.db.transaction().execute(async (trx) => {
+    return this.inTransaction(async (trx) => {
       const owners = await team.lockOwners(trx, session.tenantId);
       const member = await team.findMember(trx, session.tenantId, userId);
       if (!member) throw notFound('Member');

@@ -129,9 +129,9 @@ export function webhookRoutes(deps: Deps, service: DashboardService, team: TeamS
         if (!Number.isInteger(seconds) || seconds < 0 || seconds > MAX_OVERLAP_SECONDS) {
           throw new AppError('bad_request', 'Choose when the old secret stops signing');
         }
-        const rotated = await webhooks.rotateSecret(deps.db, scopeOf(session), deps.sealer, idParam(request), {
-          expire_old_in_seconds: seconds,
-        });
+        const rotated = await deps.inTransaction((trx) =>
+          webhooks.rotateSecret(trx, scopeOf(session), deps.sealer, idParam(request), { expire_old_in_seconds: seconds }),
+        );
         await service.setFlash(session, { kind: 'webhook_secret', endpoint_id: rotated.id, secret: rotated.secret });
         return '/dashboard/webhooks';
       }),
@@ -139,7 +139,7 @@ export function webhookRoutes(deps: Deps, service: DashboardService, team: TeamS
 
     app.post('/webhooks/endpoints/:id/delete', async (request, reply) =>
       act(request, reply, 'webhook.endpoint_deleted', async (session) => {
-        await webhooks.deleteEndpoint(deps.db, scopeOf(session), idParam(request));
+        await deps.inTransaction((trx) => webhooks.deleteEndpoint(trx, scopeOf(session), idParam(request)));
         return '/dashboard/webhooks';
       }),
     );
@@ -165,7 +165,7 @@ export function webhookRoutes(deps: Deps, service: DashboardService, team: TeamS
 
     app.post('/webhooks/endpoints/:id/test', async (request, reply) =>
       act(request, reply, 'webhook.test_sent', async (session) => {
-        const sent = await webhooks.sendTestEvent(deps.db, scopeOf(session), idParam(request));
+        const sent = await deps.inTransaction((trx) => webhooks.sendTestEvent(trx, scopeOf(session), idParam(request)));
         return `/dashboard/events/${sent.event_id}`;
       }),
     );

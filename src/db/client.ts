@@ -12,6 +12,12 @@ export type Db = Kysely<Database>;
 export type Trx = Transaction<Database>;
 /** Either the pool or an open transaction: repos take this so services decide the transaction. */
 export type Queryable = Kysely<Database> | Transaction<Database>;
+/**
+ * Runs `work` in one transaction. Only entry points open transactions (docs/architecture.md, Unit
+ * of work): a job or a dashboard service that needs several short ones is handed this by its
+ * entry point (`deps.inTransaction`, a worker tick) instead of opening them itself.
+ */
+export type UnitOfWork = <T>(work: (trx: Trx) => Promise<T>) => Promise<T>;
 
 export interface DatabaseHandle {
   db: Db;

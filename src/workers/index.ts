@@ -1,7 +1,7 @@
 import type { Job } from '../core/job.js';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from '../config.js';
-import type { Db } from '../db/client.js';
+import type { Db, UnitOfWork } from '../db/client.js';
 import { purgeExpiredSessions } from '../dashboard/service.js';
 import { Idempotency } from '../http/idempotency.js';
 import { RequestLogRetention } from '../modules/request-log/service.js';
@@ -83,6 +83,8 @@ export interface WorkerOptions {
 export function startWorkers(deps: WorkerDeps, options: WorkerOptions = {}) {
   const idempotency = new Idempotency(deps.db, deps.sealer, deps.config.IDEMPOTENCY_TTL_HOURS);
   const requestLogRetention = new RequestLogRetention(deps.db, deps.config.REQUEST_LOG_RETENTION_DAYS);
+  // Each job tick is an entry point: it opens the transactions its job runs in (docs/architecture.md).
+  const unitOfWork: UnitOfWork = (work) => deps.db.transaction().execute(work);
   const jobs: Job[] = [
     { name: 'idempotency-sweep', intervalMs: 60_000, tick: async () => (await idempotency.sweep()) > 0 },
     { name: 'dashboard-session-sweep', intervalMs: 600_000, tick: async () => (await purgeExpiredSessions(deps.db)) > 0 },
@@ -94,16 +96,25 @@ export function startWorkers(deps: WorkerDeps, options: WorkerOptions = {}) {
     ...webhookJobs({ db: deps.db, sealer: deps.sealer, log: deps.log }, options.webhooks),
     limitOrderJob(deps.db),
     approvalExpiryJob(deps.db, deps.config),
-    { name: 'payee-verification', intervalMs: 1000, tick: () => verifyDuePayees(deps.db, deps.config) },
+    { name: 'payee-verification', intervalMs: 1000, tick: () => verifyDuePayees(deps.db, unitOfWork, deps.config) },
     { name: 'payout-dispatch', intervalMs: 1000, tick: () => dispatchPendingPayouts(deps.db, deps.config) },
     { name: 'rail-settlement', intervalMs: 1000, tick: () => settleDueSandboxPayouts(deps.db) },
     {
       name: 'collection-expiry',
       intervalMs: 10_000,
       // Links are not rendered by the job, so the base URL does not matter here.
-      tick: () => expireDueCollections(deps.db, { config: deps.config, sealer: deps.sealer, baseUrl: deps.config.PUBLIC_BASE_URL ?? '' }),
+      tick: () =>
+        deps.db
+          .transaction()
+          .execute((trx) =>
+            expireDueCollections(trx, { config: deps.config, sealer: deps.sealer, baseUrl: deps.config.PUBLIC_BASE_URL ?? '' }),
+          ),
     },
-    { name: 'card-authorization-expiry', intervalMs: 60_000, tick: () => expireDue(deps.db, 100, deps.dbKind === 'postgres') },
+    {
+      name: 'card-authorization-expiry',
+      intervalMs: 60_000,
+      tick: () => deps.db.transaction().execute((trx) => expireDue(trx, 100, deps.dbKind === 'postgres')),
+    },
   ];
   return runJobs(jobs, deps.log, deps.config.JOB_INTERVAL_MAX_MS);
 }

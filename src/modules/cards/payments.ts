@@ -1,4 +1,4 @@
-import type { Db, Queryable, Trx } from '../../db/client.js';
+import type { Queryable, Trx } from '../../db/client.js';
 import type { RequestContext } from '../../core/context.js';
 import { AppError, notFound, validationError } from '../../core/errors.js';
 import type { Page } from '../../db/pagination.js';
@@ -247,16 +247,15 @@ async function release(trx: Trx, ctx: Scope, auth: repo.AuthorizationRow, status
 
 /**
  * Worker: approved authorizations never captured are released after CARD_AUTH_EXPIRY_HOURS. Claims
- * a bounded batch with SKIP LOCKED (PostgreSQL) so several workers share the work; true = more.
+ * a bounded batch with SKIP LOCKED (PostgreSQL) so several workers share the work, in the tick's
+ * transaction; true = more.
  */
-export async function expireDue(db: Db, batch: number, skipLocked: boolean): Promise<boolean> {
-  return db.transaction().execute(async (trx) => {
-    const due = await repo.claimExpiredAuthorizations(trx, batch, skipLocked);
-    for (const auth of due) {
-      await release(trx, { tenantId: auth.tenant_id, environment: auth.environment as Scope['environment'] }, auth, 'expired');
-    }
-    return due.length === batch;
-  });
+export async function expireDue(trx: Trx, batch: number, skipLocked: boolean): Promise<boolean> {
+  const due = await repo.claimExpiredAuthorizations(trx, batch, skipLocked);
+  for (const auth of due) {
+    await release(trx, { tenantId: auth.tenant_id, environment: auth.environment as Scope['environment'] }, auth, 'expired');
+  }
+  return due.length === batch;
 }
 
 export async function getAuthorization(db: Queryable, ctx: Scope, id: string): Promise<AuthorizationResponse> {

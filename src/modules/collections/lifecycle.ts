@@ -1,4 +1,4 @@
-import type { Db, Trx } from '../../db/client.js';
+import type { Trx } from '../../db/client.js';
 import { WriteSet } from '../../db/write-set.js';
 import type { Environment, RequestContext } from '../../core/context.js';
 import { AppError, notFound } from '../../core/errors.js';
@@ -158,13 +158,11 @@ export async function expireCollection(trx: Trx, ctx: Scope, d: Deps, id: string
   return response;
 }
 
-/** The expiry job: pending collections past `expires_at` expire (one transaction per batch). */
-export async function expireDueCollections(db: Db, d: Deps, batch = 50): Promise<boolean> {
-  return db.transaction().execute(async (trx) => {
-    const due = await repo.dueForExpiry(trx, batch);
-    for (const c of due) await expireCollection(trx, { tenantId: c.tenant_id, environment: c.environment as Environment }, d, c.id);
-    return due.length === batch;
-  });
+/** The expiry job: pending collections past `expires_at` expire, in the tick's transaction (one per batch). */
+export async function expireDueCollections(trx: Trx, d: Deps, batch = 50): Promise<boolean> {
+  const due = await repo.dueForExpiry(trx, batch);
+  for (const c of due) await expireCollection(trx, { tenantId: c.tenant_id, environment: c.environment as Environment }, d, c.id);
+  return due.length === batch;
 }
 
 /**

@@ -1,5 +1,5 @@
 import type { Config } from '../../config.js';
-import type { Db, Queryable, Trx } from '../../db/client.js';
+import type { Queryable, Trx, UnitOfWork } from '../../db/client.js';
 import type { RequestContext } from '../../core/context.js';
 import { AppError, notFound } from '../../core/errors.js';
 import type { Page } from '../../db/pagination.js';
@@ -213,14 +213,20 @@ export function payeeDetailsOf(r: repo.ExternalAccountRow): PayeeDetails {
 /**
  * The verification job: asks the connector about each due pending payee (outside any
  * transaction: a real connector does network I/O), then records the answer with its event in
- * one short transaction. Returns true when a full batch was found (more may be waiting).
+ * one short transaction of the worker's `unitOfWork`. Returns true when a full batch was found
+ * (more may be waiting).
  */
-export async function verifyDuePayees(db: Db, config: Pick<Config, 'SANDBOX_RAIL_DELAY_MS'>, batch = 20): Promise<boolean> {
+export async function verifyDuePayees(
+  db: Queryable,
+  unitOfWork: UnitOfWork,
+  config: Pick<Config, 'SANDBOX_RAIL_DELAY_MS'>,
+  batch = 20,
+): Promise<boolean> {
   const due = await repo.claimDueVerifications(db, batch, 60);
   for (const row of due) {
     const ctx = { tenantId: row.tenant_id, environment: row.environment as Scope['environment'] };
     const result = await payoutConnector(ctx.environment, config).verifyAccount(payeeDetailsOf(row));
-    await db.transaction().execute(async (trx) => {
+    await unitOfWork(async (trx) => {
       const outcome = result.verified
         ? ({ status: 'active', verifiedName: result.accountName } as const)
         : ({ status: 'failed', reason: result.reason } as const);

@@ -1,4 +1,4 @@
-import type { Db, Queryable } from '../../db/client.js';
+import type { Db, Queryable, Trx } from '../../db/client.js';
 import type { Environment, KeyLookup } from '../../core/context.js';
 import { BusinessSettingsStrict, issuesOf, parseBusinessSettings, type BusinessSettings } from '../../core/settings.js';
 import { constantTimeEqual, randomBase62, sha256 } from '../../lib/crypto.js';
@@ -48,14 +48,13 @@ async function createKeyPair(db: Queryable, tenantId: string, environment: Envir
   return pair;
 }
 
-export async function createTenant(db: Db, name: string): Promise<CreatedTenant> {
-  return db.transaction().execute(async (trx) => {
-    const tenantId = newId();
-    await repo.insertTenant(trx, tenantId, name);
-    const sandbox = await createKeyPair(trx, tenantId, 'sandbox');
-    const live = await createKeyPair(trx, tenantId, 'live');
-    return { tenant_id: tenantId, sandbox, live };
-  });
+/** A business with both key pairs, in the caller's transaction (the CLI, start-up, dashboard sign-up). */
+export async function createTenant(trx: Trx, name: string): Promise<CreatedTenant> {
+  const tenantId = newId();
+  await repo.insertTenant(trx, tenantId, name);
+  const sandbox = await createKeyPair(trx, tenantId, 'sandbox');
+  const live = await createKeyPair(trx, tenantId, 'live');
+  return { tenant_id: tenantId, sandbox, live };
 }
 
 export const ROTATION_EXPIRY_SECONDS = [0, 3600, 86_400, 604_800] as const;
@@ -65,17 +64,15 @@ export const ROTATION_EXPIRY_SECONDS = [0, 3600, 86_400, 604_800] as const;
  * now (0 = at once). The new secret key is returned here and never again.
  */
 export async function rotateKeys(
-  db: Db,
+  trx: Trx,
   tenantId: string,
   environment: Environment,
   expireInSeconds: number,
 ): Promise<KeyPair & { old_keys_expire_at: string }> {
-  return db.transaction().execute(async (trx) => {
-    const at = new Date(Date.now() + expireInSeconds * 1000);
-    await repo.expireKeys(trx, tenantId, environment, at);
-    const pair = await createKeyPair(trx, tenantId, environment);
-    return { ...pair, old_keys_expire_at: at.toISOString() };
-  });
+  const at = new Date(Date.now() + expireInSeconds * 1000);
+  await repo.expireKeys(trx, tenantId, environment, at);
+  const pair = await createKeyPair(trx, tenantId, environment);
+  return { ...pair, old_keys_expire_at: at.toISOString() };
 }
 
 const KEY_SHAPE = /^(sk|pk)_(sandbox|live)_[0-9A-Za-z]{20,100}$/;

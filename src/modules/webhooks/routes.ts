@@ -76,13 +76,13 @@ export function webhookRoutes(deps: Deps): FastifyPluginAsyncZod {
           response: { 200: envelope(EndpointResponse) },
         },
       },
-      async (req) => ok(await service.updateEndpoint(deps.db, req.ctx, req.params.id, req.body)),
+      async (req) => ok(await deps.inTransaction((trx) => service.updateEndpoint(trx, req.ctx, req.params.id, req.body))),
     );
 
     app.delete(
       '/v1/webhooks/endpoints/:id',
       { schema: { tags, summary: 'Delete a webhook endpoint', params: IdParams, response: { 200: envelope(DeletedResponse) } } },
-      async (req) => ok(await service.deleteEndpoint(deps.db, req.ctx, req.params.id)),
+      async (req) => ok(await deps.inTransaction((trx) => service.deleteEndpoint(trx, req.ctx, req.params.id))),
     );
 
     app.post(

@@ -1,5 +1,5 @@
 import type { Lock } from '../../db/scoped.js';
-import type { Db, Queryable, Trx } from '../../db/client.js';
+import type { Queryable, Trx } from '../../db/client.js';
 import type { RequestContext } from '../../core/context.js';
 import { AppError, notFound } from '../../core/errors.js';
 import type { Page, PageQuery } from '../../db/pagination.js';
@@ -41,10 +41,6 @@ export const MAX_ENDPOINTS = 20;
 export const RETRY_COUNT = 9;
 
 export const sealContext = (endpointId: string) => `webhook-endpoint:${endpointId}`;
-
-function inTransaction<T>(db: Queryable, work: (trx: Trx) => Promise<T>): Promise<T> {
-  return db.isTransaction ? work(db as Trx) : (db as Db).transaction().execute(work);
-}
 
 function normalizeTypes(types: string[] | null | undefined): string | null {
   return types && types.length > 0 ? JSON.stringify([...new Set(types)]) : null;
@@ -125,33 +121,29 @@ export async function updateEndpoint(db: Queryable, ctx: Scope, id: string, patc
  * `expire_old_in_seconds` (default 24 h, 0 = at once), so receivers can switch without a gap.
  */
 export async function rotateSecret(
-  db: Queryable,
+  trx: Trx,
   ctx: Scope,
   sealer: Sealer,
   id: string,
   input: RotateSecretBody,
 ): Promise<EndpointWithSecretResponse> {
-  return inTransaction(db, async (trx) => {
-    const current = await requireEndpoint(trx, ctx, id, 'update');
-    const overlap = input.expire_old_in_seconds ?? DEFAULT_OVERLAP_SECONDS;
-    const secret = generateSecret();
-    const row = await repo.updateEndpoint(trx, ctx, id, {
-      secret_sealed: sealer.seal(secret, sealContext(id)),
-      previous_secret_sealed: overlap > 0 ? current.secret_sealed : null,
-      previous_secret_expires_at: overlap > 0 ? new Date(Date.now() + overlap * 1000) : null,
-    });
-    return { ...toEndpointResponse(row!), secret };
+  const current = await requireEndpoint(trx, ctx, id, 'update');
+  const overlap = input.expire_old_in_seconds ?? DEFAULT_OVERLAP_SECONDS;
+  const secret = generateSecret();
+  const row = await repo.updateEndpoint(trx, ctx, id, {
+    secret_sealed: sealer.seal(secret, sealContext(id)),
+    previous_secret_sealed: overlap > 0 ? current.secret_sealed : null,
+    previous_secret_expires_at: overlap > 0 ? new Date(Date.now() + overlap * 1000) : null,
   });
+  return { ...toEndpointResponse(row!), secret };
 }
 
 /** Deletes an endpoint: nothing more is sent to it; its history stays readable. */
-export async function deleteEndpoint(db: Queryable, ctx: Scope, id: string): Promise<{ id: string; deleted: boolean }> {
-  return inTransaction(db, async (trx) => {
-    const row = await repo.updateEndpoint(trx, ctx, id, { deleted_at: new Date() });
-    if (!row) throw notFound('Webhook endpoint');
-    await repo.failOpenDeliveries(trx, ctx, id);
-    return { id, deleted: true };
-  });
+export async function deleteEndpoint(trx: Trx, ctx: Scope, id: string): Promise<{ id: string; deleted: boolean }> {
+  const row = await repo.updateEndpoint(trx, ctx, id, { deleted_at: new Date() });
+  if (!row) throw notFound('Webhook endpoint');
+  await repo.failOpenDeliveries(trx, ctx, id);
+  return { id, deleted: true };
 }
 
 // ---- history ---------------------------------------------------------------------------------
@@ -320,8 +312,8 @@ export async function eventsOf(db: Queryable, ctx: Scope, groupIds: string[]): P
 export const TEST_EVENT_TYPE = 'webhook.test';
 
 /** Queues a signed test event to one enabled endpoint; returns the delivery to watch. */
-export async function sendTestEvent(db: Queryable, ctx: Scope, endpointId: string): Promise<{ delivery_id: string; event_id: string }> {
-  const endpoint = await requireEndpoint(db, ctx, endpointId);
+export async function sendTestEvent(trx: Trx, ctx: Scope, endpointId: string): Promise<{ delivery_id: string; event_id: string }> {
+  const endpoint = await requireEndpoint(trx, ctx, endpointId);
   if (endpoint.status !== 'enabled') throw new AppError('invalid_state_transition', 'The webhook endpoint is disabled; enable it first');
   const eventId = newId();
   const deliveryId = newId();
@@ -335,6 +327,6 @@ export async function sendTestEvent(db: Queryable, ctx: Scope, endpointId: strin
     event_group_id: endpointId,
     event_data: { endpoint_id: endpointId, message: 'A test event sent from the dashboard' },
   };
-  await inTransaction(db, (trx) => eventsRepo.insertTestEvent(trx, ctx, { eventId, deliveryId, endpointId }, payload));
+  await eventsRepo.insertTestEvent(trx, ctx, { eventId, deliveryId, endpointId }, payload);
   return { delivery_id: deliveryId, event_id: eventId };
 }
