@@ -9,6 +9,45 @@ const upward = (layers) => ({
   ],
 });
 
+/**
+ * The files that may open a transaction: entry points (the app's `deps.inTransaction`, the CLI,
+ * start-up, worker ticks), the idempotency wrappers at the route edge, migrations, and the jobs
+ * that need several short transactions around network I/O (webhook delivery, payout dispatch,
+ * FX limit orders).
+ */
+const TRANSACTION_OWNERS = [
+  'src/app.ts',
+  'src/cli.ts',
+  'src/main.ts',
+  'src/workers/**',
+  'src/http/idempotency.ts',
+  'src/http/idempotency-batch.ts',
+  'src/db/migrate.ts',
+  'src/modules/webhooks/delivery.ts',
+  'src/modules/transfers/payout-lifecycle.ts',
+  'src/modules/fx/worker.ts',
+];
+
+const OPENS_A_TRANSACTION = {
+  selector: "CallExpression[callee.type='MemberExpression'][callee.property.name=/^(transaction|startTransaction)$/]",
+  message: 'Only entry points open a transaction (docs/architecture.md, Unit of work): take a Trx, or a UnitOfWork, from the caller.',
+};
+
+const FILTERS_BY_HAND = {
+  selector: "CallExpression[callee.property.name='where'][arguments.0.value=/^(\\w+\\.)?(tenant_id|environment)$/]",
+  message: "Query a business's rows with scoped / scopedUpdate / scopedDelete / findScoped / transition (db/scoped.ts).",
+};
+
+/** Repos not yet moved to db/scoped.ts (other engineers' modules at the time; tenants keys by id pairs). */
+const UNSCOPED_REPOS = [
+  'src/modules/accounts/repo.ts',
+  'src/modules/approvals/repo.ts',
+  'src/modules/external-accounts/repo.ts',
+  'src/modules/fx/repo.ts',
+  'src/modules/tenants/repo.ts',
+  'src/modules/transfers/repo.ts',
+];
+
 export default tseslint.config(
   {
     ignores: [
@@ -34,6 +73,20 @@ export default tseslint.config(
   { files: ['src/core/**'], rules: upward(['lib', 'db', 'ledger', 'rails', 'http', 'modules', 'dashboard', 'workers']) },
   { files: ['src/lib/**', 'src/db/**', 'src/ledger/**', 'src/rails/**'], rules: upward(['http', 'modules', 'dashboard', 'workers']) },
   { files: ['src/http/**'], rules: upward(['modules', 'dashboard', 'workers']) },
+  {
+    // One owner of units of work (docs/architecture.md, Unit of work): services, repos and pages take
+    // the transaction (or a UnitOfWork) from their entry point and never open one.
+    files: ['src/**/*.ts'],
+    ignores: ['src/**/*.test.ts', ...TRANSACTION_OWNERS],
+    rules: { 'no-restricted-syntax': ['error', OPENS_A_TRANSACTION] },
+  },
+  {
+    // Repos query a business's rows through db/scoped.ts (and repos never open a transaction either;
+    // one rule entry replaces another, so both selectors are listed here).
+    files: ['src/modules/**/*repo.ts'],
+    ignores: UNSCOPED_REPOS,
+    rules: { 'no-restricted-syntax': ['error', OPENS_A_TRANSACTION, FILTERS_BY_HAND] },
+  },
   {
     files: ['src/cli.ts', 'src/main.ts', 'bench/**', 'test/**'],
     rules: { 'no-console': 'off' },
