@@ -45,7 +45,6 @@ const UNSCOPED_REPOS = [
   'src/modules/external-accounts/repo.ts',
   'src/modules/fx/repo.ts',
   'src/modules/tenants/repo.ts',
-  'src/modules/transfers/repo.ts',
 ];
 
 export default tseslint.config(

@@ -2,9 +2,10 @@ import type { ColumnType, Insertable, Selectable } from 'kysely';
 import { sql } from 'kysely';
 import type { Queryable } from '../../db/client.js';
 import { write, type Writer } from '../../db/write-set.js';
-import type { RequestContext } from '../../core/context.js';
+import type { Scope } from '../../core/context.js';
 import { paginate, type Page } from '../../db/pagination.js';
 import type { ListTransfersQuery, TransferStatus } from './schema.js';
+import { findScoped, scoped, scopedUpdate, transition } from '../../db/scoped.js';
 
 export interface TransfersTable {
   id: string;
@@ -43,7 +44,6 @@ declare module '../../db/types.js' {
 }
 
 export type TransferRow = Selectable<TransfersTable>;
-type Scope = Pick<RequestContext, 'tenantId' | 'environment'>;
 
 export async function insertTransfer(to: Writer, row: Insertable<TransfersTable>) {
   await write(to, (db) => db.insertInto('transfers').values(row));
@@ -56,17 +56,11 @@ export async function insertTransfers(to: Writer, rows: TransferRow[]) {
 }
 
 export async function findTransfer(db: Queryable, ctx: Scope, id: string) {
-  return db
-    .selectFrom('transfers')
-    .selectAll()
-    .where('tenant_id', '=', ctx.tenantId)
-    .where('environment', '=', ctx.environment)
-    .where('id', '=', id)
-    .executeTakeFirst();
+  return findScoped(db, 'transfers', ctx, id);
 }
 
 export async function listTransfers(db: Queryable, ctx: Scope, query: ListTransfersQuery): Promise<Page<TransferRow>> {
-  let base = db.selectFrom('transfers').where('tenant_id', '=', ctx.tenantId).where('environment', '=', ctx.environment);
+  let base = scoped(db, 'transfers', ctx);
   if (query.status) base = base.where('status', '=', query.status);
   if (query.account_id) {
     const id = query.account_id;
@@ -81,14 +75,7 @@ export async function listTransfers(db: Queryable, ctx: Scope, query: ListTransf
 
 /** The transfer, row-locked until the caller commits (payout outcomes serialize on it). */
 export async function findTransferForUpdate(db: Queryable, ctx: Scope, id: string) {
-  return db
-    .selectFrom('transfers')
-    .selectAll()
-    .where('tenant_id', '=', ctx.tenantId)
-    .where('environment', '=', ctx.environment)
-    .where('id', '=', id)
-    .forUpdate()
-    .executeTakeFirst();
+  return findScoped(db, 'transfers', ctx, id, 'update');
 }
 
 /** Moves a transfer from `from` to a new status, at most once (the status condition guards it). */
@@ -99,15 +86,7 @@ export async function moveTransfer(
   from: TransferStatus[],
   patch: { status: TransferStatus; failure_reason?: string | null; ledger_transaction_id?: string | null },
 ) {
-  return db
-    .updateTable('transfers')
-    .set({ ...patch, updated_at: new Date() })
-    .where('tenant_id', '=', ctx.tenantId)
-    .where('environment', '=', ctx.environment)
-    .where('id', '=', id)
-    .where('status', 'in', from)
-    .returningAll()
-    .executeTakeFirst();
+  return transition(db, 'transfers', ctx, id, from, { ...patch, updated_at: new Date() });
 }
 
 /**
@@ -129,11 +108,8 @@ export async function pendingPayouts(db: Queryable, limit: number) {
 
 /** Records a payout's approval state in its metadata (`payout.approval`), on the caller's locked row. */
 export async function setPayoutApproval(db: Queryable, ctx: Scope, id: string, state: 'approved' | 'rejected' | 'expired') {
-  await db
-    .updateTable('transfers')
+  await scopedUpdate(db, 'transfers', ctx)
     .set({ metadata: sql`jsonb_set(metadata, '{payout,approval}', to_jsonb(${state}::text))`, updated_at: new Date() })
-    .where('tenant_id', '=', ctx.tenantId)
-    .where('environment', '=', ctx.environment)
     .where('id', '=', id)
     .execute();
 }
