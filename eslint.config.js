@@ -38,13 +38,12 @@ const FILTERS_BY_HAND = {
   message: "Query a business's rows with scoped / scopedUpdate / scopedDelete / findScoped / transition (db/scoped.ts).",
 };
 
-/** Repos not yet moved to db/scoped.ts (other engineers' modules at the time; tenants keys by id pairs). */
+/** Repos not yet moved to db/scoped.ts (other engineers' modules at the time). */
 const UNSCOPED_REPOS = [
   'src/modules/accounts/repo.ts',
   'src/modules/approvals/repo.ts',
   'src/modules/external-accounts/repo.ts',
   'src/modules/fx/repo.ts',
-  'src/modules/tenants/repo.ts',
 ];
 
 export default tseslint.config(

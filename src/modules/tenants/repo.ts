@@ -1,6 +1,7 @@
 import type { ColumnType, Selectable } from 'kysely';
 import type { Queryable } from '../../db/client.js';
 import type { Environment } from '../../core/context.js';
+import { scoped, scopedUpdate } from '../../db/scoped.js';
 
 export interface TenantsTable {
   id: string;
@@ -90,11 +91,8 @@ export async function findKeyByHash(db: Queryable, hash: Buffer) {
 
 /** Keys of one environment still in use (not revoked, not expired), newest first. */
 export async function listLiveKeys(db: Queryable, tenantId: string, environment: Environment) {
-  return db
-    .selectFrom('api_keys')
+  return scoped(db, 'api_keys', { tenantId, environment })
     .selectAll()
-    .where('tenant_id', '=', tenantId)
-    .where('environment', '=', environment)
     .where('revoked_at', 'is', null)
     .where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', new Date())]))
     .orderBy('created_at', 'desc')
@@ -103,11 +101,8 @@ export async function listLiveKeys(db: Queryable, tenantId: string, environment:
 
 /** Sets the expiry of every current key of the environment (rotation): the old pair ends then. */
 export async function expireKeys(db: Queryable, tenantId: string, environment: Environment, at: Date) {
-  await db
-    .updateTable('api_keys')
+  await scopedUpdate(db, 'api_keys', { tenantId, environment })
     .set({ expires_at: at })
-    .where('tenant_id', '=', tenantId)
-    .where('environment', '=', environment)
     .where('revoked_at', 'is', null)
     .where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', at)]))
     .execute();
