@@ -85,35 +85,31 @@ async function holdFunds(
   id: string,
   input: { sourceId: string; principalAccountId: string; feeAccountId: string | null; amount: bigint; fee: bigint; currency: string },
 ) {
-  try {
-    const principal = await ledger.hold(trx, ctx, {
-      debitAccountId: input.sourceId,
-      creditAccountId: input.principalAccountId,
-      amount: input.amount,
-      currency: input.currency,
-      kind: 'payout',
-      reference: id,
-      metadata: { transfer_id: id },
-    });
-    const fee =
-      input.feeAccountId && input.fee > 0n
-        ? await ledger.hold(trx, ctx, {
-            debitAccountId: input.sourceId,
-            creditAccountId: input.feeAccountId,
-            amount: input.fee,
-            currency: input.currency,
-            kind: 'payout_fee',
-            reference: id,
-            metadata: { transfer_id: id },
-          })
-        : undefined;
-    return { principal, fee };
-  } catch (err) {
-    // Holds still report an overdraft by throwing; the API error is the one every transfer path uses.
-    if (err instanceof AppError && err.code === 'insufficient_funds')
-      throw refusalError({ ok: false, reason: 'insufficient_funds', accountId: input.sourceId });
-    throw err;
-  }
+  // The ledger's typed refusal becomes the API error every transfer path uses (errors.ts).
+  const principal = await ledger.tryHold(trx, ctx, {
+    debitAccountId: input.sourceId,
+    creditAccountId: input.principalAccountId,
+    amount: input.amount,
+    currency: input.currency,
+    kind: 'payout',
+    reference: id,
+    metadata: { transfer_id: id },
+  });
+  if (!principal.ok) throw refusalError(principal);
+  const fee =
+    input.feeAccountId && input.fee > 0n
+      ? await ledger.tryHold(trx, ctx, {
+          debitAccountId: input.sourceId,
+          creditAccountId: input.feeAccountId,
+          amount: input.fee,
+          currency: input.currency,
+          kind: 'payout_fee',
+          reference: id,
+          metadata: { transfer_id: id },
+        })
+      : undefined;
+  if (fee && !fee.ok) throw refusalError(fee);
+  return { principal: principal.hold, fee: fee?.hold };
 }
 
 /**
