@@ -117,6 +117,17 @@ describe('FX orders settling to a standing settlement instruction', () => {
     expect(tr).not.toHaveProperty('approval_status');
     expect(minor(tr.amount) + minor(tr.fee)).toBe(minor(o.converted_amount));
     expect(minor(tr.fee)).toBeGreaterThan(0n);
+    // The remitter is the customer on file; the payout names the order it settles.
+    const [row] = await transfersOf(tenant.tenant_id);
+    expect((row!.metadata as { payout: Record<string, unknown> }).payout).toMatchObject({
+      fx_order_id: o.id,
+      remitter: {
+        source: 'customer_record',
+        remitter_full_name: 'John Michael Doe',
+        remitter_date_of_birth: '1990-01-15',
+        remitter_country: 'NG',
+      },
+    });
 
     // USD paid; the proceeds credited and held for the payout: NGN available where it started.
     expect(await balances(api, usd)).toEqual({ balance: '90.00', available: '90.00' });
@@ -241,6 +252,25 @@ describe('FX orders settling to a standing settlement instruction', () => {
     expect((await api.get(`/v1/fx/orders/${doomed.id}`)).body.data).toMatchObject({ status: 'rejected', rejection_reason: 'not_found' });
     expect(await transfersOf(tenant.tenant_id)).toHaveLength(1);
     expect(await balances(api, ngn)).toMatchObject({ available: '1000.00' });
+    expect((await reconcile(t.db)).ok).toBe(true);
+  });
+});
+
+describe('a limit order whose settlement payout is refused when it comes due', () => {
+  it('is rejected (settlement_refused), its hold released; nothing converted or paid out', async () => {
+    const { tenant, api, usd, ngn, order } = await setup();
+    const placed = (await order({ order_type: 'limit', target_rate: '1550' })).body.data;
+    expect((await balances(api, usd)).available).toBe('90.00');
+    await setSettings(t.db, tenant.tenant_id, { kyc_limits: { basic: { NGN: { per_transaction: '100', daily: '1000' } } } });
+    await api.post('/v1/simulations/fx/rates', { base: 'USD', quote: 'NGN', rate: '1600' });
+    await runLimitWorker(t);
+    expect((await api.get(`/v1/fx/orders/${placed.id}`)).body.data).toMatchObject({
+      status: 'rejected',
+      rejection_reason: 'settlement_refused: limit_exceeded',
+    });
+    expect(await balances(api, usd)).toEqual({ balance: '100.00', available: '100.00' });
+    expect(await balances(api, ngn)).toEqual({ balance: '1000.00', available: '1000.00' });
+    expect(await transfersOf(tenant.tenant_id)).toHaveLength(0);
     expect((await reconcile(t.db)).ok).toBe(true);
   });
 });
