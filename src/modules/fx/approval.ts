@@ -6,7 +6,8 @@ import { AppError } from '../../core/errors.js';
 import * as ledger from '../../ledger/index.js';
 import * as accounts from '../accounts/service.js';
 import type { Checker } from '../approvals/service.js';
-import { customerRate, rateFromDb } from '../../lib/decimal.js';
+import { rateFromDb } from '../../lib/decimal.js';
+import { fxCustomerRate } from '../pricing/service.js';
 import { creditedAccountId, destinationCurrency, executeConversion, priceOrder, toOrderResponse } from './execution.js';
 import { closePendingOrder, insufficient, limitOrderExpiry } from './orders.js';
 import * as repo from './repo.js';
@@ -74,7 +75,7 @@ async function executionRate(trx: Trx, scope: Scope, order: repo.OrderRow): Prom
   }
   const mid = (await rateBook(trx, scope)).mid(order.base, order.quote);
   if (!mid) throw new AppError('unprocessable', `No market rate for ${order.base}/${order.quote} now; try again later`);
-  return { mid: mid.mid, rate: customerRate(mid.mid, order.spread_bps, order.side) };
+  return { mid: mid.mid, rate: fxCustomerRate(mid.mid, order.spread_bps, order.side) };
 }
 
 export async function rejectOrder(trx: Trx, scope: Scope, id: string, checker: Checker, reason: string | null): Promise<OrderResponse> {

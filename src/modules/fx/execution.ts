@@ -7,7 +7,8 @@ import { formatAmount } from '../../lib/money.js';
 import * as accounts from '../accounts/service.js';
 import * as transactions from '../transactions/service.js';
 import { recordEvent } from '../webhooks/service.js';
-import { assertConvertible, counterAmount, feeFor, formatRate, rateFromDb } from '../../lib/decimal.js';
+import { assertConvertible, counterAmount, formatRate, rateFromDb } from '../../lib/decimal.js';
+import { fxFee } from '../pricing/service.js';
 import * as repo from './repo.js';
 import type { OrderResponse } from './schema.js';
 import { conversionLegs } from './service.js';
@@ -36,7 +37,7 @@ export function priceOrder(order: SideOf & { amount: bigint }, rate: bigint, fee
   const counter = counterAmount(order.side, order.amount, order.base, order.quote, rate);
   const given = order.side === 'sell' ? order.amount : counter;
   const received = order.side === 'sell' ? counter : order.amount;
-  const fee = feeFor(given, feeBps);
+  const fee = fxFee(given, feeBps);
   assertConvertible(given, received, given + fee);
   return { counter, given, received, fee };
 }

@@ -10,11 +10,12 @@ import * as accounts from '../accounts/service.js';
 import * as approvals from '../approvals/service.js';
 import { requireCustomer } from '../customers/service.js';
 import { recordEvent } from '../webhooks/service.js';
-import { customerRate, formatRate, parseRate, rateFromDb } from '../../lib/decimal.js';
+import { formatRate, parseRate, rateFromDb } from '../../lib/decimal.js';
+import { fxCustomerRate, fxPricing } from '../pricing/service.js';
 import { executeConversion, priceOrder, sourceCurrency, toOrderResponse, destinationCurrency, type Priced } from './execution.js';
 import * as repo from './repo.js';
 import type { CreateOrderBody, ListOrdersQuery, OrderResponse } from './schema.js';
-import { assertPair, lockQuote, pricing, rateBook, redeemQuote, type LockedQuote } from './service.js';
+import { assertPair, lockQuote, rateBook, redeemQuote, type LockedQuote } from './service.js';
 import { resolveInstruction } from './ssi.js';
 
 /**
@@ -193,7 +194,7 @@ export async function createOrder(trx: Trx, ctx: RequestContext, config: Config,
   const id = newId();
   const terms = body.quote_id ? await termsFromQuote(trx, ctx, body, body.quote_id, id) : await termsFromBody(trx, ctx, config, body);
   const { source, destination, instruction } = await loadAccounts(trx, ctx, body, terms);
-  const { spreadBps, feeBps } = terms.quoteRow ?? pricing(ctx, config);
+  const { spreadBps, feeBps } = terms.quoteRow ?? fxPricing(ctx.settings, config);
   const common = {
     id,
     tenant_id: ctx.tenantId,
@@ -218,7 +219,7 @@ export async function createOrder(trx: Trx, ctx: RequestContext, config: Config,
   if (policy.fxOrders) return placeForApproval(trx, ctx, policy, common, terms);
   if (terms.orderType === 'limit') return placeLimitOrder(trx, ctx, config, common, terms.targetRate!);
 
-  const rate = terms.quoteRow ? parseRate(terms.quoteRow.rate) : customerRate(terms.mid, spreadBps, terms.side);
+  const rate = terms.quoteRow ? parseRate(terms.quoteRow.rate) : fxCustomerRate(terms.mid, spreadBps, terms.side);
   const priced = priceOrder(terms, rate, feeBps);
   const order = await repo.insertOrder(trx, { ...common, status: 'pending' });
   try {
@@ -326,7 +327,7 @@ async function placeForApproval(
     ? terms.targetRate!
     : terms.quoteRow
       ? parseRate(terms.quoteRow.rate)
-      : customerRate(terms.mid, common.spread_bps, terms.side);
+      : fxCustomerRate(terms.mid, common.spread_bps, terms.side);
   const priced = priceOrder(common, rate, common.fee_bps);
   const hold = await holdSource(trx, ctx, common, priced, limit ? 'fx_limit_order' : 'fx_order', { waiting_approval: true });
   const expiresAt = approvals.expiryOf(policy, terms.quoteRow?.expiresAt);

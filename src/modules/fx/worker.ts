@@ -5,7 +5,8 @@ import { AppError } from '../../core/errors.js';
 import * as ledger from '../../ledger/index.js';
 import type { Job } from '../../core/job.js';
 import * as accounts from '../accounts/service.js';
-import { customerRate, rateFromDb } from '../../lib/decimal.js';
+import { rateFromDb } from '../../lib/decimal.js';
+import { fxCustomerRate } from '../pricing/service.js';
 import { creditedAccountId, destinationCurrency, executeConversion, priceOrder, type Priced } from './execution.js';
 import { closePendingOrder } from './orders.js';
 import * as repo from './repo.js';
@@ -73,7 +74,7 @@ function dueAction(order: repo.OrderRow, book: RateBook, now: number): Due {
   const mid = book.mid(order.base, order.quote);
   if (!mid || order.target_rate === null) return null;
   const target = rateFromDb(order.target_rate);
-  const rate = customerRate(mid.mid, order.spread_bps, order.side);
+  const rate = fxCustomerRate(mid.mid, order.spread_bps, order.side);
   return (order.side === 'sell' ? rate >= target : rate <= target) ? { mid: mid.mid, rate } : null;
 }
 
