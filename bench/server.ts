@@ -83,7 +83,7 @@ export async function startServer(options: {
       TRUSTED_PROXIES: '127.0.0.1',
       LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'info',
       DEMO_TENANT: 'false',
-      RATE_LIMIT_PER_MINUTE: '100000000',
+      RATE_LIMIT_PER_MINUTE: '1000000',
       DB_POOL_SIZE: String(options.poolSize),
       SECRETS_KEY: randomBytes(32).toString('base64'),
       ...options.env,
@@ -133,7 +133,7 @@ export async function startServer(options: {
 export async function prepareDatabase(handle: DatabaseHandle): Promise<{ tenantId: string; key: string }> {
   await migrate(handle);
   const tenant = await handle.db.transaction().execute((trx) => createTenant(trx, 'Bench'));
-  await setSettings(handle.db, tenant.tenant_id, { rate_limit_per_minute: 100_000_000 });
+  await setSettings(handle.db, tenant.tenant_id, { rate_limit_per_minute: 1_000_000 });
   return { tenantId: tenant.tenant_id, key: tenant.sandbox.secret_key };
 }
 

@@ -128,6 +128,7 @@ export async function runBench(o: BenchOptions): Promise<{ rows: Row[]; reconcil
     `pool ${o.poolSize}); load: autocannon, ${o.connections} connections, ${o.accounts} funded NGN accounts, amount 1.00, fresh Idempotency-Key per request`;
 
   let pgSpread: LoadResult | undefined;
+  let mainRss = NaN;
   try {
     log('building dist/ (npm run build)');
     build();
@@ -210,6 +211,7 @@ export async function runBench(o: BenchOptions): Promise<{ rows: Row[]; reconcil
       }
       if (has('bulk')) rows.push(await bulk(server, key, ids));
       const rss = server.peakRssMiB();
+      mainRss = rss;
       rows.push({
         name: 'server peak RSS (PostgreSQL)',
         measured: `${fmt(rss)} MiB`,
@@ -231,8 +233,8 @@ export async function runBench(o: BenchOptions): Promise<{ rows: Row[]; reconcil
       const r = pgSpread.perSecond / off.perSecond;
       rows.push({
         name: 'transfers/s with the request log on (the default)',
-        measured: `${fmt(pgSpread.perSecond)}/s, p50 ${pgSpread.p50} ms, p99 ${pgSpread.p99} ms`,
-        reference: `REQUEST_LOG=off: ${fmt(off.perSecond)}/s, p50 ${off.p50} ms, p99 ${off.p99} ms`,
+        measured: `${fmt(pgSpread.perSecond)}/s, p50 ${pgSpread.p50} ms, p99 ${pgSpread.p99} ms, peak RSS ${fmt(mainRss)} MiB`,
+        reference: `REQUEST_LOG=off: ${fmt(off.perSecond)}/s, p50 ${off.p50} ms, p99 ${off.p99} ms, peak RSS ${fmt(app.server.peakRssMiB())} MiB`,
         ratio: r,
         target: '',
       });

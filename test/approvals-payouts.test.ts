@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { reconcile } from '../src/ledger/index.js';
 import { listInstitutions } from '../src/lib/institutions.js';
 import { newId } from '../src/lib/ids.js';
-import { nubanCheckDigit } from '../src/lib/payee-validation.js';
+import { nubans, remitter } from './payout-fixtures.js';
 import { verifyDuePayees } from '../src/modules/external-accounts/service.js';
 import { dispatchPendingPayouts, settleDueSandboxPayouts } from '../src/modules/transfers/payout-lifecycle.js';
 import { setSettings } from '../src/modules/tenants/service.js';
@@ -21,11 +21,7 @@ const scope = () => ({ tenantId, environment: 'sandbox' as const });
 const cfg = { SANDBOX_RAIL_DELAY_MS: 0 };
 const checker = { userId: newId(), email: 'checker@example.com' };
 
-let serial = 200000;
-const nuban = () => {
-  const s = `${serial++}123`;
-  return s + String(nubanCheckDigit('058', s));
-};
+const nuban = nubans(200000);
 
 beforeAll(async () => {
   t = await startTestApp({ SANDBOX_RAIL_DELAY_MS: 0 });
@@ -79,16 +75,7 @@ const pay = (payee: string, amount: string) =>
     amount,
     description: 'supplier',
     customer_id: customerId,
-    additional_information: {
-      remitter_full_name: 'John Doe',
-      remitter_country: 'US',
-      remitter_document_number: 'A123456789',
-      remitter_document_issue_date: '2020-01-15',
-      remitter_document_expiry_date: '2035-01-15',
-      remitter_date_of_birth: '1990-06-25',
-      remitter_address: { address_line1: '123 Main Street', city: 'New York', state: 'US-NY', postal_code: '10001', country: 'US' },
-      remitter_nationality: 'US',
-    },
+    additional_information: remitter,
   });
 
 async function drain() {

@@ -28,6 +28,7 @@ interface State {
   zar: string;
   payeeUsd: string;
   payeeNgn: string;
+  payeeZar: string;
   card: string;
   cardApplication: string;
   business: string;
@@ -50,6 +51,8 @@ const s = {} as State;
 const gtb = listInstitutions({ country: 'NG', type: 'bank' }).find((i) => i.code === '058')!;
 /** The bank the examples name (bank_name "Access Bank"): their account number is a valid NUBAN there. */
 const access = listInstitutions({ country: 'NG', type: 'bank' }).find((i) => i.code === '044')!;
+/** A South African bank: the ZAR settlement instruction of the FX order examples. */
+const standardBank = listInstitutions({ country: 'ZA', type: 'bank' }).find((i) => i.code === '051001')!;
 const mtnGh = listInstitutions({ country: 'GH', type: 'mobile_money' }).find((i) => i.code === 'MTN')!;
 
 type Setter = (st: State) => unknown;
@@ -143,11 +146,7 @@ const director = () => {
  * left on issue #12, kept visible here. Each runs as a test that is expected to fail, so it turns
  * red (and must move out of this list) on the day the example is accepted.
  */
-const NOT_YET: Record<string, string> = {
-  'fx.yaml POST /v1/fx/orders market_order':
-    'destination_type "ssi" (a standing settlement instruction: an active external account of the customer) is not implemented',
-  'fx.yaml POST /v1/fx/orders limit_order': 'destination_type "ssi" is not implemented',
-};
+const NOT_YET: Record<string, string> = {};
 
 const kycCustomer = async (kind: 'individual' | 'business') => {
   if (kind === 'individual') return (await api.post('/v1/customers', johnDoe())).body.data.id as string;
@@ -229,11 +228,12 @@ const CASES: Record<string, Case> = {
   'features.yaml POST /v1/risk/features/activate ActivateInternationalTransfers': { set: { customer_id: (st) => st.person } },
   // fx.yaml
   'fx.yaml POST /v1/fx/quote example': {},
+  // destination_type ssi: an active external account of the customer in the currency received (ZAR)
   'fx.yaml POST /v1/fx/orders market_order': {
-    set: { customer_id: (st) => st.person, source_id: (st) => st.usd, destination_id: (st) => st.payeeUsd },
+    set: { customer_id: (st) => st.person, source_id: (st) => st.usd, destination_id: (st) => st.payeeZar },
   },
   'fx.yaml POST /v1/fx/orders limit_order': {
-    set: { customer_id: (st) => st.person, source_id: (st) => st.usd, destination_id: (st) => st.payeeUsd },
+    set: { customer_id: (st) => st.person, source_id: (st) => st.usd, destination_id: (st) => st.payeeZar },
   },
   // kyc.yaml: documents of one individual and one business, then their submission
   'kyc.yaml POST /v1/customers/kyc/start KYCRequest': { set: { customer_id: (st) => st.kycIndividual } },
@@ -381,6 +381,19 @@ beforeAll(async () => {
       }),
       202,
     ).catch(() => ({ id: s.payeeUsd }))
+  ).id;
+  s.payeeZar = (
+    await must(
+      api.post('/v1/external-accounts', {
+        payee_type: 'bank_account',
+        account_number: '62012345678',
+        account_name: 'John Doe',
+        currency: 'ZAR',
+        customer_id: s.person,
+        institution_id: standardBank.id,
+      }),
+      202,
+    )
   ).id;
   await verifyDuePayees(t.db, t.unitOfWork, { SANDBOX_RAIL_DELAY_MS: 0 });
   s.card = (

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newId } from '../src/lib/ids.js';
 import { listInstitutions } from '../src/lib/institutions.js';
 import { nubanCheckDigit } from '../src/lib/payee-validation.js';
+import { remitter } from './payout-fixtures.js';
 import { verifyDuePayees } from '../src/modules/external-accounts/service.js';
 import { clientFor, johnDoe, type Client, type TestApp } from './harness.js';
 import { approveKyc } from './kyc-helpers.js';
@@ -46,16 +47,6 @@ async function signUp(): Promise<{ page: Page; sandbox: Client; live: Client }> 
 }
 
 const gtb = listInstitutions({ country: 'NG', type: 'bank' }).find((i) => i.code === '058')!;
-const remitter = {
-  remitter_full_name: 'John Doe',
-  remitter_country: 'US',
-  remitter_document_number: 'A123456789',
-  remitter_document_issue_date: '2020-01-15',
-  remitter_document_expiry_date: '2035-01-15',
-  remitter_date_of_birth: '1990-06-25',
-  remitter_address: { address_line1: '123 Main Street', city: 'New York', state: 'US-NY', postal_code: '10001', country: 'US' },
-  remitter_nationality: 'US',
-};
 
 /** A customer (KYC approved) with a funded account. */
 async function fundedCustomer(api: Client) {

@@ -26,7 +26,7 @@ export async function balances(api: Client, accountId: string): Promise<{ balanc
 
 /** Runs the limit-order worker until it has looked at every waiting order once. */
 export async function runLimitWorker(t: TestApp): Promise<void> {
-  const job = limitOrderJob(t.db);
+  const job = limitOrderJob(t.db, t.config);
   while (await job.tick()) {
     /* more waiting */
   }

@@ -187,7 +187,7 @@ describe('limit orders', () => {
     const ids: string[] = [];
     for (let i = 0; i < 6; i++) ids.push((await limit('sell', '1.00', '1600')).body.data.id);
     await api.post('/v1/simulations/fx/rates', { base: 'USD', quote: 'NGN', rate: '1700' });
-    const workers = [limitOrderJob(t.db), limitOrderJob(t.db), limitOrderJob(t.db)];
+    const workers = [limitOrderJob(t.db, t.config), limitOrderJob(t.db, t.config), limitOrderJob(t.db, t.config)];
     await Promise.all(
       workers.map(async (w) => {
         while (await w.tick()) {

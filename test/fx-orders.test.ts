@@ -217,7 +217,7 @@ describe('market orders', () => {
       [sell('0'), 'amount'],
       [sell('1', { pair: { base: 'USD', quote: 'KWD' } }), 'pair.quote'],
       [sell('1', { pair: { base: 'USD', quote: 'USD' } }), 'pair.quote'],
-      [sell('1', { destination_type: 'ssi' }), 'destination_type'],
+      [sell('1', { destination_type: 'wallet' }), 'destination_type'],
       [sell('1', { destination_id: usd }), 'destination_id'],
       [sell('1', { source_id: 'nope' }), 'source_id'],
       [sell('1', { wallet: 'x' }), 'wallet'],

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as ledger from '../src/ledger/index.js';
 import { listInstitutions } from '../src/lib/institutions.js';
-import { nubanCheckDigit } from '../src/lib/payee-validation.js';
+import { nubans, remitter } from './payout-fixtures.js';
 import { verifyDuePayees } from '../src/modules/external-accounts/service.js';
 import { dispatchPendingPayouts, settleDueSandboxPayouts } from '../src/modules/transfers/payout-lifecycle.js';
 import { setSettings } from '../src/modules/tenants/service.js';
@@ -19,22 +19,7 @@ const mtnGh = listInstitutions({ country: 'GH', type: 'mobile_money' }).find((i)
 const scope = () => ({ tenantId, environment: 'sandbox' as const });
 const cfg = { SANDBOX_RAIL_DELAY_MS: 0 };
 
-const remitter = {
-  remitter_full_name: 'John Doe',
-  remitter_country: 'US',
-  remitter_document_number: 'A123456789',
-  remitter_document_issue_date: '2020-01-15',
-  remitter_document_expiry_date: '2035-01-15',
-  remitter_date_of_birth: '1990-06-25',
-  remitter_address: { address_line1: '123 Main Street', city: 'New York', state: 'US-NY', postal_code: '10001', country: 'US' },
-  remitter_nationality: 'US',
-};
-
-let serial = 100000;
-const nuban = () => {
-  const s = `${serial++}123`;
-  return s + String(nubanCheckDigit('058', s));
-};
+const nuban = nubans(100000);
 
 beforeAll(async () => {
   t = await startTestApp({ SANDBOX_RAIL_DELAY_MS: 0 });

@@ -15543,6 +15543,158 @@ export interface components {
             /** @enum {string} */
             level?: "basic" | "intermediate";
         };
+        CreateCardApplicationRequestInput: {
+            /** Format: uuid */
+            customer_id: string;
+            /** Format: uuid */
+            account_id: string;
+            annual_remuneration: string | number;
+            estimated_monthly_limit: string | number;
+            ip_address: string;
+            currency?: string;
+        };
+        CardShippingAddressInput: {
+            address_line1: string;
+            address_line2?: string;
+            city: string;
+            state?: string;
+            postal_code: string | number;
+            country_code: string;
+            phone_number: string;
+            /** @enum {string} */
+            method: "standard" | "express" | "international" | "apc" | "uspsInternational" | "overnight";
+        };
+        CreateCardRequestInput: {
+            /** Format: uuid */
+            customer_id: string;
+            /** @enum {string} */
+            card_type: "virtual" | "physical";
+            card_limit: string | number;
+            name_on_card: string;
+            currency?: string;
+            shipping_address?: components["schemas"]["CardShippingAddressInput"];
+            spending_controls?: {
+                activated?: boolean;
+                single_transaction_limit?: (string | number) | null;
+                daily_transaction_limit?: (string | number) | null;
+                monthly_transaction_limit?: (string | number) | null;
+                allowed_merchant_categories?: string[];
+                blocked_merchant_categories?: string[];
+            };
+        };
+        UpdateCardStatusRequestInput: {
+            /** @enum {string} */
+            status: "active" | "freeze" | "blocked" | "lost" | "stolen";
+            limit?: string | number;
+        };
+        CardWithdrawRequestInput: {
+            /** Format: uuid */
+            card_id: string;
+            amount: string | number;
+            /** Format: uuid */
+            account_id?: string;
+        };
+        CardInput: {
+            id: string;
+            customer_id: string;
+            /** @enum {string} */
+            card_type: "virtual" | "physical";
+            name_on_card: string;
+            masked_pan: string;
+            last4: string;
+            expiry: string;
+            /** @enum {string} */
+            status: "inactive" | "active" | "freeze" | "blocked" | "lost" | "stolen";
+            currency: string;
+            network: string;
+            spending_controls: {
+                activated: boolean;
+                /** @description Absent when there is no per-transaction limit */
+                single_transaction_limit?: string;
+                /** @description Absent when there is no daily limit */
+                daily_transaction_limit?: string;
+                monthly_transaction_limit: string | null;
+                allowed_merchant_categories: string[];
+                blocked_merchant_categories: string[];
+                /** @enum {string} */
+                type: "virtual" | "physical";
+            };
+            billing_address: {
+                street: string;
+                city: string;
+                state: string;
+                postal_code: string;
+                country_iso_code: string;
+            };
+            address: {
+                street: string;
+                city: string;
+                state: string;
+                postal_code: string;
+                country_iso_code: string;
+            };
+            shipping: {
+                address_line1: string;
+                address_line2: string | null;
+                city: string;
+                state: string | null;
+                postal_code: string;
+                country_code: string;
+                phone_number: string;
+                method: string;
+                fulfilment_status: string;
+            } | null;
+            date_activated: string | null;
+            date_created: string;
+            date_updated: string;
+        };
+        CardApplicationInput: {
+            id: string;
+            customer_id: string;
+            account_id: string;
+            currency: string;
+            network: string;
+            /**
+             * @description The reference's card lifecycle view of the application: active once approved, blocked once refused, inactive while undecided
+             * @enum {string}
+             */
+            status: "active" | "blocked" | "inactive";
+            /** @enum {string} */
+            application_status: "approved" | "pending" | "needs_verification" | "needs_information" | "manual_review" | "denied" | "locked" | "canceled";
+            /** @description Absent: the sandbox issuer needs no separate verification page */
+            application_link?: string;
+            annual_remuneration: string;
+            estimated_monthly_limit: string;
+            address: {
+                street: string;
+                city: string;
+                state: string;
+                postal_code: string;
+                country_code: string;
+            };
+            date_created: string;
+            date_updated: string;
+        };
+        EncryptedCardSecretInput: {
+            ciphertext: string;
+            encrypted_key: string;
+            nonce: string;
+        };
+        CardAuthorizationInput: {
+            id: string;
+            card_id: string;
+            /** @enum {string} */
+            status: "approved" | "declined" | "captured" | "reversed" | "expired";
+            amount: string;
+            captured_amount: string | null;
+            currency: string;
+            merchant_name: string;
+            merchant_category: string | null;
+            decline_reason: string | null;
+            expires_at: string | null;
+            date_created: string;
+            date_updated: string;
+        };
         AssociatedPersonInput: {
             first_name: string;
             middle_name?: string;
@@ -15892,158 +16044,6 @@ export interface components {
             }[];
             date_created: string;
         };
-        CreateCardApplicationRequestInput: {
-            /** Format: uuid */
-            customer_id: string;
-            /** Format: uuid */
-            account_id: string;
-            annual_remuneration: string | number;
-            estimated_monthly_limit: string | number;
-            ip_address: string;
-            currency?: string;
-        };
-        CardShippingAddressInput: {
-            address_line1: string;
-            address_line2?: string;
-            city: string;
-            state?: string;
-            postal_code: string | number;
-            country_code: string;
-            phone_number: string;
-            /** @enum {string} */
-            method: "standard" | "express" | "international" | "apc" | "uspsInternational" | "overnight";
-        };
-        CreateCardRequestInput: {
-            /** Format: uuid */
-            customer_id: string;
-            /** @enum {string} */
-            card_type: "virtual" | "physical";
-            card_limit: string | number;
-            name_on_card: string;
-            currency?: string;
-            shipping_address?: components["schemas"]["CardShippingAddressInput"];
-            spending_controls?: {
-                activated?: boolean;
-                single_transaction_limit?: (string | number) | null;
-                daily_transaction_limit?: (string | number) | null;
-                monthly_transaction_limit?: (string | number) | null;
-                allowed_merchant_categories?: string[];
-                blocked_merchant_categories?: string[];
-            };
-        };
-        UpdateCardStatusRequestInput: {
-            /** @enum {string} */
-            status: "active" | "freeze" | "blocked" | "lost" | "stolen";
-            limit?: string | number;
-        };
-        CardWithdrawRequestInput: {
-            /** Format: uuid */
-            card_id: string;
-            amount: string | number;
-            /** Format: uuid */
-            account_id?: string;
-        };
-        CardInput: {
-            id: string;
-            customer_id: string;
-            /** @enum {string} */
-            card_type: "virtual" | "physical";
-            name_on_card: string;
-            masked_pan: string;
-            last4: string;
-            expiry: string;
-            /** @enum {string} */
-            status: "inactive" | "active" | "freeze" | "blocked" | "lost" | "stolen";
-            currency: string;
-            network: string;
-            spending_controls: {
-                activated: boolean;
-                /** @description Absent when there is no per-transaction limit */
-                single_transaction_limit?: string;
-                /** @description Absent when there is no daily limit */
-                daily_transaction_limit?: string;
-                monthly_transaction_limit: string | null;
-                allowed_merchant_categories: string[];
-                blocked_merchant_categories: string[];
-                /** @enum {string} */
-                type: "virtual" | "physical";
-            };
-            billing_address: {
-                street: string;
-                city: string;
-                state: string;
-                postal_code: string;
-                country_iso_code: string;
-            };
-            address: {
-                street: string;
-                city: string;
-                state: string;
-                postal_code: string;
-                country_iso_code: string;
-            };
-            shipping: {
-                address_line1: string;
-                address_line2: string | null;
-                city: string;
-                state: string | null;
-                postal_code: string;
-                country_code: string;
-                phone_number: string;
-                method: string;
-                fulfilment_status: string;
-            } | null;
-            date_activated: string | null;
-            date_created: string;
-            date_updated: string;
-        };
-        CardApplicationInput: {
-            id: string;
-            customer_id: string;
-            account_id: string;
-            currency: string;
-            network: string;
-            /**
-             * @description The reference's card lifecycle view of the application: active once approved, blocked once refused, inactive while undecided
-             * @enum {string}
-             */
-            status: "active" | "blocked" | "inactive";
-            /** @enum {string} */
-            application_status: "approved" | "pending" | "needs_verification" | "needs_information" | "manual_review" | "denied" | "locked" | "canceled";
-            /** @description Absent: the sandbox issuer needs no separate verification page */
-            application_link?: string;
-            annual_remuneration: string;
-            estimated_monthly_limit: string;
-            address: {
-                street: string;
-                city: string;
-                state: string;
-                postal_code: string;
-                country_code: string;
-            };
-            date_created: string;
-            date_updated: string;
-        };
-        EncryptedCardSecretInput: {
-            ciphertext: string;
-            encrypted_key: string;
-            nonce: string;
-        };
-        CardAuthorizationInput: {
-            id: string;
-            card_id: string;
-            /** @enum {string} */
-            status: "approved" | "declined" | "captured" | "reversed" | "expired";
-            amount: string;
-            captured_amount: string | null;
-            currency: string;
-            merchant_name: string;
-            merchant_category: string | null;
-            decline_reason: string | null;
-            expires_at: string | null;
-            date_created: string;
-            date_updated: string;
-        };
         ApplicationDataInput: {
             individual?: {
                 [key: string]: unknown;
@@ -16179,11 +16179,14 @@ export interface components {
              * @description Default: the customer's newest active account in the currency the order pays
              */
             source_id?: string;
-            /** @enum {string} */
-            destination_type?: "account";
+            /**
+             * @description `account` (default) or `ssi`: a standing settlement instruction, an active external account of the customer in the currency the order receives. The proceeds pass through the customer's newest active account in that currency and are paid out to it (payout fee taken from them) when the order executes.
+             * @enum {string}
+             */
+            destination_type?: "account" | "ssi";
             /**
              * Format: uuid
-             * @description Default: the customer's newest active account in the currency the order receives
+             * @description The account, or with `ssi` the external account (required then). Default: the customer's newest active account in the currency the order receives
              */
             destination_id?: string;
             /** Format: uuid */
@@ -16221,6 +16224,10 @@ export interface components {
             source_id: string;
             destination_type: string;
             destination_id: string;
+            /** @description destination_type ssi: the customer's account the proceeds are credited to before they are paid out */
+            settlement_account_id?: string;
+            /** @description destination_type ssi: the payout of the proceeds to the external account (GET /v1/transfers/{id}); absent until executed */
+            payout_transfer_id?: string;
             quote_id: string | null;
             transaction_id: string | null;
             /** @description The dashboard user who created the order; absent for an order made with an API key */
@@ -16990,6 +16997,158 @@ export interface components {
             /** @enum {string} */
             level?: "basic" | "intermediate";
         };
+        CreateCardApplicationRequest: {
+            /** Format: uuid */
+            customer_id: string;
+            /** Format: uuid */
+            account_id: string;
+            annual_remuneration: string | number;
+            estimated_monthly_limit: string | number;
+            ip_address: string;
+            currency?: string;
+        };
+        CardShippingAddress: {
+            address_line1: string;
+            address_line2?: string;
+            city: string;
+            state?: string;
+            postal_code: unknown;
+            country_code: string;
+            phone_number: string;
+            /** @enum {string} */
+            method: "standard" | "express" | "international" | "apc" | "uspsInternational" | "overnight";
+        };
+        CreateCardRequest: {
+            /** Format: uuid */
+            customer_id: string;
+            /** @enum {string} */
+            card_type: "virtual" | "physical";
+            card_limit: string | number;
+            name_on_card: string;
+            currency?: string;
+            shipping_address?: components["schemas"]["CardShippingAddress"];
+            spending_controls?: {
+                activated?: boolean;
+                single_transaction_limit?: (string | number) | null;
+                daily_transaction_limit?: (string | number) | null;
+                monthly_transaction_limit?: (string | number) | null;
+                allowed_merchant_categories?: string[];
+                blocked_merchant_categories?: string[];
+            };
+        };
+        UpdateCardStatusRequest: {
+            /** @enum {string} */
+            status: "active" | "freeze" | "blocked" | "lost" | "stolen";
+            limit?: string | number;
+        };
+        CardWithdrawRequest: {
+            /** Format: uuid */
+            card_id: string;
+            amount: string | number;
+            /** Format: uuid */
+            account_id?: string;
+        };
+        Card: {
+            id: string;
+            customer_id: string;
+            /** @enum {string} */
+            card_type: "virtual" | "physical";
+            name_on_card: string;
+            masked_pan: string;
+            last4: string;
+            expiry: string;
+            /** @enum {string} */
+            status: "inactive" | "active" | "freeze" | "blocked" | "lost" | "stolen";
+            currency: string;
+            network: string;
+            spending_controls: {
+                activated: boolean;
+                /** @description Absent when there is no per-transaction limit */
+                single_transaction_limit?: string;
+                /** @description Absent when there is no daily limit */
+                daily_transaction_limit?: string;
+                monthly_transaction_limit: string | null;
+                allowed_merchant_categories: string[];
+                blocked_merchant_categories: string[];
+                /** @enum {string} */
+                type: "virtual" | "physical";
+            };
+            billing_address: {
+                street: string;
+                city: string;
+                state: string;
+                postal_code: string;
+                country_iso_code: string;
+            };
+            address: {
+                street: string;
+                city: string;
+                state: string;
+                postal_code: string;
+                country_iso_code: string;
+            };
+            shipping: {
+                address_line1: string;
+                address_line2: string | null;
+                city: string;
+                state: string | null;
+                postal_code: string;
+                country_code: string;
+                phone_number: string;
+                method: string;
+                fulfilment_status: string;
+            } | null;
+            date_activated: string | null;
+            date_created: string;
+            date_updated: string;
+        };
+        CardApplication: {
+            id: string;
+            customer_id: string;
+            account_id: string;
+            currency: string;
+            network: string;
+            /**
+             * @description The reference's card lifecycle view of the application: active once approved, blocked once refused, inactive while undecided
+             * @enum {string}
+             */
+            status: "active" | "blocked" | "inactive";
+            /** @enum {string} */
+            application_status: "approved" | "pending" | "needs_verification" | "needs_information" | "manual_review" | "denied" | "locked" | "canceled";
+            /** @description Absent: the sandbox issuer needs no separate verification page */
+            application_link?: string;
+            annual_remuneration: string;
+            estimated_monthly_limit: string;
+            address: {
+                street: string;
+                city: string;
+                state: string;
+                postal_code: string;
+                country_code: string;
+            };
+            date_created: string;
+            date_updated: string;
+        };
+        EncryptedCardSecret: {
+            ciphertext: string;
+            encrypted_key: string;
+            nonce: string;
+        };
+        CardAuthorization: {
+            id: string;
+            card_id: string;
+            /** @enum {string} */
+            status: "approved" | "declined" | "captured" | "reversed" | "expired";
+            amount: string;
+            captured_amount: string | null;
+            currency: string;
+            merchant_name: string;
+            merchant_category: string | null;
+            decline_reason: string | null;
+            expires_at: string | null;
+            date_created: string;
+            date_updated: string;
+        };
         AssociatedPerson: {
             first_name: string;
             middle_name?: string;
@@ -17344,158 +17503,6 @@ export interface components {
             }[];
             date_created: string;
         };
-        CreateCardApplicationRequest: {
-            /** Format: uuid */
-            customer_id: string;
-            /** Format: uuid */
-            account_id: string;
-            annual_remuneration: string | number;
-            estimated_monthly_limit: string | number;
-            ip_address: string;
-            currency?: string;
-        };
-        CardShippingAddress: {
-            address_line1: string;
-            address_line2?: string;
-            city: string;
-            state?: string;
-            postal_code: unknown;
-            country_code: string;
-            phone_number: string;
-            /** @enum {string} */
-            method: "standard" | "express" | "international" | "apc" | "uspsInternational" | "overnight";
-        };
-        CreateCardRequest: {
-            /** Format: uuid */
-            customer_id: string;
-            /** @enum {string} */
-            card_type: "virtual" | "physical";
-            card_limit: string | number;
-            name_on_card: string;
-            currency?: string;
-            shipping_address?: components["schemas"]["CardShippingAddress"];
-            spending_controls?: {
-                activated?: boolean;
-                single_transaction_limit?: (string | number) | null;
-                daily_transaction_limit?: (string | number) | null;
-                monthly_transaction_limit?: (string | number) | null;
-                allowed_merchant_categories?: string[];
-                blocked_merchant_categories?: string[];
-            };
-        };
-        UpdateCardStatusRequest: {
-            /** @enum {string} */
-            status: "active" | "freeze" | "blocked" | "lost" | "stolen";
-            limit?: string | number;
-        };
-        CardWithdrawRequest: {
-            /** Format: uuid */
-            card_id: string;
-            amount: string | number;
-            /** Format: uuid */
-            account_id?: string;
-        };
-        Card: {
-            id: string;
-            customer_id: string;
-            /** @enum {string} */
-            card_type: "virtual" | "physical";
-            name_on_card: string;
-            masked_pan: string;
-            last4: string;
-            expiry: string;
-            /** @enum {string} */
-            status: "inactive" | "active" | "freeze" | "blocked" | "lost" | "stolen";
-            currency: string;
-            network: string;
-            spending_controls: {
-                activated: boolean;
-                /** @description Absent when there is no per-transaction limit */
-                single_transaction_limit?: string;
-                /** @description Absent when there is no daily limit */
-                daily_transaction_limit?: string;
-                monthly_transaction_limit: string | null;
-                allowed_merchant_categories: string[];
-                blocked_merchant_categories: string[];
-                /** @enum {string} */
-                type: "virtual" | "physical";
-            };
-            billing_address: {
-                street: string;
-                city: string;
-                state: string;
-                postal_code: string;
-                country_iso_code: string;
-            };
-            address: {
-                street: string;
-                city: string;
-                state: string;
-                postal_code: string;
-                country_iso_code: string;
-            };
-            shipping: {
-                address_line1: string;
-                address_line2: string | null;
-                city: string;
-                state: string | null;
-                postal_code: string;
-                country_code: string;
-                phone_number: string;
-                method: string;
-                fulfilment_status: string;
-            } | null;
-            date_activated: string | null;
-            date_created: string;
-            date_updated: string;
-        };
-        CardApplication: {
-            id: string;
-            customer_id: string;
-            account_id: string;
-            currency: string;
-            network: string;
-            /**
-             * @description The reference's card lifecycle view of the application: active once approved, blocked once refused, inactive while undecided
-             * @enum {string}
-             */
-            status: "active" | "blocked" | "inactive";
-            /** @enum {string} */
-            application_status: "approved" | "pending" | "needs_verification" | "needs_information" | "manual_review" | "denied" | "locked" | "canceled";
-            /** @description Absent: the sandbox issuer needs no separate verification page */
-            application_link?: string;
-            annual_remuneration: string;
-            estimated_monthly_limit: string;
-            address: {
-                street: string;
-                city: string;
-                state: string;
-                postal_code: string;
-                country_code: string;
-            };
-            date_created: string;
-            date_updated: string;
-        };
-        EncryptedCardSecret: {
-            ciphertext: string;
-            encrypted_key: string;
-            nonce: string;
-        };
-        CardAuthorization: {
-            id: string;
-            card_id: string;
-            /** @enum {string} */
-            status: "approved" | "declined" | "captured" | "reversed" | "expired";
-            amount: string;
-            captured_amount: string | null;
-            currency: string;
-            merchant_name: string;
-            merchant_category: string | null;
-            decline_reason: string | null;
-            expires_at: string | null;
-            date_created: string;
-            date_updated: string;
-        };
         ApplicationData: {
             individual?: {
                 [key: string]: unknown;
@@ -17631,11 +17638,14 @@ export interface components {
              * @description Default: the customer's newest active account in the currency the order pays
              */
             source_id?: string;
-            /** @enum {string} */
-            destination_type?: "account";
+            /**
+             * @description `account` (default) or `ssi`: a standing settlement instruction, an active external account of the customer in the currency the order receives. The proceeds pass through the customer's newest active account in that currency and are paid out to it (payout fee taken from them) when the order executes.
+             * @enum {string}
+             */
+            destination_type?: "account" | "ssi";
             /**
              * Format: uuid
-             * @description Default: the customer's newest active account in the currency the order receives
+             * @description The account, or with `ssi` the external account (required then). Default: the customer's newest active account in the currency the order receives
              */
             destination_id?: string;
             /** Format: uuid */
@@ -17673,6 +17683,10 @@ export interface components {
             source_id: string;
             destination_type: string;
             destination_id: string;
+            /** @description destination_type ssi: the customer's account the proceeds are credited to before they are paid out */
+            settlement_account_id?: string;
+            /** @description destination_type ssi: the payout of the proceeds to the external account (GET /v1/transfers/{id}); absent until executed */
+            payout_transfer_id?: string;
             quote_id: string | null;
             transaction_id: string | null;
             /** @description The dashboard user who created the order; absent for an order made with an API key */

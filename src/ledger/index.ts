@@ -39,7 +39,8 @@
  *
  * Concurrency: a posting (or batch) first locks its balance rows FOR UPDATE in ascending account id
  * (one statement), decides under those locks and writes: no unlocked read-modify-write, and no
- * deadlock between postings; holds use conditional UPDATEs; a CHECK constraint backs the rule up.
+ * deadlock between postings; holds lock and check the same way (tryHold: a typed refusal), then
+ * apply conditional UPDATEs; a CHECK constraint backs the rule up.
  */
 export {
   openAccount,
@@ -47,6 +48,7 @@ export {
   post,
   tryPost,
   hold,
+  tryHold,
   postHold,
   voidHold,
   getHold,
@@ -58,6 +60,7 @@ export {
   LedgerInvariantError,
 } from './service.js';
 export { PostingBatch, type PostRefusal, type PostResult } from './batch.js';
+export type { HoldResult } from './service.js';
 export { reconcile, type ReconcileReport } from './reconcile.js';
 export { SYSTEM_ROLES } from './types.js';
 export type { Balance, Hold, HoldInput, LedgerScope, Leg, PostedEntry, PostedTransaction, PostingInput, SystemRole } from './types.js';

@@ -133,6 +133,23 @@ describe('ledger posting', () => {
     expect((twice as AppError).code).toBe('invalid_state_transition');
   });
 
+  it('refuses a hold beyond available as a typed result naming the account, writing nothing', async () => {
+    const a = await fundedAccount(500n);
+    const sink = await fundedAccount(0n);
+    // The refusal is a value: the transaction goes on (and commits) with nothing of the hold in it.
+    const result = await tx((trx) =>
+      ledger.tryHold(trx, scope, { debitAccountId: a, creditAccountId: sink, amount: 501n, currency: 'NGN', kind: 'card' }),
+    );
+    expect(result).toEqual({ ok: false, reason: 'insufficient_funds', accountId: a });
+    expect(await ledger.getBalance(handle.db, scope, a)).toMatchObject({ posted: 500n, pendingDebits: 0n, available: 500n });
+    expect((await ledger.getBalance(handle.db, scope, sink))?.pendingCredits ?? 0n).toBe(0n);
+    const ok = await tx((trx) =>
+      ledger.tryHold(trx, scope, { debitAccountId: a, creditAccountId: sink, amount: 500n, currency: 'NGN', kind: 'card' }),
+    );
+    expect(ok.ok).toBe(true);
+    expect((await ledger.getBalance(handle.db, scope, a))?.available).toBe(0n);
+  });
+
   it('reconciles', async () => {
     const report = await ledger.reconcile(handle.db, scope.tenantId);
     expect(report.ok).toBe(true);

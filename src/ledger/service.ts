@@ -2,9 +2,9 @@ import type { Queryable } from '../db/client.js';
 import type { Writer } from '../db/write-set.js';
 import { AppError } from '../core/errors.js';
 import { newId } from '../lib/ids.js';
-import { LedgerInvariantError, PostingBatch, type PostResult } from './batch.js';
+import { LedgerInvariantError, PostingBatch, type PostRefusal, type PostResult } from './batch.js';
 import * as repo from './repo.js';
-import type { Balance, Hold, HoldInput, LedgerScope, Leg, PostedEntry, PostedTransaction, PostingInput, SystemRole } from './types.js';
+import type { Balance, Hold, HoldInput, LedgerScope, PostedEntry, PostedTransaction, PostingInput, SystemRole } from './types.js';
 
 export { LedgerInvariantError };
 
@@ -38,15 +38,6 @@ export async function systemAccount(db: Queryable, scope: LedgerScope, role: Sys
   const winner = await repo.findSystemAccount(db, scope, role, currency);
   if (!winner) throw new LedgerInvariantError('system account vanished');
   return winner;
-}
-
-/** Why a conditional update touched no row: not enough money, or a bug in the caller. */
-async function diagnose(db: Queryable, scope: LedgerScope, leg: Leg): Promise<Error> {
-  const [row] = await repo.findBalances(db, scope, [leg.accountId]);
-  if (!row) return new LedgerInvariantError(`unknown ledger account ${leg.accountId}`);
-  if (row.currency !== leg.currency)
-    return new LedgerInvariantError(`ledger account ${leg.accountId} is ${row.currency}, leg is ${leg.currency}`);
-  return insufficientFunds();
 }
 
 /**
@@ -97,17 +88,37 @@ function holdSides(debitId: string, creditId: string) {
   return sides.sort((a, b) => (a.id < b.id ? -1 : 1));
 }
 
+export type HoldResult = { ok: true; hold: Hold } | PostRefusal;
+
 /**
  * Reserves `amount` on the debit account (pending_debits) and announces it on the credit account
- * (pending_credits). Available drops now; posted changes only when the hold is posted.
+ * (pending_credits). Available drops now; posted changes only when the hold is posted. Like a
+ * posting: both balance rows are locked first (ascending id) and the debit is checked under the
+ * lock, so a hold that would overdraw is a typed refusal naming the account, with nothing written.
  */
-export async function hold(trx: Queryable, scope: LedgerScope, input: HoldInput): Promise<Hold> {
+export async function tryHold(trx: Queryable, scope: LedgerScope, input: HoldInput): Promise<HoldResult> {
   if (input.amount <= 0n) throw new LedgerInvariantError('a hold must be positive');
   if (input.debitAccountId === input.creditAccountId) throw new LedgerInvariantError('a hold needs two accounts');
-  for (const { id, side } of holdSides(input.debitAccountId, input.creditAccountId)) {
+  const sides = holdSides(input.debitAccountId, input.creditAccountId);
+  const locked = await repo.lockBalancesReturning(
+    trx,
+    sides.map((s) => s.id),
+  );
+  for (const { id } of sides) {
+    const row = locked.find((r) => r.account_id === id);
+    if (!row || row.tenant_id !== scope.tenantId || row.environment !== scope.environment)
+      throw new LedgerInvariantError(`unknown ledger account ${id}`);
+    if (row.currency !== input.currency)
+      throw new LedgerInvariantError(`ledger account ${id} is ${row.currency}, hold is ${input.currency}`);
+    if (id === input.debitAccountId && !row.allow_negative && row.posted - row.pending_debits - input.amount < 0n) {
+      return { ok: false, reason: 'insufficient_funds', accountId: id };
+    }
+  }
+  for (const { id, side } of sides) {
     const change = side === 'debit' ? { debits: input.amount } : { credits: input.amount };
-    const ok = await repo.applyPending(trx, scope, id, input.currency, change);
-    if (ok === undefined) throw await diagnose(trx, scope, { accountId: id, amount: -input.amount, currency: input.currency });
+    // Checked under the lock above; the conditional update (and the CHECK constraint) back it up.
+    if ((await repo.applyPending(trx, scope, id, input.currency, change)) === undefined)
+      throw new LedgerInvariantError(`hold on ${id} refused after its check`);
   }
   const row = await repo.insertHold(trx, {
     id: newId(),
@@ -123,7 +134,14 @@ export async function hold(trx: Queryable, scope: LedgerScope, input: HoldInput)
     metadata: JSON.stringify(input.metadata ?? {}),
     transaction_id: null,
   });
-  return toHold(row);
+  return { ok: true, hold: toHold(row) };
+}
+
+/** tryHold for callers whose only answer to a refusal is 422 insufficient_funds (thrown). */
+export async function hold(trx: Queryable, scope: LedgerScope, input: HoldInput): Promise<Hold> {
+  const result = await tryHold(trx, scope, input);
+  if (!result.ok) throw insufficientFunds();
+  return result.hold;
 }
 
 async function pendingHold(trx: Queryable, scope: LedgerScope, holdId: string): Promise<repo.HoldRow> {

@@ -14,7 +14,8 @@ import { approvePayout, rejectPayout } from '../modules/transfers/payout-approva
  * expiry job below. Each outcome runs in ONE transaction with the guarded transition of the
  * approval row, the item's own guarded transition, its holds and its events.
  */
-type ApprovalConfig = Pick<Config, 'FX_LIMIT_ORDER_TTL_HOURS' | 'SANDBOX_RAIL_DELAY_MS'>;
+/** The whole configuration: an approved FX order settling to an ssi makes a payout (fees, limits). */
+type ApprovalConfig = Config;
 type Outcome = 'approved' | 'rejected' | 'expired';
 
 async function applyToItem(

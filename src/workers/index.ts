@@ -94,7 +94,7 @@ export function startWorkers(deps: WorkerDeps, options: WorkerOptions = {}) {
       tick: () => requestLogRetention.tick(),
     },
     ...webhookJobs({ db: deps.db, sealer: deps.sealer, log: deps.log }, options.webhooks),
-    limitOrderJob(deps.db),
+    limitOrderJob(deps.db, deps.config),
     approvalExpiryJob(deps.db, deps.config),
     { name: 'payee-verification', intervalMs: 1000, tick: () => verifyDuePayees(deps.db, unitOfWork, deps.config) },
     { name: 'payout-dispatch', intervalMs: 1000, tick: () => dispatchPendingPayouts(deps.db, deps.config) },

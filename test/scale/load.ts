@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { listInstitutions } from '../../src/lib/institutions.js';
-import { nubanCheckDigit } from '../../src/lib/payee-validation.js';
+import { nubans, remitter } from '../payout-fixtures.js';
 
 /**
  * A client of several API processes. Every logical request has one Idempotency-Key and is
@@ -86,22 +86,7 @@ export class MultiClient {
 }
 
 const gtb = listInstitutions({ country: 'NG', type: 'bank' }).find((i) => i.code === '058')!;
-let serial = 300000 + Math.floor(Math.random() * 100000);
-export const nuban = () => {
-  const s = `${serial++}123`;
-  return s + String(nubanCheckDigit('058', s));
-};
-
-export const remitter = {
-  remitter_full_name: 'John Doe',
-  remitter_country: 'US',
-  remitter_document_number: 'A123456789',
-  remitter_document_issue_date: '2020-01-15',
-  remitter_document_expiry_date: '2035-01-15',
-  remitter_date_of_birth: '1990-06-25',
-  remitter_address: { address_line1: '123 Main Street', city: 'New York', state: 'US-NY', postal_code: '10001', country: 'US' },
-  remitter_nationality: 'US',
-};
+const nuban = nubans(300000 + Math.floor(Math.random() * 100000));
 
 export function customerBody(tag: string) {
   return {

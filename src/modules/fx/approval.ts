@@ -6,12 +6,14 @@ import { AppError } from '../../core/errors.js';
 import * as ledger from '../../ledger/index.js';
 import * as accounts from '../accounts/service.js';
 import type { Checker } from '../approvals/service.js';
-import { customerRate, rateFromDb } from '../../lib/decimal.js';
-import { executeConversion, priceOrder, toOrderResponse } from './execution.js';
+import { rateFromDb } from '../../lib/decimal.js';
+import { fxCustomerRate } from '../pricing/service.js';
+import { creditedAccountId, destinationCurrency, executeConversion, priceOrder, toOrderResponse } from './execution.js';
 import { closePendingOrder, insufficient, limitOrderExpiry } from './orders.js';
 import * as repo from './repo.js';
 import type { OrderResponse } from './schema.js';
 import { rateBook } from './service.js';
+import { recheckInstruction } from './ssi.js';
 
 /**
  * What happens to an order in `waiting_approval` once its approval is decided or expires. The
@@ -38,31 +40,27 @@ async function waitingOrder(trx: Trx, scope: Scope, id: string): Promise<repo.Or
 
 const now = () => sql<Date>`now()` as unknown as Date;
 
-export async function approveOrder(
-  trx: Trx,
-  scope: Scope,
-  config: Pick<Config, 'FX_LIMIT_ORDER_TTL_HOURS'>,
-  id: string,
-  checker: Checker,
-): Promise<OrderResponse> {
+export async function approveOrder(trx: Trx, scope: Scope, config: Config, id: string, checker: Checker): Promise<OrderResponse> {
   const order = await waitingOrder(trx, scope, id);
   const approved = { approved_by_user_id: checker.userId, approved_at: now() };
   if (order.order_type === 'limit') {
     const row = await repo.updateOrder(trx, scope, id, { ...approved, status: 'pending', expires_at: limitOrderExpiry(config) });
     return toOrderResponse(row);
   }
-  const locked = await accounts.lockForMovement(trx, scope, [order.source_id, order.destination_id]);
+  const credited = creditedAccountId(order);
+  const locked = await accounts.lockForMovement(trx, scope, [order.source_id, credited]);
   const source = locked.get(order.source_id);
-  const destination = locked.get(order.destination_id);
+  const destination = locked.get(credited);
   if (!source || !destination) throw new AppError('not_found', 'An account of the order no longer exists; reject the order');
   accounts.assertCanDebit(source, 'source_id');
   accounts.assertCanCredit(destination, 'destination_id');
+  if (order.destination_type === 'ssi') await recheckInstruction(trx, scope, order, destinationCurrency(order));
   const { mid, rate } = await executionRate(trx, scope, order);
   const priced = priceOrder(order, rate, order.fee_bps);
   const pending = await repo.updateOrder(trx, scope, id, { ...approved, status: 'pending' });
   if (order.hold_id) await ledger.voidHold(trx, scope, order.hold_id);
   try {
-    return toOrderResponse(await executeConversion(trx, scope, pending, source, destination, { ...priced, mid, rate }));
+    return toOrderResponse(await executeConversion(trx, scope, { config }, pending, source, destination, { ...priced, mid, rate }));
   } catch (err) {
     throw insufficient(err);
   }
@@ -77,7 +75,7 @@ async function executionRate(trx: Trx, scope: Scope, order: repo.OrderRow): Prom
   }
   const mid = (await rateBook(trx, scope)).mid(order.base, order.quote);
   if (!mid) throw new AppError('unprocessable', `No market rate for ${order.base}/${order.quote} now; try again later`);
-  return { mid: mid.mid, rate: customerRate(mid.mid, order.spread_bps, order.side) };
+  return { mid: mid.mid, rate: fxCustomerRate(mid.mid, order.spread_bps, order.side) };
 }
 
 export async function rejectOrder(trx: Trx, scope: Scope, id: string, checker: Checker, reason: string | null): Promise<OrderResponse> {

@@ -7,10 +7,12 @@ import { formatAmount } from '../../lib/money.js';
 import * as accounts from '../accounts/service.js';
 import * as transactions from '../transactions/service.js';
 import { recordEvent } from '../webhooks/service.js';
-import { assertConvertible, counterAmount, feeFor, formatRate, rateFromDb } from '../../lib/decimal.js';
+import { assertConvertible, counterAmount, formatRate, rateFromDb } from '../../lib/decimal.js';
+import { fxFee } from '../pricing/service.js';
 import * as repo from './repo.js';
 import type { OrderResponse } from './schema.js';
 import { conversionLegs } from './service.js';
+import { payOut, prepareSettlement, type ExecutionEnv } from './ssi.js';
 
 type Scope = Pick<RequestContext, 'tenantId' | 'environment'>;
 type SideOf = { side: 'buy' | 'sell'; base: string; quote: string };
@@ -35,25 +37,33 @@ export function priceOrder(order: SideOf & { amount: bigint }, rate: bigint, fee
   const counter = counterAmount(order.side, order.amount, order.base, order.quote, rate);
   const given = order.side === 'sell' ? order.amount : counter;
   const received = order.side === 'sell' ? counter : order.amount;
-  const fee = feeFor(given, feeBps);
+  const fee = fxFee(given, feeBps);
   assertConvertible(given, received, given + fee);
   return { counter, given, received, fee };
 }
+
+/** The internal account an order's proceeds are credited to: its destination, or an ssi order's settlement account. */
+export const creditedAccountId = (o: Pick<repo.OrderRow, 'destination_id' | 'settlement_account_id'>) =>
+  o.settlement_account_id ?? o.destination_id;
 
 /**
  * Books an order in ONE ledger posting (source -> fx_position of the source currency, fx_position
  * of the destination currency -> destination, fee -> the business's own account), writes each
  * account's transaction, completes the order and records fx.order.completed. The rate, mid rate,
- * spread and fee go on the ledger transaction's metadata and on the order.
+ * spread and fee go on the ledger transaction's metadata and on the order. An order settling to a
+ * standing settlement instruction (ssi.ts) pays its proceeds out from `destination` (its
+ * settlement account) in the same transaction, before the event.
  */
 export async function executeConversion(
   trx: Trx,
   ctx: Scope,
+  env: ExecutionEnv,
   order: repo.OrderRow,
   source: accounts.AccountRow,
   destination: accounts.AccountRow,
   p: Priced & { mid: bigint; rate: bigint },
 ): Promise<repo.OrderRow> {
+  await prepareSettlement(trx, ctx, order);
   const feeAccount = p.fee > 0n ? await accounts.businessFeeAccount(trx, ctx, source.currency) : undefined;
   const legs = await conversionLegs(trx, ctx, {
     fromAccountId: source.id,
@@ -115,6 +125,7 @@ export async function executeConversion(
     });
   }
   const [sourceTx] = await transactions.recordMovement(trx, ctx, { reference: order.id, posting, sides });
+  const payoutId = order.destination_type === 'ssi' ? await payOut(trx, ctx, env, order, destination, p.received) : null;
   const row = await repo.updateOrder(trx, ctx, order.id, {
     status: 'completed',
     rate: terms.rate,
@@ -123,6 +134,7 @@ export async function executeConversion(
     fee: p.fee,
     ledger_transaction_id: posting.id,
     transaction_id: sourceTx?.id ?? null,
+    payout_transfer_id: payoutId,
     executed_at: sql<Date>`now()` as unknown as Date,
   });
   await recordEvent(trx, ctx, 'fx.order.completed', toOrderResponse(row));
@@ -158,6 +170,8 @@ export function toOrderResponse(row: repo.OrderRow): OrderResponse {
       source_id: row.source_id,
       destination_type: row.destination_type,
       destination_id: row.destination_id,
+      settlement_account_id: row.settlement_account_id,
+      payout_transfer_id: row.payout_transfer_id,
       quote_id: row.quote_id,
       transaction_id: row.transaction_id,
       created_by_user_id: row.created_by_user_id,
@@ -173,6 +187,6 @@ export function toOrderResponse(row: repo.OrderRow): OrderResponse {
       created_at: row.created_at.toISOString(),
       updated_at: iso(row.updated_at),
     },
-    ['converted_amount', 'rate', 'customer_id', 'created_by_user_id', 'created_by_role'],
+    ['converted_amount', 'rate', 'customer_id', 'created_by_user_id', 'created_by_role', 'settlement_account_id', 'payout_transfer_id'],
   );
 }

@@ -10,11 +10,13 @@ import * as accounts from '../accounts/service.js';
 import * as approvals from '../approvals/service.js';
 import { requireCustomer } from '../customers/service.js';
 import { recordEvent } from '../webhooks/service.js';
-import { customerRate, formatRate, parseRate, rateFromDb } from '../../lib/decimal.js';
+import { formatRate, parseRate, rateFromDb } from '../../lib/decimal.js';
+import { fxCustomerRate, fxPricing } from '../pricing/service.js';
 import { executeConversion, priceOrder, sourceCurrency, toOrderResponse, destinationCurrency, type Priced } from './execution.js';
 import * as repo from './repo.js';
 import type { CreateOrderBody, ListOrdersQuery, OrderResponse } from './schema.js';
-import { assertPair, lockQuote, pricing, rateBook, redeemQuote, type LockedQuote } from './service.js';
+import { assertPair, lockQuote, rateBook, redeemQuote, type LockedQuote } from './service.js';
+import { resolveInstruction } from './ssi.js';
 
 /**
  * FX orders. `sell`: the customer gives `amount` of the pair's base from the source account and
@@ -106,13 +108,35 @@ async function defaultAccountId(trx: Trx, ctx: Scope, customerId: string | undef
   return id;
 }
 
-/** Source and destination, share-locked, owned by the order's customer (or both by the business). */
+/**
+ * With destination_type `ssi` (ssi.ts) the proceeds are credited to the customer's newest active
+ * account in the currency the order receives, then paid out to the instruction.
+ */
+async function settlementAccountId(trx: Trx, ctx: Scope, customerId: string, currency: string): Promise<string> {
+  try {
+    return await defaultAccountId(trx, ctx, customerId, currency, 'destination_id');
+  } catch (err) {
+    if (!(err instanceof AppError) || err.code !== 'not_found') throw err;
+    const message = `The proceeds settle through the customer's active ${currency} account, and the customer has none`;
+    throw new AppError('unprocessable', message, [{ field: 'destination_id', code: 'no_settlement_account', message }]);
+  }
+}
+
+/**
+ * Source and destination, share-locked, owned by the order's customer (or both by the business).
+ * For an `ssi` order the destination is its settlement account and `instruction` the external account.
+ */
 async function loadAccounts(trx: Trx, ctx: Scope, given: CreateOrderBody, terms: Terms) {
+  const instruction =
+    given.destination_type === 'ssi'
+      ? await resolveInstruction(trx, ctx, given.destination_id, given.customer_id, destinationCurrency(terms))
+      : undefined;
   const body = {
     ...given,
     source_id: given.source_id ?? (await defaultAccountId(trx, ctx, given.customer_id, sourceCurrency(terms), 'source_id')),
-    destination_id:
-      given.destination_id ?? (await defaultAccountId(trx, ctx, given.customer_id, destinationCurrency(terms), 'destination_id')),
+    destination_id: instruction
+      ? await settlementAccountId(trx, ctx, instruction.customer_id, destinationCurrency(terms))
+      : (given.destination_id ?? (await defaultAccountId(trx, ctx, given.customer_id, destinationCurrency(terms), 'destination_id'))),
   };
   if (body.source_id === body.destination_id) {
     throw validationError([{ field: 'destination_id', code: 'invalid', message: 'Source and destination must differ' }]);
@@ -154,7 +178,7 @@ async function loadAccounts(trx: Trx, ctx: Scope, given: CreateOrderBody, terms:
   }
   accounts.assertCanDebit(source, 'source_id');
   accounts.assertCanCredit(destination, 'destination_id');
-  return { source, destination };
+  return { source, destination, instruction };
 }
 
 export function insufficient(err: unknown): unknown {
@@ -169,8 +193,8 @@ export function insufficient(err: unknown): unknown {
 export async function createOrder(trx: Trx, ctx: RequestContext, config: Config, body: CreateOrderBody): Promise<OrderResponse> {
   const id = newId();
   const terms = body.quote_id ? await termsFromQuote(trx, ctx, body, body.quote_id, id) : await termsFromBody(trx, ctx, config, body);
-  const { source, destination } = await loadAccounts(trx, ctx, body, terms);
-  const { spreadBps, feeBps } = terms.quoteRow ?? pricing(ctx, config);
+  const { source, destination, instruction } = await loadAccounts(trx, ctx, body, terms);
+  const { spreadBps, feeBps } = terms.quoteRow ?? fxPricing(ctx.settings, config);
   const common = {
     id,
     tenant_id: ctx.tenantId,
@@ -185,8 +209,9 @@ export async function createOrder(trx: Trx, ctx: RequestContext, config: Config,
     fee_bps: feeBps,
     source_type: 'account',
     source_id: source.id,
-    destination_type: 'account',
-    destination_id: destination.id,
+    ...(instruction
+      ? { destination_type: 'ssi', destination_id: instruction.id, settlement_account_id: destination.id }
+      : { destination_type: 'account', destination_id: destination.id, settlement_account_id: null }),
     quote_id: terms.quoteRow?.id ?? null,
     created_by_role: approvals.API_KEY_MAKER.role,
   };
@@ -194,11 +219,12 @@ export async function createOrder(trx: Trx, ctx: RequestContext, config: Config,
   if (policy.fxOrders) return placeForApproval(trx, ctx, policy, common, terms);
   if (terms.orderType === 'limit') return placeLimitOrder(trx, ctx, config, common, terms.targetRate!);
 
-  const rate = terms.quoteRow ? parseRate(terms.quoteRow.rate) : customerRate(terms.mid, spreadBps, terms.side);
+  const rate = terms.quoteRow ? parseRate(terms.quoteRow.rate) : fxCustomerRate(terms.mid, spreadBps, terms.side);
   const priced = priceOrder(terms, rate, feeBps);
   const order = await repo.insertOrder(trx, { ...common, status: 'pending' });
   try {
-    const done = await executeConversion(trx, ctx, order, source, destination, { ...priced, mid: terms.mid, rate });
+    const env = { config, settings: ctx.settings };
+    const done = await executeConversion(trx, ctx, env, order, source, destination, { ...priced, mid: terms.mid, rate });
     return toOrderResponse(done);
   } catch (err) {
     throw insufficient(err);
@@ -222,6 +248,7 @@ type NewOrder = Pick<
   | 'source_id'
   | 'destination_type'
   | 'destination_id'
+  | 'settlement_account_id'
   | 'quote_id'
   | 'created_by_role'
 >;
@@ -273,9 +300,12 @@ export const limitOrderExpiry = (config: Pick<Config, 'FX_LIMIT_ORDER_TTL_HOURS'
   new Date(Date.now() + config.FX_LIMIT_ORDER_TTL_HOURS * 3_600_000);
 
 /** How the approvals page names an order. */
-export function describeOrder(o: Pick<repo.OrderRow, 'order_type' | 'side' | 'amount' | 'base' | 'quote' | 'target_rate'>): string {
+export function describeOrder(
+  o: Pick<repo.OrderRow, 'order_type' | 'side' | 'amount' | 'base' | 'quote' | 'target_rate' | 'destination_type' | 'destination_id'>,
+): string {
   const what = `FX ${o.order_type} order: ${o.side} ${formatAmount(o.amount, o.base)} ${o.base} ${o.side === 'sell' ? 'for' : 'with'} ${o.quote}`;
-  return o.target_rate === null ? what : `${what} at ${formatRate(rateFromDb(o.target_rate))} or better`;
+  const priced = o.target_rate === null ? what : `${what} at ${formatRate(rateFromDb(o.target_rate))} or better`;
+  return o.destination_type === 'ssi' ? `${priced}, paid out to external account ${o.destination_id}` : priced;
 }
 
 /**
@@ -297,7 +327,7 @@ async function placeForApproval(
     ? terms.targetRate!
     : terms.quoteRow
       ? parseRate(terms.quoteRow.rate)
-      : customerRate(terms.mid, common.spread_bps, terms.side);
+      : fxCustomerRate(terms.mid, common.spread_bps, terms.side);
   const priced = priceOrder(common, rate, common.fee_bps);
   const hold = await holdSource(trx, ctx, common, priced, limit ? 'fx_limit_order' : 'fx_order', { waiting_approval: true });
   const expiresAt = approvals.expiryOf(policy, terms.quoteRow?.expiresAt);

@@ -62,6 +62,10 @@ export interface FxOrdersTable {
   source_id: string;
   destination_type: string;
   destination_id: string;
+  /** destination_type 'ssi': the customer's account the proceeds pass through (ssi.ts). */
+  settlement_account_id: ColumnType<string | null, string | null | undefined, never>;
+  /** destination_type 'ssi': the payout of the proceeds to the external account. */
+  payout_transfer_id: ColumnType<string | null, never, string | null>;
   quote_id: string | null;
   hold_id: string | null;
   ledger_transaction_id: string | null;
@@ -178,7 +182,7 @@ export async function listOrders(db: Queryable, ctx: Scope, query: ListOrdersQue
   if (query.customer_id) base = base.where('customer_id', '=', query.customer_id);
   if (query.account_id) {
     const id = query.account_id;
-    base = base.where((eb) => eb.or([eb('source_id', '=', id), eb('destination_id', '=', id)]));
+    base = base.where((eb) => eb.or([eb('source_id', '=', id), eb('destination_id', '=', id), eb('settlement_account_id', '=', id)]));
   }
   if (query.search !== undefined) {
     // Order references are the order ids: search matches an order, quote, customer or account id.

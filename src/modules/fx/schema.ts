@@ -108,8 +108,15 @@ export const CreateOrderBody = z
     side: Side.optional(),
     source_type: z.enum(['account']).optional(),
     source_id: UuidParam.optional().describe("Default: the customer's newest active account in the currency the order pays"),
-    destination_type: z.enum(['account']).optional(),
-    destination_id: UuidParam.optional().describe("Default: the customer's newest active account in the currency the order receives"),
+    destination_type: z
+      .enum(['account', 'ssi'])
+      .optional()
+      .describe(
+        "`account` (default) or `ssi`: a standing settlement instruction, an active external account of the customer in the currency the order receives. The proceeds pass through the customer's newest active account in that currency and are paid out to it (payout fee taken from them) when the order executes.",
+      ),
+    destination_id: UuidParam.optional().describe(
+      "The account, or with `ssi` the external account (required then). Default: the customer's newest active account in the currency the order receives",
+    ),
     quote_id: UuidParam.optional(),
   })
   .meta({ id: 'FxOrderRequest' });
@@ -139,6 +146,14 @@ export const OrderResponse = z
     source_id: z.string(),
     destination_type: z.string(),
     destination_id: z.string(),
+    settlement_account_id: z
+      .string()
+      .optional()
+      .describe("destination_type ssi: the customer's account the proceeds are credited to before they are paid out"),
+    payout_transfer_id: z
+      .string()
+      .optional()
+      .describe('destination_type ssi: the payout of the proceeds to the external account (GET /v1/transfers/{id}); absent until executed'),
     quote_id: z.string().nullable(),
     transaction_id: z.string().nullable(),
     created_by_user_id: z

@@ -6,17 +6,8 @@ import * as ledger from '../../ledger/index.js';
 import { formatAmount, isKnownCurrency, parseAmount } from '../../lib/money.js';
 import { newId } from '../../lib/ids.js';
 import { SandboxRateSource, StaticRateSource, type RateBook, type RateSource } from '../../rails/fx.js';
-import {
-  assertConvertible,
-  convert,
-  counterAmount,
-  customerRate,
-  feeFor,
-  formatRate,
-  invertRate,
-  parseRate,
-  rateFromDb,
-} from '../../lib/decimal.js';
+import { assertConvertible, convert, counterAmount, formatRate, invertRate, parseRate, rateFromDb } from '../../lib/decimal.js';
+import { fxCustomerRate, fxFee, fxPricing } from '../pricing/service.js';
 import { CURRENCY_NAMES } from './currencies.js';
 import * as repo from './repo.js';
 import type { QuoteBody, QuoteResponse, RatesQuery, SimulateRateBody } from './schema.js';
@@ -41,11 +32,6 @@ const SOURCES: Record<RequestContext['environment'], RateSource> = {
 
 export function rateBook(db: Queryable, ctx: Scope): Promise<RateBook> {
   return SOURCES[ctx.environment].book(db, ctx);
-}
-
-/** The business's spread and fee in basis points (settings, parsed with the key, win over configuration). */
-export function pricing(ctx: SettingsScope, config: Config): { spreadBps: number; feeBps: number } {
-  return { spreadBps: ctx.settings?.fx_spread_bps ?? config.FX_SPREAD_BPS, feeBps: ctx.settings?.fx_fee_bps ?? config.FX_FEE_BPS };
 }
 
 /** The display name of a currency FX can price (e.g. `Nigerian Naira`). */
@@ -117,13 +103,13 @@ export async function getRate(
   side: 'buy' | 'sell' = 'sell',
 ): Promise<FxRate> {
   const mid = assertPair(config, await rateBook(db, ctx), base, quote, ['base', 'quote']);
-  const { spreadBps } = pricing(ctx, config);
+  const { spreadBps } = fxPricing(ctx.settings, config);
   return {
     base,
     quote,
     side,
     midRate: formatRate(mid.mid),
-    rate: formatRate(customerRate(mid.mid, spreadBps, side)),
+    rate: formatRate(fxCustomerRate(mid.mid, spreadBps, side)),
     spreadBps,
     timestamp: mid.timestamp,
   };
@@ -176,7 +162,7 @@ export async function conversionLegs(
 
 export async function listRates(db: Queryable, ctx: SettingsScope, config: Config, query: RatesQuery) {
   const book = await rateBook(db, ctx);
-  const { spreadBps } = pricing(ctx, config);
+  const { spreadBps } = fxPricing(ctx.settings, config);
   const wanted = query.currency_pairs ? new Set(query.currency_pairs.split(',').map((p) => p.trim().toUpperCase())) : undefined;
   const pairs = listSupportedPairs(config).filter(
     (p) =>
@@ -191,7 +177,7 @@ export async function listRates(db: Queryable, ctx: SettingsScope, config: Confi
     return directions.map((direction) => ({
       ...p,
       direction,
-      rate: formatRate(customerRate(mid.mid, spreadBps, direction === 'BUY' ? 'buy' : 'sell')),
+      rate: formatRate(fxCustomerRate(mid.mid, spreadBps, direction === 'BUY' ? 'buy' : 'sell')),
       mid_rate: formatRate(mid.mid),
       spread_bps: spreadBps,
       timestamp: mid.timestamp.toISOString(),
@@ -233,7 +219,7 @@ export function toQuoteResponse(row: repo.QuoteRow): QuoteResponse {
     rate: formatRate(rate),
     mid_rate: formatRate(rateFromDb(row.mid_rate)),
     spread_bps: row.spread_bps,
-    fee: formatAmount(feeFor(paid, row.fee_bps), feeCurrency),
+    fee: formatAmount(fxFee(paid, row.fee_bps), feeCurrency),
     fee_currency: feeCurrency,
     display_rate: formatRate(rate),
     display_rate_label: `1 ${row.from_currency} = ${formatRate(rate)} ${row.to_currency}`,
@@ -251,9 +237,9 @@ export function toQuoteResponse(row: repo.QuoteRow): QuoteResponse {
 export async function createQuote(trx: Trx, ctx: SettingsScope, config: Config, body: QuoteBody): Promise<QuoteResponse> {
   const mid = assertPair(config, await rateBook(trx, ctx), body.from_currency, body.to_currency);
   const amount = parseAmount(body.amount, body.from_currency);
-  const { spreadBps, feeBps } = pricing(ctx, config);
+  const { spreadBps, feeBps } = fxPricing(ctx.settings, config);
   const side = body.direction === 'BUY' ? 'buy' : 'sell';
-  const rate = customerRate(mid.mid, spreadBps, side);
+  const rate = fxCustomerRate(mid.mid, spreadBps, side);
   const toAmount = counterAmount(side, amount, body.from_currency, body.to_currency, rate);
   assertConvertible(toAmount);
   const row = await repo.insertQuote(

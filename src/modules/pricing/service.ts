@@ -1,7 +1,12 @@
+import type { Config } from '../../config.js';
 import type { BusinessSettings, FeeTable } from '../../core/settings.js';
+import { customerRate, feeFor } from '../../lib/decimal.js';
 import { parseAmount } from '../../lib/money.js';
 
 /**
+ * Every price a business charges, in one place: fees on transfers, payouts and collections
+ * (fee tables) and the FX spread and fee.
+ *
  * Fee settings per business (tenant settings, set by the operator CLI), per operation and
  * currency, e.g. `fees.internal_transfer = {"NGN": {"flat": "10.00", "bps": 50, "max": "1000.00"}}`.
  * `"*"` applies to currencies without their own entry. fee = flat + amount * bps / 10000
@@ -20,4 +25,22 @@ export function feeOf(table: FeeTable | undefined, currency: string, amount: big
   if (rule.min !== undefined && fee < minor(rule.min)) fee = minor(rule.min);
   if (rule.max !== undefined && fee > minor(rule.max)) fee = minor(rule.max);
   return fee;
+}
+
+/** The business's FX spread and fee in basis points: its settings (parsed with the key) win over the configuration. */
+export function fxPricing(
+  settings: Pick<BusinessSettings, 'fx_spread_bps' | 'fx_fee_bps'> | undefined,
+  config: Pick<Config, 'FX_SPREAD_BPS' | 'FX_FEE_BPS'>,
+): { spreadBps: number; feeBps: number } {
+  return { spreadBps: settings?.fx_spread_bps ?? config.FX_SPREAD_BPS, feeBps: settings?.fx_fee_bps ?? config.FX_FEE_BPS };
+}
+
+/** The customer's rate from the mid rate: the bid (mid less the spread, rounded down) when they sell, the ask (mid plus the spread, rounded up) when they buy. */
+export function fxCustomerRate(mid: bigint, spreadBps: number, side: 'buy' | 'sell'): bigint {
+  return customerRate(mid, spreadBps, side);
+}
+
+/** The FX fee on the amount the customer gives, at `feeBps` (rounded up to the minor unit; 0 bps: none). */
+export function fxFee(amount: bigint, feeBps: number): bigint {
+  return feeFor(amount, feeBps);
 }

@@ -36,6 +36,22 @@ export interface PayoutMetadata {
    * (payout-approval.ts). Absent when no approval was needed.
    */
   approval?: 'waiting_approval' | 'approved' | 'rejected' | 'expired';
+  /** A payout that settles an FX order to its standing settlement instruction (fx/ssi.ts). */
+  fx_order_id?: string;
+}
+
+/**
+ * How a payout made by another module differs from one made with POST /v1/transfer: an FX order
+ * settling to its standing settlement instruction (`ssi`) pays out its proceeds.
+ */
+export interface PayoutOptions {
+  /** The remitter on file (the order's own customer), instead of `additional_information`. */
+  remitter: unknown;
+  /** The payout fee comes out of `amount` (the payee receives amount - fee) instead of on top. */
+  feeIncluded: boolean;
+  /** The payout needs no approval of its own (the order it settles was approved). */
+  approved: boolean;
+  fxOrderId: string;
 }
 
 function payeeNotUsable(status: string): AppError {
@@ -85,35 +101,31 @@ async function holdFunds(
   id: string,
   input: { sourceId: string; principalAccountId: string; feeAccountId: string | null; amount: bigint; fee: bigint; currency: string },
 ) {
-  try {
-    const principal = await ledger.hold(trx, ctx, {
-      debitAccountId: input.sourceId,
-      creditAccountId: input.principalAccountId,
-      amount: input.amount,
-      currency: input.currency,
-      kind: 'payout',
-      reference: id,
-      metadata: { transfer_id: id },
-    });
-    const fee =
-      input.feeAccountId && input.fee > 0n
-        ? await ledger.hold(trx, ctx, {
-            debitAccountId: input.sourceId,
-            creditAccountId: input.feeAccountId,
-            amount: input.fee,
-            currency: input.currency,
-            kind: 'payout_fee',
-            reference: id,
-            metadata: { transfer_id: id },
-          })
-        : undefined;
-    return { principal, fee };
-  } catch (err) {
-    // Holds still report an overdraft by throwing; the API error is the one every transfer path uses.
-    if (err instanceof AppError && err.code === 'insufficient_funds')
-      throw refusalError({ ok: false, reason: 'insufficient_funds', accountId: input.sourceId });
-    throw err;
-  }
+  // The ledger's typed refusal becomes the API error every transfer path uses (errors.ts).
+  const principal = await ledger.tryHold(trx, ctx, {
+    debitAccountId: input.sourceId,
+    creditAccountId: input.principalAccountId,
+    amount: input.amount,
+    currency: input.currency,
+    kind: 'payout',
+    reference: id,
+    metadata: { transfer_id: id },
+  });
+  if (!principal.ok) throw refusalError(principal);
+  const fee =
+    input.feeAccountId && input.fee > 0n
+      ? await ledger.tryHold(trx, ctx, {
+          debitAccountId: input.sourceId,
+          creditAccountId: input.feeAccountId,
+          amount: input.fee,
+          currency: input.currency,
+          kind: 'payout_fee',
+          reference: id,
+          metadata: { transfer_id: id },
+        })
+      : undefined;
+  if (fee && !fee.ok) throw refusalError(fee);
+  return { principal: principal.hold, fee: fee?.hold };
 }
 
 /**
@@ -127,26 +139,35 @@ export async function externalTransfer(
   config: Config,
   id: string,
   body: CreateTransferBody,
+  options?: PayoutOptions,
 ): Promise<repo.TransferRow> {
   const { payee, source } = await loadParties(trx, ctx, body);
   const currency = source.currency;
-  const amount = parseAmount(body.amount, currency);
+  const gross = parseAmount(body.amount, currency);
   if (body.currency && body.currency !== currency) {
     throw new AppError('currency_mismatch', `The source account holds ${currency}`, [
       { field: 'currency', code: 'currency_mismatch', message: `The source account holds ${currency}` },
     ]);
   }
   const rail = railFor(payee.payee_type, payee.payment_rail, body.destination.rail);
+  // Fee included (an FX order's proceeds): the fee is that of the whole sum, and comes out of it.
+  const includedFee = options?.feeIncluded ? payoutFee(ctx.settings, config, rail, currency, gross) : undefined;
+  const amount = gross - (includedFee ?? 0n);
+  if (amount <= 0n) {
+    throw new AppError('invalid_amount', 'The amount does not cover the payout fee', [
+      { field: 'amount', code: 'invalid_amount', message: `The payout fee is ${formatAmount(includedFee!, currency)} ${currency}` },
+    ]);
+  }
   const policy = approvals.policyOf(ctx);
-  const waiting = approvals.payoutNeedsApproval(policy, currency, amount);
-  const remitter = parseRemitter(payee.payee_type, body.additional_information);
+  const waiting = !options?.approved && approvals.payoutNeedsApproval(policy, currency, amount);
+  const remitter = options ? options.remitter : parseRemitter(payee.payee_type, body.additional_information);
   assertWithinRailLimit(ctx.settings, config, rail, currency, amount);
   const fx = await convert(trx, ctx, config, amount, currency, payee.currency);
   assertInstitutionBounds(payee.institution_id, fx.localAmount, payee.currency);
   const international = payee.currency !== currency || rail === 'swift';
   await assertCustomerMayMove(trx, ctx, config, { customerId: source.customer_id, currency, amount, international });
 
-  let fee = payoutFee(ctx.settings, config, rail, currency, amount);
+  let fee = includedFee ?? payoutFee(ctx.settings, config, rail, currency, amount);
   const feeAccount = fee > 0n ? await accounts.businessFeeAccount(trx, ctx, currency) : undefined;
   if (feeAccount?.id === source.id) fee = 0n; // the business paying from its own fee account owes itself nothing
   const principalAccountId = await ledger.systemAccount(trx, ctx, fx.rate ? 'fx_position' : 'settlement', currency);
@@ -196,6 +217,7 @@ export async function externalTransfer(
     remitter: remitter ?? null,
     payee: payeeDetailsOf(payee),
     ...(waiting ? { approval: 'waiting_approval' as const } : {}),
+    ...(options ? { fx_order_id: options.fxOrderId } : {}),
   };
   const now = new Date();
   const row: repo.TransferRow = {

@@ -5,7 +5,7 @@ import type { RequestContext } from '../../core/context.js';
 import { AppError, notFound, validationError } from '../../core/errors.js';
 import type { Page } from '../../db/pagination.js';
 import { newId } from '../../lib/ids.js';
-import { externalTransfer } from './external.js';
+import { externalTransfer, type PayoutOptions } from './external.js';
 import { cardFunding } from './card.js';
 import { internalTransferBatch } from './batch.js';
 import { isInternalDestination, type InternalRequest } from './internal.js';
@@ -49,6 +49,37 @@ export async function createTransfer(trx: Trx, ctx: RequestContext, body: Create
     case 'crypto_wallet':
       throw unsupportedDestination('crypto_wallet', 'This service is fiat only');
   }
+}
+
+/**
+ * A payout made on behalf of another module, in its transaction: an FX order settling its
+ * proceeds to a standing settlement instruction (an external account of the order's customer).
+ * The same path as POST /v1/transfer to an external account: the same checks, holds, limits,
+ * events and lifecycle (dispatch, rail outcome, return).
+ */
+export async function settlementPayout(
+  trx: Trx,
+  ctx: RequestContext,
+  config: Config,
+  payout: PayoutOptions & { sourceAccountId: string; externalAccountId: string; amount: string; customerId: string; description: string },
+): Promise<TransferRow> {
+  const body: CreateTransferBody = {
+    source: { source_type: 'internal_account', id: payout.sourceAccountId },
+    destination: { destination_type: 'external_account', id: payout.externalAccountId },
+    amount: payout.amount,
+    customer_id: payout.customerId,
+    description: payout.description,
+  };
+  return externalTransfer(trx, ctx, config, newId(), body, payout);
+}
+
+/**
+ * Takes a customer's spending lock (limits.ts) ahead of a payout that follows other postings in
+ * the same transaction (an ssi order's conversion), so the lock order stays that of every
+ * movement: account rows, then the spending lock, then balance rows. Reentrant.
+ */
+export async function lockCustomerSpending(trx: Trx, ctx: Scope, customerId: string): Promise<void> {
+  await repo.lockSpendingKeys(trx, [repo.spendingKey(ctx, customerId)]);
 }
 
 /** An internal transfer outside a batch (a batch of one): its response or its error. */
