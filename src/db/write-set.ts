@@ -45,9 +45,18 @@ export async function write(to: Writer, build: (db: Queryable) => WritePart): Pr
   else await build(to).execute(to);
 }
 
+/**
+ * Runs `work` with a write set: `to` itself when it is one (the caller sends it later), else a set
+ * of its own that is sent, as one statement, when `work` is done.
+ */
+export async function inOneStatement<T>(to: Writer, work: (set: WriteSet) => Promise<T>): Promise<T> {
+  const set = to instanceof WriteSet ? to : new WriteSet(to);
+  const result = await work(set);
+  if (set !== to) await set.flush();
+  return result;
+}
+
 /** Several writes as one statement: now (on a connection or transaction) or at the write set's flush. */
 export async function writeTogether(to: Writer, build: (db: Queryable) => WritePart[]): Promise<void> {
-  const set = to instanceof WriteSet ? to : new WriteSet(to);
-  for (const part of build(set.db)) set.add(part);
-  if (set !== to) await set.flush();
+  await inOneStatement(to, async (set) => build(set.db).forEach((part) => set.add(part)));
 }

@@ -1,5 +1,5 @@
 import type { Queryable } from '../db/client.js';
-import { WriteSet, type Writer } from '../db/write-set.js';
+import { inOneStatement, type Writer } from '../db/write-set.js';
 import { newId } from '../lib/ids.js';
 import * as repo from './repo.js';
 import type { LedgerScope, PostedEntry, PostedTransaction, PostingInput } from './types.js';
@@ -130,31 +130,31 @@ export class PostingBatch {
   async flush(to: Writer): Promise<void> {
     if (this.pending.length === 0) return;
     // One statement for all of it, even alone (ledger.post): the parts touch different rows.
-    const set = to instanceof WriteSet ? to : new WriteSet(to);
-    const deltas = [...this.balances].filter(([, w]) => w.delta !== 0n);
-    await repo.addPostedDeltas(
-      set,
-      deltas.map(([id, w]) => ({ accountId: id, delta: w.delta })),
-    );
-    await repo.insertTransactionsWithEntries(
-      set,
-      this.pending.map((p) => ({
-        scope: p.scope,
-        row: { id: p.posting.id, kind: p.input.kind, reference: p.input.reference ?? null, metadata: p.input.metadata ?? {} },
-        entries: p.posting.entries.map((e) => ({
-          id: e.id,
-          account_id: e.accountId,
-          currency: e.currency,
-          amount: e.amount,
-          balance_after: e.balanceAfter,
+    await inOneStatement(to, async (set) => {
+      const deltas = [...this.balances].filter(([, w]) => w.delta !== 0n);
+      await repo.addPostedDeltas(
+        set,
+        deltas.map(([id, w]) => ({ accountId: id, delta: w.delta })),
+      );
+      await repo.insertTransactionsWithEntries(
+        set,
+        this.pending.map((p) => ({
+          scope: p.scope,
+          row: { id: p.posting.id, kind: p.input.kind, reference: p.input.reference ?? null, metadata: p.input.metadata ?? {} },
+          entries: p.posting.entries.map((e) => ({
+            id: e.id,
+            account_id: e.accountId,
+            currency: e.currency,
+            amount: e.amount,
+            balance_after: e.balanceAfter,
+          })),
         })),
-      })),
-    );
-    for (const [, w] of deltas) {
-      w.posted += w.delta;
-      w.delta = 0n;
-    }
-    this.pending.length = 0;
-    if (set !== to) await set.flush();
+      );
+      for (const [, w] of deltas) {
+        w.posted += w.delta;
+        w.delta = 0n;
+      }
+      this.pending.length = 0;
+    });
   }
 }

@@ -1,5 +1,5 @@
 import type { Trx } from '../../db/client.js';
-import { WriteSet } from '../../db/write-set.js';
+import { inOneStatement, type WriteSet } from '../../db/write-set.js';
 import { AppError } from '../../core/errors.js';
 import { newId } from '../../lib/ids.js';
 import { PostingBatch, type PostedTransaction } from '../../ledger/index.js';
@@ -130,9 +130,7 @@ export async function internalTransferBatch(trx: Trx, reqs: InternalRequest[], w
     if (d instanceof AppError) outcomes[i] = { ok: false, error: d };
     else accepted.push({ i, p: d.p, posting: d.posting });
   });
-  const set = writes ?? new WriteSet(trx);
-  const rows = await record(set, book, gate, accepted);
-  if (!writes) await set.flush();
+  const rows = await inOneStatement(writes ?? trx, (set) => record(set, book, gate, accepted));
   accepted.forEach((a, k) => (outcomes[a.i] = { ok: true, row: rows[k]! }));
   return outcomes.map((o) => o!);
 }
