@@ -1,5 +1,5 @@
 import type { Trx } from '../../db/client.js';
-import { WriteSet } from '../../db/write-set.js';
+import { inOneStatement, type WriteSet } from '../../db/write-set.js';
 import type { Environment, RequestContext } from '../../core/context.js';
 import { AppError, notFound } from '../../core/errors.js';
 import * as ledger from '../../ledger/index.js';
@@ -100,9 +100,7 @@ export async function completeCollection(
   if (row.status !== 'pending') throw notPending(row, 'completed');
   // The ledger and account transactions go as one statement (db/write-set.ts), before the
   // collection row that refers to them.
-  const writes = new WriteSet(trx);
-  const settled = await postSettlement(trx, writes, ctx, d, row, extra.funding !== undefined);
-  await writes.flush();
+  const settled = await inOneStatement(trx, (writes) => postSettlement(trx, writes, ctx, d, row, extra.funding !== undefined));
   const done = await repo.finishCollection(trx, ctx, id, {
     status: 'completed',
     detailed_status: extra.detailedStatus ?? 'completed',

@@ -1,6 +1,5 @@
 import type { Config } from '../../config.js';
 import type { BusinessSettings, FeeTable } from '../../core/settings.js';
-import { customerRate, feeFor } from '../../lib/decimal.js';
 import { parseAmount } from '../../lib/money.js';
 
 /**
@@ -35,12 +34,5 @@ export function fxPricing(
   return { spreadBps: settings?.fx_spread_bps ?? config.FX_SPREAD_BPS, feeBps: settings?.fx_fee_bps ?? config.FX_FEE_BPS };
 }
 
-/** The customer's rate from the mid rate: the bid (mid less the spread, rounded down) when they sell, the ask (mid plus the spread, rounded up) when they buy. */
-export function fxCustomerRate(mid: bigint, spreadBps: number, side: 'buy' | 'sell'): bigint {
-  return customerRate(mid, spreadBps, side);
-}
-
-/** The FX fee on the amount the customer gives, at `feeBps` (rounded up to the minor unit; 0 bps: none). */
-export function fxFee(amount: bigint, feeBps: number): bigint {
-  return feeFor(amount, feeBps);
-}
+/** The customer's FX rate from the mid rate and spread, and the FX fee: the arithmetic of lib/decimal.ts. */
+export { customerRate as fxCustomerRate, feeFor as fxFee } from '../../lib/decimal.js';
