@@ -2,10 +2,11 @@ import fc from 'fast-check';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as ledger from '../src/ledger/index.js';
-import { createInternalTransfers } from '../src/modules/transfers/service.js';
+import { createMovements } from '../src/modules/transfers/service.js';
 import { setSettings } from '../src/modules/tenants/service.js';
 import { clientFor, johnDoe, startTestApp, type Client, type TestApp } from './harness.js';
 import { approveKyc } from './kyc-helpers.js';
+import { cardholder } from './card-helpers.js';
 
 /**
  * The batch posting path (docs/money-path.md): many internal transfers in one transaction, each
@@ -69,7 +70,7 @@ describe('batch posting: each transfer on its own', () => {
     };
     const req = (from: string, to: string, amount: string) => ({ ctx, config: t.config, body: transfer(from, to, amount) as never });
     const outcomes = await t.db.transaction().execute((trx) =>
-      createInternalTransfers(trx, [
+      createMovements(trx, [
         req(rich, sink, '10.00'),
         req(poor, sink, '5.00'), // insufficient funds
         req(cust, sink, '20.00'),
@@ -121,7 +122,7 @@ describe('batch posting: each transfer on its own', () => {
           return args.result;
         },
       });
-      const outcomes = await counted.transaction().execute((trx) => createInternalTransfers(trx, reqs));
+      const outcomes = await counted.transaction().execute((trx) => createMovements(trx, reqs));
       expect(outcomes.every((o) => o.ok)).toBe(true);
       return count;
     };
@@ -132,6 +133,56 @@ describe('batch posting: each transfer on its own', () => {
     // transactions, transfers, events, counters.
     expect(one).toBe(6);
     expect(fifty).toBe(one);
+  });
+
+  it('card fundings take the same path: mixed with internal transfers in one batch, each decided alone', async () => {
+    const tenant = await t.tenant('Cards Batch Ltd');
+    const api = clientFor(t, tenant.sandbox.secret_key);
+    const customer = await cardholder(api);
+    const open = async (fund: string, customerId?: string) => {
+      const a = (await api.post('/v1/accounts', { currency: 'USD', label: 'c', ...(customerId ? { customer_id: customerId } : {}) })).body
+        .data;
+      await api.post(`/v1/simulations/accounts/${a.id}/fund`, { amount: fund });
+      return a.id as string;
+    };
+    const own = await open('50.00', customer);
+    const business = await open('10.00');
+    const card = (await api.post('/v1/cards', { customer_id: customer, card_type: 'virtual', card_limit: 10000, name_on_card: 'John Doe' }))
+      .body.data.card.id as string;
+    const ctx = { tenantId: tenant.tenant_id, environment: 'sandbox' as const, keyKind: 'secret' as const, requestId: 'r', settings: {} };
+    const req = (from: string, destination_type: string, to: string, amount: string) => ({
+      ctx,
+      config: t.config,
+      body: { source: { source_type: 'internal_account', id: from }, destination: { destination_type, id: to }, amount } as never,
+    });
+    const outcomes = await t.db.transaction().execute((trx) =>
+      createMovements(trx, [
+        req(own, 'card', card, '30.00'),
+        req(own, 'card', card, '30.00'), // insufficient funds: the first took 30 of 50
+        req(business, 'internal_account', own, '10.00'),
+        req(own, 'card', card, '30.00'), // now there is enough again (20 + 10)
+        req(own, 'card', '00000000-0000-7000-8000-000000000000', '1.00'), // no such card
+      ]),
+    );
+    expect(outcomes.map((o) => (o.ok ? o.data.destination.destination_type : o.error.code))).toEqual([
+      'card',
+      'insufficient_funds',
+      'internal_account',
+      'card',
+      'not_found',
+    ]);
+    expect((await api.get(`/v1/cards/${card}/balance`)).body.data).toMatchObject({ balance: '60.00', available_balance: '60.00' });
+    const ownNow = (await api.get(`/v1/accounts/${own}`)).body.data;
+    expect(ownNow.balance).toBe('0.00');
+    const events = await sql<{ event_type: string }>`
+      select event_type from events where tenant_id = ${tenant.tenant_id} and event_type in ('cards.transaction.funding', 'transfer.status.completed')
+      order by event_type`.execute(t.db);
+    expect(events.rows.filter((e) => e.event_type === 'cards.transaction.funding')).toHaveLength(2);
+    // Card funding counts in the customer's daily total (it has no limit of its own).
+    const counter = await sql<{ amount: bigint }>`
+      select amount from customer_daily_spend where tenant_id = ${tenant.tenant_id} and customer_id = ${customer}`.execute(t.db);
+    expect(counter.rows.map((r) => r.amount)).toEqual([6000n]);
+    expect((await ledger.reconcile(t.db, tenant.tenant_id)).ok).toBe(true);
   });
 
   it('a request the database itself rejects fails alone: its batch is rerun item by item', async () => {

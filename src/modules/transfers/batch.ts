@@ -8,7 +8,8 @@ import * as transactions from '../transactions/service.js';
 import { recordEvents } from '../webhooks/service.js';
 import { refusalError } from './errors.js';
 import { toTransferResponse } from './format.js';
-import { checkShape, legsOf, movementOf, prepare, transferRow, type InternalRequest, type Prepared } from './internal.js';
+import { fundingEvent, fundingMovement, fundingRow, isCardFunding, prepareFunding } from './card.js';
+import { accountsNamed, checkShape, legsOf, movementOf, prepare, transferRow, type MovementRequest, type Prepared } from './internal.js';
 import { SpendingGate } from './limits.js';
 import * as repo from './repo.js';
 
@@ -21,7 +22,7 @@ interface Accepted {
   posting: PostedTransaction;
 }
 
-const scopeKey = (r: InternalRequest) => `${r.ctx.tenantId}:${r.ctx.environment}`;
+const scopeKey = (r: MovementRequest) => `${r.ctx.tenantId}:${r.ctx.environment}`;
 
 /** Runs `fn`, turning a client error (AppError) into that item's outcome; anything else is a bug and propagates. */
 async function settle<T>(fn: () => Promise<T> | T): Promise<T | AppError> {
@@ -34,11 +35,11 @@ async function settle<T>(fn: () => Promise<T> | T): Promise<T | AppError> {
 }
 
 /** Share-locks every account the batch names, one statement per business (ascending id inside). */
-async function lockAccounts(trx: Trx, reqs: InternalRequest[]) {
-  const byScope = new Map<string, { req: InternalRequest; ids: string[] }>();
+async function lockAccounts(trx: Trx, reqs: MovementRequest[]) {
+  const byScope = new Map<string, { req: MovementRequest; ids: string[] }>();
   for (const req of reqs) {
     const entry = byScope.get(scopeKey(req)) ?? { req, ids: [] };
-    entry.ids.push(req.body.source.id, ...(req.body.destination.id ? [req.body.destination.id] : []));
+    entry.ids.push(...accountsNamed(req.body));
     byScope.set(scopeKey(req), entry);
   }
   const locked = new Map<string, Map<string, accounts.AccountRow>>();
@@ -63,14 +64,15 @@ async function attachFeeAccounts(trx: Trx, prepared: Prepared[]) {
 function decide(prepared: Prepared[], book: PostingBatch, gate: SpendingGate) {
   return prepared.map((p) => {
     const customerId = p.source.customer_id;
-    if (customerId !== null) {
+    // Card funding has no KYC limit of its own; it only counts in the customer's daily total.
+    if (customerId !== null && !isCardFunding(p)) {
       const refusal = gate.check(p.req.ctx, customerId, p.currency, p.amount);
       if (refusal) return refusal;
     }
     const result = book.tryPost(p.req.ctx, {
-      kind: 'internal_transfer',
+      kind: p.kind,
       reference: p.id,
-      metadata: { transfer_id: p.id },
+      metadata: isCardFunding(p) ? { transfer_id: p.id, card_id: p.card.id } : { transfer_id: p.id },
       legs: legsOf(p),
     });
     if (!result.ok) return refusalError(result);
@@ -80,15 +82,17 @@ function decide(prepared: Prepared[], book: PostingBatch, gate: SpendingGate) {
 }
 
 /**
- * Internal transfers as ONE unit of work in `trx`, with a fixed number of statements whatever
- * their number (docs/money-path.md). Lock order: account rows (share) → spending locks → (fee
+ * Movements that complete at once (internal transfers and card fundings) as ONE unit of work in
+ * `trx`, with a fixed number of statements whatever their number (docs/money-path.md). Every
+ * kind takes the same steps: load (lock the accounts) → check (per kind, then limits) → post
+ * (balances decided in memory) → record (account transactions, transfer, events, counters). Lock order: account rows (share) → spending locks → (fee
  * account creation, rare) → balance rows, each ascending — the order of every other money movement. Every check is made
  * per transfer in arrival order; a refused transfer changes nothing, so it never fails its
  * neighbours. Returns one outcome per request, in order. The writes go into `writes` when the
  * caller gives one (it sends them with its own, in one statement, before it commits); otherwise
  * they are sent here, as one statement.
  */
-export async function internalTransferBatch(trx: Trx, reqs: InternalRequest[], writes?: WriteSet): Promise<TransferOutcome[]> {
+export async function movementBatch(trx: Trx, reqs: MovementRequest[], writes?: WriteSet): Promise<TransferOutcome[]> {
   const outcomes: (TransferOutcome | undefined)[] = reqs.map(() => undefined);
   const shaped = await Promise.all(reqs.map((r) => settle(() => checkShape(r.body))));
   const live = reqs.flatMap((r, i) => (shaped[i] instanceof AppError ? [] : [i]));
@@ -101,7 +105,8 @@ export async function internalTransferBatch(trx: Trx, reqs: InternalRequest[], w
   const prepared: { i: number; p: Prepared }[] = [];
   for (const i of live) {
     const req = reqs[i]!;
-    const p = await settle(() => prepare(trx, req, newId(), locked.get(scopeKey(req))!));
+    const check = req.body.destination.destination_type === 'card' ? prepareFunding : prepare;
+    const p = await settle(() => check(trx, req, newId(), locked.get(scopeKey(req))!));
     if (p instanceof AppError) outcomes[i] = { ok: false, error: p };
     else prepared.push({ i, p });
   }
@@ -135,20 +140,30 @@ export async function internalTransferBatch(trx: Trx, reqs: InternalRequest[], w
   return outcomes.map((o) => o!);
 }
 
-/** Adds the writes of every accepted transfer: postings, account transactions, transfers, events, counters. */
+/** Adds the writes of every accepted movement: postings, account transactions, transfers, events, counters. */
 async function record(writes: WriteSet, book: PostingBatch, gate: SpendingGate, accepted: Accepted[]) {
   await book.flush(writes);
   await gate.flush(writes);
   if (accepted.length === 0) return [];
-  const sourceTxs = await transactions.recordMovements(
+  const txs = await transactions.recordMovements(
     writes,
-    accepted.map((a) => ({ ctx: a.p.req.ctx, movement: movementOf(a.p, a.posting) })),
+    accepted.map(({ p, posting }) => ({
+      ctx: p.req.ctx,
+      movement: isCardFunding(p) ? fundingMovement(p, posting) : movementOf(p, posting),
+    })),
   );
-  const rows = accepted.map((a, k) => transferRow(a.p, a.posting, sourceTxs[k]![0]!.id));
+  const rows = accepted.map(({ p, posting }, k) =>
+    isCardFunding(p) ? fundingRow(p, posting, txs[k]![0]!.id) : transferRow(p, posting, txs[k]![0]!.id),
+  );
   await repo.insertTransfers(writes, rows);
   await recordEvents(
     writes,
-    rows.map((row, k) => ({ ctx: accepted[k]!.p.req.ctx, eventType: 'transfer.status.completed' as const, data: toTransferResponse(row) })),
+    accepted.flatMap(({ p }, k) => [
+      { ctx: p.req.ctx, eventType: 'transfer.status.completed' as const, data: toTransferResponse(rows[k]!) },
+      ...(isCardFunding(p)
+        ? [{ ctx: p.req.ctx, eventType: 'cards.transaction.funding' as const, data: fundingEvent(p, txs[k]![1]!), groupId: p.card.id }]
+        : []),
+    ]),
   );
   return rows;
 }

@@ -5,7 +5,7 @@ import type { RequestContext } from '../../core/context.js';
 import { findScoped } from '../../db/scoped.js';
 import { notFound, validationError } from '../../core/errors.js';
 import { newId } from '../../lib/ids.js';
-import { internalTransferBatch } from './batch.js';
+import { movementBatch } from './batch.js';
 import { toTransferResponse } from './format.js';
 import type { BulkItemResult, BulkResponse, CreateBulkBody, CreateTransferBody } from './schema.js';
 
@@ -54,7 +54,7 @@ export async function createBulk(trx: Trx, ctx: RequestContext, config: Config, 
   const items: BulkItemResult[] = [];
   for (let start = 0; start < body.transfers.length; start += CHUNK) {
     const chunk = body.transfers.slice(start, start + CHUNK);
-    const outcomes = await internalTransferBatch(
+    const outcomes = await movementBatch(
       trx,
       chunk.map((item) => ({ ctx, config, body: item as CreateTransferBody })),
     );

@@ -11,28 +11,42 @@ import { computeFee } from '../pricing/service.js';
 import type * as repo from './repo.js';
 import type { CreateTransferBody } from './schema.js';
 
-/** One internal transfer as a request: its business, settings and body. */
-export interface InternalRequest {
+/** One movement that completes at once (an internal transfer or a card funding) as a request. */
+export interface MovementRequest {
   ctx: RequestContext;
   config: Config;
   body: CreateTransferBody;
 }
 
-/** A request that passed every check that needs no balance: what the batch will try to post. */
+/**
+ * A request that passed every check that needs no balance: what the batch will try to post.
+ * Both kinds move `amount` from `source` to `destination` (an account, or a card's own balance)
+ * and `fee` to the business's fee account.
+ */
 export interface Prepared {
-  req: InternalRequest;
+  req: MovementRequest;
   id: string;
+  kind: 'internal_transfer' | 'card_funding';
   source: accounts.AccountRow;
-  destination: accounts.AccountRow;
+  destination: { id: string; customer_id: string | null };
   currency: string;
   amount: bigint;
   fee: bigint;
   feeAccount?: accounts.AccountRow;
 }
 
-export const isInternalDestination = (body: CreateTransferBody) =>
+const ACCOUNT_DESTINATIONS = ['internal_account', 'account', 'customer_account'];
+
+/** Whether a transfer completes at once, through the batch posting path (batch.ts). */
+export const completesAtOnce = (body: CreateTransferBody) =>
   body.source.source_type === 'internal_account' &&
-  ['internal_account', 'account', 'customer_account'].includes(body.destination.destination_type);
+  (ACCOUNT_DESTINATIONS.includes(body.destination.destination_type) || body.destination.destination_type === 'card');
+
+/** The account rows a request of the batch share-locks: its source, and its destination when that is an account. */
+export const accountsNamed = (body: CreateTransferBody): string[] =>
+  ACCOUNT_DESTINATIONS.includes(body.destination.destination_type) && body.destination.id
+    ? [body.source.id, body.destination.id]
+    : [body.source.id];
 
 function currencyMismatch(field: string, message: string) {
   return new AppError('currency_mismatch', message, [{ field, code: 'currency_mismatch', message }]);
@@ -41,7 +55,10 @@ function currencyMismatch(field: string, message: string) {
 /** Checks on the body alone, before any row is locked (400s). */
 export function checkShape(body: CreateTransferBody): string {
   const destinationId = body.destination.id;
-  if (!destinationId) throw validationError([{ field: 'destination.id', code: 'required', message: 'Required' }]);
+  if (!destinationId) {
+    const message = body.destination.destination_type === 'card' ? 'Required: the card id' : 'Required';
+    throw validationError([{ field: 'destination.id', code: 'required', message }]);
+  }
   if (destinationId === body.source.id) {
     throw validationError([{ field: 'destination.id', code: 'invalid', message: 'Source and destination must differ' }]);
   }
@@ -52,7 +69,7 @@ export function checkShape(body: CreateTransferBody): string {
  * Every check of one transfer against its share-locked account rows (404, 409, 422), and its
  * amount and fee. Balances and limits are checked later, in memory, by the batch.
  */
-export async function prepare(trx: Trx, req: InternalRequest, id: string, locked: Map<string, accounts.AccountRow>): Promise<Prepared> {
+export async function prepare(trx: Trx, req: MovementRequest, id: string, locked: Map<string, accounts.AccountRow>): Promise<Prepared> {
   const { body, ctx } = req;
   const destinationId = checkShape(body);
   const source = locked.get(body.source.id);
@@ -78,7 +95,7 @@ export async function prepare(trx: Trx, req: InternalRequest, id: string, locked
   accounts.assertCanDebit(source);
   accounts.assertCanCredit(destination);
   const fee = computeFee(ctx.settings, 'internal_transfer', currency, amount);
-  return { req, id, source, destination, currency, amount, fee };
+  return { req, id, kind: 'internal_transfer', source, destination, currency, amount, fee };
 }
 
 /** Source pays amount + fee, destination receives amount, the business's own account the fee. */

@@ -20,7 +20,7 @@ import * as service from './service.js';
 const tags = ['Transfers'];
 
 export function transferRoutes(deps: Deps): FastifyPluginAsyncZod {
-  // Internal transfers go through the batch path (docs/money-path.md): concurrent requests share
+  // Internal transfers and card fundings go through the batch path (docs/money-path.md): concurrent requests share
   // one transaction and a handful of multi-row statements, each still all-or-nothing with its own
   // idempotency record. PGlite has one connection: one lane, the batch is whatever queued meanwhile.
   const internal = new BatchedIdempotency(
@@ -29,7 +29,7 @@ export function transferRoutes(deps: Deps): FastifyPluginAsyncZod {
     deps.config.IDEMPOTENCY_TTL_HOURS,
     'transfers.create',
     (trx, items: { request: FastifyRequest; input: CreateTransferBody }[], writes) =>
-      service.createInternalTransfers(
+      service.createMovements(
         trx,
         items.map((i) => ({ ctx: i.request.ctx, config: deps.config, body: i.input })),
         writes,
@@ -37,7 +37,7 @@ export function transferRoutes(deps: Deps): FastifyPluginAsyncZod {
     { maxBatch: deps.config.TRANSFER_BATCH_SIZE, lanes: deps.dbKind === 'postgres' ? deps.config.TRANSFER_BATCH_LANES : 1 },
   );
   const create = (req: FastifyRequest<{ Body: CreateTransferBody }>, reply: FastifyReply) =>
-    service.isInternalDestination(req.body)
+    service.completesAtOnce(req.body)
       ? internal.run(req, reply, req.body)
       : deps.idempotency.run(req, reply, 'transfers.create', (trx) => service.createTransfer(trx, req.ctx, req.body, deps.config));
 

@@ -6,9 +6,8 @@ import { AppError, notFound, validationError } from '../../core/errors.js';
 import type { Page } from '../../db/pagination.js';
 import { newId } from '../../lib/ids.js';
 import { externalTransfer, type PayoutOptions } from './external.js';
-import { cardFunding } from './card.js';
-import { internalTransferBatch } from './batch.js';
-import { isInternalDestination, type InternalRequest } from './internal.js';
+import { movementBatch } from './batch.js';
+import { completesAtOnce, type MovementRequest } from './internal.js';
 import { toTransferResponse } from './format.js';
 import * as repo from './repo.js';
 import type { CreateTransferBody, ListTransfersQuery, TransferResponse } from './schema.js';
@@ -25,9 +24,9 @@ function unsupportedDestination(type: string, why: string): AppError {
 }
 
 /**
- * POST /v1/transfer and /v1/transfers. One branch per destination type: each branch validates,
- * moves the money through the ledger, writes the transfer and its transactions and events, all
- * in `trx` (the idempotency transaction). Card and external-account branches plug in here.
+ * POST /v1/transfer and /v1/transfers outside the batch path. Movements that complete at once
+ * (to an account or a card) take the batch path as a batch of one; a payout holds its funds
+ * (external.ts). All in `trx` (the idempotency transaction).
  */
 export async function createTransfer(trx: Trx, ctx: RequestContext, body: CreateTransferBody, config: Config): Promise<TransferResponse> {
   if (body.source.source_type !== 'internal_account') {
@@ -35,17 +34,15 @@ export async function createTransfer(trx: Trx, ctx: RequestContext, body: Create
       { field: 'source.source_type', code: 'unsupported', message: 'Only internal_account sources are supported (fiat only)' },
     ]);
   }
-  const id = newId();
   switch (body.destination.destination_type) {
     case 'internal_account':
     case 'account':
     case 'customer_account':
-      return internalAlone(trx, { ctx, config, body });
     case 'card':
-      return toTransferResponse(await cardFunding(trx, ctx, id, body));
+      return completeAlone(trx, { ctx, config, body });
     case 'external_account':
       if (!body.destination.id) throw validationError([{ field: 'destination.id', code: 'required', message: 'Required' }]);
-      return toTransferResponse(await externalTransfer(trx, ctx, config, id, body));
+      return toTransferResponse(await externalTransfer(trx, ctx, config, newId(), body));
     case 'crypto_wallet':
       throw unsupportedDestination('crypto_wallet', 'This service is fiat only');
   }
@@ -82,22 +79,23 @@ export async function lockCustomerSpending(trx: Trx, ctx: Scope, customerId: str
   await repo.lockSpendingKeys(trx, [repo.spendingKey(ctx, customerId)]);
 }
 
-/** An internal transfer outside a batch (a batch of one): its response or its error. */
-async function internalAlone(trx: Trx, req: InternalRequest): Promise<TransferResponse> {
-  const [outcome] = await createInternalTransfers(trx, [req]);
+/** A movement that completes at once, outside a batch (a batch of one): its response or its error. */
+async function completeAlone(trx: Trx, req: MovementRequest): Promise<TransferResponse> {
+  const [outcome] = await createMovements(trx, [req]);
   if (!outcome!.ok) throw outcome!.error;
   return outcome!.data;
 }
 
-export type InternalOutcome = { ok: true; data: TransferResponse } | { ok: false; error: AppError };
-export { isInternalDestination, type InternalRequest };
+export type MovementOutcome = { ok: true; data: TransferResponse } | { ok: false; error: AppError };
+export { completesAtOnce, type MovementRequest };
 
 /**
- * Internal transfers as one batch in `trx` (the batched idempotency transaction): one outcome
- * per request, in order; a refused transfer never fails the others (docs/money-path.md).
+ * Internal transfers and card fundings as one batch in `trx` (the batched idempotency
+ * transaction): one outcome per request, in order; a refused one never fails the others
+ * (docs/money-path.md).
  */
-export async function createInternalTransfers(trx: Trx, reqs: InternalRequest[], writes?: WriteSet): Promise<InternalOutcome[]> {
-  const outcomes = await internalTransferBatch(trx, reqs, writes);
+export async function createMovements(trx: Trx, reqs: MovementRequest[], writes?: WriteSet): Promise<MovementOutcome[]> {
+  const outcomes = await movementBatch(trx, reqs, writes);
   return outcomes.map((o) => (o.ok ? { ok: true, data: toTransferResponse(o.row) } : o));
 }
 
