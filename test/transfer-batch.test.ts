@@ -7,6 +7,10 @@ import { setSettings } from '../src/modules/tenants/service.js';
 import { clientFor, johnDoe, startTestApp, type Client, type TestApp } from './harness.js';
 import { approveKyc } from './kyc-helpers.js';
 import { cardholder } from './card-helpers.js';
+import { nubans, remitter } from './payout-fixtures.js';
+import { listInstitutions } from '../src/lib/institutions.js';
+import { verifyDuePayees } from '../src/modules/external-accounts/service.js';
+import { dispatchPendingPayouts, settleDueSandboxPayouts } from '../src/modules/transfers/payout-lifecycle.js';
 
 /**
  * The batch posting path (docs/money-path.md): many internal transfers in one transaction, each
@@ -17,7 +21,7 @@ let t: TestApp;
 beforeAll(async () => {
   // One lane: while it is busy every new request queues, so concurrent requests form batches
   // (on PostgreSQL; PGlite's one connection also serializes the requests' auth lookups).
-  t = await startTestApp({ TRANSFER_BATCH_LANES: 1 });
+  t = await startTestApp({ TRANSFER_BATCH_LANES: 1, SANDBOX_RAIL_DELAY_MS: 0 });
 });
 afterAll(async () => t?.close());
 
@@ -182,6 +186,85 @@ describe('batch posting: each transfer on its own', () => {
     const counter = await sql<{ amount: bigint }>`
       select amount from customer_daily_spend where tenant_id = ${tenant.tenant_id} and customer_id = ${customer}`.execute(t.db);
     expect(counter.rows.map((r) => r.amount)).toEqual([6000n]);
+    expect((await ledger.reconcile(t.db, tenant.tenant_id)).ok).toBe(true);
+  });
+
+  it('payouts take the same path: their funds held in memory beside transfers, each decided alone, then settled by the rail', async () => {
+    const { tenant, api, customer, open } = await setup('Payouts Batch Ltd', '100000.00');
+    const gtb = listInstitutions({ country: 'NG', type: 'bank' }).find((i) => i.code === '058')!;
+    const payee = (
+      await api.post('/v1/external-accounts', {
+        payee_type: 'bank_account',
+        account_number: nubans(700000)(),
+        account_name: 'Amina Bello',
+        currency: 'NGN',
+        customer_id: customer,
+        institution_id: gtb.id,
+      })
+    ).body.data.id as string;
+    await verifyDuePayees(t.db, t.unitOfWork, { SANDBOX_RAIL_DELAY_MS: 0 });
+    const own = await open(customer, '10000.00');
+    const sink = await open(null);
+    const ctx = {
+      tenantId: tenant.tenant_id,
+      environment: 'sandbox' as const,
+      keyKind: 'secret' as const,
+      requestId: 'r',
+      settings: { kyc_limits: { basic: { NGN: { per_transaction: '7000.00', daily: '100000.00' } } } },
+    };
+    const req = (body: Record<string, unknown>) => ({ ctx, config: t.config, body: body as never });
+    const payout = (amount: string) =>
+      req({
+        source: { source_type: 'internal_account', id: own },
+        destination: { destination_type: 'external_account', id: payee },
+        amount,
+        additional_information: remitter,
+      });
+    let count = 0;
+    const counted = t.db.withPlugin({ transformQuery: (args) => args.node, transformResult: async (args) => (count++, args.result) });
+    const [alone] = await counted.transaction().execute((trx) => createMovements(trx, [payout('100.00')]));
+    expect(alone!.ok).toBe(true);
+    // accounts (share lock), the payee, the settlement account, KYC levels, spending locks, today's
+    // counters, the fee account, balance rows (lock), and the writes (holds, balances, account
+    // transaction, transfer, event, counter): 9, where holding principal and fee alone took 8.
+    expect(count).toBe(9);
+    const outcomes = await t.db.transaction().execute((trx) =>
+      createMovements(trx, [
+        payout('6000.00'),
+        payout('6000.00'), // insufficient funds: 6,000 (and its fee) are held
+        req(transfer(own, sink, '1000.00')),
+        payout('8000.00'), // over the per-transaction limit
+        payout('100.00'), // the bank's minimum
+      ]),
+    );
+    expect(outcomes.map((o) => (o.ok ? o.data.transfer_status : o.error.code))).toEqual([
+      'pending',
+      'insufficient_funds',
+      'completed',
+      'limit_exceeded',
+      'pending',
+    ]);
+    const fees = [alone!, ...outcomes].flatMap((o) =>
+      o.ok && o.data.transfer_status === 'pending' ? [BigInt(String(o.data.fee).replace('.', ''))] : [],
+    );
+    const held = 620000n + fees.reduce((a, b) => a + b, 0n); // three payouts: 100, 6,000 and 100, with their fees
+    const account = (await api.get(`/v1/accounts/${own}`)).body.data;
+    expect(BigInt(String(account.balance).replace('.', ''))).toBe(900000n);
+    expect(BigInt(String(account.available_balance).replace('.', ''))).toBe(900000n - held);
+    const pending = await sql<{ n: number }>`
+      select count(*)::int as n from events where tenant_id = ${tenant.tenant_id} and event_type = 'transfer.status.pending'`.execute(t.db);
+    expect(pending.rows[0]!.n).toBe(3);
+    // The holds a batch took are finished by the payout lifecycle like any other.
+    await dispatchPendingPayouts(t.db, { SANDBOX_RAIL_DELAY_MS: 0 });
+    await settleDueSandboxPayouts(t.db);
+    await settleDueSandboxPayouts(t.db);
+    for (const o of [alone!, ...outcomes]) {
+      if (o.ok && o.data.transfer_status === 'pending') {
+        expect((await api.get(`/v1/transfers/${o.data.id}`)).body.data.transfer_status).toBe('completed');
+      }
+    }
+    const after = (await api.get(`/v1/accounts/${own}`)).body.data;
+    expect(BigInt(String(after.balance).replace('.', ''))).toBe(900000n - held);
     expect((await ledger.reconcile(t.db, tenant.tenant_id)).ok).toBe(true);
   });
 

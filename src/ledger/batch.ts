@@ -2,11 +2,13 @@ import type { Queryable } from '../db/client.js';
 import { inOneStatement, type Writer } from '../db/write-set.js';
 import { newId } from '../lib/ids.js';
 import * as repo from './repo.js';
-import type { LedgerScope, PostedEntry, PostedTransaction, PostingInput } from './types.js';
+import type { Hold, HoldInput, LedgerScope, PostedEntry, PostedTransaction, PostingInput } from './types.js';
 
 /** Why a posting of a batch was refused: decided in memory, reported as a value (never thrown). */
 export type PostRefusal = { ok: false; reason: 'insufficient_funds'; accountId: string };
 export type PostResult = { ok: true; posting: PostedTransaction } | PostRefusal;
+/** Holds taken together (a payout's principal and fee): all of them, or a refusal and none. */
+export type HoldsResult = { ok: true; holds: Hold[] } | PostRefusal;
 
 interface Working {
   scope: LedgerScope;
@@ -14,8 +16,10 @@ interface Working {
   allowNegative: boolean;
   posted: bigint;
   pendingDebits: bigint;
-  /** What this batch added so far (written by one UPDATE at flush). */
+  /** What this batch added so far to posted, pending debits and pending credits (one UPDATE at flush). */
   delta: bigint;
+  pendingDebitsDelta: bigint;
+  pendingCreditsDelta: bigint;
 }
 
 interface Pending {
@@ -23,6 +27,8 @@ interface Pending {
   input: PostingInput;
   posting: PostedTransaction;
 }
+
+const availableOf = (w: Working) => w.posted + w.delta - w.pendingDebits - w.pendingDebitsDelta;
 
 /** A programming error (unbalanced posting, unknown account): a 500, never a client's fault. */
 export class LedgerInvariantError extends Error {
@@ -51,6 +57,7 @@ function assertBalanced(input: PostingInput): void {
  */
 export class PostingBatch {
   private readonly pending: Pending[] = [];
+  private readonly holds: { scope: LedgerScope; input: HoldInput; hold: Hold }[] = [];
 
   private constructor(
     private readonly balances: Map<string, Working>,
@@ -70,6 +77,8 @@ export class PostingBatch {
         posted: r.posted,
         pendingDebits: r.pending_debits,
         delta: 0n,
+        pendingDebitsDelta: 0n,
+        pendingCreditsDelta: 0n,
       });
     }
     return new PostingBatch(map, createdAt);
@@ -78,28 +87,73 @@ export class PostingBatch {
   /** The working (batch-so-far) available balance of a locked account, for reports and tests. */
   available(accountId: string): bigint | undefined {
     const w = this.balances.get(accountId);
-    return w ? w.posted + w.delta - w.pendingDebits : undefined;
+    return w ? availableOf(w) : undefined;
+  }
+
+  /** The locked balance row of `accountId`, which must belong to `scope` and hold `currency`. */
+  private working(scope: LedgerScope, accountId: string, currency: string): Working {
+    const w = this.balances.get(accountId);
+    if (!w || w.scope.tenantId !== scope.tenantId || w.scope.environment !== scope.environment) {
+      throw new LedgerInvariantError(`ledger account ${accountId} is not locked in this batch`);
+    }
+    if (w.currency !== currency) throw new LedgerInvariantError(`ledger account ${accountId} is ${w.currency}, not ${currency}`);
+    return w;
+  }
+
+  /** The first account that `debits` (account → amount taken from its available balance) would overdraw. */
+  private overdrawn(debits: Map<string, bigint>): PostRefusal | undefined {
+    for (const [accountId, amount] of debits) {
+      const w = this.balances.get(accountId)!;
+      if (amount > 0n && !w.allowNegative && availableOf(w) - amount < 0n) return { ok: false, reason: 'insufficient_funds', accountId };
+    }
+    return undefined;
   }
 
   tryPost(scope: LedgerScope, input: PostingInput): PostResult {
     assertBalanced(input);
     const net = new Map<string, bigint>();
     for (const leg of input.legs) {
-      const w = this.balances.get(leg.accountId);
-      if (!w || w.scope.tenantId !== scope.tenantId || w.scope.environment !== scope.environment) {
-        throw new LedgerInvariantError(`ledger account ${leg.accountId} is not locked in this batch`);
-      }
-      if (w.currency !== leg.currency)
-        throw new LedgerInvariantError(`ledger account ${leg.accountId} is ${w.currency}, leg is ${leg.currency}`);
-      net.set(leg.accountId, (net.get(leg.accountId) ?? 0n) + leg.amount);
+      this.working(scope, leg.accountId, leg.currency);
+      net.set(leg.accountId, (net.get(leg.accountId) ?? 0n) - leg.amount);
     }
-    for (const [accountId, amount] of net) {
-      const w = this.balances.get(accountId)!;
-      if (amount < 0n && !w.allowNegative && w.posted + w.delta + amount - w.pendingDebits < 0n) {
-        return { ok: false, reason: 'insufficient_funds', accountId };
-      }
+    return this.overdrawn(net) ?? { ok: true, posting: this.apply(scope, input) };
+  }
+
+  /**
+   * Reserves each hold's amount on its debit account (pending, not posted), all or none: a
+   * payout's principal and fee are checked together against the working balances. The rows are
+   * written at flush, like postings. Posting or voiding a hold later is ledger.postHold/voidHold.
+   */
+  tryHolds(scope: LedgerScope, inputs: HoldInput[]): HoldsResult {
+    const debits = new Map<string, bigint>();
+    for (const input of inputs) {
+      if (input.amount <= 0n) throw new LedgerInvariantError('a hold must be positive');
+      if (input.debitAccountId === input.creditAccountId) throw new LedgerInvariantError('a hold needs two accounts');
+      this.working(scope, input.debitAccountId, input.currency);
+      this.working(scope, input.creditAccountId, input.currency);
+      debits.set(input.debitAccountId, (debits.get(input.debitAccountId) ?? 0n) + input.amount);
     }
-    return { ok: true, posting: this.apply(scope, input) };
+    const refusal = this.overdrawn(debits);
+    if (refusal) return refusal;
+    const holds = inputs.map((input) => {
+      this.balances.get(input.debitAccountId)!.pendingDebitsDelta += input.amount;
+      this.balances.get(input.creditAccountId)!.pendingCreditsDelta += input.amount;
+      const hold: Hold = {
+        id: newId(),
+        debitAccountId: input.debitAccountId,
+        creditAccountId: input.creditAccountId,
+        currency: input.currency,
+        amount: input.amount,
+        status: 'pending',
+        postedAmount: null,
+        kind: input.kind,
+        reference: input.reference ?? null,
+        transactionId: null,
+      };
+      this.holds.push({ scope, input, hold });
+      return hold;
+    });
+    return { ok: true, holds };
   }
 
   /** Applies an accepted posting to the working balances, legs in lock order (as ledger.post). */
@@ -128,13 +182,35 @@ export class PostingBatch {
    * size; on a transaction now, or deferred into the caller's WriteSet (db/write-set.ts).
    */
   async flush(to: Writer): Promise<void> {
-    if (this.pending.length === 0) return;
+    if (this.pending.length === 0 && this.holds.length === 0) return;
     // One statement for all of it, even alone (ledger.post): the parts touch different rows.
     await inOneStatement(to, async (set) => {
-      const deltas = [...this.balances].filter(([, w]) => w.delta !== 0n);
-      await repo.addPostedDeltas(
+      const deltas = [...this.balances].filter(([, w]) => w.delta !== 0n || w.pendingDebitsDelta !== 0n || w.pendingCreditsDelta !== 0n);
+      await repo.addBalanceDeltas(
         set,
-        deltas.map(([id, w]) => ({ accountId: id, delta: w.delta })),
+        deltas.map(([id, w]) => ({
+          accountId: id,
+          posted: w.delta,
+          pendingDebits: w.pendingDebitsDelta,
+          pendingCredits: w.pendingCreditsDelta,
+        })),
+      );
+      await repo.insertHolds(
+        set,
+        this.holds.map(({ scope, input, hold }) => ({
+          id: hold.id,
+          tenant_id: scope.tenantId,
+          environment: scope.environment,
+          debit_account_id: hold.debitAccountId,
+          credit_account_id: hold.creditAccountId,
+          currency: hold.currency,
+          amount: hold.amount,
+          posted_amount: null,
+          kind: hold.kind,
+          reference: hold.reference,
+          metadata: JSON.stringify(input.metadata ?? {}),
+          transaction_id: null,
+        })),
       );
       await repo.insertTransactionsWithEntries(
         set,
@@ -152,9 +228,11 @@ export class PostingBatch {
       );
       for (const [, w] of deltas) {
         w.posted += w.delta;
-        w.delta = 0n;
+        w.pendingDebits += w.pendingDebitsDelta;
+        w.delta = w.pendingDebitsDelta = w.pendingCreditsDelta = 0n;
       }
       this.pending.length = 0;
+      this.holds.length = 0;
     });
   }
 }

@@ -150,6 +150,48 @@ describe('ledger posting', () => {
     expect((await ledger.getBalance(handle.db, scope, a))?.available).toBe(0n);
   });
 
+  it('a batch decides holds and postings together in memory: holds all or none, pending counts against available', async () => {
+    const a = await fundedAccount(1_000n);
+    const b = await fundedAccount(0n);
+    const sink = await tx((trx) => ledger.systemAccount(trx, scope, 'settlement', 'NGN'));
+    const fee = await fundedAccount(0n);
+    const holds = await tx(async (trx) => {
+      const book = await ledger.PostingBatch.open(trx, [a, b, sink, fee]);
+      const hold = (amount: bigint, creditAccountId: string) => ({
+        debitAccountId: a,
+        creditAccountId,
+        amount,
+        currency: 'NGN',
+        kind: 'payout',
+      });
+      const first = book.tryHolds(scope, [hold(600n, sink), hold(100n, fee)]);
+      expect(first.ok).toBe(true);
+      // 300 left: the principal alone would fit, with its fee it does not; neither is taken.
+      expect(book.tryHolds(scope, [hold(250n, sink), hold(100n, fee)])).toEqual({ ok: false, reason: 'insufficient_funds', accountId: a });
+      expect(book.available(a)).toBe(300n);
+      // A posting of the same batch sees the held amount as unavailable.
+      const post = (amount: bigint) =>
+        book.tryPost(scope, {
+          kind: 't',
+          legs: [
+            { accountId: a, amount: -amount, currency: 'NGN' },
+            { accountId: b, amount, currency: 'NGN' },
+          ],
+        });
+      expect(post(301n).ok).toBe(false);
+      expect(post(300n).ok).toBe(true);
+      await book.flush(trx);
+      return first.ok ? first.holds : [];
+    });
+    expect(await ledger.getBalance(handle.db, scope, a)).toMatchObject({ posted: 700n, pendingDebits: 700n, available: 0n });
+    expect((await ledger.getBalance(handle.db, scope, fee))?.pendingCredits).toBe(100n);
+    expect((await ledger.getHold(handle.db, scope, holds[0]!.id))?.status).toBe('pending');
+    // Held in a batch, finished like any hold.
+    await tx((trx) => ledger.postHold(trx, scope, holds[0]!.id));
+    await tx((trx) => ledger.voidHold(trx, scope, holds[1]!.id));
+    expect(await ledger.getBalance(handle.db, scope, a)).toMatchObject({ posted: 100n, pendingDebits: 0n, available: 100n });
+  });
+
   it('reconciles', async () => {
     const report = await ledger.reconcile(handle.db, scope.tenantId);
     expect(report.ok).toBe(true);

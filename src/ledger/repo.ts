@@ -248,18 +248,33 @@ export async function lockBalancesReturning(db: Queryable, sortedIds: string[]):
   return result.rows;
 }
 
-/** Adds each account's net delta of a batch to its posted balance: one statement for the batch. */
-export async function addPostedDeltas(to: Writer, deltas: { accountId: string; delta: bigint }[]) {
+/** Adds each account's net deltas of a batch (posted, pending debits and credits): one statement for the batch. */
+export async function addBalanceDeltas(
+  to: Writer,
+  deltas: { accountId: string; posted: bigint; pendingDebits: bigint; pendingCredits: bigint }[],
+) {
   if (deltas.length === 0) return;
+  const column = (pick: (d: (typeof deltas)[number]) => bigint) => deltas.map((d) => pick(d).toString());
   const ids = deltas.map((d) => d.accountId);
-  const amounts = deltas.map((d) => d.delta.toString());
   await write(
     to,
     () => sql`
-    update ledger_balances b set posted = b.posted + d.delta, version = b.version + 1
-    from (select unnest(${ids}::uuid[]) as id, unnest(${amounts}::bigint[]) as delta) d
+    update ledger_balances b set posted = b.posted + d.posted, pending_debits = b.pending_debits + d.debits,
+      pending_credits = b.pending_credits + d.credits, version = b.version + 1
+    from (select unnest(${ids}::uuid[]) as id, unnest(${column((d) => d.posted)}::bigint[]) as posted,
+                 unnest(${column((d) => d.pendingDebits)}::bigint[]) as debits,
+                 unnest(${column((d) => d.pendingCredits)}::bigint[]) as credits) d
     where b.account_id = d.id`,
   );
+}
+
+/** Many new pending holds in one statement (a batch's payouts). */
+export async function insertHolds(
+  to: Writer,
+  rows: (Omit<HoldRow, 'created_at' | 'updated_at' | 'status' | 'metadata'> & { metadata: string })[],
+) {
+  if (rows.length === 0) return;
+  await write(to, (db) => db.insertInto('ledger_holds').values(rows));
 }
 
 /** Many transactions and all their entries in one statement (stamped with the transaction's now()). */
@@ -271,6 +286,7 @@ export async function insertTransactionsWithEntries(
     entries: Omit<EntryRow, 'created_at' | 'tenant_id' | 'environment' | 'transaction_id'>[];
   }[],
 ): Promise<void> {
+  if (items.length === 0) return;
   const txs = items.map((i) => ({
     ...i.row,
     tenant_id: i.scope.tenantId,

@@ -2,13 +2,14 @@ import type { Trx } from '../../db/client.js';
 import { inOneStatement, type WriteSet } from '../../db/write-set.js';
 import { AppError } from '../../core/errors.js';
 import { newId } from '../../lib/ids.js';
-import { PostingBatch, type PostedTransaction } from '../../ledger/index.js';
+import { PostingBatch, type Hold, type PostedTransaction } from '../../ledger/index.js';
 import * as accounts from '../accounts/service.js';
 import * as transactions from '../transactions/service.js';
 import { recordEvents } from '../webhooks/service.js';
 import { refusalError } from './errors.js';
 import { toTransferResponse } from './format.js';
 import { fundingEvent, fundingMovement, fundingRow, isCardFunding, prepareFunding } from './card.js';
+import { isPayout, payoutHolds, payoutMovement, payoutRow, preparePayout, requestPayoutApproval } from './external.js';
 import { accountsNamed, checkShape, legsOf, movementOf, prepare, transferRow, type MovementRequest, type Prepared } from './internal.js';
 import { SpendingGate } from './limits.js';
 import * as repo from './repo.js';
@@ -16,11 +17,11 @@ import * as repo from './repo.js';
 /** Each request's own outcome: its transfer, or the error it alone gets. */
 export type TransferOutcome = { ok: true; row: repo.TransferRow } | { ok: false; error: AppError };
 
-interface Accepted {
-  i: number;
-  p: Prepared;
-  posting: PostedTransaction;
-}
+/** A movement the batch accepted: its posting, or a payout's holds. */
+type Accepted = { i: number; p: Prepared } & ({ posting: PostedTransaction; holds?: never } | { holds: Hold[]; posting?: never });
+
+/** The check of each kind (404, 409, 422 that need no balance), against the share-locked account rows. */
+const CHECKS = { card: prepareFunding, external_account: preparePayout } as Record<string, typeof prepare | undefined>;
 
 const scopeKey = (r: MovementRequest) => `${r.ctx.tenantId}:${r.ctx.environment}`;
 
@@ -57,11 +58,32 @@ async function attachFeeAccounts(trx: Trx, prepared: Prepared[]) {
     const key = `${scopeKey(p.req)}:${p.currency}`;
     if (!cache.has(key)) cache.set(key, await accounts.businessFeeAccount(trx, p.req.ctx, p.currency));
     p.feeAccount = cache.get(key);
+    // The business paying out from its own fee account owes itself nothing (a hold needs two accounts).
+    if (isPayout(p) && p.feeAccount!.id === p.source.id) {
+      p.fee = 0n;
+      p.feeAccount = undefined;
+    }
   }
 }
 
-/** Decides each transfer in arrival order against the locked balances and counters (no SQL). */
-function decide(prepared: Prepared[], book: PostingBatch, gate: SpendingGate) {
+/** The ledger accounts whose balances a movement changes: source, where the amount goes, fee account. */
+function ledgerAccountsOf(p: Prepared): string[] {
+  return [p.source.id, isPayout(p) ? p.principalAccountId : p.destination.id, ...(p.feeAccount ? [p.feeAccount.id] : [])];
+}
+
+/** Posts a movement, or holds a payout's funds, in memory: its result, or the ledger's typed refusal. */
+function postOrHold(book: PostingBatch, p: Prepared) {
+  if (isPayout(p)) return book.tryHolds(p.req.ctx, payoutHolds(p));
+  return book.tryPost(p.req.ctx, {
+    kind: p.kind,
+    reference: p.id,
+    metadata: isCardFunding(p) ? { transfer_id: p.id, card_id: p.card.id } : { transfer_id: p.id },
+    legs: legsOf(p),
+  });
+}
+
+/** Decides each movement in arrival order against the locked balances and counters (no SQL). */
+function decide(prepared: Prepared[], book: PostingBatch, gate: SpendingGate): (AppError | Omit<Accepted, 'i'>)[] {
   return prepared.map((p) => {
     const customerId = p.source.customer_id;
     // Card funding has no KYC limit of its own; it only counts in the customer's daily total.
@@ -69,26 +91,21 @@ function decide(prepared: Prepared[], book: PostingBatch, gate: SpendingGate) {
       const refusal = gate.check(p.req.ctx, customerId, p.currency, p.amount);
       if (refusal) return refusal;
     }
-    const result = book.tryPost(p.req.ctx, {
-      kind: p.kind,
-      reference: p.id,
-      metadata: isCardFunding(p) ? { transfer_id: p.id, card_id: p.card.id } : { transfer_id: p.id },
-      legs: legsOf(p),
-    });
+    const result = postOrHold(book, p);
     if (!result.ok) return refusalError(result);
     if (customerId !== null) gate.add(p.req.ctx, customerId, p.currency, p.amount);
-    return { p, posting: result.posting };
+    return 'holds' in result ? { p, holds: result.holds } : { p, posting: result.posting };
   });
 }
 
 /**
- * Movements that complete at once (internal transfers and card fundings) as ONE unit of work in
- * `trx`, with a fixed number of statements whatever their number (docs/money-path.md). Every
- * kind takes the same steps: load (lock the accounts) → check (per kind, then limits) → post
- * (balances decided in memory) → record (account transactions, transfer, events, counters). Lock order: account rows (share) → spending locks → (fee
- * account creation, rare) → balance rows, each ascending — the order of every other money movement. Every check is made
- * per transfer in arrival order; a refused transfer changes nothing, so it never fails its
- * neighbours. Returns one outcome per request, in order. The writes go into `writes` when the
+ * Money movements (internal transfers, card fundings, payouts) as ONE unit of work in `trx`, with
+ * a fixed number of statements whatever their number (docs/money-path.md). Every kind takes the
+ * same steps: load (lock the accounts) → check (per kind, then limits) → post or hold (balances
+ * decided in memory) → record (account transactions, transfer, events, counters). Lock order:
+ * account rows (share) → spending locks → (fee account creation, rare) → balance rows, each
+ * ascending: the order of every other money movement. Every check is made per movement in
+ * arrival order; a refused one changes nothing, so it never fails its neighbours. Returns one outcome per request, in order. The writes go into `writes` when the
  * caller gives one (it sends them with its own, in one statement, before it commits); otherwise
  * they are sent here, as one statement.
  */
@@ -105,7 +122,7 @@ export async function movementBatch(trx: Trx, reqs: MovementRequest[], writes?: 
   const prepared: { i: number; p: Prepared }[] = [];
   for (const i of live) {
     const req = reqs[i]!;
-    const check = req.body.destination.destination_type === 'card' ? prepareFunding : prepare;
+    const check = CHECKS[req.body.destination.destination_type] ?? prepare;
     const p = await settle(() => check(trx, req, newId(), locked.get(scopeKey(req))!));
     if (p instanceof AppError) outcomes[i] = { ok: false, error: p };
     else prepared.push({ i, p });
@@ -121,7 +138,7 @@ export async function movementBatch(trx: Trx, reqs: MovementRequest[], writes?: 
   );
   const book = await PostingBatch.open(
     trx,
-    prepared.flatMap(({ p }) => [p.source.id, p.destination.id, ...(p.feeAccount ? [p.feeAccount.id] : [])]),
+    prepared.flatMap(({ p }) => ledgerAccountsOf(p)),
   );
 
   const decided = decide(
@@ -133,37 +150,52 @@ export async function movementBatch(trx: Trx, reqs: MovementRequest[], writes?: 
   decided.forEach((d, k) => {
     const i = prepared[k]!.i;
     if (d instanceof AppError) outcomes[i] = { ok: false, error: d };
-    else accepted.push({ i, p: d.p, posting: d.posting });
+    else accepted.push({ i, ...d } as Accepted);
   });
   const rows = await inOneStatement(writes ?? trx, (set) => record(set, book, gate, accepted));
   accepted.forEach((a, k) => (outcomes[a.i] = { ok: true, row: rows[k]! }));
   return outcomes.map((o) => o!);
 }
 
-/** Adds the writes of every accepted movement: postings, account transactions, transfers, events, counters. */
+/** The account transactions of a movement, by kind. */
+function movementRecord({ p, posting }: Accepted): transactions.MovementRecord {
+  if (isPayout(p)) return payoutMovement(p);
+  return isCardFunding(p) ? fundingMovement(p, posting!) : movementOf(p, posting!);
+}
+
+/** The transfer row of a movement, by kind (`transactionId`: its source account's transaction). */
+function rowOf({ p, posting, holds }: Accepted, transactionId: string): repo.TransferRow {
+  if (isPayout(p)) return payoutRow(p, holds!, transactionId);
+  return isCardFunding(p) ? fundingRow(p, posting!, transactionId) : transferRow(p, posting!, transactionId);
+}
+
+/**
+ * Adds the writes of every accepted movement: postings and holds, account transactions,
+ * transfers, events, counters. A payout that waits for a checker gets its approval request.
+ */
 async function record(writes: WriteSet, book: PostingBatch, gate: SpendingGate, accepted: Accepted[]) {
   await book.flush(writes);
   await gate.flush(writes);
   if (accepted.length === 0) return [];
   const txs = await transactions.recordMovements(
     writes,
-    accepted.map(({ p, posting }) => ({
-      ctx: p.req.ctx,
-      movement: isCardFunding(p) ? fundingMovement(p, posting) : movementOf(p, posting),
-    })),
+    accepted.map((a) => ({ ctx: a.p.req.ctx, movement: movementRecord(a) })),
   );
-  const rows = accepted.map(({ p, posting }, k) =>
-    isCardFunding(p) ? fundingRow(p, posting, txs[k]![0]!.id) : transferRow(p, posting, txs[k]![0]!.id),
-  );
+  const rows = accepted.map((a, k) => rowOf(a, txs[k]![0]!.id));
   await repo.insertTransfers(writes, rows);
   await recordEvents(
     writes,
     accepted.flatMap(({ p }, k) => [
-      { ctx: p.req.ctx, eventType: 'transfer.status.completed' as const, data: toTransferResponse(rows[k]!) },
+      {
+        ctx: p.req.ctx,
+        eventType: isPayout(p) ? ('transfer.status.pending' as const) : ('transfer.status.completed' as const),
+        data: toTransferResponse(rows[k]!),
+      },
       ...(isCardFunding(p)
         ? [{ ctx: p.req.ctx, eventType: 'cards.transaction.funding' as const, data: fundingEvent(p, txs[k]![1]!), groupId: p.card.id }]
         : []),
     ]),
   );
+  for (const { p } of accepted) if (isPayout(p)) await requestPayoutApproval(writes.db, p);
   return rows;
 }

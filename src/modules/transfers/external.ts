@@ -1,5 +1,4 @@
-import type { Config } from '../../config.js';
-import type { Trx } from '../../db/client.js';
+import type { Queryable, Trx } from '../../db/client.js';
 import type { RequestContext } from '../../core/context.js';
 import { AppError, validationError } from '../../core/errors.js';
 import { findInstitution } from '../../lib/institutions.js';
@@ -9,14 +8,12 @@ import * as accounts from '../accounts/service.js';
 import * as approvals from '../approvals/service.js';
 import { requireCustomer } from '../customers/service.js';
 import { payeeDetailsOf, requireExternalAccount } from '../external-accounts/service.js';
+import { requireFeature } from '../features/service.js';
 import type { PayeeDetails } from '../../rails/index.js';
-import * as transactions from '../transactions/service.js';
-import { recordEvent } from '../webhooks/service.js';
-import { toTransferResponse } from './format.js';
-import { refusalError } from './errors.js';
-import { assertCustomerMayMove } from './limits.js';
+import type * as transactions from '../transactions/service.js';
+import type { MovementRequest, Prepared } from './internal.js';
 import { assertWithinRailLimit, channelOf, convert, parseRemitter, payoutFee, railFor } from './payout-rules.js';
-import * as repo from './repo.js';
+import type * as repo from './repo.js';
 import type { CreateTransferBody } from './schema.js';
 
 /** What a payout keeps in the transfer's metadata to finish it later, exactly once. */
@@ -40,20 +37,6 @@ export interface PayoutMetadata {
   fx_order_id?: string;
 }
 
-/**
- * How a payout made by another module differs from one made with POST /v1/transfer: an FX order
- * settling to its standing settlement instruction (`ssi`) pays out its proceeds.
- */
-export interface PayoutOptions {
-  /** The remitter on file (the order's own customer), instead of `additional_information`. */
-  remitter: unknown;
-  /** The payout fee comes out of `amount` (the payee receives amount - fee) instead of on top. */
-  feeIncluded: boolean;
-  /** The payout needs no approval of its own (the order it settles was approved). */
-  approved: boolean;
-  fxOrderId: string;
-}
-
 function payeeNotUsable(status: string): AppError {
   return new AppError('account_inactive', `The external account is ${status}`, [
     {
@@ -64,10 +47,10 @@ function payeeNotUsable(status: string): AppError {
   ]);
 }
 
-async function loadParties(trx: Trx, ctx: RequestContext, body: CreateTransferBody) {
+async function loadParties(trx: Trx, ctx: RequestContext, body: CreateTransferBody, locked: Map<string, accounts.AccountRow>) {
   const payee = await requireExternalAccount(trx, ctx, body.destination.id!);
   if (payee.status !== 'active') throw payeeNotUsable(payee.status);
-  const source = (await accounts.lockForMovement(trx, ctx, [body.source.id])).get(body.source.id);
+  const source = locked.get(body.source.id);
   if (!source)
     throw new AppError('not_found', 'Source account not found', [{ field: 'source.id', code: 'not_found', message: 'No such account' }]);
   if (body.customer_id) {
@@ -95,53 +78,34 @@ function assertInstitutionBounds(institutionId: string | null, localAmount: bigi
   }
 }
 
-async function holdFunds(
-  trx: Trx,
-  ctx: RequestContext,
-  id: string,
-  input: { sourceId: string; principalAccountId: string; feeAccountId: string | null; amount: bigint; fee: bigint; currency: string },
-) {
-  // The ledger's typed refusal becomes the API error every transfer path uses (errors.ts).
-  const principal = await ledger.tryHold(trx, ctx, {
-    debitAccountId: input.sourceId,
-    creditAccountId: input.principalAccountId,
-    amount: input.amount,
-    currency: input.currency,
-    kind: 'payout',
-    reference: id,
-    metadata: { transfer_id: id },
-  });
-  if (!principal.ok) throw refusalError(principal);
-  const fee =
-    input.feeAccountId && input.fee > 0n
-      ? await ledger.tryHold(trx, ctx, {
-          debitAccountId: input.sourceId,
-          creditAccountId: input.feeAccountId,
-          amount: input.fee,
-          currency: input.currency,
-          kind: 'payout_fee',
-          reference: id,
-          metadata: { transfer_id: id },
-        })
-      : undefined;
-  if (fee && !fee.ok) throw refusalError(fee);
-  return { principal: principal.hold, fee: fee?.hold };
+/**
+ * A payout as a kind of the batch posting path (batch.ts): a transfer to an external account.
+ * Its amount plus fee is held on the source account now (not posted); the rail's connector then
+ * settles it (hold posted) or fails it (hold released). International payouts lock the rate
+ * here: the payee receives `local_amount` in its currency.
+ */
+export interface Payout extends Prepared {
+  kind: 'payout';
+  payee: Awaited<ReturnType<typeof requireExternalAccount>>;
+  rail: ReturnType<typeof railFor>;
+  fx: Awaited<ReturnType<typeof convert>>;
+  /** Ledger account credited by the principal hold: settlement (same currency) or FX position. */
+  principalAccountId: string;
+  remitter: unknown;
+  /** Maker-checker: the approval policy when the payout waits for one (payout-approval.ts). */
+  waitingFor: approvals.ApprovalPolicy | null;
 }
 
+export const isPayout = (p: Prepared): p is Payout => p.kind === 'payout';
+
 /**
- * A transfer to an external account (a payout). The amount plus fee is held on the source
- * account now; the rail's connector then settles it (hold posted), or fails it (hold released).
- * International payouts lock the rate here: the payee receives `local_amount` in its currency.
+ * Every check of a payout that needs no balance, in the order a client meets them: the parties,
+ * the amount and fee, the rail's and the institution's limits, the rate, then the
+ * international_transfers feature. The KYC limits and the funds are decided by the batch.
  */
-export async function externalTransfer(
-  trx: Trx,
-  ctx: RequestContext,
-  config: Config,
-  id: string,
-  body: CreateTransferBody,
-  options?: PayoutOptions,
-): Promise<repo.TransferRow> {
-  const { payee, source } = await loadParties(trx, ctx, body);
+export async function preparePayout(trx: Trx, req: MovementRequest, id: string, locked: Map<string, accounts.AccountRow>): Promise<Payout> {
+  const { ctx, config, body, payout: options } = req;
+  const { payee, source } = await loadParties(trx, ctx, body, locked);
   const currency = source.currency;
   const gross = parseAmount(body.amount, currency);
   if (body.currency && body.currency !== currency) {
@@ -165,100 +129,122 @@ export async function externalTransfer(
   const fx = await convert(trx, ctx, config, amount, currency, payee.currency);
   assertInstitutionBounds(payee.institution_id, fx.localAmount, payee.currency);
   const international = payee.currency !== currency || rail === 'swift';
-  await assertCustomerMayMove(trx, ctx, config, { customerId: source.customer_id, currency, amount, international });
-
-  let fee = includedFee ?? payoutFee(ctx.settings, config, rail, currency, amount);
-  const feeAccount = fee > 0n ? await accounts.businessFeeAccount(trx, ctx, currency) : undefined;
-  if (feeAccount?.id === source.id) fee = 0n; // the business paying from its own fee account owes itself nothing
+  if (source.customer_id !== null && international) await requireFeature(trx, ctx, source.customer_id, 'international_transfers');
+  const fee = includedFee ?? payoutFee(ctx.settings, config, rail, currency, amount);
   const principalAccountId = await ledger.systemAccount(trx, ctx, fx.rate ? 'fx_position' : 'settlement', currency);
-  const holds = await holdFunds(trx, ctx, id, {
-    sourceId: source.id,
-    principalAccountId,
-    feeAccountId: feeAccount?.id ?? null,
+  return {
+    req,
+    id,
+    kind: 'payout',
+    source,
+    destination: { id: payee.id, customer_id: payee.customer_id },
+    currency,
     amount,
     fee,
-    currency,
-  });
+    payee,
+    rail,
+    fx,
+    principalAccountId,
+    remitter,
+    waitingFor: waiting ? policy : null,
+  };
+}
 
-  const description = body.description ?? '';
-  const [sourceTx] = await transactions.recordMovement(trx, ctx, {
-    reference: id,
+/** The principal, and the fee when there is one: held together (batch.tryHolds), all or none. */
+export function payoutHolds(p: Payout): ledger.HoldInput[] {
+  const common = { debitAccountId: p.source.id, currency: p.currency, reference: p.id, metadata: { transfer_id: p.id } };
+  const holds: ledger.HoldInput[] = [{ ...common, creditAccountId: p.principalAccountId, amount: p.amount, kind: 'payout' }];
+  if (p.feeAccount && p.fee > 0n) holds.push({ ...common, creditAccountId: p.feeAccount.id, amount: p.fee, kind: 'payout_fee' });
+  return holds;
+}
+
+/** The source's one account transaction, pending until the rail settles it. */
+export function payoutMovement(p: Payout): transactions.MovementRecord {
+  const { body } = p.req;
+  return {
+    reference: p.id,
     clientReference: body.client_reference ?? null,
     clientMetadata: body.metadata ? JSON.stringify(body.metadata) : null,
     sides: [
       {
-        accountId: source.id,
-        customerId: source.customer_id,
+        accountId: p.source.id,
+        customerId: p.source.customer_id,
         direction: 'out',
-        amount,
-        fee,
-        currency,
-        channel: channelOf(rail),
+        amount: p.amount,
+        fee: p.fee,
+        currency: p.currency,
+        channel: channelOf(p.rail),
         transactionType: 'global_remittance',
         status: 'pending',
-        description,
-        sendingAccountId: source.id,
+        description: body.description ?? '',
+        sendingAccountId: p.source.id,
         metadata: {
-          external_account_id: payee.id,
-          rail,
-          local_amount: formatAmount(fx.localAmount, fx.localCurrency),
-          local_currency: fx.localCurrency,
-          rate: fx.rate,
+          external_account_id: p.payee.id,
+          rail: p.rail,
+          local_amount: formatAmount(p.fx.localAmount, p.fx.localCurrency),
+          local_currency: p.fx.localCurrency,
+          rate: p.fx.rate,
         },
       },
     ],
-  });
+  };
+}
+
+export function payoutRow(p: Payout, holds: ledger.Hold[], transactionId: string): repo.TransferRow {
+  const { ctx, body, payout: options } = p.req;
+  const [principal, feeHold] = holds;
   const payout: PayoutMetadata = {
-    fee_hold_id: holds.fee?.id ?? null,
-    fee_account_id: holds.fee ? feeAccount!.id : null,
-    principal_account_id: principalAccountId,
-    mid_rate: fx.midRate,
-    spread_bps: fx.spreadBps,
-    remitter: remitter ?? null,
-    payee: payeeDetailsOf(payee),
-    ...(waiting ? { approval: 'waiting_approval' as const } : {}),
+    fee_hold_id: feeHold?.id ?? null,
+    fee_account_id: feeHold ? p.feeAccount!.id : null,
+    principal_account_id: p.principalAccountId,
+    mid_rate: p.fx.midRate,
+    spread_bps: p.fx.spreadBps,
+    remitter: p.remitter ?? null,
+    payee: payeeDetailsOf(p.payee),
+    ...(p.waitingFor ? { approval: 'waiting_approval' as const } : {}),
     ...(options ? { fx_order_id: options.fxOrderId } : {}),
   };
   const now = new Date();
-  const row: repo.TransferRow = {
-    id,
+  return {
+    id: p.id,
     tenant_id: ctx.tenantId,
     environment: ctx.environment,
-    reference: id,
+    reference: p.id,
     client_reference: body.client_reference ?? null,
-    description,
-    customer_id: source.customer_id,
-    destination_customer_id: payee.customer_id,
+    description: body.description ?? '',
+    customer_id: p.source.customer_id,
+    destination_customer_id: p.payee.customer_id,
     source_type: 'internal_account',
-    source_id: source.id,
+    source_id: p.source.id,
     destination_type: 'external_account',
-    destination_id: payee.id,
-    rail,
-    currency,
-    amount,
-    fee: holds.fee ? fee : 0n,
-    local_amount: fx.localAmount,
-    local_currency: fx.localCurrency,
-    rate: fx.rate,
+    destination_id: p.payee.id,
+    rail: p.rail,
+    currency: p.currency,
+    amount: p.amount,
+    fee: feeHold ? p.fee : 0n,
+    local_amount: p.fx.localAmount,
+    local_currency: p.fx.localCurrency,
+    rate: p.fx.rate,
     status: 'pending',
     failure_reason: null,
     ledger_transaction_id: null,
-    transaction_id: sourceTx!.id,
-    hold_id: holds.principal.id,
+    transaction_id: transactionId,
+    hold_id: principal!.id,
     metadata: { ...(body.metadata ?? {}), payout },
     created_at: now,
     updated_at: now,
   };
-  await repo.insertTransfer(trx, { ...row, metadata: JSON.stringify(row.metadata) });
-  await recordEvent(trx, ctx, 'transfer.status.pending', toTransferResponse(row));
-  if (waiting) {
-    await approvals.requestApproval(trx, ctx, policy, {
-      kind: 'payout',
-      subjectId: id,
-      summary: `Payout of ${formatAmount(amount, currency)} ${currency} to ${payee.account_name} (${rail})${description ? `: ${description}` : ''}`,
-      amount,
-      currency,
-    });
-  }
-  return row;
+}
+
+/** A payout above the business's threshold waits for a checker before its rail sees it. */
+export async function requestPayoutApproval(db: Queryable, p: Payout): Promise<void> {
+  if (!p.waitingFor) return;
+  const description = p.req.body.description ?? '';
+  await approvals.requestApproval(db, p.req.ctx, p.waitingFor, {
+    kind: 'payout',
+    subjectId: p.id,
+    summary: `Payout of ${formatAmount(p.amount, p.currency)} ${p.currency} to ${p.payee.account_name} (${p.rail})${description ? `: ${description}` : ''}`,
+    amount: p.amount,
+    currency: p.currency,
+  });
 }

@@ -10,23 +10,26 @@ import type * as transactions from '../transactions/service.js';
 import { computeFee } from '../pricing/service.js';
 import type * as repo from './repo.js';
 import type { CreateTransferBody } from './schema.js';
+import type { PayoutOptions } from './payout-rules.js';
 
-/** One movement that completes at once (an internal transfer or a card funding) as a request. */
+/** One money movement (an internal transfer, a card funding or a payout) as a request of the batch path. */
 export interface MovementRequest {
   ctx: RequestContext;
   config: Config;
   body: CreateTransferBody;
+  /** A payout made by another module (an FX order settling to its standing instruction). */
+  payout?: PayoutOptions;
 }
 
 /**
- * A request that passed every check that needs no balance: what the batch will try to post.
- * Both kinds move `amount` from `source` to `destination` (an account, or a card's own balance)
- * and `fee` to the business's fee account.
+ * A request that passed every check that needs no balance: what the batch will try to post (or,
+ * for a payout, to hold). Every kind moves `amount` from `source` to `destination` (an account, a
+ * card's own balance, a payee) and `fee` to the business's fee account.
  */
 export interface Prepared {
   req: MovementRequest;
   id: string;
-  kind: 'internal_transfer' | 'card_funding';
+  kind: 'internal_transfer' | 'card_funding' | 'payout';
   source: accounts.AccountRow;
   destination: { id: string; customer_id: string | null };
   currency: string;
@@ -37,10 +40,11 @@ export interface Prepared {
 
 const ACCOUNT_DESTINATIONS = ['internal_account', 'account', 'customer_account'];
 
-/** Whether a transfer completes at once, through the batch posting path (batch.ts). */
-export const completesAtOnce = (body: CreateTransferBody) =>
+/** Whether a transfer takes the batch posting path (batch.ts): every fiat movement from an account does. */
+export const takesBatchPath = (body: CreateTransferBody) =>
   body.source.source_type === 'internal_account' &&
-  (ACCOUNT_DESTINATIONS.includes(body.destination.destination_type) || body.destination.destination_type === 'card');
+  (ACCOUNT_DESTINATIONS.includes(body.destination.destination_type) ||
+    ['card', 'external_account'].includes(body.destination.destination_type));
 
 /** The account rows a request of the batch share-locks: its source, and its destination when that is an account. */
 export const accountsNamed = (body: CreateTransferBody): string[] =>

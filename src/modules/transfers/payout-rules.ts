@@ -172,3 +172,17 @@ export async function convert(
   }
   return { localAmount, localCurrency: to, rate: fx.rate, midRate: fx.midRate, spreadBps: fx.spreadBps };
 }
+
+/**
+ * How a payout made by another module differs from one made with POST /v1/transfer: an FX order
+ * settling to its standing settlement instruction (`ssi`) pays out its proceeds.
+ */
+export interface PayoutOptions {
+  /** The remitter on file (the order's own customer), instead of `additional_information`. */
+  remitter: unknown;
+  /** The payout fee comes out of `amount` (the payee receives amount - fee) instead of on top. */
+  feeIncluded: boolean;
+  /** The payout needs no approval of its own (the order it settles was approved). */
+  approved: boolean;
+  fxOrderId: string;
+}

@@ -20,7 +20,7 @@ import * as service from './service.js';
 const tags = ['Transfers'];
 
 export function transferRoutes(deps: Deps): FastifyPluginAsyncZod {
-  // Internal transfers and card fundings go through the batch path (docs/money-path.md): concurrent requests share
+  // Every money movement from an account (internal, card funding, payout) goes through the batch path (docs/money-path.md): concurrent requests share
   // one transaction and a handful of multi-row statements, each still all-or-nothing with its own
   // idempotency record. PGlite has one connection: one lane, the batch is whatever queued meanwhile.
   const internal = new BatchedIdempotency(
@@ -37,7 +37,7 @@ export function transferRoutes(deps: Deps): FastifyPluginAsyncZod {
     { maxBatch: deps.config.TRANSFER_BATCH_SIZE, lanes: deps.dbKind === 'postgres' ? deps.config.TRANSFER_BATCH_LANES : 1 },
   );
   const create = (req: FastifyRequest<{ Body: CreateTransferBody }>, reply: FastifyReply) =>
-    service.completesAtOnce(req.body)
+    service.takesBatchPath(req.body)
       ? internal.run(req, reply, req.body)
       : deps.idempotency.run(req, reply, 'transfers.create', (trx) => service.createTransfer(trx, req.ctx, req.body, deps.config));
 

@@ -4,10 +4,9 @@ import type { WriteSet } from '../../db/write-set.js';
 import type { RequestContext } from '../../core/context.js';
 import { AppError, notFound, validationError } from '../../core/errors.js';
 import type { Page } from '../../db/pagination.js';
-import { newId } from '../../lib/ids.js';
-import { externalTransfer, type PayoutOptions } from './external.js';
 import { movementBatch } from './batch.js';
-import { completesAtOnce, type MovementRequest } from './internal.js';
+import { takesBatchPath, type MovementRequest } from './internal.js';
+import type { PayoutOptions } from './payout-rules.js';
 import { toTransferResponse } from './format.js';
 import * as repo from './repo.js';
 import type { CreateTransferBody, ListTransfersQuery, TransferResponse } from './schema.js';
@@ -24,9 +23,9 @@ function unsupportedDestination(type: string, why: string): AppError {
 }
 
 /**
- * POST /v1/transfer and /v1/transfers outside the batch path. Movements that complete at once
- * (to an account or a card) take the batch path as a batch of one; a payout holds its funds
- * (external.ts). All in `trx` (the idempotency transaction).
+ * POST /v1/transfer and /v1/transfers when the request is not batched with others (the route
+ * batches every movement from an account; this answers the rest): a batch of one, in `trx` (the
+ * idempotency transaction), or the error of a source or destination the service does not move.
  */
 export async function createTransfer(trx: Trx, ctx: RequestContext, body: CreateTransferBody, config: Config): Promise<TransferResponse> {
   if (body.source.source_type !== 'internal_account') {
@@ -39,10 +38,8 @@ export async function createTransfer(trx: Trx, ctx: RequestContext, body: Create
     case 'account':
     case 'customer_account':
     case 'card':
-      return completeAlone(trx, { ctx, config, body });
     case 'external_account':
-      if (!body.destination.id) throw validationError([{ field: 'destination.id', code: 'required', message: 'Required' }]);
-      return toTransferResponse(await externalTransfer(trx, ctx, config, newId(), body));
+      return toTransferResponse(await alone(trx, { ctx, config, body }));
     case 'crypto_wallet':
       throw unsupportedDestination('crypto_wallet', 'This service is fiat only');
   }
@@ -67,7 +64,7 @@ export async function settlementPayout(
     customer_id: payout.customerId,
     description: payout.description,
   };
-  return externalTransfer(trx, ctx, config, newId(), body, payout);
+  return alone(trx, { ctx, config, body, payout });
 }
 
 /**
@@ -79,15 +76,15 @@ export async function lockCustomerSpending(trx: Trx, ctx: Scope, customerId: str
   await repo.lockSpendingKeys(trx, [repo.spendingKey(ctx, customerId)]);
 }
 
-/** A movement that completes at once, outside a batch (a batch of one): its response or its error. */
-async function completeAlone(trx: Trx, req: MovementRequest): Promise<TransferResponse> {
-  const [outcome] = await createMovements(trx, [req]);
+/** A movement outside a batch (a batch of one): its transfer, or its error thrown. */
+async function alone(trx: Trx, req: MovementRequest): Promise<TransferRow> {
+  const [outcome] = await movementBatch(trx, [req]);
   if (!outcome!.ok) throw outcome!.error;
-  return outcome!.data;
+  return outcome!.row;
 }
 
 export type MovementOutcome = { ok: true; data: TransferResponse } | { ok: false; error: AppError };
-export { completesAtOnce, type MovementRequest };
+export { takesBatchPath, type MovementRequest };
 
 /**
  * Internal transfers and card fundings as one batch in `trx` (the batched idempotency
