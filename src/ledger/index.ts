@@ -35,7 +35,9 @@
  * - PostingBatch.open(trx, accountIds) locks and reads the balance rows of a batch in one statement;
  *   batch.tryPost(scope, input) -> {ok: true, posting} | {ok: false, reason: 'insufficient_funds',
  *   accountId} decides in memory (a refusal is a value, not an exception, and changes nothing);
- *   batch.flush(trx) writes all accepted postings with two statements (docs/money-path.md).
+ *   batch.tryHolds(scope, holds) reserves several holds together (a payout's principal and fee), all
+ *   or none; batch.flush(writer) writes every accepted posting and hold as one statement
+ *   (docs/money-path.md).
  *
  * Concurrency: a posting (or batch) first locks its balance rows FOR UPDATE in ascending account id
  * (one statement), decides under those locks and writes: no unlocked read-modify-write, and no
