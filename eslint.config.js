@@ -38,14 +38,6 @@ const FILTERS_BY_HAND = {
   message: "Query a business's rows with scoped / scopedUpdate / scopedDelete / findScoped / transition (db/scoped.ts).",
 };
 
-/** Repos not yet moved to db/scoped.ts (other engineers' modules at the time). */
-const UNSCOPED_REPOS = [
-  'src/modules/accounts/repo.ts',
-  'src/modules/approvals/repo.ts',
-  'src/modules/external-accounts/repo.ts',
-  'src/modules/fx/repo.ts',
-];
-
 export default tseslint.config(
   {
     ignores: [
@@ -82,7 +74,6 @@ export default tseslint.config(
     // Repos query a business's rows through db/scoped.ts (and repos never open a transaction either;
     // one rule entry replaces another, so both selectors are listed here).
     files: ['src/modules/**/*repo.ts'],
-    ignores: UNSCOPED_REPOS,
     rules: { 'no-restricted-syntax': ['error', OPENS_A_TRANSACTION, FILTERS_BY_HAND] },
   },
   {

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/config.js';
-import { parseBusinessSettings } from '../src/core/settings.js';
+import { InvalidStoredSettings, parseBusinessSettings } from '../src/core/settings.js';
 import { InvalidSettings, lookupKey, setSettings, settingsOf } from '../src/modules/tenants/service.js';
-import { startTestApp, type TestApp } from './harness.js';
+import { clientFor, startTestApp, type TestApp } from './harness.js';
 
 /** Configuration JSON parsed and checked once at start; business settings typed by one schema, checked on write. */
 const refused = (env: Record<string, string>): string => {
@@ -81,14 +81,55 @@ describe('business settings', () => {
     expect(found.settings.request_log_retention_days).toBe(14);
   });
 
-  it('stored around the checks (a hand-edited row) fail loudly, naming the key but not the value', () => {
-    expect(() => parseBusinessSettings({ fees: { internal_transfer: { NGN: { bps: 'lots' } } } })).toThrow(
-      /invalid business settings: fees\.internal_transfer\.NGN\.bps/,
+  it('stored around the checks (a hand-edited row) fail loudly, naming the business and the key but not the value', () => {
+    expect(() => parseBusinessSettings({ fees: { internal_transfer: { NGN: { bps: 'lots' } } } }, 'biz_1')).toThrow(
+      /invalid business settings of business biz_1: fees\.internal_transfer\.NGN\.bps/,
     );
+    expect(() => parseBusinessSettings({ fees: { internal_transfer: { NGN: { bps: 'lots' } } } }, 'biz_1')).toThrow(InvalidStoredSettings);
+    expect(() => parseBusinessSettings({ fees: { internal_transfer: { NGN: { bps: 'lots' } } } }, 'biz_1')).not.toThrow(/lots/);
     // Keys this version does not know are ignored when reading (they are refused on write).
-    expect(parseBusinessSettings({ legacy_key: true, fx_fee_bps: 10 })).toEqual({ fx_fee_bps: 10 });
+    expect(parseBusinessSettings({ legacy_key: true, fx_fee_bps: 10 }, 'biz_1')).toEqual({ fx_fee_bps: 10 });
     // The approvals setting is kept as it is (its module checks its shape).
     const approvals = { fx_orders: true, payouts_above: { USD: '1000.00' }, live: { fx_orders: false } };
-    expect(parseBusinessSettings({ approvals }).approvals).toEqual(approvals);
+    expect(parseBusinessSettings({ approvals }, 'biz_1').approvals).toEqual(approvals);
+  });
+
+  it('stored around the checks: a request gets the 500 envelope, the log names the business and the bad path', async () => {
+    const lines: string[] = [];
+    const app = await startTestApp({}, { logger: { level: 'error', stream: { write: (line: string) => lines.push(line) } } });
+    try {
+      const biz = await app.tenant('Hand Edited Ltd');
+      const broken = { fees: { internal_transfer: { NGN: { bps: 'lots' } } }, fx_fee_bps: 10 };
+      await app.db
+        .updateTable('tenants')
+        .set({ settings: JSON.stringify(broken) })
+        .where('id', '=', biz.tenant_id)
+        .execute();
+
+      const res = await clientFor(app, biz.sandbox.secret_key).get('/v1/accounts');
+      expect(res.status).toBe(500);
+      expect(res.body).toEqual({
+        data: null,
+        error: {
+          code: 'internal_error',
+          message: 'Something went wrong on our side',
+          request_id: res.headers['x-request-id'],
+          details: [],
+        },
+      });
+      expect(res.text).not.toContain('fees');
+
+      const logged = lines.map((line) => JSON.parse(line)).filter((entry) => entry.level >= 50);
+      expect(logged).toHaveLength(1);
+      expect(logged[0]).toMatchObject({
+        tenant_id: biz.tenant_id,
+        settings_paths: ['fees.internal_transfer.NGN.bps'],
+        request_id: res.headers['x-request-id'],
+      });
+      expect(logged[0].msg).toContain(`invalid business settings of business ${biz.tenant_id}: fees.internal_transfer.NGN.bps:`);
+      expect(lines.join('\n')).not.toContain('lots');
+    } finally {
+      await app.close();
+    }
   });
 });

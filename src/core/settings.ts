@@ -78,11 +78,32 @@ export function issuesOf(error: z.ZodError): string {
 }
 
 /**
- * Stored settings as the typed object. A stored value that does not parse (written around the
- * CLI) fails loudly, as a fee typo must never silently waive or invent fees.
+ * A business's stored settings that do not parse (written around the CLI's and the dashboard's
+ * checks): which business, and the paths of the bad entries with what is wrong (never the values).
+ * Our fault, not the client's: a request answers 500 `internal_error` and the log carries this.
  */
-export function parseBusinessSettings(raw: unknown): BusinessSettings {
+export class InvalidStoredSettings extends Error {
+  constructor(
+    readonly tenantId: string,
+    /** Dotted paths of the bad entries (`fees.internal_transfer.NGN.bps`). */
+    readonly paths: string[],
+    issues: string,
+  ) {
+    super(`invalid business settings of business ${tenantId}: ${issues}`);
+    this.name = 'InvalidStoredSettings';
+  }
+}
+
+/**
+ * Stored settings as the typed object. A stored value that does not parse fails loudly
+ * (`InvalidStoredSettings`, naming the business and the bad paths), as a fee typo must never
+ * silently waive or invent fees.
+ */
+export function parseBusinessSettings(raw: unknown, tenantId: string): BusinessSettings {
   const parsed = BusinessSettings.safeParse(raw ?? {});
-  if (!parsed.success) throw new Error(`invalid business settings: ${issuesOf(parsed.error)}`);
+  if (!parsed.success) {
+    const paths = parsed.error.issues.map((i) => i.path.join('.') || '(settings)');
+    throw new InvalidStoredSettings(tenantId, paths, issuesOf(parsed.error));
+  }
   return parsed.data;
 }

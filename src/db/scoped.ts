@@ -82,16 +82,13 @@ export function locked<Q extends { forUpdate(): Q; forShare(): Q }>(query: Q, lo
   return query;
 }
 
-/**
- * One row of the caller's business and environment by id, optionally locked. `true` is the old
- * spelling of `'update'`, kept until its last callers (`fx/repo.ts`, `transfers/bulk.ts`) move over.
- */
+/** One row of the caller's business and environment by id, optionally locked (`lock`). */
 export async function findScoped<T extends ScopedTable>(
   db: Queryable,
   table: T,
   scope: Owner,
   id: string,
-  lock?: Lock | boolean,
+  lock?: Lock,
 ): Promise<Selectable<Database[T]> | undefined> {
   const query = untyped(db)
     .selectFrom(table as string)
@@ -99,7 +96,7 @@ export async function findScoped<T extends ScopedTable>(
     .where('tenant_id', '=', scope.tenantId)
     .where('environment', '=', scope.environment)
     .where('id', '=', id);
-  return (await locked(query, lock === true ? 'update' : lock || undefined).executeTakeFirst()) as Selectable<Database[T]> | undefined;
+  return (await locked(query, lock).executeTakeFirst()) as Selectable<Database[T]> | undefined;
 }
 
 /**

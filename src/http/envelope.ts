@@ -2,6 +2,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { AppError, type ErrorDetail } from '../core/errors.js';
+import { InvalidStoredSettings } from '../core/settings.js';
 import { statusOf } from './errors.js';
 import { ReplayResponse } from './replay.js';
 
@@ -108,6 +109,15 @@ export function registerErrorHandling(app: FastifyInstance): void {
         reply,
         new AppError('service_unavailable', 'The service is briefly unavailable, retry shortly', [], { 'Retry-After': '5' }),
       );
+    }
+    if (error instanceof InvalidStoredSettings) {
+      // A business's stored settings are broken (edited around the checks): the operator must fix
+      // them (`tenant settings`); the client gets the contract's 500 and the request id to quote.
+      request.log.error(
+        { tenant_id: error.tenantId, settings_paths: error.paths, request_id: request.id },
+        `${error.message} (correct them with: tenant settings --tenant ${error.tenantId} --set KEY=JSON)`,
+      );
+      return sendError(request, reply, new AppError('internal_error', 'Something went wrong on our side'));
     }
     const fromDatabase = clientDatabaseError(error.code);
     if (fromDatabase) {

@@ -2,6 +2,7 @@ import { sql, type ColumnType, type Insertable, type Selectable } from 'kysely';
 import type { Queryable } from '../../db/client.js';
 import type { RequestContext } from '../../core/context.js';
 import { paginate, type Page } from '../../db/pagination.js';
+import { findScoped, scoped, scopedUpdate, type Lock } from '../../db/scoped.js';
 import type { BankDetails } from '../../lib/bank-details.js';
 import type { ListAccountsQuery } from './schema.js';
 
@@ -42,16 +43,8 @@ export async function insertAccount(db: Queryable, row: Insertable<AccountsTable
   return result !== undefined;
 }
 
-export async function findAccount(db: Queryable, ctx: Scope, id: string, lock?: 'update' | 'share') {
-  let q = db
-    .selectFrom('accounts')
-    .selectAll()
-    .where('tenant_id', '=', ctx.tenantId)
-    .where('environment', '=', ctx.environment)
-    .where('id', '=', id);
-  if (lock === 'update') q = q.forUpdate();
-  if (lock === 'share') q = q.forShare();
-  return q.executeTakeFirst();
+export async function findAccount(db: Queryable, ctx: Scope, id: string, lock?: Lock) {
+  return findScoped(db, 'accounts', ctx, id, lock);
 }
 
 /** The ledger balance columns a read shows next to the account (null without a balance row). */
@@ -66,13 +59,10 @@ export type AccountWithBalance = AccountRow & BalanceColumns;
  * on ledger_balances (only the ledger writes it), no lock: the same snapshot as two reads.
  */
 export async function findAccountWithBalance(db: Queryable, ctx: Scope, id: string): Promise<AccountWithBalance | undefined> {
-  return db
-    .selectFrom('accounts')
+  return scoped(db, 'accounts', ctx)
     .leftJoin('ledger_balances', 'ledger_balances.account_id', 'accounts.id')
     .selectAll('accounts')
     .select(['ledger_balances.posted', 'ledger_balances.pending_debits'])
-    .where('accounts.tenant_id', '=', ctx.tenantId)
-    .where('accounts.environment', '=', ctx.environment)
     .where('accounts.id', '=', id)
     .executeTakeFirst();
 }
@@ -82,24 +72,13 @@ export async function findAccountWithBalance(db: Queryable, ctx: Scope, id: stri
  * (freeze, close at zero) cannot slip in between its checks and its commit.
  */
 export async function lockAccountsShared(db: Queryable, ctx: Scope, ids: string[]) {
-  return db
-    .selectFrom('accounts')
-    .selectAll()
-    .where('tenant_id', '=', ctx.tenantId)
-    .where('environment', '=', ctx.environment)
-    .where('id', 'in', ids)
-    .orderBy('id')
-    .forShare()
-    .execute();
+  return scoped(db, 'accounts', ctx).selectAll().where('id', 'in', ids).orderBy('id').forShare().execute();
 }
 
 /** The business's own oldest open account in a currency (where fees go). */
 export async function findBusinessAccount(db: Queryable, ctx: Scope, currency: string) {
-  return db
-    .selectFrom('accounts')
+  return scoped(db, 'accounts', ctx)
     .selectAll()
-    .where('tenant_id', '=', ctx.tenantId)
-    .where('environment', '=', ctx.environment)
     .where('currency', '=', currency)
     .where('customer_id', 'is', null)
     .where('status', '<>', 'deleted')
@@ -109,11 +88,8 @@ export async function findBusinessAccount(db: Queryable, ctx: Scope, currency: s
 }
 
 export async function updateStatus(db: Queryable, ctx: Scope, id: string, status: AccountRow['status']) {
-  return db
-    .updateTable('accounts')
+  return scopedUpdate(db, 'accounts', ctx)
     .set({ status, updated_at: new Date() })
-    .where('tenant_id', '=', ctx.tenantId)
-    .where('environment', '=', ctx.environment)
     .where('id', '=', id)
     .returningAll()
     .executeTakeFirstOrThrow();
@@ -121,7 +97,7 @@ export async function updateStatus(db: Queryable, ctx: Scope, id: string, status
 
 export async function listAccounts(db: Queryable, ctx: Scope, query: ListAccountsQuery): Promise<Page<AccountWithBalance>> {
   // Qualified columns: the page query joins ledger_balances, which has some of the same names.
-  let base = db.selectFrom('accounts').where('accounts.tenant_id', '=', ctx.tenantId).where('accounts.environment', '=', ctx.environment);
+  let base = scoped(db, 'accounts', ctx);
   if (query.customer_id) base = base.where('accounts.customer_id', '=', query.customer_id);
   if (query.label) base = base.where('accounts.label', '=', query.label);
   if (query.currency) base = base.where('accounts.currency', '=', query.currency);

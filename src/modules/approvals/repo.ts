@@ -2,6 +2,7 @@ import { sql, type ColumnType, type Insertable, type Selectable } from 'kysely';
 import type { Queryable } from '../../db/client.js';
 import type { Scope } from '../../core/context.js';
 import { paginate, type Page, type PageQuery } from '../../db/pagination.js';
+import { findScoped, scoped, scopedUpdate } from '../../db/scoped.js';
 
 export type ApprovalKind = 'fx_order' | 'payout' | 'payee';
 export type ApprovalStatus = 'waiting_approval' | 'approved' | 'rejected' | 'expired';
@@ -40,30 +41,18 @@ export async function insertApproval(db: Queryable, row: Insertable<ApprovalsTab
 }
 
 export async function findApproval(db: Queryable, scope: Scope, id: string): Promise<ApprovalRow | undefined> {
-  return db
-    .selectFrom('approvals')
-    .selectAll()
-    .where('tenant_id', '=', scope.tenantId)
-    .where('environment', '=', scope.environment)
-    .where('id', '=', id)
-    .executeTakeFirst();
+  return findScoped(db, 'approvals', scope, id);
 }
 
 export async function findBySubject(db: Queryable, scope: Scope, kind: ApprovalKind, subjectId: string): Promise<ApprovalRow | undefined> {
-  return db
-    .selectFrom('approvals')
-    .selectAll()
-    .where('tenant_id', '=', scope.tenantId)
-    .where('environment', '=', scope.environment)
-    .where('kind', '=', kind)
-    .where('subject_id', '=', subjectId)
-    .executeTakeFirst();
+  return scoped(db, 'approvals', scope).selectAll().where('kind', '=', kind).where('subject_id', '=', subjectId).executeTakeFirst();
 }
 
 /**
  * The one transition out of `waiting_approval`, guarded by the status (and, for a decision, by
  * the expiry on the database clock): of an approve, a reject and the expiry job racing for the
- * same row, exactly one gets the row back; the others get undefined.
+ * same row, exactly one gets the row back; the others get undefined. Written out rather than with
+ * `transition()`, which guards on the status alone: the expiry condition is part of this guard.
  */
 export async function settleApproval(
   db: Queryable,
@@ -75,11 +64,8 @@ export async function settleApproval(
     outcome.status === 'expired'
       ? { status: outcome.status }
       : { status: outcome.status, decided_by_user_id: outcome.userId, decided_by_email: outcome.email, reason: outcome.reason };
-  return db
-    .updateTable('approvals')
+  return scopedUpdate(db, 'approvals', scope)
     .set({ ...decided, decided_at: sql<Date>`now()`, updated_at: sql<Date>`now()` })
-    .where('tenant_id', '=', scope.tenantId)
-    .where('environment', '=', scope.environment)
     .where('id', '=', id)
     .where('status', '=', 'waiting_approval')
     .where('expires_at', outcome.status === 'expired' ? '<=' : '>', sql<Date>`now()`)
@@ -93,7 +79,7 @@ export interface ListApprovalsQuery extends PageQuery {
 }
 
 export async function listApprovals(db: Queryable, scope: Scope, query: ListApprovalsQuery): Promise<Page<ApprovalRow>> {
-  let base = db.selectFrom('approvals').where('tenant_id', '=', scope.tenantId).where('environment', '=', scope.environment);
+  let base = scoped(db, 'approvals', scope);
   if (query.status) base = base.where('status', '=', query.status);
   if (query.kind) base = base.where('kind', '=', query.kind);
   return paginate<ApprovalRow>(db, base, 'approvals.id', query, (qb) => qb.selectAll());

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { expiryOf, parsePolicy, payoutNeedsApproval, validateSetting } from './service.js';
+import { InvalidStoredSettings } from '../../core/settings.js';
+import { expiryOf, parsePolicy, payoutNeedsApproval, policyOf, validateSetting } from './service.js';
 
 describe('approval policy', () => {
   it('is off by default', () => {
@@ -36,6 +37,21 @@ describe('approval policy', () => {
       new_payees: true,
       sandbox: { expire_after_hours: 2 },
     });
+  });
+
+  it('stored around the checks, is the business setting to fix (named), not a client mistake', () => {
+    for (const bad of [{ fx_orders: 'yes' }, { payouts_above: { USD: '1.001' } }, { payouts_above: { XXX: '1' } }]) {
+      const ctx = { tenantId: 'biz_1', environment: 'sandbox' as const, settings: { approvals: bad } };
+      let thrown: unknown;
+      try {
+        policyOf(ctx);
+      } catch (err) {
+        thrown = err;
+      }
+      expect(thrown, JSON.stringify(bad)).toBeInstanceOf(InvalidStoredSettings);
+      expect((thrown as InvalidStoredSettings).tenantId).toBe('biz_1');
+      expect((thrown as Error).message).toMatch(/business biz_1: approvals/);
+    }
   });
 
   it('expires after the policy hours, or earlier when the item demands it (a quote)', () => {

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import type { Queryable } from '../../db/client.js';
 import type { RequestContext, Scope } from '../../core/context.js';
 import { AppError, notFound } from '../../core/errors.js';
+import { InvalidStoredSettings } from '../../core/settings.js';
 import type { Page } from '../../db/pagination.js';
 import { newId } from '../../lib/ids.js';
 import { isKnownCurrency, parseAmount } from '../../lib/money.js';
@@ -70,9 +71,18 @@ export function parsePolicy(raw: unknown, environment: Scope['environment']): Ap
   };
 }
 
-/** The policy of the request's business and environment. */
-export function policyOf(ctx: Pick<RequestContext, 'environment' | 'settings'>): ApprovalPolicy {
-  return parsePolicy(ctx.settings.approvals, ctx.environment);
+/**
+ * The policy of the request's business and environment. A stored setting that does not parse
+ * (edited around `validateSetting`) is the operator's to fix: `InvalidStoredSettings`, naming the
+ * business (500 `internal_error` for the request, never a client error).
+ */
+export function policyOf(ctx: Pick<RequestContext, 'tenantId' | 'environment' | 'settings'>): ApprovalPolicy {
+  try {
+    return parsePolicy(ctx.settings.approvals, ctx.environment);
+  } catch (err) {
+    const why = err instanceof Error ? err.message : String(err);
+    throw new InvalidStoredSettings(ctx.tenantId, ['approvals'], `approvals: ${why}`);
+  }
 }
 
 /** Checks a setting before it is stored (the dashboard form, the CLI). */

@@ -2,6 +2,7 @@ import { sql, type ColumnType, type Insertable, type Selectable } from 'kysely';
 import type { Queryable } from '../../db/client.js';
 import type { RequestContext } from '../../core/context.js';
 import { paginate, type Page } from '../../db/pagination.js';
+import { locked, scoped, scopedUpdate, transition, type Lock } from '../../db/scoped.js';
 import type { ListExternalAccountsQuery, PayeeAddress } from './schema.js';
 
 export interface ExternalAccountsTable {
@@ -69,24 +70,15 @@ export async function insert(db: Queryable, row: Insertable<ExternalAccountsTabl
   return result !== undefined;
 }
 
-export async function find(db: Queryable, ctx: Scope, id: string, forUpdate = false) {
-  let q = db
-    .selectFrom('external_accounts')
-    .selectAll()
-    .where('tenant_id', '=', ctx.tenantId)
-    .where('environment', '=', ctx.environment)
-    .where('id', '=', id)
-    .where('deleted_at', 'is', null);
-  if (forUpdate) q = q.forUpdate();
-  return q.executeTakeFirst();
+/** A payee that is not deleted (so not `findScoped`, which knows nothing of `deleted_at`). */
+export async function find(db: Queryable, ctx: Scope, id: string, lock?: Lock) {
+  const q = scoped(db, 'external_accounts', ctx).selectAll().where('id', '=', id).where('deleted_at', 'is', null);
+  return locked(q, lock).executeTakeFirst();
 }
 
 export async function findDuplicate(db: Queryable, ctx: Scope, customerId: string, dedupeKey: string) {
-  return db
-    .selectFrom('external_accounts')
+  return scoped(db, 'external_accounts', ctx)
     .selectAll()
-    .where('tenant_id', '=', ctx.tenantId)
-    .where('environment', '=', ctx.environment)
     .where('customer_id', '=', customerId)
     .where('dedupe_key', '=', dedupeKey)
     .where('deleted_at', 'is', null)
@@ -95,11 +87,7 @@ export async function findDuplicate(db: Queryable, ctx: Scope, customerId: strin
 }
 
 export async function list(db: Queryable, ctx: Scope, query: ListExternalAccountsQuery): Promise<Page<ExternalAccountRow>> {
-  let base = db
-    .selectFrom('external_accounts')
-    .where('tenant_id', '=', ctx.tenantId)
-    .where('environment', '=', ctx.environment)
-    .where('deleted_at', 'is', null);
+  let base = scoped(db, 'external_accounts', ctx).where('deleted_at', 'is', null);
   if (query.customer_id) base = base.where('customer_id', '=', query.customer_id);
   if (query.status) base = base.where('status', '=', query.status);
   if (query.payee_type) base = base.where('payee_type', '=', query.payee_type);
@@ -114,28 +102,17 @@ export async function finishVerification(
   id: string,
   outcome: { status: 'active'; verifiedName: string } | { status: 'failed'; reason: string },
 ): Promise<ExternalAccountRow | undefined> {
-  return db
-    .updateTable('external_accounts')
-    .set({
-      status: outcome.status,
-      verified_name: outcome.status === 'active' ? outcome.verifiedName : null,
-      failure_reason: outcome.status === 'failed' ? outcome.reason : null,
-      updated_at: new Date(),
-    })
-    .where('tenant_id', '=', ctx.tenantId)
-    .where('environment', '=', ctx.environment)
-    .where('id', '=', id)
-    .where('status', '=', 'pending')
-    .returningAll()
-    .executeTakeFirst();
+  return transition(db, 'external_accounts', ctx, id, 'pending', {
+    status: outcome.status,
+    verified_name: outcome.status === 'active' ? outcome.verifiedName : null,
+    failure_reason: outcome.status === 'failed' ? outcome.reason : null,
+    updated_at: new Date(),
+  });
 }
 
 export async function softDelete(db: Queryable, ctx: Scope, id: string): Promise<boolean> {
-  const result = await db
-    .updateTable('external_accounts')
+  const result = await scopedUpdate(db, 'external_accounts', ctx)
     .set({ deleted_at: new Date(), updated_at: new Date() })
-    .where('tenant_id', '=', ctx.tenantId)
-    .where('environment', '=', ctx.environment)
     .where('id', '=', id)
     .where('deleted_at', 'is', null)
     .executeTakeFirst();
@@ -162,7 +139,9 @@ export async function claimDueVerifications(db: Queryable, limit: number, leaseS
 
 /**
  * A payee waiting for approval (maker-checker) leaves the wait once, under the status guard:
- * approved (verification starts now), or rejected / expired (`failed`).
+ * approved (verification starts now), or rejected / expired (`failed`). Written out rather than with
+ * `transition()`: the guard is on two columns (`status` and `approval_status`), and an approval
+ * leaves `status` as it is.
  */
 export async function finishApproval(
   db: Queryable,
@@ -176,11 +155,8 @@ export async function finishApproval(
     outcome === 'approved'
       ? { approval_status: outcome, verify_after: verifyAfter }
       : { approval_status: outcome, status: 'failed' as const, failure_reason: reason };
-  return db
-    .updateTable('external_accounts')
+  return scopedUpdate(db, 'external_accounts', ctx)
     .set({ ...patch, updated_at: new Date() })
-    .where('tenant_id', '=', ctx.tenantId)
-    .where('environment', '=', ctx.environment)
     .where('id', '=', id)
     .where('status', '=', 'pending')
     .where('approval_status', '=', 'waiting_approval')

@@ -31,7 +31,7 @@ import { recheckInstruction } from './ssi.js';
  * - expired: `expired`, hold released, fx.order.expired.
  */
 async function waitingOrder(trx: Trx, scope: Scope, id: string): Promise<repo.OrderRow> {
-  const order = await repo.findOrder(trx, scope, id, true);
+  const order = await repo.findOrder(trx, scope, id, 'update');
   if (!order || order.status !== 'waiting_approval') {
     throw new AppError('invalid_state_transition', `The order is ${order?.status ?? 'gone'}, not waiting for approval`);
   }

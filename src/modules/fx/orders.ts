@@ -376,7 +376,7 @@ export async function closePendingOrder(
 }
 
 export async function cancelOrder(trx: Trx, ctx: Scope, id: string): Promise<OrderResponse> {
-  const order = await repo.findOrder(trx, ctx, id, true);
+  const order = await repo.findOrder(trx, ctx, id, 'update');
   if (!order) throw notFound('Order');
   if (order.status !== 'pending') {
     throw new AppError('invalid_state_transition', `The order cannot be cancelled in status ${order.status}`);

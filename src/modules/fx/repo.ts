@@ -6,7 +6,7 @@ import { isUuid } from '../../lib/ids.js';
 import type { RateOverride } from '../../rails/fx.js';
 import { rateFromDb } from '../../lib/decimal.js';
 import type { ListOrdersQuery } from './schema.js';
-import { findScoped } from '../../db/scoped.js';
+import { findScoped, scoped, scopedDelete, scopedUpdate, type Lock } from '../../db/scoped.js';
 
 /** numeric columns: written as decimal strings, read back as strings (db/client.ts). */
 type Numeric = ColumnType<string, string, string>;
@@ -97,24 +97,13 @@ export type OrderRow = Selectable<FxOrdersTable>;
 type Scope = Pick<RequestContext, 'tenantId' | 'environment'>;
 
 export async function sandboxRates(db: Queryable, ctx: Scope): Promise<RateOverride[]> {
-  const rows = await db
-    .selectFrom('fx_sandbox_rates')
-    .selectAll()
-    .where('tenant_id', '=', ctx.tenantId)
-    .where('environment', '=', ctx.environment)
-    .execute();
+  const rows = await scoped(db, 'fx_sandbox_rates', ctx).selectAll().execute();
   return rows.map((r) => ({ base: r.base, quote: r.quote, rate: rateFromDb(r.rate), updatedAt: r.updated_at }));
 }
 
 /** Sets a pair's simulated rate and drops a stored reverse pair, so the two never disagree. */
 export async function upsertSandboxRate(db: Queryable, ctx: Scope, base: string, quote: string, rate: string): Promise<Date> {
-  await db
-    .deleteFrom('fx_sandbox_rates')
-    .where('tenant_id', '=', ctx.tenantId)
-    .where('environment', '=', ctx.environment)
-    .where('base', '=', quote)
-    .where('quote', '=', base)
-    .execute();
+  await scopedDelete(db, 'fx_sandbox_rates', ctx).where('base', '=', quote).where('quote', '=', base).execute();
   const row = await db
     .insertInto('fx_sandbox_rates')
     .values({ tenant_id: ctx.tenantId, environment: ctx.environment, base, quote, rate })
@@ -137,17 +126,17 @@ export async function insertQuote(
     .executeTakeFirstOrThrow();
 }
 
-export async function findQuote(db: Queryable, ctx: Scope, id: string, forUpdate = false): Promise<QuoteRow | undefined> {
-  return findScoped(db, 'fx_quotes', ctx, id, forUpdate);
+export async function findQuote(db: Queryable, ctx: Scope, id: string, lock?: Lock): Promise<QuoteRow | undefined> {
+  return findScoped(db, 'fx_quotes', ctx, id, lock);
 }
 
-/** Marks a quote used by an order, only if it is still unused and unexpired (database clock). */
+/**
+ * Marks a quote used by an order, only if it is still unused and unexpired (database clock). Not a
+ * `transition()`: a quote has no status; the guard is `used_at is null` and the expiry.
+ */
 export async function useQuote(db: Queryable, ctx: Scope, id: string, orderId: string): Promise<boolean> {
-  const result = await db
-    .updateTable('fx_quotes')
+  const result = await scopedUpdate(db, 'fx_quotes', ctx)
     .set({ used_at: sql<Date>`now()`, order_id: orderId })
-    .where('tenant_id', '=', ctx.tenantId)
-    .where('environment', '=', ctx.environment)
     .where('id', '=', id)
     .where('used_at', 'is', null)
     .where('expires_at', '>', sql<Date>`now()`)
@@ -159,23 +148,26 @@ export async function insertOrder(db: Queryable, row: Insertable<FxOrdersTable>)
   return db.insertInto('fx_orders').values(row).returningAll().executeTakeFirstOrThrow();
 }
 
-export async function findOrder(db: Queryable, ctx: Scope, id: string, forUpdate = false): Promise<OrderRow | undefined> {
-  return findScoped(db, 'fx_orders', ctx, id, forUpdate);
+export async function findOrder(db: Queryable, ctx: Scope, id: string, lock?: Lock): Promise<OrderRow | undefined> {
+  return findScoped(db, 'fx_orders', ctx, id, lock);
 }
 
+/**
+ * Changes an order its caller holds: locked (`findOrder(…, 'update')`, the worker's
+ * `claimPendingOrder`) with its status just checked, or inserted in the same transaction. The row
+ * lock, not a status condition, makes each change happen once, so this stays a plain update rather
+ * than a `transition()` (whose `undefined` for a lost race no caller here could get).
+ */
 export async function updateOrder(db: Queryable, ctx: Scope, id: string, patch: Updateable<FxOrdersTable>): Promise<OrderRow> {
-  return db
-    .updateTable('fx_orders')
+  return scopedUpdate(db, 'fx_orders', ctx)
     .set({ ...patch, updated_at: sql<Date>`now()` })
-    .where('tenant_id', '=', ctx.tenantId)
-    .where('environment', '=', ctx.environment)
     .where('id', '=', id)
     .returningAll()
     .executeTakeFirstOrThrow();
 }
 
 export async function listOrders(db: Queryable, ctx: Scope, query: ListOrdersQuery): Promise<Page<OrderRow>> {
-  let base = db.selectFrom('fx_orders').where('tenant_id', '=', ctx.tenantId).where('environment', '=', ctx.environment);
+  let base = scoped(db, 'fx_orders', ctx);
   if (query.status) base = base.where('status', '=', query.status);
   if (query.order_type) base = base.where('order_type', '=', query.order_type);
   if (query.side) base = base.where('side', '=', query.side);

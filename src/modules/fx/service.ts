@@ -298,7 +298,7 @@ function toLockedQuote(q: repo.QuoteRow): LockedQuote {
 
 /** A quote of this business and environment, locked until the caller commits (404 otherwise). */
 export async function lockQuote(trx: Trx, ctx: Scope, quoteId: string): Promise<LockedQuote> {
-  const q = await repo.findQuote(trx, ctx, quoteId, true);
+  const q = await repo.findQuote(trx, ctx, quoteId, 'update');
   if (!q) throw new AppError('not_found', 'Quote not found', [{ field: 'quote_id', code: 'not_found', message: 'No such quote' }]);
   return toLockedQuote(q);
 }

@@ -88,7 +88,7 @@ export async function lookupKey(db: Queryable, key: string, now = new Date()): P
     tenantId: row.tenant_id,
     environment: row.environment,
     kind: row.kind,
-    settings: parseBusinessSettings(row.settings),
+    settings: parseBusinessSettings(row.settings, row.tenant_id),
     expiresAt: row.expires_at,
   };
 }
@@ -119,7 +119,7 @@ export async function pageOfTenants(db: Queryable, after: string | null, limit: 
 
 /** A business's settings, parsed (a business that does not exist has none). */
 export async function settingsOf(db: Queryable, tenantId: string): Promise<BusinessSettings> {
-  return parseBusinessSettings((await repo.findTenant(db, tenantId))?.settings);
+  return parseBusinessSettings((await repo.findTenant(db, tenantId))?.settings, tenantId);
 }
 
 /** Refused settings: what is wrong, by key (values are not repeated). */
