@@ -1,6 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { reconcile } from '../src/ledger/index.js';
-import { clientFor, startTestApp, type Client, type TestApp } from './harness.js';
+import { listInstitutions } from '../src/lib/institutions.js';
+import { verifyDuePayees } from '../src/modules/external-accounts/service.js';
+import { setSettings } from '../src/modules/tenants/service.js';
+import { clientFor, johnDoe, startTestApp, type Client, type TestApp } from './harness.js';
+import { approveKyc } from './kyc-helpers.js';
+import { nubans, remitter } from './payout-fixtures.js';
 
 /**
  * Many transfers race for one balance. On PostgreSQL they really run in parallel (pool of 10);
@@ -10,7 +15,7 @@ let t: TestApp;
 let api: Client;
 let tenantId: string;
 beforeAll(async () => {
-  t = await startTestApp();
+  t = await startTestApp({ SANDBOX_RAIL_DELAY_MS: 0 });
   const tenant = await t.tenant('Race');
   tenantId = tenant.tenant_id;
   api = clientFor(t, tenant.sandbox.secret_key);
@@ -42,6 +47,50 @@ describe('concurrent transfers', () => {
     expect(ok).toBe(33);
     expect(fromHot.filter((r) => r.status === 422 && r.body.error.code === 'insufficient_funds')).toHaveLength(50 - 33);
     expect((await api.get(`/v1/accounts/${hot}`)).body.data.balance).toBe('1.00');
+    expect((await reconcile(t.db, tenantId)).ok).toBe(true);
+  });
+
+  it('payouts and transfers racing for one balance: holds and postings never overdraw it together', async () => {
+    // A customer's account paying the customer's payee, with a flat payout fee and room under the KYC limits.
+    await setSettings(t.db, tenantId, {
+      fees: { payout_bank_transfer: { NGN: { flat: '10.00' } } },
+      kyc_limits: { basic: { NGN: { per_transaction: '100000.00', daily: '1000000.00' } } },
+    });
+    const customer = (await api.post('/v1/customers', johnDoe())).body.data.id as string;
+    await approveKyc(api, customer);
+    const gtb = listInstitutions({ country: 'NG', type: 'bank' }).find((i) => i.code === '058')!;
+    const payee = (
+      await api.post('/v1/external-accounts', {
+        payee_type: 'bank_account',
+        account_number: nubans(800000)(),
+        account_name: 'Race Supplies',
+        currency: 'NGN',
+        customer_id: customer,
+        institution_id: gtb.id,
+      })
+    ).body.data.id as string;
+    await verifyDuePayees(t.db, t.unitOfWork, { SANDBOX_RAIL_DELAY_MS: 0 });
+    const hot = (await api.post('/v1/accounts', { currency: 'NGN', label: 'payroll', customer_id: customer })).body.data.id;
+    await api.post(`/v1/simulations/accounts/${hot}/fund`, { amount: '1000.00' });
+    const sink = (await api.post('/v1/accounts', { currency: 'NGN', label: 'sink' })).body.data.id;
+    const payout = {
+      source: { source_type: 'internal_account', id: hot },
+      destination: { destination_type: 'external_account', id: payee },
+      amount: '100.00',
+      additional_information: remitter,
+    };
+    // 20 payouts of 110.00 (with the fee) and 20 transfers of 50.00 race for 1,000.00.
+    const results = await Promise.all(
+      Array.from({ length: 40 }, (_, i) => api.post('/v1/transfers', i % 2 === 0 ? payout : body(hot, sink, '50.00'))),
+    );
+    const spent = results.reduce((sum, r, i) => sum + (r.status === 200 ? (i % 2 === 0 ? 11000 : 5000) : 0), 0);
+    expect(results.every((r) => r.status === 200 || (r.status === 422 && r.body.error.code === 'insufficient_funds'))).toBe(true);
+    expect(results.filter((r) => r.status === 200).length).toBeGreaterThan(0);
+    // Whatever the interleaving, what was accepted fits, and nothing more would have.
+    expect(spent).toBeLessThanOrEqual(100000);
+    expect(100000 - spent).toBeLessThan(5000);
+    const account = (await api.get(`/v1/accounts/${hot}`)).body.data;
+    expect(account.available_balance).toBe(((100000 - spent) / 100).toFixed(2));
     expect((await reconcile(t.db, tenantId)).ok).toBe(true);
   });
 
