@@ -1,4 +1,7 @@
+import { listInstitutions } from '../src/lib/institutions.js';
 import { nubanCheckDigit } from '../src/lib/payee-validation.js';
+import { verifyDuePayees } from '../src/modules/external-accounts/service.js';
+import type { Client, TestApp } from './harness.js';
 
 /** The sender details a cross-border payout needs (the reference's example person). */
 export const remitter = {
@@ -19,4 +22,23 @@ export function nubans(start: number): () => string {
     const s = `${serial++}123`;
     return s + String(nubanCheckDigit('058', s));
   };
+}
+
+/**
+ * A customer's NGN bank payee at GTBank, verified (the app must run with SANDBOX_RAIL_DELAY_MS 0):
+ * ready to receive payouts. `accountNumber`: a NUBAN of the caller's own range (`nubans`).
+ */
+export async function verifiedPayee(t: TestApp, api: Client, customerId: string, accountNumber: string): Promise<string> {
+  const gtb = listInstitutions({ country: 'NG', type: 'bank' }).find((i) => i.code === '058')!;
+  const res = await api.post('/v1/external-accounts', {
+    payee_type: 'bank_account',
+    account_number: accountNumber,
+    account_name: 'Amina Bello',
+    currency: 'NGN',
+    customer_id: customerId,
+    institution_id: gtb.id,
+  });
+  if (res.status !== 202) throw new Error(`payee: ${res.text}`);
+  await verifyDuePayees(t.db, t.unitOfWork, { SANDBOX_RAIL_DELAY_MS: 0 });
+  return res.body.data.id as string;
 }

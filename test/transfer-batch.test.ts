@@ -1,15 +1,14 @@
 import fc from 'fast-check';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { BusinessSettings } from '../src/core/settings.js';
 import * as ledger from '../src/ledger/index.js';
 import { createMovements } from '../src/modules/transfers/service.js';
 import { setSettings } from '../src/modules/tenants/service.js';
 import { clientFor, johnDoe, startTestApp, type Client, type TestApp } from './harness.js';
 import { approveKyc } from './kyc-helpers.js';
 import { cardholder } from './card-helpers.js';
-import { nubans, remitter } from './payout-fixtures.js';
-import { listInstitutions } from '../src/lib/institutions.js';
-import { verifyDuePayees } from '../src/modules/external-accounts/service.js';
+import { nubans, remitter, verifiedPayee } from './payout-fixtures.js';
 import { dispatchPendingPayouts, settleDueSandboxPayouts } from '../src/modules/transfers/payout-lifecycle.js';
 
 /**
@@ -46,6 +45,15 @@ async function setup(name: string, dailyLimit = '30.00') {
   return { tenant, api, customer, open };
 }
 
+/** The context a request of the business's sandbox secret key gets, with these settings. */
+const contextOf = (tenantId: string, settings: BusinessSettings) => ({
+  tenantId,
+  environment: 'sandbox' as const,
+  keyKind: 'secret' as const,
+  requestId: 'r',
+  settings,
+});
+
 async function balances(api: Client, ids: string[]) {
   const out = new Map<string, bigint>();
   for (const id of ids) {
@@ -63,15 +71,9 @@ describe('batch posting: each transfer on its own', () => {
     const poor = await open(null, '1.00');
     const cust = await open(customer, '100.00');
     const sink = await open(null);
-    const ctx = {
-      tenantId: tenant.tenant_id,
-      environment: 'sandbox' as const,
-      keyKind: 'secret' as const,
-      requestId: 'r',
-      settings: {
-        kyc_limits: { basic: { NGN: { per_transaction: '20.00', daily: '30.00' } } },
-      },
-    };
+    const ctx = contextOf(tenant.tenant_id, {
+      kyc_limits: { basic: { NGN: { per_transaction: '20.00', daily: '30.00' } } },
+    });
     const req = (from: string, to: string, amount: string) => ({ ctx, config: t.config, body: transfer(from, to, amount) as never });
     const outcomes = await t.db.transaction().execute((trx) =>
       createMovements(trx, [
@@ -108,13 +110,7 @@ describe('batch posting: each transfer on its own', () => {
     const cust = await open(customer, '500.00');
     const rich = await open(null, '500.00');
     const sink = await open(null);
-    const ctx = {
-      tenantId: tenant.tenant_id,
-      environment: 'sandbox' as const,
-      keyKind: 'secret' as const,
-      requestId: 'r',
-      settings: { kyc_limits: { basic: { NGN: { per_transaction: '20.00', daily: '1000.00' } } } },
-    };
+    const ctx = contextOf(tenant.tenant_id, { kyc_limits: { basic: { NGN: { per_transaction: '20.00', daily: '1000.00' } } } });
     const req = (from: string) => ({ ctx, config: t.config, body: transfer(from, sink, '1.00') as never });
     // Every statement the unit sends (begin and commit aside) passes through a plugin's transformResult.
     const statements = async (reqs: ReturnType<typeof req>[]) => {
@@ -153,7 +149,7 @@ describe('batch posting: each transfer on its own', () => {
     const business = await open('10.00');
     const card = (await api.post('/v1/cards', { customer_id: customer, card_type: 'virtual', card_limit: 10000, name_on_card: 'John Doe' }))
       .body.data.card.id as string;
-    const ctx = { tenantId: tenant.tenant_id, environment: 'sandbox' as const, keyKind: 'secret' as const, requestId: 'r', settings: {} };
+    const ctx = contextOf(tenant.tenant_id, {});
     const req = (from: string, destination_type: string, to: string, amount: string) => ({
       ctx,
       config: t.config,
@@ -191,27 +187,10 @@ describe('batch posting: each transfer on its own', () => {
 
   it('payouts take the same path: their funds held in memory beside transfers, each decided alone, then settled by the rail', async () => {
     const { tenant, api, customer, open } = await setup('Payouts Batch Ltd', '100000.00');
-    const gtb = listInstitutions({ country: 'NG', type: 'bank' }).find((i) => i.code === '058')!;
-    const payee = (
-      await api.post('/v1/external-accounts', {
-        payee_type: 'bank_account',
-        account_number: nubans(700000)(),
-        account_name: 'Amina Bello',
-        currency: 'NGN',
-        customer_id: customer,
-        institution_id: gtb.id,
-      })
-    ).body.data.id as string;
-    await verifyDuePayees(t.db, t.unitOfWork, { SANDBOX_RAIL_DELAY_MS: 0 });
+    const payee = await verifiedPayee(t, api, customer, nubans(700000)());
     const own = await open(customer, '10000.00');
     const sink = await open(null);
-    const ctx = {
-      tenantId: tenant.tenant_id,
-      environment: 'sandbox' as const,
-      keyKind: 'secret' as const,
-      requestId: 'r',
-      settings: { kyc_limits: { basic: { NGN: { per_transaction: '7000.00', daily: '100000.00' } } } },
-    };
+    const ctx = contextOf(tenant.tenant_id, { kyc_limits: { basic: { NGN: { per_transaction: '7000.00', daily: '100000.00' } } } });
     const req = (body: Record<string, unknown>) => ({ ctx, config: t.config, body: body as never });
     const payout = (amount: string) =>
       req({

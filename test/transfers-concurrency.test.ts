@@ -1,11 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { reconcile } from '../src/ledger/index.js';
-import { listInstitutions } from '../src/lib/institutions.js';
-import { verifyDuePayees } from '../src/modules/external-accounts/service.js';
 import { setSettings } from '../src/modules/tenants/service.js';
 import { clientFor, johnDoe, startTestApp, type Client, type TestApp } from './harness.js';
 import { approveKyc } from './kyc-helpers.js';
-import { nubans, remitter } from './payout-fixtures.js';
+import { nubans, remitter, verifiedPayee } from './payout-fixtures.js';
 
 /**
  * Many transfers race for one balance. On PostgreSQL they really run in parallel (pool of 10);
@@ -58,18 +56,7 @@ describe('concurrent transfers', () => {
     });
     const customer = (await api.post('/v1/customers', johnDoe())).body.data.id as string;
     await approveKyc(api, customer);
-    const gtb = listInstitutions({ country: 'NG', type: 'bank' }).find((i) => i.code === '058')!;
-    const payee = (
-      await api.post('/v1/external-accounts', {
-        payee_type: 'bank_account',
-        account_number: nubans(800000)(),
-        account_name: 'Race Supplies',
-        currency: 'NGN',
-        customer_id: customer,
-        institution_id: gtb.id,
-      })
-    ).body.data.id as string;
-    await verifyDuePayees(t.db, t.unitOfWork, { SANDBOX_RAIL_DELAY_MS: 0 });
+    const payee = await verifiedPayee(t, api, customer, nubans(800000)());
     const hot = (await api.post('/v1/accounts', { currency: 'NGN', label: 'payroll', customer_id: customer })).body.data.id;
     await api.post(`/v1/simulations/accounts/${hot}/fund`, { amount: '1000.00' });
     const sink = (await api.post('/v1/accounts', { currency: 'NGN', label: 'sink' })).body.data.id;

@@ -6,7 +6,7 @@ import * as accounts from '../accounts/service.js';
 import * as cards from '../cards/service.js';
 import type * as transactions from '../transactions/service.js';
 import { computeFee } from '../pricing/service.js';
-import type { MovementRequest, Prepared } from './internal.js';
+import { baseTransferRow, movementRecordOf, type MovementRequest, type Prepared } from './internal.js';
 import type * as repo from './repo.js';
 
 /**
@@ -97,47 +97,11 @@ export function fundingMovement(p: CardFunding, posting: ledger.PostedTransactio
       description: 'Card funding fee',
     });
   }
-  return {
-    reference: p.id,
-    clientReference: body.client_reference ?? null,
-    clientMetadata: body.metadata ? JSON.stringify(body.metadata) : null,
-    posting,
-    sides,
-  };
+  return movementRecordOf(p, sides, posting);
 }
 
 export function fundingRow(p: CardFunding, posting: ledger.PostedTransaction, transactionId: string): repo.TransferRow {
-  const { ctx, body } = p.req;
-  const now = new Date();
-  return {
-    id: p.id,
-    tenant_id: ctx.tenantId,
-    environment: ctx.environment,
-    reference: p.id,
-    client_reference: body.client_reference ?? null,
-    description: body.description ?? 'Card funding',
-    customer_id: p.source.customer_id,
-    destination_customer_id: p.card.customer_id,
-    source_type: 'internal_account',
-    source_id: p.source.id,
-    destination_type: 'card',
-    destination_id: p.card.id,
-    rail: null,
-    currency: p.currency,
-    amount: p.amount,
-    fee: p.fee,
-    local_amount: p.amount,
-    local_currency: p.currency,
-    rate: null,
-    status: 'completed',
-    failure_reason: null,
-    ledger_transaction_id: posting.id,
-    transaction_id: transactionId,
-    hold_id: null,
-    metadata: body.metadata ?? {},
-    created_at: now,
-    updated_at: now,
-  };
+  return { ...baseTransferRow(p, transactionId), description: p.req.body.description ?? 'Card funding', ledger_transaction_id: posting.id };
 }
 
 /** The card's own event: its funding transaction, as card transactions are shown. */

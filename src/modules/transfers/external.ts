@@ -11,7 +11,7 @@ import { payeeDetailsOf, requireExternalAccount } from '../external-accounts/ser
 import { requireFeature } from '../features/service.js';
 import type { PayeeDetails } from '../../rails/index.js';
 import type * as transactions from '../transactions/service.js';
-import type { MovementRequest, Prepared } from './internal.js';
+import { baseTransferRow, movementRecordOf, type MovementRequest, type Prepared } from './internal.js';
 import { assertWithinRailLimit, channelOf, convert, parseRemitter, payoutFee, railFor } from './payout-rules.js';
 import type * as repo from './repo.js';
 import type { CreateTransferBody } from './schema.js';
@@ -160,38 +160,32 @@ export function payoutHolds(p: Payout): ledger.HoldInput[] {
 
 /** The source's one account transaction, pending until the rail settles it. */
 export function payoutMovement(p: Payout): transactions.MovementRecord {
-  const { body } = p.req;
-  return {
-    reference: p.id,
-    clientReference: body.client_reference ?? null,
-    clientMetadata: body.metadata ? JSON.stringify(body.metadata) : null,
-    sides: [
-      {
-        accountId: p.source.id,
-        customerId: p.source.customer_id,
-        direction: 'out',
-        amount: p.amount,
-        fee: p.fee,
-        currency: p.currency,
-        channel: channelOf(p.rail),
-        transactionType: 'global_remittance',
-        status: 'pending',
-        description: body.description ?? '',
-        sendingAccountId: p.source.id,
-        metadata: {
-          external_account_id: p.payee.id,
-          rail: p.rail,
-          local_amount: formatAmount(p.fx.localAmount, p.fx.localCurrency),
-          local_currency: p.fx.localCurrency,
-          rate: p.fx.rate,
-        },
+  return movementRecordOf(p, [
+    {
+      accountId: p.source.id,
+      customerId: p.source.customer_id,
+      direction: 'out',
+      amount: p.amount,
+      fee: p.fee,
+      currency: p.currency,
+      channel: channelOf(p.rail),
+      transactionType: 'global_remittance',
+      status: 'pending',
+      description: p.req.body.description ?? '',
+      sendingAccountId: p.source.id,
+      metadata: {
+        external_account_id: p.payee.id,
+        rail: p.rail,
+        local_amount: formatAmount(p.fx.localAmount, p.fx.localCurrency),
+        local_currency: p.fx.localCurrency,
+        rate: p.fx.rate,
       },
-    ],
-  };
+    },
+  ]);
 }
 
 export function payoutRow(p: Payout, holds: ledger.Hold[], transactionId: string): repo.TransferRow {
-  const { ctx, body, payout: options } = p.req;
+  const { body, payout: options } = p.req;
   const [principal, feeHold] = holds;
   const payout: PayoutMetadata = {
     fee_hold_id: feeHold?.id ?? null,
@@ -204,35 +198,16 @@ export function payoutRow(p: Payout, holds: ledger.Hold[], transactionId: string
     ...(p.waitingFor ? { approval: 'waiting_approval' as const } : {}),
     ...(options ? { fx_order_id: options.fxOrderId } : {}),
   };
-  const now = new Date();
   return {
-    id: p.id,
-    tenant_id: ctx.tenantId,
-    environment: ctx.environment,
-    reference: p.id,
-    client_reference: body.client_reference ?? null,
-    description: body.description ?? '',
-    customer_id: p.source.customer_id,
-    destination_customer_id: p.payee.customer_id,
-    source_type: 'internal_account',
-    source_id: p.source.id,
-    destination_type: 'external_account',
-    destination_id: p.payee.id,
+    ...baseTransferRow(p, transactionId),
     rail: p.rail,
-    currency: p.currency,
-    amount: p.amount,
     fee: feeHold ? p.fee : 0n,
     local_amount: p.fx.localAmount,
     local_currency: p.fx.localCurrency,
     rate: p.fx.rate,
     status: 'pending',
-    failure_reason: null,
-    ledger_transaction_id: null,
-    transaction_id: transactionId,
     hold_id: principal!.id,
     metadata: { ...(body.metadata ?? {}), payout },
-    created_at: now,
-    updated_at: now,
   };
 }
 

@@ -153,17 +153,14 @@ export function movementOf(p: Prepared, posting: ledger.PostedTransaction): tran
       description: 'Transfer fee',
     });
   }
-  const body = p.req.body;
-  return {
-    reference: p.id,
-    clientReference: body.client_reference ?? null,
-    clientMetadata: body.metadata ? JSON.stringify(body.metadata) : null,
-    posting,
-    sides,
-  };
+  return movementRecordOf(p, sides, posting);
 }
 
-export function transferRow(p: Prepared, posting: ledger.PostedTransaction, transactionId: string): repo.TransferRow {
+/**
+ * The transfer row as every kind fills it: a completed movement of `amount` in one currency. Each
+ * kind then sets what is its own (its ledger transaction or hold, a payout's rail and rate).
+ */
+export function baseTransferRow(p: Prepared, transactionId: string): repo.TransferRow {
   const { ctx, body } = p.req;
   const now = new Date();
   return {
@@ -188,11 +185,31 @@ export function transferRow(p: Prepared, posting: ledger.PostedTransaction, tran
     rate: null,
     status: 'completed',
     failure_reason: null,
-    ledger_transaction_id: posting.id,
+    ledger_transaction_id: null,
     transaction_id: transactionId,
     hold_id: null,
     metadata: body.metadata ?? {},
     created_at: now,
     updated_at: now,
   };
+}
+
+/** The account transactions of a movement: its reference and the client's, and each account's side. */
+export function movementRecordOf(
+  p: Prepared,
+  sides: transactions.AccountSide[],
+  posting?: ledger.PostedTransaction,
+): transactions.MovementRecord {
+  const { body } = p.req;
+  return {
+    reference: p.id,
+    clientReference: body.client_reference ?? null,
+    clientMetadata: body.metadata ? JSON.stringify(body.metadata) : null,
+    ...(posting ? { posting } : {}),
+    sides,
+  };
+}
+
+export function transferRow(p: Prepared, posting: ledger.PostedTransaction, transactionId: string): repo.TransferRow {
+  return { ...baseTransferRow(p, transactionId), ledger_transaction_id: posting.id };
 }
