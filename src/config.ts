@@ -199,12 +199,15 @@ const ConfigSchema = z.object({
     .regex(/^\d{1,2}(\.\d{1,2})?$/)
     .default('1.5'),
   /**
-   * PostgreSQL group commit for transfers: up to this many transfers share one commit (each in its
-   * own savepoint; at most 60 keeps the savepoints inside PostgreSQL's 64 cached subtransactions);
-   * 1 turns it off. LANES: batches in flight at once.
+   * The batch posting path (docs/money-path.md): up to SIZE money movements share one transaction
+   * and its statements; 1 runs each alone. LANES: batches in flight at once on PostgreSQL (PGlite
+   * has one). More lanes are not faster: concurrent batches wait on each other's balance rows and
+   * share the database's CPU. On a two-core server 2 lanes served about 1,000 transfers/s where 4
+   * served about 800 and 8 about 500 (`npm run bench -- spread hot`, README); a larger server may
+   * want more.
    */
   TRANSFER_BATCH_SIZE: z.coerce.number().int().min(1).max(60).default(32),
-  TRANSFER_BATCH_LANES: z.coerce.number().int().min(1).max(64).default(4),
+  TRANSFER_BATCH_LANES: z.coerce.number().int().min(1).max(64).default(2),
   /** API request log (dashboard): `off` stops recording; rows older than the retention are deleted. */
   REQUEST_LOG: z.enum(['on', 'off']).default('on'),
   REQUEST_LOG_RETENTION_DAYS: z.coerce.number().int().min(1).max(3650).default(30),
