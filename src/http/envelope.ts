@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { AppError, type ErrorDetail } from '../core/errors.js';
 import { statusOf } from './errors.js';
 import { ReplayResponse } from './replay.js';
+import { checkDeclared } from './route-errors.js';
 
 /** `{data, error: null}`: every success response. */
 export function envelope<T extends z.ZodType>(data: T) {
@@ -47,6 +48,7 @@ function errorBody(request: FastifyRequest, code: string, message: string, detai
 }
 
 export function sendError(request: FastifyRequest, reply: FastifyReply, err: AppError) {
+  checkDeclared(request, err.code);
   for (const [name, value] of Object.entries(err.headers)) reply.header(name, value);
   return reply.code(statusOf(err)).send(errorBody(request, err.code, err.message, err.details));
 }

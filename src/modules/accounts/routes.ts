@@ -18,6 +18,7 @@ export function accountRoutes(deps: Deps): FastifyPluginAsyncZod {
           description: 'Without customer_id the account belongs to the business itself (fees are credited there).',
           body: CreateAccountBody,
           response: { 200: envelope(AccountResponse) },
+          errors: ['not_found', 'feature_not_active'],
         },
       },
       (req, reply) =>
@@ -32,6 +33,7 @@ export function accountRoutes(deps: Deps): FastifyPluginAsyncZod {
           summary: 'List accounts',
           querystring: ListAccountsQuery,
           response: { 200: envelope(pageSchema(AccountResponse)) },
+          errors: [],
         },
       },
       async (req) => ok(await service.listAccounts(deps.db, req.ctx, req.query)),
@@ -39,7 +41,7 @@ export function accountRoutes(deps: Deps): FastifyPluginAsyncZod {
 
     app.get(
       '/v1/accounts/:account_id',
-      { schema: { tags, summary: 'Get an account', params: AccountIdParams, response: { 200: envelope(AccountResponse) } } },
+      { schema: { tags, summary: 'Get an account', params: AccountIdParams, response: { 200: envelope(AccountResponse) }, errors: [] } },
       async (req) => ok(await service.getAccount(deps.db, req.ctx, req.params.account_id)),
     );
 
@@ -54,6 +56,7 @@ export function accountRoutes(deps: Deps): FastifyPluginAsyncZod {
           params: AccountIdParams,
           body: UpdateAccountStatusBody,
           response: { 200: envelope(AccountResponse) },
+          errors: ['invalid_state_transition'],
         },
       },
       async (req) => ok(await deps.inTransaction((trx) => service.updateStatus(trx, req.ctx, req.params.account_id, req.body.status))),
