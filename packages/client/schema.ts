@@ -5367,85 +5367,136 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Default Response */
+                /** @description Invalid request: malformed JSON, invalid fields (every one listed in `details`), a bad Idempotency-Key */
                 400: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error400"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "bad_request" | "validation_failed";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Missing, invalid or expired API key */
                 401: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error401"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "missing_api_key" | "invalid_api_key" | "expired_api_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The key may not do this (public key, other business, HTTPS required, feature or KYC level missing) */
                 403: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error403"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "tenant_mismatch" | "https_required";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error404"];
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error409"];
-                    };
-                };
-                /** @description Default Response */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error422"];
-                    };
-                };
-                /** @description Default Response */
+                /** @description Rate limited (Retry-After, RateLimit headers) */
                 429: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error429"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "rate_limited";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Something went wrong on our side; the request id is logged with the cause */
                 500: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error500"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "internal_error";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The database is briefly unavailable; retry after Retry-After */
                 503: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error503"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "service_unavailable";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
             };
@@ -5492,85 +5543,136 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Default Response */
+                /** @description Invalid request: malformed JSON, invalid fields (every one listed in `details`), a bad Idempotency-Key */
                 400: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error400"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "bad_request" | "validation_failed";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Missing, invalid or expired API key */
                 401: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error401"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "missing_api_key" | "invalid_api_key" | "expired_api_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The key may not do this (public key, other business, HTTPS required, feature or KYC level missing) */
                 403: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error403"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "tenant_mismatch" | "https_required";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error404"];
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error409"];
-                    };
-                };
-                /** @description Default Response */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error422"];
-                    };
-                };
-                /** @description Default Response */
+                /** @description Rate limited (Retry-After, RateLimit headers) */
                 429: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error429"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "rate_limited";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Something went wrong on our side; the request id is logged with the cause */
                 500: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error500"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "internal_error";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The database is briefly unavailable; retry after Retry-After */
                 503: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error503"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "service_unavailable";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
             };
@@ -5616,85 +5718,136 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Default Response */
+                /** @description Invalid request: malformed JSON, invalid fields (every one listed in `details`), a bad Idempotency-Key */
                 400: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error400"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "bad_request" | "validation_failed";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Missing, invalid or expired API key */
                 401: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error401"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "missing_api_key" | "invalid_api_key" | "expired_api_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The key may not do this (public key, other business, HTTPS required, feature or KYC level missing) */
                 403: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error403"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "tenant_mismatch" | "https_required";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error404"];
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error409"];
-                    };
-                };
-                /** @description Default Response */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error422"];
-                    };
-                };
-                /** @description Default Response */
+                /** @description Rate limited (Retry-After, RateLimit headers) */
                 429: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error429"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "rate_limited";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Something went wrong on our side; the request id is logged with the cause */
                 500: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error500"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "internal_error";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The database is briefly unavailable; retry after Retry-After */
                 503: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error503"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "service_unavailable";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
             };
@@ -5741,85 +5894,136 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Default Response */
+                /** @description Invalid request: malformed JSON, invalid fields (every one listed in `details`), a bad Idempotency-Key */
                 400: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error400"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "bad_request" | "validation_failed";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Missing, invalid or expired API key */
                 401: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error401"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "missing_api_key" | "invalid_api_key" | "expired_api_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The key may not do this (public key, other business, HTTPS required, feature or KYC level missing) */
                 403: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error403"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "tenant_mismatch" | "https_required";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error404"];
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error409"];
-                    };
-                };
-                /** @description Default Response */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error422"];
-                    };
-                };
-                /** @description Default Response */
+                /** @description Rate limited (Retry-After, RateLimit headers) */
                 429: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error429"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "rate_limited";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Something went wrong on our side; the request id is logged with the cause */
                 500: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error500"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "internal_error";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The database is briefly unavailable; retry after Retry-After */
                 503: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error503"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "service_unavailable";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
             };
