@@ -13,7 +13,15 @@ export function customerRoutes(deps: Deps): FastifyPluginAsyncZod {
   return async (app) => {
     app.post(
       '/v1/customers',
-      { schema: { tags, summary: 'Add a customer', body: CreateCustomerBody, response: { 200: envelope(CustomerResponse) } } },
+      {
+        schema: {
+          tags,
+          summary: 'Add a customer',
+          body: CreateCustomerBody,
+          response: { 200: envelope(CustomerResponse) },
+          errors: ['customer_exists'],
+        },
+      },
       (req, reply) => deps.idempotency.run(req, reply, 'customers.create', (trx) => service.createCustomer(trx, req.ctx, req.body)),
     );
 
@@ -25,6 +33,7 @@ export function customerRoutes(deps: Deps): FastifyPluginAsyncZod {
           summary: 'List customers',
           querystring: ListCustomersQuery,
           response: { 200: envelope(pageSchema(CustomerResponse)) },
+          errors: [],
         },
       },
       async (req) => ok(await service.listCustomers(deps.db, req.ctx, req.query, customerKycView)),
@@ -32,7 +41,7 @@ export function customerRoutes(deps: Deps): FastifyPluginAsyncZod {
 
     app.get(
       '/v1/customers/:customer_id',
-      { schema: { tags, summary: 'Get a customer', params: CustomerIdParams, response: { 200: envelope(CustomerResponse) } } },
+      { schema: { tags, summary: 'Get a customer', params: CustomerIdParams, response: { 200: envelope(CustomerResponse) }, errors: [] } },
       async (req) => ok(await service.getCustomer(deps.db, req.ctx, req.params.customer_id, customerKycView)),
     );
 
@@ -48,6 +57,7 @@ export function customerRoutes(deps: Deps): FastifyPluginAsyncZod {
           response: {
             200: envelope(z.object({ message: z.string(), status: z.boolean(), customer: CustomerResponse })),
           },
+          errors: ['customer_exists'],
         },
       },
       async (req) => {
