@@ -43,7 +43,7 @@ type Handler<B, P, Q, D extends z.ZodType> = RouteHandlerMethod<
 >;
 
 /** Registers the route with the same Fastify schema a hand-written `app.get(url, {schema}, handler)` would have. */
-export function route<D extends z.ZodType, B = undefined, P = undefined, Q = undefined>(
+function route<D extends z.ZodType, B = undefined, P = undefined, Q = undefined>(
   app: App,
   def: RouteDef<B, P, Q, D>,
   handler: Handler<B, P, Q, D>,
@@ -63,4 +63,20 @@ export function route<D extends z.ZodType, B = undefined, P = undefined, Q = und
     },
     handler: handler as never,
   });
+}
+
+type Method = RouteDef<unknown, unknown, unknown, z.ZodType>['method'];
+type Def<B, P, Q, D extends z.ZodType> = Omit<RouteDef<B, P, Q, D>, 'method' | 'url' | 'tags'> & { tags?: string[] };
+
+/**
+ * `const r = routes(app, ['Accounts'])`, then `r.post(url, {summary, body, data, errors}, handler)`:
+ * the tags given once, the rest of the schema flat. Types of req.body/params/query are inferred as
+ * with `app.post`.
+ */
+export function routes(app: App, tags: string[]) {
+  const add =
+    (method: Method) =>
+    <D extends z.ZodType, B = undefined, P = undefined, Q = undefined>(url: string, def: Def<B, P, Q, D>, handler: Handler<B, P, Q, D>) =>
+      route(app, { tags, ...def, method, url }, handler);
+  return { get: add('GET'), post: add('POST'), put: add('PUT'), patch: add('PATCH'), delete: add('DELETE') };
 }

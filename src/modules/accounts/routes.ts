@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { Deps } from '../../http/deps.js';
 import { ok } from '../../http/envelope.js';
-import { route } from '../../http/route.js';
+import { routes } from '../../http/route.js';
 import { pageSchema } from '../../db/pagination.js';
 import { AccountIdParams, AccountResponse, CreateAccountBody, ListAccountsQuery, UpdateAccountStatusBody } from './schema.js';
 import * as service from './service.js';
@@ -10,12 +10,10 @@ const tags = ['Accounts'];
 
 export function accountRoutes(deps: Deps): FastifyPluginAsyncZod {
   return async (app) => {
-    route(
-      app,
+    const r = routes(app, tags);
+    r.post(
+      '/v1/accounts',
       {
-        method: 'POST',
-        url: '/v1/accounts',
-        tags,
         summary: 'Create an account',
         description: 'Without customer_id the account belongs to the business itself (fees are credited there).',
         body: CreateAccountBody,
@@ -26,12 +24,9 @@ export function accountRoutes(deps: Deps): FastifyPluginAsyncZod {
         deps.idempotency.run(req, reply, 'accounts.create', (trx) => service.createAccount(trx, req.ctx, deps.config, req.body)),
     );
 
-    route(
-      app,
+    r.get(
+      '/v1/accounts',
       {
-        method: 'GET',
-        url: '/v1/accounts',
-        tags,
         summary: 'List accounts',
         querystring: ListAccountsQuery,
         data: pageSchema(AccountResponse),
@@ -40,12 +35,9 @@ export function accountRoutes(deps: Deps): FastifyPluginAsyncZod {
       async (req) => ok(await service.listAccounts(deps.db, req.ctx, req.query)),
     );
 
-    route(
-      app,
+    r.get(
+      '/v1/accounts/:account_id',
       {
-        method: 'GET',
-        url: '/v1/accounts/:account_id',
-        tags,
         summary: 'Get an account',
         params: AccountIdParams,
         data: AccountResponse,
@@ -54,12 +46,9 @@ export function accountRoutes(deps: Deps): FastifyPluginAsyncZod {
       async (req) => ok(await service.getAccount(deps.db, req.ctx, req.params.account_id)),
     );
 
-    route(
-      app,
+    r.patch(
+      '/v1/accounts/:account_id/status',
       {
-        method: 'PATCH',
-        url: '/v1/accounts/:account_id/status',
-        tags,
         summary: 'Update account status',
         description:
           '`frozen` refuses debits (409 account_frozen), `active` reactivates, `deleted` closes an account at zero balance for good.',
