@@ -104,18 +104,15 @@ describe('transport and documentation', () => {
     expect(docs.text).not.toMatch(/https?:\/\/(cdn|unpkg|jsdelivr)/);
   });
 
-  it('documents the error envelope of every /v1 operation, its codes closed per status', async () => {
+  it("documents the error envelope of every /v1 operation, its codes closed per status, or only the route's declared codes", async () => {
     const doc = (await t.request('GET', '/v1/openapi.json')).body;
     const transfer = doc.paths['/v1/transfer'].post.responses;
     for (const status of ['400', '401', '403', '404', '409', '413', '415', '422', '429', '500', '503']) {
       expect(transfer[status], status).toBeDefined();
     }
-    expect(JSON.stringify(transfer['422'])).toContain('#/components/schemas/Error422');
-    const error422 = doc.components.schemas.Error422;
-    expect(error422.properties.error.properties.code.enum).toEqual(
-      expect.arrayContaining(['insufficient_funds', 'idempotency_key_reused', 'limit_exceeded']),
-    );
-    expect(error422.properties.error.properties.code.enum).not.toContain('not_found');
+    const codes422 = transfer['422'].content['application/json'].schema.properties.error.properties.code.enum;
+    expect(codes422).toEqual(expect.arrayContaining(['insufficient_funds', 'idempotency_key_reused', 'limit_exceeded']));
+    expect(codes422).not.toContain('not_found');
     for (const [path, operations] of Object.entries<any>(doc.paths)) {
       for (const [method, op] of Object.entries<any>(operations)) {
         expect(op.responses['400'], `${method} ${path}`).toBeDefined();

@@ -5,6 +5,7 @@ import { AppError, type ErrorDetail } from '../core/errors.js';
 import { InvalidStoredSettings } from '../core/settings.js';
 import { statusOf } from './errors.js';
 import { ReplayResponse } from './replay.js';
+import { checkDeclared } from './route-errors.js';
 
 /** `{data, error: null}`: every success response. */
 export function envelope<T extends z.ZodType>(data: T) {
@@ -48,6 +49,7 @@ function errorBody(request: FastifyRequest, code: string, message: string, detai
 }
 
 export function sendError(request: FastifyRequest, reply: FastifyReply, err: AppError) {
+  checkDeclared(request, err.code);
   for (const [name, value] of Object.entries(err.headers)) reply.header(name, value);
   return reply.code(statusOf(err)).send(errorBody(request, err.code, err.message, err.details));
 }

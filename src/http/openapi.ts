@@ -3,6 +3,7 @@ import { jsonSchemaTransform } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { ERROR_CODES, type ErrorCode } from '../core/errors.js';
 import { ERROR_STATUS } from './errors.js';
+import { routeErrorCodes } from './route-errors.js';
 
 const SUMMARY: Record<number, string> = {
   400: 'Invalid request: malformed JSON, invalid fields (every one listed in `details`), a bad Idempotency-Key',
@@ -19,25 +20,42 @@ const SUMMARY: Record<number, string> = {
   503: 'The database is briefly unavailable; retry after Retry-After',
 };
 
-/** One error envelope schema per status, its `code` closed to that status's codes (from the one table). */
+function errorEnvelope(codes: [ErrorCode, ...ErrorCode[]]) {
+  return z.object({
+    data: z.null(),
+    error: z.object({
+      code: z.enum(codes),
+      message: z.string(),
+      request_id: z.string(),
+      details: z.array(z.object({ field: z.string(), code: z.string(), message: z.string() })),
+    }),
+  });
+}
+
+/**
+ * One error envelope schema per status, its `code` closed to that status's codes (from the one
+ * table): the document of a route that declares no `errors` yet.
+ */
 const ERROR_SCHEMAS = new Map<number, z.ZodType>();
 for (const status of new Set(Object.values(ERROR_STATUS))) {
   const codes = ERROR_CODES.filter((c) => ERROR_STATUS[c] === status) as [ErrorCode, ...ErrorCode[]];
   if (!SUMMARY[status]) continue; // 405 and the like: never a /v1 answer
-  ERROR_SCHEMAS.set(
-    status,
-    z
-      .object({
-        data: z.null(),
-        error: z.object({
-          code: z.enum(codes),
-          message: z.string(),
-          request_id: z.string(),
-          details: z.array(z.object({ field: z.string(), code: z.string(), message: z.string() })),
-        }),
-      })
-      .meta({ id: `Error${status}`, description: SUMMARY[status] }),
-  );
+  ERROR_SCHEMAS.set(status, errorEnvelope(codes).meta({ id: `Error${status}`, description: SUMMARY[status] }));
+}
+
+/** A route's own error envelopes: per status it can answer, `code` closed to the route's codes of that status. */
+function declaredErrorSchemas(codes: Set<ErrorCode>): Map<number, z.ZodType> {
+  const byStatus = new Map<number, ErrorCode[]>();
+  for (const code of ERROR_CODES) {
+    if (!codes.has(code)) continue;
+    const status = ERROR_STATUS[code];
+    byStatus.set(status, [...(byStatus.get(status) ?? []), code]);
+  }
+  const schemas = new Map<number, z.ZodType>();
+  for (const [status, list] of [...byStatus].sort(([a], [b]) => a - b)) {
+    schemas.set(status, errorEnvelope(list as [ErrorCode, ...ErrorCode[]]).meta({ description: SUMMARY[status] ?? `Error ${status}` }));
+  }
+  return schemas;
 }
 
 /**
@@ -57,7 +75,7 @@ const FILE_RESPONSES: Record<string, Record<number, unknown>> = {
   },
 };
 
-/** The statuses a /v1 operation can answer besides its success. */
+/** The statuses a /v1 operation that declares no `errors` can answer besides its success. */
 function errorStatuses(method: string, hasBody: boolean): number[] {
   const statuses = [400, 401, 403, 404, 409, 422, 429, 500, 503];
   if (hasBody) statuses.push(413, 415);
@@ -67,18 +85,29 @@ function errorStatuses(method: string, hasBody: boolean): number[] {
 
 /**
  * The OpenAPI transform: the route's own schemas (jsonSchemaTransform), plus the error envelope
- * for every error status of every /v1 operation, so a generated client knows the error shape, and
- * the success answer of the file routes (FILE_RESPONSES).
+ * of every error status of every /v1 operation, so a generated client knows the error shape, and
+ * the success answer of the file routes (FILE_RESPONSES). A route that declares `errors` gets only
+ * the statuses and codes it can answer (its declared codes plus `constructionCodes`); one that
+ * declares none still gets every code of every status it might answer.
  * Only the document changes; answers are still rendered by the one error handler.
  */
 export const openApiTransform: typeof jsonSchemaTransform = (input) => {
   const { schema, url, route } = input;
-  if (!url.startsWith('/v1/') || !schema || schema.hide) return jsonSchemaTransform(input);
+  if (!schema) return jsonSchemaTransform(input);
+  const { errors, ...rest } = schema as FastifySchema;
+  if (!url.startsWith('/v1/') || rest.hide) return jsonSchemaTransform({ ...input, schema: rest });
   const method = [route.method].flat()[0] ?? 'GET';
-  const response: Record<string, unknown> = { ...FILE_RESPONSES[url], ...((schema as FastifySchema).response as Record<string, unknown>) };
-  for (const status of errorStatuses(method, Boolean(schema.body))) {
-    const errorSchema = ERROR_SCHEMAS.get(status);
-    if (errorSchema && !(status in response)) response[status] = errorSchema;
+  const response: Record<string, unknown> = { ...FILE_RESPONSES[url], ...(rest.response as Record<string, unknown>) };
+  const config = route.config;
+  const codes = routeErrorCodes(
+    { method, url, hasBody: Boolean(rest.body), publicKeyAllowed: config?.publicKeyAllowed, noAuth: config?.noAuth },
+    errors,
+  );
+  const errorSchemas = codes
+    ? declaredErrorSchemas(codes)
+    : new Map(errorStatuses(method, Boolean(rest.body)).flatMap((s) => (ERROR_SCHEMAS.has(s) ? [[s, ERROR_SCHEMAS.get(s)!]] : [])));
+  for (const [status, errorSchema] of errorSchemas) {
+    if (!(status in response)) response[status] = errorSchema;
   }
-  return jsonSchemaTransform({ ...input, schema: { ...schema, response } });
+  return jsonSchemaTransform({ ...input, schema: { ...rest, response } });
 };

@@ -1,7 +1,8 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { Deps } from '../../http/deps.js';
-import { envelope, ok } from '../../http/envelope.js';
+import { ok } from '../../http/envelope.js';
+import { routes } from '../../http/route.js';
 import {
   AddressCountriesQuery,
   AddressCountry,
@@ -20,60 +21,53 @@ const publicRead = { publicKeyAllowed: true };
 
 export function transferReferenceRoutes(deps: Deps): FastifyPluginAsyncZod {
   return async (app) => {
-    app.get(
+    const r = routes(app, tags);
+    r.get(
       '/v1/transfer/rates',
       {
         config: publicRead,
-        schema: {
-          tags,
-          summary: 'Get transfer rates',
-          description:
-            'Per payout country and currency, what a payee receives per 1 EUR and per 1 USD sent: the customer rate an international payout uses now.',
-          querystring: TransferRatesQuery,
-          response: { 200: envelope(TransferRatePage) },
-        },
+        summary: 'Get transfer rates',
+        description:
+          'Per payout country and currency, what a payee receives per 1 EUR and per 1 USD sent: the customer rate an international payout uses now.',
+        querystring: TransferRatesQuery,
+        data: TransferRatePage,
+        errors: [],
       },
       async (req) => ok(await service.listRates(deps.db, req.ctx, deps.config, req.query)),
     );
 
-    app.get(
+    r.get(
       '/v1/transfer/supported-currencies',
       {
         config: publicRead,
-        schema: {
-          tags,
-          summary: 'Get supported transfer currencies',
-          querystring: TransferCurrenciesQuery,
-          response: { 200: envelope(z.object({ currencies: z.array(TransferCurrency) })) },
-        },
+        summary: 'Get supported transfer currencies',
+        querystring: TransferCurrenciesQuery,
+        data: z.object({ currencies: z.array(TransferCurrency) }),
+        errors: [],
       },
       async (req) => ok(service.listCurrencies(deps.config, req.query)),
     );
 
-    app.get(
+    r.get(
       '/v1/transfer/supported-countries',
       {
         config: publicRead,
-        schema: {
-          tags,
-          summary: 'Get supported transfer countries',
-          querystring: TransferCountriesQuery,
-          response: { 200: envelope(z.object({ countries: z.array(TransferCountry) })) },
-        },
+        summary: 'Get supported transfer countries',
+        querystring: TransferCountriesQuery,
+        data: z.object({ countries: z.array(TransferCountry) }),
+        errors: [],
       },
       async (req) => ok(service.listCountries(deps.config, req.query)),
     );
 
-    app.get(
+    r.get(
       '/v1/transfer/supported-countries-for-address',
       {
         config: publicRead,
-        schema: {
-          tags,
-          summary: 'Get supported countries for recipient addresses',
-          querystring: AddressCountriesQuery,
-          response: { 200: envelope(z.object({ countries: z.array(AddressCountry) })) },
-        },
+        summary: 'Get supported countries for recipient addresses',
+        querystring: AddressCountriesQuery,
+        data: z.object({ countries: z.array(AddressCountry) }),
+        errors: [],
       },
       async (req) => ok(service.listAddressCountries(req.query)),
     );

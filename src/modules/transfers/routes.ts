@@ -59,6 +59,18 @@ export function transferRoutes(deps: Deps): FastifyPluginAsyncZod {
               '`additional_information` (the remitter) is required for bank_account and mobile_money payees.',
             body: CreateTransferBody,
             response: { 200: envelope(TransferResponse) },
+            errors: [
+              'not_found',
+              'account_frozen',
+              'account_inactive',
+              'currency_mismatch',
+              'invalid_amount',
+              'insufficient_funds',
+              'limit_exceeded',
+              'feature_not_active',
+              'kyc_level_insufficient',
+              'invalid_state_transition',
+            ],
           },
         },
         (req, reply) => create(req, reply),
@@ -79,6 +91,7 @@ export function transferRoutes(deps: Deps): FastifyPluginAsyncZod {
             'Idempotent as a whole under its Idempotency-Key. GET /v1/transfers/bulk/{bulk_id} shows it again.',
           body: CreateBulkBody,
           response: { 200: envelope(BulkResponse) },
+          errors: [],
         },
       },
       (req, reply) => deps.idempotency.run(req, reply, 'transfers.bulk', (trx) => createBulk(trx, req.ctx, deps.config, req.body)),
@@ -86,7 +99,7 @@ export function transferRoutes(deps: Deps): FastifyPluginAsyncZod {
 
     app.get(
       '/v1/transfers/bulk/:bulk_id',
-      { schema: { tags, summary: 'Get a bulk of transfers', params: BulkIdParams, response: { 200: envelope(BulkResponse) } } },
+      { schema: { tags, summary: 'Get a bulk of transfers', params: BulkIdParams, response: { 200: envelope(BulkResponse) }, errors: [] } },
       async (req) => ok(await getBulk(deps.db, req.ctx, req.params.bulk_id)),
     );
 
@@ -98,6 +111,7 @@ export function transferRoutes(deps: Deps): FastifyPluginAsyncZod {
           summary: 'List transfers',
           querystring: ListTransfersQuery,
           response: { 200: envelope(pageSchema(TransferResponse)) },
+          errors: [],
         },
       },
       async (req) => ok(await service.listTransfers(deps.db, req.ctx, req.query)),
@@ -105,7 +119,7 @@ export function transferRoutes(deps: Deps): FastifyPluginAsyncZod {
 
     app.get(
       '/v1/transfers/:transfer_id',
-      { schema: { tags, summary: 'Get a transfer', params: TransferIdParams, response: { 200: envelope(TransferResponse) } } },
+      { schema: { tags, summary: 'Get a transfer', params: TransferIdParams, response: { 200: envelope(TransferResponse) }, errors: [] } },
       async (req) => ok(await service.getTransfer(deps.db, req.ctx, req.params.transfer_id)),
     );
   };
