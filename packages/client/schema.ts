@@ -4411,7 +4411,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "account_frozen" | "account_inactive" | "invalid_state_transition" | "conflict" | "idempotency_request_in_progress";
+                                code: "account_frozen" | "account_inactive" | "card_blocked" | "invalid_state_transition" | "conflict" | "idempotency_request_in_progress";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -4873,7 +4873,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "account_frozen" | "account_inactive" | "invalid_state_transition" | "conflict" | "idempotency_request_in_progress";
+                                code: "account_frozen" | "account_inactive" | "card_blocked" | "invalid_state_transition" | "conflict" | "idempotency_request_in_progress";
                                 message: string;
                                 request_id: string;
                                 details: {

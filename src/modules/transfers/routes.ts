@@ -63,6 +63,7 @@ export function transferRoutes(deps: Deps): FastifyPluginAsyncZod {
               'not_found',
               'account_frozen',
               'account_inactive',
+              'card_blocked',
               'currency_mismatch',
               'invalid_amount',
               'insufficient_funds',
