@@ -28,6 +28,7 @@ describe('per-route error codes in /v1/openapi.json', () => {
     expect(codesOf(responses, '409')).toEqual([
       'account_frozen',
       'account_inactive',
+      'card_blocked',
       'invalid_state_transition',
       'conflict',
       'idempotency_request_in_progress',
