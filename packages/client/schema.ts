@@ -6449,85 +6449,136 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Default Response */
+                /** @description Invalid request: malformed JSON, invalid fields (every one listed in `details`), a bad Idempotency-Key */
                 400: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error400"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "bad_request" | "validation_failed";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Missing, invalid or expired API key */
                 401: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error401"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "missing_api_key" | "invalid_api_key" | "expired_api_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The key may not do this (public key, other business, HTTPS required, feature or KYC level missing) */
                 403: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error403"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error404"];
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error409"];
-                    };
-                };
-                /** @description Default Response */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error422"];
-                    };
-                };
-                /** @description Default Response */
+                /** @description Rate limited (Retry-After, RateLimit headers) */
                 429: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error429"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "rate_limited";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Something went wrong on our side; the request id is logged with the cause */
                 500: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error500"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "internal_error";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The database is briefly unavailable; retry after Retry-After */
                 503: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error503"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "service_unavailable";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
             };
@@ -6599,85 +6650,136 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Default Response */
+                /** @description Invalid request: malformed JSON, invalid fields (every one listed in `details`), a bad Idempotency-Key */
                 400: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error400"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "bad_request" | "validation_failed";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Missing, invalid or expired API key */
                 401: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error401"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "missing_api_key" | "invalid_api_key" | "expired_api_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The key may not do this (public key, other business, HTTPS required, feature or KYC level missing) */
                 403: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error403"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error404"];
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error409"];
-                    };
-                };
-                /** @description Default Response */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error422"];
-                    };
-                };
-                /** @description Default Response */
+                /** @description Rate limited (Retry-After, RateLimit headers) */
                 429: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error429"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "rate_limited";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Something went wrong on our side; the request id is logged with the cause */
                 500: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error500"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "internal_error";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The database is briefly unavailable; retry after Retry-After */
                 503: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error503"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "service_unavailable";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
             };
@@ -6739,85 +6841,136 @@ export interface paths {
                         }[];
                     };
                 };
-                /** @description Default Response */
+                /** @description Invalid request: malformed JSON, invalid fields (every one listed in `details`), a bad Idempotency-Key */
                 400: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error400"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "bad_request" | "validation_failed";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Missing, invalid or expired API key */
                 401: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error401"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "missing_api_key" | "invalid_api_key" | "expired_api_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The key may not do this (public key, other business, HTTPS required, feature or KYC level missing) */
                 403: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error403"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error404"];
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error409"];
-                    };
-                };
-                /** @description Default Response */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error422"];
-                    };
-                };
-                /** @description Default Response */
+                /** @description Rate limited (Retry-After, RateLimit headers) */
                 429: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error429"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "rate_limited";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Something went wrong on our side; the request id is logged with the cause */
                 500: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error500"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "internal_error";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The database is briefly unavailable; retry after Retry-After */
                 503: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error503"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "service_unavailable";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
             };
@@ -6861,85 +7014,158 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Default Response */
+                /** @description Invalid request: malformed JSON, invalid fields (every one listed in `details`), a bad Idempotency-Key */
                 400: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error400"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "bad_request" | "validation_failed";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Missing, invalid or expired API key */
                 401: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error401"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "missing_api_key" | "invalid_api_key" | "expired_api_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The key may not do this (public key, other business, HTTPS required, feature or KYC level missing) */
                 403: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error403"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description No such resource in this business and environment */
                 404: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error404"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "not_found";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error409"];
-                    };
-                };
-                /** @description Default Response */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error422"];
-                    };
-                };
-                /** @description Default Response */
+                /** @description Rate limited (Retry-After, RateLimit headers) */
                 429: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error429"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "rate_limited";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Something went wrong on our side; the request id is logged with the cause */
                 500: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error500"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "internal_error";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The database is briefly unavailable; retry after Retry-After */
                 503: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error503"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "service_unavailable";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
             };
@@ -10024,85 +10250,158 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Default Response */
+                /** @description Invalid request: malformed JSON, invalid fields (every one listed in `details`), a bad Idempotency-Key */
                 400: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error400"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "bad_request" | "validation_failed";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Missing, invalid or expired API key */
                 401: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error401"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "missing_api_key" | "invalid_api_key" | "expired_api_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The key may not do this (public key, other business, HTTPS required, feature or KYC level missing) */
                 403: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error403"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description No such resource in this business and environment */
                 404: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error404"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "not_found";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error409"];
-                    };
-                };
-                /** @description Default Response */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error422"];
-                    };
-                };
-                /** @description Default Response */
+                /** @description Rate limited (Retry-After, RateLimit headers) */
                 429: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error429"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "rate_limited";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Something went wrong on our side; the request id is logged with the cause */
                 500: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error500"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "internal_error";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The database is briefly unavailable; retry after Retry-After */
                 503: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error503"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "service_unavailable";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
             };
@@ -10150,112 +10449,246 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Default Response */
+                /** @description Invalid request: malformed JSON, invalid fields (every one listed in `details`), a bad Idempotency-Key */
                 400: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error400"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "bad_request" | "validation_failed" | "invalid_json" | "missing_idempotency_key" | "invalid_idempotency_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Missing, invalid or expired API key */
                 401: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error401"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "missing_api_key" | "invalid_api_key" | "expired_api_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The key may not do this (public key, other business, HTTPS required, feature or KYC level missing) */
                 403: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error403"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description No such resource in this business and environment */
                 404: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error404"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "not_found";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description State conflict, or the same Idempotency-Key is still in flight (Retry-After) */
                 409: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error409"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "conflict" | "idempotency_request_in_progress";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
-                412: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error412"];
-                    };
-                };
-                /** @description Default Response */
+                /** @description Body too large */
                 413: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error413"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "payload_too_large";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Body not sent as application/json */
                 415: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error415"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "unsupported_media_type";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Business rule refused it (insufficient funds, limits, currency), or an Idempotency-Key reused for another request */
                 422: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error422"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "idempotency_key_reused";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Rate limited (Retry-After, RateLimit headers) */
                 429: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error429"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "rate_limited";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Something went wrong on our side; the request id is logged with the cause */
                 500: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error500"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "internal_error";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The database is briefly unavailable; retry after Retry-After */
                 503: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error503"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "service_unavailable";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
             };
@@ -10301,112 +10734,246 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Default Response */
+                /** @description Invalid request: malformed JSON, invalid fields (every one listed in `details`), a bad Idempotency-Key */
                 400: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error400"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "bad_request" | "validation_failed" | "invalid_json" | "missing_idempotency_key" | "invalid_idempotency_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Missing, invalid or expired API key */
                 401: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error401"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "missing_api_key" | "invalid_api_key" | "expired_api_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The key may not do this (public key, other business, HTTPS required, feature or KYC level missing) */
                 403: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error403"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "secret_key_required" | "tenant_mismatch" | "https_required" | "kyc_level_insufficient";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description No such resource in this business and environment */
                 404: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error404"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "not_found";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description State conflict, or the same Idempotency-Key is still in flight (Retry-After) */
                 409: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error409"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "conflict" | "idempotency_request_in_progress";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
-                412: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error412"];
-                    };
-                };
-                /** @description Default Response */
+                /** @description Body too large */
                 413: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error413"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "payload_too_large";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Body not sent as application/json */
                 415: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error415"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "unsupported_media_type";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Business rule refused it (insufficient funds, limits, currency), or an Idempotency-Key reused for another request */
                 422: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error422"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "idempotency_key_reused";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Rate limited (Retry-After, RateLimit headers) */
                 429: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error429"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "rate_limited";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Something went wrong on our side; the request id is logged with the cause */
                 500: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error500"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "internal_error";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The database is briefly unavailable; retry after Retry-After */
                 503: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error503"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "service_unavailable";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
             };

@@ -1,43 +1,44 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { Deps } from '../../http/deps.js';
-import { envelope, ok } from '../../http/envelope.js';
+import { ok } from '../../http/envelope.js';
+import { routes } from '../../http/route.js';
 import { ActivateBody, ActivateResponse, EligibilityBody, EligibilityResponse, FeatureListResponse, ListFeaturesQuery } from './schema.js';
 import * as service from './service.js';
 
-const tags = ['Features'];
-
 export function featureRoutes(deps: Deps): FastifyPluginAsyncZod {
   return async (app) => {
-    app.get(
+    const r = routes(app, ['Features']);
+    r.get(
       '/v1/risk/features',
       {
-        schema: {
-          tags,
-          summary: 'List features, their requirements and (with customer_id) activation',
-          querystring: ListFeaturesQuery,
-          response: { 200: envelope(FeatureListResponse) },
-        },
+        summary: 'List features, their requirements and (with customer_id) activation',
+        querystring: ListFeaturesQuery,
+        data: FeatureListResponse,
+        errors: ['not_found'],
       },
       async (req) => ok(await service.listFeatures(deps.db, req.ctx, deps.config, req.query)),
     );
 
-    app.post(
+    r.post(
       '/v1/risk/features/eligibility',
       {
-        schema: {
-          tags,
-          summary: 'Check feature eligibility (each pending requirement says how to meet it)',
-          body: EligibilityBody,
-          response: { 200: envelope(EligibilityResponse) },
-        },
+        summary: 'Check feature eligibility (each pending requirement says how to meet it)',
+        body: EligibilityBody,
+        data: EligibilityResponse,
+        errors: ['not_found'],
       },
       (req, reply) =>
         deps.idempotency.run(req, reply, 'features.eligibility', (trx) => service.checkEligibility(trx, req.ctx, deps.config, req.body)),
     );
 
-    app.post(
+    r.post(
       '/v1/risk/features/activate',
-      { schema: { tags, summary: 'Activate a feature for a customer', body: ActivateBody, response: { 200: envelope(ActivateResponse) } } },
+      {
+        summary: 'Activate a feature for a customer',
+        body: ActivateBody,
+        data: ActivateResponse,
+        errors: ['not_found', 'kyc_level_insufficient'],
+      },
       (req, reply) =>
         deps.idempotency.run(req, reply, 'features.activate', (trx) => service.activateFeature(trx, req.ctx, deps.config, req.body)),
     );

@@ -1,7 +1,8 @@
 import { Readable } from 'node:stream';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { Deps } from '../../http/deps.js';
-import { envelope, ok } from '../../http/envelope.js';
+import { ok } from '../../http/envelope.js';
+import { routes } from '../../http/route.js';
 import { pageSchema } from '../../db/pagination.js';
 import { ExportQuery, ListTransactionsQuery, TransactionIdParams, TransactionResponse, VolumeQuery, VolumeResponse } from './schema.js';
 import * as service from './service.js';
@@ -16,30 +17,22 @@ const jsonChunk = (rows: TransactionResponse[], fileStart: boolean) =>
 
 export function transactionRoutes(deps: Deps): FastifyPluginAsyncZod {
   return async (app) => {
-    app.get(
+    const r = routes(app, tags);
+    r.get(
       '/v1/transactions',
-      {
-        schema: {
-          tags,
-          summary: 'List transactions',
-          querystring: ListTransactionsQuery,
-          response: { 200: envelope(pageSchema(TransactionResponse)) },
-        },
-      },
+      { summary: 'List transactions', querystring: ListTransactionsQuery, data: pageSchema(TransactionResponse), errors: [] },
       async (req) => ok(await service.listTransactions(deps.db, req.ctx, req.query)),
     );
 
-    app.get(
+    r.get(
       '/v1/transactions/volume',
       {
-        schema: {
-          tags,
-          summary: 'Transaction volume per currency',
-          description:
-            'Each movement counts once (a transfer is not counted on both of its accounts). Amounts in different currencies are never added: see by_currency.',
-          querystring: VolumeQuery,
-          response: { 200: envelope(VolumeResponse) },
-        },
+        summary: 'Transaction volume per currency',
+        description:
+          'Each movement counts once (a transfer is not counted on both of its accounts). Amounts in different currencies are never added: see by_currency.',
+        querystring: VolumeQuery,
+        data: VolumeResponse,
+        errors: [],
       },
       async (req) => ok(await service.volume(deps.db, req.ctx, req.query)),
     );
@@ -52,6 +45,7 @@ export function transactionRoutes(deps: Deps): FastifyPluginAsyncZod {
           summary: 'Export transactions',
           description: 'Streams a CSV (default) or JSON array file of every matching transaction, newest first, as an attachment.',
           querystring: ExportQuery,
+          errors: [],
         },
       },
       async (req, reply) => {
@@ -81,9 +75,9 @@ export function transactionRoutes(deps: Deps): FastifyPluginAsyncZod {
       },
     );
 
-    app.get(
+    r.get(
       '/v1/transactions/:transaction_id',
-      { schema: { tags, summary: 'Get a transaction', params: TransactionIdParams, response: { 200: envelope(TransactionResponse) } } },
+      { summary: 'Get a transaction', params: TransactionIdParams, data: TransactionResponse, errors: [] },
       async (req) => ok(await service.getTransaction(deps.db, req.ctx, req.params.transaction_id)),
     );
   };
