@@ -41,8 +41,8 @@
  *
  * Concurrency: a posting (or batch) first locks its balance rows FOR UPDATE in ascending account id
  * (one statement), decides under those locks and writes: no unlocked read-modify-write, and no
- * deadlock between postings; holds lock and check the same way (tryHold: a typed refusal), then
- * apply conditional UPDATEs; a CHECK constraint backs the rule up.
+ * deadlock between postings; holds are a batch of one too (tryHold: a typed refusal); a CHECK
+ * constraint backs the rule up.
  */
 export {
   openAccount,

@@ -194,13 +194,6 @@ export async function entriesOf(db: Queryable, transactionIds: string[]) {
   return db.selectFrom('ledger_entries').selectAll().where('transaction_id', 'in', transactionIds).orderBy('id').execute();
 }
 
-export async function insertHold(
-  db: Queryable,
-  row: Omit<HoldRow, 'created_at' | 'updated_at' | 'status' | 'metadata'> & { metadata: string },
-) {
-  return db.insertInto('ledger_holds').values(row).returningAll().executeTakeFirstOrThrow();
-}
-
 export async function findHoldForUpdate(db: Queryable, scope: LedgerScope, id: string) {
   return db
     .selectFrom('ledger_holds')

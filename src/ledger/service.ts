@@ -92,49 +92,17 @@ export type HoldResult = { ok: true; hold: Hold } | PostRefusal;
 
 /**
  * Reserves `amount` on the debit account (pending_debits) and announces it on the credit account
- * (pending_credits). Available drops now; posted changes only when the hold is posted. Like a
- * posting: both balance rows are locked first (ascending id) and the debit is checked under the
- * lock, so a hold that would overdraw is a typed refusal naming the account, with nothing written.
+ * (pending_credits). Available drops now; posted changes only when the hold is posted. The same
+ * code as a batch of one (batch.ts `tryHolds`), like a posting: both balance rows are locked first
+ * (ascending id) and the debit is checked under the lock, so a hold that would overdraw is a typed
+ * refusal naming the account, with nothing written; the CHECK constraint on balances backs it up.
  */
 export async function tryHold(trx: Queryable, scope: LedgerScope, input: HoldInput): Promise<HoldResult> {
-  if (input.amount <= 0n) throw new LedgerInvariantError('a hold must be positive');
-  if (input.debitAccountId === input.creditAccountId) throw new LedgerInvariantError('a hold needs two accounts');
-  const sides = holdSides(input.debitAccountId, input.creditAccountId);
-  const locked = await repo.lockBalancesReturning(
-    trx,
-    sides.map((s) => s.id),
-  );
-  for (const { id } of sides) {
-    const row = locked.find((r) => r.account_id === id);
-    if (!row || row.tenant_id !== scope.tenantId || row.environment !== scope.environment)
-      throw new LedgerInvariantError(`unknown ledger account ${id}`);
-    if (row.currency !== input.currency)
-      throw new LedgerInvariantError(`ledger account ${id} is ${row.currency}, hold is ${input.currency}`);
-    if (id === input.debitAccountId && !row.allow_negative && row.posted - row.pending_debits - input.amount < 0n) {
-      return { ok: false, reason: 'insufficient_funds', accountId: id };
-    }
-  }
-  for (const { id, side } of sides) {
-    const change = side === 'debit' ? { debits: input.amount } : { credits: input.amount };
-    // Checked under the lock above; the conditional update (and the CHECK constraint) back it up.
-    if ((await repo.applyPending(trx, scope, id, input.currency, change)) === undefined)
-      throw new LedgerInvariantError(`hold on ${id} refused after its check`);
-  }
-  const row = await repo.insertHold(trx, {
-    id: newId(),
-    tenant_id: scope.tenantId,
-    environment: scope.environment,
-    debit_account_id: input.debitAccountId,
-    credit_account_id: input.creditAccountId,
-    currency: input.currency,
-    amount: input.amount,
-    posted_amount: null,
-    kind: input.kind,
-    reference: input.reference ?? null,
-    metadata: JSON.stringify(input.metadata ?? {}),
-    transaction_id: null,
-  });
-  return { ok: true, hold: toHold(row) };
+  const batch = await PostingBatch.open(trx, [input.debitAccountId, input.creditAccountId]);
+  const result = batch.tryHolds(scope, [input]);
+  if (!result.ok) return result;
+  await batch.flush(trx);
+  return { ok: true, hold: result.holds[0]! };
 }
 
 /** tryHold for callers whose only answer to a refusal is 422 insufficient_funds (thrown). */
