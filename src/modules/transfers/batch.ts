@@ -105,9 +105,10 @@ function decide(prepared: Prepared[], book: PostingBatch, gate: SpendingGate): (
  * decided in memory) → record (account transactions, transfer, events, counters). Lock order:
  * account rows (share) → spending locks → (fee account creation, rare) → balance rows, each
  * ascending: the order of every other money movement. Every check is made per movement in
- * arrival order; a refused one changes nothing, so it never fails its neighbours. Returns one outcome per request, in order. The writes go into `writes` when the
- * caller gives one (it sends them with its own, in one statement, before it commits); otherwise
- * they are sent here, as one statement.
+ * arrival order; a refused one changes nothing, so it never fails its neighbours. Returns one
+ * outcome per request, in order. The writes go into `writes` when the caller gives one (it sends
+ * them with its own, in one statement, before it commits); otherwise they are sent here, as one
+ * statement.
  */
 export async function movementBatch(trx: Trx, reqs: MovementRequest[], writes?: WriteSet): Promise<TransferOutcome[]> {
   const outcomes: (TransferOutcome | undefined)[] = reqs.map(() => undefined);

@@ -6,7 +6,7 @@ import * as accounts from '../accounts/service.js';
 import * as cards from '../cards/service.js';
 import type * as transactions from '../transactions/service.js';
 import { computeFee } from '../pricing/service.js';
-import { baseTransferRow, movementRecordOf, type MovementRequest, type Prepared } from './internal.js';
+import { baseTransferRow, lockedSource, movementRecordOf, type MovementRequest, type Prepared } from './internal.js';
 import type * as repo from './repo.js';
 
 /**
@@ -34,9 +34,7 @@ export async function prepareFunding(
   locked: Map<string, accounts.AccountRow>,
 ): Promise<CardFunding> {
   const { ctx, body } = req;
-  const source = locked.get(body.source.id);
-  if (!source)
-    throw new AppError('not_found', 'Source account not found', [{ field: 'source.id', code: 'not_found', message: 'No such account' }]);
+  const source = lockedSource(body, locked);
   const card = await cards.cardForFunding(trx, ctx, body.destination.id!);
   if (body.customer_id && body.customer_id !== source.customer_id) {
     throw validationError([{ field: 'customer_id', code: 'mismatch', message: 'The source account does not belong to this customer' }]);

@@ -6,12 +6,18 @@ import { formatAmount, parseAmount } from '../../lib/money.js';
 import * as ledger from '../../ledger/index.js';
 import * as accounts from '../accounts/service.js';
 import * as approvals from '../approvals/service.js';
-import { requireCustomer } from '../customers/service.js';
 import { payeeDetailsOf, requireExternalAccount } from '../external-accounts/service.js';
 import { requireFeature } from '../features/service.js';
 import type { PayeeDetails } from '../../rails/index.js';
 import type * as transactions from '../transactions/service.js';
-import { baseTransferRow, movementRecordOf, type MovementRequest, type Prepared } from './internal.js';
+import {
+  assertCustomerOwnsSource,
+  baseTransferRow,
+  lockedSource,
+  movementRecordOf,
+  type MovementRequest,
+  type Prepared,
+} from './internal.js';
 import { assertWithinRailLimit, channelOf, convert, parseRemitter, payoutFee, railFor } from './payout-rules.js';
 import type * as repo from './repo.js';
 import type { CreateTransferBody } from './schema.js';
@@ -50,15 +56,8 @@ function payeeNotUsable(status: string): AppError {
 async function loadParties(trx: Trx, ctx: RequestContext, body: CreateTransferBody, locked: Map<string, accounts.AccountRow>) {
   const payee = await requireExternalAccount(trx, ctx, body.destination.id!);
   if (payee.status !== 'active') throw payeeNotUsable(payee.status);
-  const source = locked.get(body.source.id);
-  if (!source)
-    throw new AppError('not_found', 'Source account not found', [{ field: 'source.id', code: 'not_found', message: 'No such account' }]);
-  if (body.customer_id) {
-    await requireCustomer(trx, ctx, body.customer_id);
-    if (source.customer_id !== body.customer_id) {
-      throw validationError([{ field: 'customer_id', code: 'mismatch', message: 'The source account does not belong to this customer' }]);
-    }
-  }
+  const source = lockedSource(body, locked);
+  await assertCustomerOwnsSource(trx, ctx, body, source);
   // A customer's money goes only to that customer's payees; the business's own accounts may pay any.
   if (source.customer_id !== null && payee.customer_id !== source.customer_id) {
     throw validationError([{ field: 'destination.id', code: 'mismatch', message: 'The external account belongs to another customer' }]);

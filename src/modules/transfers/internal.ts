@@ -56,6 +56,23 @@ function currencyMismatch(field: string, message: string) {
   return new AppError('currency_mismatch', message, [{ field, code: 'currency_mismatch', message }]);
 }
 
+/** The request's source account among the batch's share-locked rows (404 when it is not one of the business's). */
+export function lockedSource(body: CreateTransferBody, locked: Map<string, accounts.AccountRow>): accounts.AccountRow {
+  const source = locked.get(body.source.id);
+  if (!source)
+    throw new AppError('not_found', 'Source account not found', [{ field: 'source.id', code: 'not_found', message: 'No such account' }]);
+  return source;
+}
+
+/** With `customer_id` given, the customer exists (404) and owns the source account (400). */
+export async function assertCustomerOwnsSource(trx: Trx, ctx: RequestContext, body: CreateTransferBody, source: accounts.AccountRow) {
+  if (!body.customer_id) return;
+  await requireCustomer(trx, ctx, body.customer_id);
+  if (source.customer_id !== body.customer_id) {
+    throw validationError([{ field: 'customer_id', code: 'mismatch', message: 'The source account does not belong to this customer' }]);
+  }
+}
+
 /** Checks on the body alone, before any row is locked (400s). */
 export function checkShape(body: CreateTransferBody): string {
   const destinationId = body.destination.id;
@@ -76,20 +93,13 @@ export function checkShape(body: CreateTransferBody): string {
 export async function prepare(trx: Trx, req: MovementRequest, id: string, locked: Map<string, accounts.AccountRow>): Promise<Prepared> {
   const { body, ctx } = req;
   const destinationId = checkShape(body);
-  const source = locked.get(body.source.id);
-  if (!source)
-    throw new AppError('not_found', 'Source account not found', [{ field: 'source.id', code: 'not_found', message: 'No such account' }]);
+  const source = lockedSource(body, locked);
   const destination = locked.get(destinationId);
   if (!destination)
     throw new AppError('not_found', 'Destination account not found', [
       { field: 'destination.id', code: 'not_found', message: 'No such account' },
     ]);
-  if (body.customer_id) {
-    await requireCustomer(trx, ctx, body.customer_id);
-    if (source.customer_id !== body.customer_id) {
-      throw validationError([{ field: 'customer_id', code: 'mismatch', message: 'The source account does not belong to this customer' }]);
-    }
-  }
+  await assertCustomerOwnsSource(trx, ctx, body, source);
   const currency = source.currency;
   const amount = parseAmount(body.amount, currency);
   if (body.currency && body.currency !== currency) throw currencyMismatch('currency', `The source account holds ${currency}`);
