@@ -1,5 +1,6 @@
 import { sql, type ColumnType, type Selectable } from 'kysely';
 import type { Queryable } from '../db/client.js';
+import { scoped } from '../db/scoped.js';
 import type { Environment } from '../core/context.js';
 import type { Role } from './roles.js';
 
@@ -109,11 +110,6 @@ export async function upsertPublicKey(db: Queryable, tenantId: string, environme
 }
 
 export async function findPublicKey(db: Queryable, tenantId: string, environment: Environment) {
-  const row = await db
-    .selectFrom('dashboard_public_keys')
-    .select('public_key')
-    .where('tenant_id', '=', tenantId)
-    .where('environment', '=', environment)
-    .executeTakeFirst();
+  const row = await scoped(db, 'dashboard_public_keys', { tenantId, environment }).select('public_key').executeTakeFirst();
   return row?.public_key ?? null;
 }

@@ -10,6 +10,7 @@ import { statusOf } from './errors.js';
 import { ok } from './envelope.js';
 import { ReplayResponse } from './replay.js';
 import { retryOnConflict } from '../db/retry.js';
+import { scoped, scopedDelete, scopedUpdate } from '../db/scoped.js';
 
 interface IdempotencyKeysTable {
   tenant_id: string;
@@ -33,6 +34,9 @@ declare module '../db/types.js' {
     idempotency_keys: IdempotencyKeysTable;
   }
 }
+
+/** One key record: the business, the environment and the client's Idempotency-Key. */
+type KeyScope = { tenantId: string; environment: string; key: string };
 
 const LEASE_SECONDS = 60;
 const KEY_RE = /^[\x20-\x7e]{1,255}$/;
@@ -107,7 +111,7 @@ export class Idempotency {
     const { tenantId, environment } = request.ctx;
     const key = idempotencyKeyOf(request);
     const fingerprint = sha256Hex(`${operation}\n${canonicalJson(request.params ?? {})}\n${canonicalJson(request.body ?? null)}`);
-    const scope = { tenant_id: tenantId, environment, key };
+    const scope: KeyScope = { tenantId, environment, key };
     const claimToken = await this.claim(scope, fingerprint);
     const sealContext = `${tenantId}:${environment}:${key}`;
     let status = typeof options.status === 'number' ? options.status : 200;
@@ -149,7 +153,7 @@ export class Idempotency {
   }
 
   /** Returns this request's claim token, or throws the replay / conflict outcome. */
-  private async claim(scope: { tenant_id: string; environment: string; key: string }, fingerprint: string): Promise<string> {
+  private async claim(scope: KeyScope, fingerprint: string): Promise<string> {
     const token = newId();
     const owner = await processInstance(this.db).ensure();
     // One statement: insert, or take over (CLAIM_TAKEOVER_WHERE). Concurrent duplicates block on
@@ -158,7 +162,7 @@ export class Idempotency {
     const claimed = await sql<{ claim_token: string }>`
       insert into idempotency_keys
         (tenant_id, environment, key, fingerprint, state, locked_until, claim_token, owner_id, expires_at)
-      values (${scope.tenant_id}, ${scope.environment}, ${scope.key}, ${fingerprint}, 'in_progress',
+      values (${scope.tenantId}, ${scope.environment}, ${scope.key}, ${fingerprint}, 'in_progress',
         now() + make_interval(secs => ${LEASE_SECONDS}), ${token}, ${owner},
         now() + make_interval(hours => ${this.ttlHours}))
       on conflict (tenant_id, environment, key) do update set ${CLAIM_TAKEOVER_SET}
@@ -166,13 +170,10 @@ export class Idempotency {
       returning claim_token`.execute(this.db);
     if (claimed.rows.length > 0) return token;
 
-    const existing = await this.db
-      .selectFrom('idempotency_keys')
+    const existing = await scoped(this.db, 'idempotency_keys', scope)
       .selectAll()
       // Its owner is alive and working: ask for a retry soon (the claim ends with the work).
       .select(sql<number>`least(2, greatest(1, ceil(extract(epoch from locked_until - now()))))::int`.as('retry_after'))
-      .where('tenant_id', '=', scope.tenant_id)
-      .where('environment', '=', scope.environment)
       .where('key', '=', scope.key)
       .executeTakeFirst();
     if (!existing) return this.claim(scope, fingerprint); // it expired and was swept in between
@@ -180,7 +181,7 @@ export class Idempotency {
       throw new AppError('idempotency_key_reused', 'This Idempotency-Key was used for a different request');
     }
     if (existing.state === 'completed' && existing.response_status !== null && existing.response_body !== null) {
-      const context = `${scope.tenant_id}:${scope.environment}:${scope.key}`;
+      const context = `${scope.tenantId}:${scope.environment}:${scope.key}`;
       const text = existing.response_sealed ? this.sealer.open(existing.response_body, context) : existing.response_body;
       throw new ReplayResponse(existing.response_status, text);
     }
@@ -194,23 +195,20 @@ export class Idempotency {
 
   private async complete(
     db: Queryable,
-    scope: { tenant_id: string; environment: string; key: string },
+    scope: KeyScope,
     token: string,
     status: number,
     text: string,
     sensitive: boolean | undefined,
     sealContext: string,
   ): Promise<void> {
-    const result = await db
-      .updateTable('idempotency_keys')
+    const result = await scopedUpdate(db, 'idempotency_keys', scope)
       .set({
         state: 'completed',
         response_status: status,
         response_body: sensitive ? this.sealer.seal(text, sealContext) : text,
         response_sealed: Boolean(sensitive),
       })
-      .where('tenant_id', '=', scope.tenant_id)
-      .where('environment', '=', scope.environment)
       .where('key', '=', scope.key)
       .where('claim_token', '=', token)
       .executeTakeFirst();
@@ -222,11 +220,8 @@ export class Idempotency {
     }
   }
 
-  private async release(scope: { tenant_id: string; environment: string; key: string }, token: string) {
-    await this.db
-      .deleteFrom('idempotency_keys')
-      .where('tenant_id', '=', scope.tenant_id)
-      .where('environment', '=', scope.environment)
+  private async release(scope: KeyScope, token: string) {
+    await scopedDelete(this.db, 'idempotency_keys', scope)
       .where('key', '=', scope.key)
       .where('claim_token', '=', token)
       .where('state', '=', 'in_progress')

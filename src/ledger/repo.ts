@@ -1,5 +1,6 @@
 import { sql, type ColumnType, type Selectable } from 'kysely';
 import type { Queryable } from '../db/client.js';
+import { scoped } from '../db/scoped.js';
 import { write, writeTogether, type Writer } from '../db/write-set.js';
 import type { LedgerScope, SystemRole } from './types.js';
 
@@ -97,11 +98,8 @@ export async function insertAccount(
 }
 
 export async function findSystemAccount(db: Queryable, scope: LedgerScope, role: SystemRole, currency: string) {
-  const row = await db
-    .selectFrom('ledger_accounts')
+  const row = await scoped(db, 'ledger_accounts', scope)
     .select('id')
-    .where('tenant_id', '=', scope.tenantId)
-    .where('environment', '=', scope.environment)
     .where('currency', '=', currency)
     .where('system_role', '=', role)
     .executeTakeFirst();
@@ -134,6 +132,7 @@ export async function applyPending(
   const debits = change.debits ?? 0n;
   const credits = change.credits ?? 0n;
   const posted = change.posted ?? 0n;
+  // eslint-disable-next-line no-restricted-syntax -- one business's balance row, but the available-balance guard is SQL the builder cannot express
   const result = await sql<{ posted: bigint }>`
     update ledger_balances set pending_debits = pending_debits + ${debits}, pending_credits = pending_credits + ${credits},
       posted = posted + ${posted}, version = version + 1
@@ -147,13 +146,7 @@ export async function applyPending(
 
 export async function findBalances(db: Queryable, scope: LedgerScope, accountIds: string[], lock = false) {
   if (accountIds.length === 0) return [];
-  let q = db
-    .selectFrom('ledger_balances')
-    .selectAll()
-    .where('tenant_id', '=', scope.tenantId)
-    .where('environment', '=', scope.environment)
-    .where('account_id', 'in', accountIds)
-    .orderBy('account_id');
+  let q = scoped(db, 'ledger_balances', scope).selectAll().where('account_id', 'in', accountIds).orderBy('account_id');
   if (lock) q = q.forUpdate();
   return q.execute();
 }
@@ -180,13 +173,7 @@ export async function insertTransactionWithEntries(
 }
 
 export async function findTransaction(db: Queryable, scope: LedgerScope, id: string) {
-  return db
-    .selectFrom('ledger_transactions')
-    .selectAll()
-    .where('tenant_id', '=', scope.tenantId)
-    .where('environment', '=', scope.environment)
-    .where('id', '=', id)
-    .executeTakeFirst();
+  return scoped(db, 'ledger_transactions', scope).selectAll().where('id', '=', id).executeTakeFirst();
 }
 
 export async function entriesOf(db: Queryable, transactionIds: string[]) {
@@ -195,24 +182,11 @@ export async function entriesOf(db: Queryable, transactionIds: string[]) {
 }
 
 export async function findHoldForUpdate(db: Queryable, scope: LedgerScope, id: string) {
-  return db
-    .selectFrom('ledger_holds')
-    .selectAll()
-    .where('tenant_id', '=', scope.tenantId)
-    .where('environment', '=', scope.environment)
-    .where('id', '=', id)
-    .forUpdate()
-    .executeTakeFirst();
+  return scoped(db, 'ledger_holds', scope).selectAll().where('id', '=', id).forUpdate().executeTakeFirst();
 }
 
 export async function findHold(db: Queryable, scope: LedgerScope, id: string) {
-  return db
-    .selectFrom('ledger_holds')
-    .selectAll()
-    .where('tenant_id', '=', scope.tenantId)
-    .where('environment', '=', scope.environment)
-    .where('id', '=', id)
-    .executeTakeFirst();
+  return scoped(db, 'ledger_holds', scope).selectAll().where('id', '=', id).executeTakeFirst();
 }
 
 /** Moves a pending hold to its final state; only a pending hold changes (at most once). */

@@ -1,5 +1,6 @@
 import { sql, type ColumnType, type Selectable } from 'kysely';
 import type { Queryable } from '../db/client.js';
+import { scoped, scopedUpdate } from '../db/scoped.js';
 import { newId } from '../lib/ids.js';
 import type { RequestContext } from '../core/context.js';
 
@@ -59,13 +60,7 @@ export async function insertPayout(
 }
 
 export async function findPayout(db: Queryable, scope: LedgerScope, transferId: string) {
-  return db
-    .selectFrom('rail_payouts')
-    .selectAll()
-    .where('tenant_id', '=', scope.tenantId)
-    .where('environment', '=', scope.environment)
-    .where('transfer_id', '=', transferId)
-    .executeTakeFirst();
+  return scoped(db, 'rail_payouts', scope).selectAll().where('transfer_id', '=', transferId).executeTakeFirst();
 }
 
 /**
@@ -80,11 +75,8 @@ export async function movePayout(
   to: PayoutState,
   reason: string | null,
 ): Promise<RailPayoutRow | undefined> {
-  return db
-    .updateTable('rail_payouts')
+  return scopedUpdate(db, 'rail_payouts', scope)
     .set({ state: to, reason, updated_at: new Date() })
-    .where('tenant_id', '=', scope.tenantId)
-    .where('environment', '=', scope.environment)
     .where('transfer_id', '=', transferId)
     .where('state', 'in', from)
     .returningAll()

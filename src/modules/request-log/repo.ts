@@ -102,6 +102,7 @@ export async function deleteBeforePerTenant(
   const deleted = new Map<string, number>();
   if (cutoffs.length === 0) return deleted;
   const values = sql.join(cutoffs.map((c) => sql`(${c.tenantId}::uuid, ${c.cutoffId}::uuid)`));
+  // eslint-disable-next-line no-restricted-syntax -- set-based over many businesses (the retention worker), each with its own cutoff
   const result = await sql<{ tenant_id: string }>`
     delete from api_request_log where id in (
       select old.id from (values ${values}) as t (tenant_id, cutoff)

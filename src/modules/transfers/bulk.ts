@@ -1,31 +1,12 @@
-import type { ColumnType } from 'kysely';
 import type { Config } from '../../config.js';
 import type { Queryable, Trx } from '../../db/client.js';
 import type { RequestContext } from '../../core/context.js';
-import { findScoped } from '../../db/scoped.js';
+import { findBulk, insertBulk } from './bulk-repo.js';
 import { notFound, validationError } from '../../core/errors.js';
 import { newId } from '../../lib/ids.js';
 import { movementBatch } from './batch.js';
 import { toTransferResponse } from './format.js';
 import type { BulkItemResult, BulkResponse, CreateBulkBody, CreateTransferBody } from './schema.js';
-
-interface TransferBulksTable {
-  id: string;
-  tenant_id: string;
-  environment: string;
-  description: string;
-  total_items: number;
-  succeeded: number;
-  failed: number;
-  items: ColumnType<BulkItemResult[], string, never>;
-  created_at: ColumnType<Date, never, never>;
-}
-
-declare module '../../db/types.js' {
-  interface Database {
-    transfer_bulks: TransferBulksTable;
-  }
-}
 
 type Scope = Pick<RequestContext, 'tenantId' | 'environment'>;
 /** Items per batch of the posting path: keeps every multi-row statement far below PostgreSQL's 65,535 parameters. */
@@ -84,11 +65,7 @@ export async function createBulk(trx: Trx, ctx: RequestContext, config: Config, 
     succeeded,
     failed: items.length - succeeded,
   };
-  const saved = await trx
-    .insertInto('transfer_bulks')
-    .values({ ...row, items: JSON.stringify(items) })
-    .returning('created_at')
-    .executeTakeFirstOrThrow();
+  const createdAt = await insertBulk(trx, { ...row, items: JSON.stringify(items) });
   return {
     id: row.id,
     status: 'completed',
@@ -97,12 +74,12 @@ export async function createBulk(trx: Trx, ctx: RequestContext, config: Config, 
     succeeded,
     failed: row.failed,
     items,
-    date_created: saved.created_at.toISOString(),
+    date_created: createdAt.toISOString(),
   };
 }
 
 export async function getBulk(db: Queryable, ctx: Scope, id: string): Promise<BulkResponse> {
-  const row = await findScoped(db, 'transfer_bulks', ctx, id);
+  const row = await findBulk(db, ctx, id);
   if (!row) throw notFound('Bulk transfer');
   const { tenant_id: _t, environment: _e, created_at, ...rest } = row;
   return { ...rest, status: 'completed', date_created: created_at.toISOString() };

@@ -40,6 +40,7 @@ export const spendKeyString = (k: SpendKey) => `${k.scope.tenantId}:${k.scope.en
 export async function readSpend(db: Queryable, keys: SpendKey[]): Promise<Map<string, bigint>> {
   const out = new Map<string, bigint>();
   if (keys.length === 0) return out;
+  // eslint-disable-next-line no-restricted-syntax -- set-based over a batch's customers, each key with its own business and environment
   const rows = await sql<{ tenant_id: string; environment: string; customer_id: string; currency: string; day: string; amount: bigint }>`
     select s.tenant_id, s.environment, s.customer_id, s.currency, s.day::text as day, s.amount
     from customer_daily_spend s
@@ -106,6 +107,7 @@ async function subtract(to: Writer, list: { key: SpendKey; amount: bigint }[]) {
   const k = cols(list);
   await write(
     to,
+    // eslint-disable-next-line no-restricted-syntax -- set-based over a batch's customers, each key with its own business and environment
     () => sql`
     update customer_daily_spend s set amount = greatest(0, s.amount + u.a)
     from unnest(${k.t}::uuid[], ${k.e}::text[], ${k.c}::uuid[], ${k.cur}::text[], ${k.d}::date[],

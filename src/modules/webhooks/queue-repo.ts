@@ -40,13 +40,16 @@ export interface FanoutEndpoint {
 /** The enabled endpoints of these businesses and environments. */
 export async function enabledEndpointsOf(trx: Queryable, scopes: { tenant_id: string; environment: string }[]) {
   if (scopes.length === 0) return [];
-  return trx
-    .selectFrom('webhook_endpoints')
-    .select(['id', 'tenant_id', 'environment', 'event_types', 'created_at'])
-    .where('deleted_at', 'is', null)
-    .where('status', '=', 'enabled')
-    .where((eb) => eb.or(scopes.map((s) => eb.and([eb('tenant_id', '=', s.tenant_id), eb('environment', '=', s.environment)]))))
-    .execute() as Promise<FanoutEndpoint[]>;
+  return (
+    trx
+      .selectFrom('webhook_endpoints')
+      .select(['id', 'tenant_id', 'environment', 'event_types', 'created_at'])
+      .where('deleted_at', 'is', null)
+      .where('status', '=', 'enabled')
+      // eslint-disable-next-line no-restricted-syntax -- set-based over the businesses of a batch of events
+      .where((eb) => eb.or(scopes.map((s) => eb.and([eb('tenant_id', '=', s.tenant_id), eb('environment', '=', s.environment)]))))
+      .execute() as Promise<FanoutEndpoint[]>
+  );
 }
 
 export async function insertDeliveries(trx: Queryable, rows: Insertable<WebhookDeliveriesTable>[]) {
