@@ -44,6 +44,15 @@ const ConfigSchema = z.object({
    */
   DATABASE_DIRECT_URL: z.string().optional(),
   /**
+   * Named prepared statements per PostgreSQL connection (each statement planned once per
+   * connection, not on every call). `false` behind a PgBouncer in transaction mode that does not
+   * keep prepared statements (before 1.21, or max_prepared_statements = 0).
+   */
+  DB_PREPARED_STATEMENTS: z
+    .enum(['true', 'false'])
+    .default('true')
+    .transform((v) => v === 'true'),
+  /**
    * How many processes (API and workers together) share the database. When set, start-up refuses
    * a deployment whose pools cannot fit in max_connections (docs/scaling.md); unset: a warning
    * when this process's own pool does not fit in the connections free now.

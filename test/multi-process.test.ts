@@ -95,6 +95,8 @@ for (const scenario of scenarios) {
         DATABASE_URL: bouncer ? bouncer.urlFor(database) : direct,
         // LISTEN needs a session: the key-cache listener connects directly.
         DATABASE_DIRECT_URL: direct,
+        // PgBouncer 1.18 (Debian's) in transaction mode keeps no prepared statement across transactions.
+        ...(bouncer ? { DB_PREPARED_STATEMENTS: 'false' } : {}),
         SECRETS_KEY: randomBytes(32).toString('base64'),
         DEMO_TENANT: 'false',
         LOG_LEVEL: 'warn',

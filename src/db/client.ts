@@ -5,6 +5,7 @@ import pg from 'pg';
 import { PGliteChangeFeed, PostgresChangeFeed, type ChangeFeed } from './change-feed.js';
 import { lockDataDir, type DataDirLock } from './data-dir-lock.js';
 import { registerProcessInstance } from './instance.js';
+import { isStalePlan } from './retry.js';
 import { PGliteDialect } from './pglite-dialect.js';
 import type { Database } from './types.js';
 
@@ -77,6 +78,54 @@ export function tagConnectionError(err: unknown): unknown {
   return err;
 }
 
+/**
+ * Named prepared statements of one connection: statement text → name. PostgreSQL parses and plans
+ * an unnamed statement on every call (for the account read, planning costs more than running it);
+ * a named one is parsed once per connection and, after a few calls, runs on a cached plan.
+ * A text is prepared the second time it is seen: a batch's multi-row statements have one text per
+ * shape, and most shapes never come back. The least recently used beyond `max` are deallocated.
+ */
+export class PreparedNames {
+  private readonly names = new Map<string, string>();
+  /** Texts seen once (cleared when full: it only delays a preparation). */
+  private readonly seen = new Set<string>();
+  private next = 0;
+
+  constructor(
+    private readonly deallocate: (name: string) => void,
+    private readonly max = 200,
+  ) {}
+
+  /** The statement's name, or undefined: send it unnamed. */
+  nameOf(text: string): string | undefined {
+    let name = this.names.get(text);
+    if (name !== undefined) {
+      this.names.delete(text); // re-inserted: the Map's order is the recency order
+      this.names.set(text, name);
+      return name;
+    }
+    if (!this.seen.has(text)) {
+      if (this.seen.size >= this.max * 5) this.seen.clear();
+      this.seen.add(text);
+      return undefined;
+    }
+    this.seen.delete(text);
+    name = `fsapi_${this.next++}`; // never reused: pg remembers every name it has parsed
+    this.names.set(text, name);
+    if (this.names.size > this.max) {
+      const [oldest, oldName] = this.names.entries().next().value!;
+      this.names.delete(oldest);
+      this.deallocate(oldName);
+    }
+    return name;
+  }
+
+  /** Forgets every name (their statements stay until the connection ends): the next calls prepare anew. */
+  reset(): void {
+    this.names.clear();
+  }
+}
+
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
@@ -87,7 +136,7 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
  * fails); pg-pool discards the broken client on release. Acquiring a connection, where nothing
  * was sent yet, is retried for a few seconds while the server is refusing or starting up.
  */
-function resilientPool(pool: pg.Pool): PostgresPool {
+function resilientPool(pool: pg.Pool, prepared: boolean): PostgresPool {
   pool.on('connect', (client) => {
     client.on('error', () => {
       // The query in flight (if any) rejects with this error; nothing else to do here.
@@ -99,10 +148,24 @@ function resilientPool(pool: pg.Pool): PostgresPool {
   const wrap = (client: pg.PoolClient): PostgresPoolClient => {
     let w = wrapped.get(client);
     if (!w) {
+      // A DEALLOCATE that fails (an aborted transaction) leaves the statement until the connection ends: harmless.
+      const named = prepared ? new PreparedNames((name) => void client.query(`deallocate ${name}`).catch(() => {})) : null;
       w = {
         query: ((...args: [string, unknown[]]) => {
-          const result = (client.query as (...a: unknown[]) => unknown)(...args);
-          if (result instanceof Promise) return result.catch((err: unknown) => Promise.reject(tagConnectionError(err)));
+          // Statements with parameters only: BEGIN, COMMIT and migrations' scripts stay simple queries.
+          const name =
+            named && typeof args[0] === 'string' && Array.isArray(args[1]) && args[1].length > 0 ? named.nameOf(args[0]) : undefined;
+          const result = name
+            ? client.query({ name, text: args[0], values: args[1] })
+            : (client.query as (...a: unknown[]) => unknown)(...args);
+          if (result instanceof Promise) {
+            return result.catch((err: unknown) => {
+              // A table changed under a cached plan (a migration by a newer process): prepare anew;
+              // the entry point's retry runs the rolled-back unit again (db/retry.ts).
+              if (isStalePlan(err)) named?.reset();
+              return Promise.reject(tagConnectionError(err));
+            });
+          }
           return result; // a cursor (streamed query): its reads reject on their own
         }) as PostgresPoolClient['query'],
         release: () => client.release(),
@@ -128,14 +191,18 @@ function resilientPool(pool: pg.Pool): PostgresPool {
   };
 }
 
-/** `listenUrl`: a direct URL for LISTEN when `connectionString` goes through PgBouncer. */
-export function openPostgres(connectionString: string, poolSize = 20, listenUrl?: string): DatabaseHandle {
+/**
+ * `listenUrl`: a direct URL for LISTEN when `connectionString` goes through PgBouncer.
+ * `preparedStatements`: named prepared statements per connection (PreparedNames); off behind a
+ * PgBouncer in transaction mode that does not keep them (before 1.21, or max_prepared_statements 0).
+ */
+export function openPostgres(connectionString: string, poolSize = 20, listenUrl?: string, preparedStatements = true): DatabaseHandle {
   const pool = new pg.Pool({
     connectionString,
     max: poolSize,
     types: { getTypeParser: pgTypeParser } as pg.CustomTypesConfig,
   });
-  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: resilientPool(pool) }) });
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: resilientPool(pool, preparedStatements) }) });
   const instance = registerProcessInstance(db, false);
   const changes = new PostgresChangeFeed(listenUrl ?? connectionString);
   return {
@@ -225,9 +292,10 @@ export async function openDatabase(config: {
   DATABASE_DIRECT_URL?: string;
   DATA_DIR: string;
   DB_POOL_SIZE: number;
+  DB_PREPARED_STATEMENTS?: boolean;
 }) {
   return config.DATABASE_URL
-    ? openPostgres(config.DATABASE_URL, config.DB_POOL_SIZE, config.DATABASE_DIRECT_URL)
+    ? openPostgres(config.DATABASE_URL, config.DB_POOL_SIZE, config.DATABASE_DIRECT_URL, config.DB_PREPARED_STATEMENTS ?? true)
     : openPGlite({ dataDir: `${config.DATA_DIR}/pglite` });
 }
 

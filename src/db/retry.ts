@@ -6,9 +6,19 @@
  */
 export const RETRYABLE_SQLSTATES = new Set(['40P01', '40001']);
 
+/**
+ * A prepared statement whose table changed shape since it was planned (a newer process migrated
+ * while this one runs): PostgreSQL refuses it once; the connection prepares anew (db/client.ts)
+ * and the rolled-back unit can run again.
+ */
+export function isStalePlan(err: unknown): boolean {
+  const e = err as { code?: unknown; message?: unknown } | null;
+  return e?.code === '0A000' && typeof e.message === 'string' && e.message.startsWith('cached plan must not change result type');
+}
+
 export function isRetryableConflict(err: unknown): boolean {
   const code = (err as { code?: unknown } | null)?.code;
-  return typeof code === 'string' && RETRYABLE_SQLSTATES.has(code);
+  return (typeof code === 'string' && RETRYABLE_SQLSTATES.has(code)) || isStalePlan(err);
 }
 
 export async function retryOnConflict<T>(run: () => Promise<T>, attempts = 5): Promise<T> {

@@ -10,13 +10,13 @@ import { ok } from './envelope.js';
 import { AppError } from '../core/errors.js';
 import { statusOf } from './errors.js';
 import { processInstance } from '../db/instance.js';
+import { isRetryableConflict } from '../db/retry.js';
 import { CLAIM_TAKEOVER_SET, CLAIM_TAKEOVER_WHERE, idempotencyKeyOf } from './idempotency.js';
 import { ReplayResponse } from './replay.js';
 
 const LEASE_SECONDS = 60;
 /** Stored business outcomes, as in idempotency.ts: anything else (400, 403, 5xx) is not stored. */
 const STORED_ERROR_STATUSES = new Set([404, 409, 412, 422]);
-const RETRYABLE = new Set(['40P01', '40001']); // deadlock, serialization failure
 
 /** What the batch's work returns per item: its data, or the error that item alone gets. */
 export type ItemOutcome<T> = { ok: true; data: T } | { ok: false; error: AppError };
@@ -101,8 +101,7 @@ export class BatchedIdempotency<I, T> {
         batch.forEach((item, i) => this.settle(item, settled[i]!));
         return;
       } catch (err) {
-        const code = (err as { code?: string }).code;
-        if (code && RETRYABLE.has(code) && attempt < 4) continue;
+        if (isRetryableConflict(err) && attempt < 4) continue;
         if (batch.length === 1) return batch[0]!.reject(err);
         // Not a refusal but a fault: nothing of the batch committed; find the faulty item alone.
         for (const item of batch) await this.execute([item]);
@@ -179,6 +178,7 @@ export class BatchedIdempotency<I, T> {
   private async answerUnclaimed(trx: Trx, batch: Item<I>[], claimed: Set<string>, settled: (Settlement | undefined)[]) {
     const others = batch.flatMap((item, i) => (claimed.has(item.token) ? [] : [{ item, i }]));
     if (others.length === 0) return;
+    // eslint-disable-next-line no-restricted-syntax -- set-based over a batch's keys, each with its own business and environment
     const rows = await sql<KeyRecord & { tenant_id: string; environment: string; key: string }>`
       select k.tenant_id, k.environment, k.key, k.fingerprint, k.state, k.response_status, k.response_body, k.response_sealed,
         greatest(1, ceil(extract(epoch from k.locked_until - now())))::int as retry_after
@@ -215,6 +215,7 @@ export class BatchedIdempotency<I, T> {
     if (stored.length === 0) return;
     await write(
       writes,
+      // eslint-disable-next-line no-restricted-syntax -- set-based over a batch's keys, each with its own business and environment
       () => sql`
       update idempotency_keys k set state = 'completed', response_status = u.s, response_body = u.b, response_sealed = false
       from unnest(${stored.map((s) => s.item.tenantId)}::uuid[], ${stored.map((s) => s.item.environment)}::text[],
@@ -229,6 +230,7 @@ export class BatchedIdempotency<I, T> {
     if (dropped.length === 0) return;
     await write(
       writes,
+      // eslint-disable-next-line no-restricted-syntax -- set-based over a batch's keys, each with its own business and environment
       () => sql`
       delete from idempotency_keys k
       using unnest(${dropped.map((d) => d.tenantId)}::uuid[], ${dropped.map((d) => d.environment)}::text[],

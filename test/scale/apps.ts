@@ -41,7 +41,7 @@ export interface Instance {
  */
 export async function startInstance(url: string, sealerKey: string, overrides: Partial<Config> = {}): Promise<Instance> {
   const config = loadConfig({}, { LOG_LEVEL: 'silent', DEMO_TENANT: false, DATABASE_URL: url, ...overrides });
-  const handle = openPostgres(url, 4, config.DATABASE_DIRECT_URL);
+  const handle = openPostgres(url, 4, config.DATABASE_DIRECT_URL, config.DB_PREPARED_STATEMENTS);
   const app = await buildApp({
     config,
     db: handle.db,

@@ -55,14 +55,16 @@ type Scope = Pick<RequestContext, 'tenantId' | 'environment'>;
 
 export async function insert(db: Queryable, row: Insertable<ExternalAccountsTable>): Promise<boolean> {
   // A concurrent duplicate loses on the partial unique index and gets the winner's row instead.
+  // The index predicate is written as literal SQL, not parameters: PostgreSQL matches it against
+  // the partial index when planning, and a prepared statement's generic plan (chosen after five
+  // executions) cannot prove `status <> $1` implies the index's `status <> 'failed'`.
   const result = await db
     .insertInto('external_accounts')
     .values(row)
     .onConflict((oc) =>
       oc
         .columns(['tenant_id', 'environment', 'customer_id', 'dedupe_key'])
-        .where('deleted_at', 'is', null)
-        .where('status', '<>', 'failed')
+        .where(sql<boolean>`deleted_at is null and status <> 'failed'`)
         .doNothing(),
     )
     .returning('id')
