@@ -16,6 +16,7 @@ import { registerObservability } from './http/observability.js';
 import { openApiTransform } from './http/openapi.js';
 import { registerRateLimit } from './http/rate-limit.js';
 import { registerRequestLog } from './http/request-log.js';
+import { assertDeclaresErrors } from './http/route-errors.js';
 import { pinoRedactPaths } from './lib/redact.js';
 import { RequestLog } from './modules/request-log/service.js';
 import { BODY_LIMIT, registerTransport, requestIdFrom } from './http/transport.js';
@@ -89,6 +90,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   // Every route, for the security suite that checks each /v1 route without a list to maintain.
   const routes: RouteSummary[] = [];
   app.addHook('onRoute', (r) => {
+    assertDeclaresErrors(r);
     for (const method of [r.method].flat()) {
       if (method !== 'HEAD')
         routes.push({ method, url: r.url, publicKeyAllowed: Boolean(r.config?.publicKeyAllowed), noAuth: Boolean(r.config?.noAuth) });

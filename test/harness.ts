@@ -70,7 +70,8 @@ export async function openTestDatabase(): Promise<DatabaseHandle> {
 /**
  * The real app on a fresh database, called over HTTP through Fastify's inject (the whole
  * request pipeline: parsing, hooks, auth, validation, serialization). `options.logger`: Fastify's
- * logger options (a test that reads the log passes a stream); unset, nothing is logged.
+ * logger options (a test that reads the log passes a stream); unset, nothing is logged unless
+ * `TEST_LOG=1`, which logs errors (a 500's cause) to the console.
  */
 export async function startTestApp(overrides: Partial<Config> = {}, options: { logger?: object } = {}) {
   const handle = await openTestDatabase();
@@ -81,7 +82,7 @@ export async function startTestApp(overrides: Partial<Config> = {}, options: { l
     db: handle.db,
     dbKind: handle.kind,
     sealer,
-    logger: options.logger ?? false,
+    logger: options.logger ?? (process.env.TEST_LOG ? { level: 'error' } : false),
     changes: handle.changes,
     poolStats: handle.poolStats,
   });

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FastifyRequest } from 'fastify';
 import { newId } from '../src/lib/ids.js';
-import { checkDeclared, constructionCodes, undeclaredErrors } from '../src/http/route-errors.js';
+import { assertDeclaresErrors, checkDeclared, constructionCodes, undeclaredErrors } from '../src/http/route-errors.js';
 import { clientFor, johnDoe, startTestApp, type Client, type TestApp } from './harness.js';
 import { approveKyc } from './kyc-helpers.js';
 
@@ -56,6 +56,43 @@ describe('per-route error codes in /v1/openapi.json', () => {
     expect(doc.paths['/v1/accounts'].get.responses['404']).toBeUndefined();
   });
 
+  it('every /v1 operation lists only its own codes, each error status closed to them', async () => {
+    const doc = (await t.request('GET', '/v1/openapi.json')).body;
+    let operations = 0;
+    for (const [path, item] of Object.entries<Record<string, any>>(doc.paths)) {
+      for (const [method, op] of Object.entries<any>(item)) {
+        operations++;
+        for (const [status, response] of Object.entries<any>(op.responses)) {
+          if (Number(status) < 400) continue;
+          expect(codesOf(op.responses, status), `${method} ${path} ${status}`).toBeDefined();
+          expect(response.$ref, `${method} ${path} ${status}: no shared broad schema`).toBeUndefined();
+        }
+        // 412 only where missing documents can be answered (KYC's server-to-server start).
+        if (op.responses['412']) expect(codesOf(op.responses, '412')).toEqual(['missing_documents']);
+      }
+    }
+    expect(operations).toBeGreaterThan(80);
+    expect(Object.keys(doc.components?.schemas ?? {}).filter((n) => /^Error\d{3}$/.test(n))).toEqual([]);
+  });
+
+  it('the routes declared last list their business codes under the right status', async () => {
+    const doc = (await t.request('GET', '/v1/openapi.json')).body;
+    const fxOrder = doc.paths['/v1/fx/orders'].post.responses;
+    expect(codesOf(fxOrder, '422')).toEqual(
+      expect.arrayContaining(['insufficient_funds', 'limit_exceeded', 'currency_mismatch', 'unprocessable']),
+    );
+    expect(codesOf(fxOrder, '409')).toEqual(expect.arrayContaining(['account_frozen', 'quote_expired', 'quote_used']));
+    const card = doc.paths['/v1/cards'].post.responses;
+    expect(codesOf(card, '403')).toEqual(expect.arrayContaining(['kyc_level_insufficient', 'feature_not_active']));
+    expect(codesOf(doc.paths['/v1/customers/kyc/start-s2s'].post.responses, '412')).toEqual(['missing_documents']);
+    const secret = doc.paths['/v1/cards/{card_id}/pin'].get.responses;
+    expect(codesOf(secret, '400')).toEqual(expect.arrayContaining(['missing_client_public_key', 'invalid_client_public_key']));
+    // A delete reads no body, but Fastify parses one if sent: malformed JSON is a 400 it can answer.
+    expect(codesOf(doc.paths['/v1/external-accounts/{external_account_id}'].delete.responses, '400')).toContain('invalid_json');
+    expect(doc.paths['/v1/webhooks/endpoints'].post.responses['201']).toBeDefined();
+    expect(doc.paths['/v1/external-accounts'].post.responses['202']).toBeDefined();
+  });
+
   it('keeps the `errors` declaration itself out of the document', async () => {
     const doc = (await t.request('GET', '/v1/openapi.json')).body;
     expect(doc.paths['/v1/transfers'].post.errors).toBeUndefined();
@@ -99,6 +136,13 @@ describe('answers are checked against the declared codes in test runs', () => {
     expect(undeclaredErrors).toEqual([{ method: 'GET', url: '/v1/accounts/:account_id', code: 'insufficient_funds' }]);
     expect(logged).toHaveLength(1);
     undeclaredErrors.length = 0; // the suite-wide check (test/declared-errors-setup.ts) must not see this one
+  });
+
+  it('a /v1 route that declares no errors stops registration', () => {
+    expect(() => assertDeclaresErrors({ method: 'GET', url: '/v1/things', schema: {} })).toThrow(/GET \/v1\/things declares no errors/);
+    expect(() => assertDeclaresErrors({ method: 'GET', url: '/v1/things', schema: { errors: [] } })).not.toThrow();
+    expect(() => assertDeclaresErrors({ method: 'GET', url: '/v1/openapi.json', schema: { hide: true } })).not.toThrow();
+    expect(() => assertDeclaresErrors({ method: 'GET', url: '/dashboard/api/data' })).not.toThrow();
   });
 
   it('every route can answer the codes of its construction', () => {

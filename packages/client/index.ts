@@ -13,12 +13,29 @@
  * `api.POST(path, { body, headers: { 'Idempotency-Key': key } })`.
  */
 import createFetchClient, { type Client, type Middleware } from 'openapi-fetch';
-import type { components, paths } from './schema.js';
+import type { paths } from './schema.js';
 
 export type { components, operations, paths } from './schema.js';
 
-/** Every error answer: `{ data: null, error: { code, message, request_id, details } }` (one schema per status). */
-export type ErrorEnvelope = components['schemas'][Extract<keyof components['schemas'], `Error${number}`>];
+/** Any operation of the API (each path's methods). */
+type Operation = { [P in keyof paths]: { [M in keyof paths[P]]: paths[P][M] }[keyof paths[P]] }[keyof paths];
+/** An operation's error answers' bodies (its 4xx and 5xx responses). */
+type ErrorBodies<O> = O extends { responses: infer R }
+  ? {
+      [S in keyof R]: S extends number
+        ? `${S}` extends `${4 | 5}${string}`
+          ? R[S] extends { content: { 'application/json': infer B } }
+            ? B
+            : never
+          : never
+        : never;
+    }[keyof R]
+  : never;
+/**
+ * Every error answer: `{ data: null, error: { code, message, request_id, details } }`. Each
+ * operation's own error responses list only the codes it can answer; this is their union.
+ */
+export type ErrorEnvelope = ErrorBodies<Operation>;
 /** Every error code the API answers with (the closed list of the contract). */
 export type ErrorCode = ErrorEnvelope['error']['code'];
 

@@ -943,85 +943,136 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Default Response */
+                /** @description Invalid request: malformed JSON, invalid fields (every one listed in `details`), a bad Idempotency-Key */
                 400: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error400"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "bad_request" | "validation_failed";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Missing, invalid or expired API key */
                 401: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error401"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "missing_api_key" | "invalid_api_key" | "expired_api_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The key may not do this (public key, other business, HTTPS required, feature or KYC level missing) */
                 403: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error403"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error404"];
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error409"];
-                    };
-                };
-                /** @description Default Response */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error422"];
-                    };
-                };
-                /** @description Default Response */
+                /** @description Rate limited (Retry-After, RateLimit headers) */
                 429: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error429"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "rate_limited";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Something went wrong on our side; the request id is logged with the cause */
                 500: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error500"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "internal_error";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The database is briefly unavailable; retry after Retry-After */
                 503: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error503"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "service_unavailable";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
             };
@@ -1068,112 +1119,246 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Default Response */
+                /** @description Invalid request: malformed JSON, invalid fields (every one listed in `details`), a bad Idempotency-Key */
                 400: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error400"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "bad_request" | "validation_failed" | "invalid_json" | "missing_idempotency_key" | "invalid_idempotency_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Missing, invalid or expired API key */
                 401: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error401"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "missing_api_key" | "invalid_api_key" | "expired_api_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The key may not do this (public key, other business, HTTPS required, feature or KYC level missing) */
                 403: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error403"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description No such resource in this business and environment */
                 404: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error404"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "not_found";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description State conflict, or the same Idempotency-Key is still in flight (Retry-After) */
                 409: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error409"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "conflict" | "idempotency_request_in_progress";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
-                412: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error412"];
-                    };
-                };
-                /** @description Default Response */
+                /** @description Body too large */
                 413: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error413"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "payload_too_large";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Body not sent as application/json */
                 415: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error415"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "unsupported_media_type";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Business rule refused it (insufficient funds, limits, currency), or an Idempotency-Key reused for another request */
                 422: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error422"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "idempotency_key_reused";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Rate limited (Retry-After, RateLimit headers) */
                 429: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error429"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "rate_limited";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Something went wrong on our side; the request id is logged with the cause */
                 500: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error500"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "internal_error";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The database is briefly unavailable; retry after Retry-After */
                 503: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error503"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "service_unavailable";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
             };
@@ -1229,85 +1414,136 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Default Response */
+                /** @description Invalid request: malformed JSON, invalid fields (every one listed in `details`), a bad Idempotency-Key */
                 400: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error400"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "bad_request" | "validation_failed";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Missing, invalid or expired API key */
                 401: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error401"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "missing_api_key" | "invalid_api_key" | "expired_api_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The key may not do this (public key, other business, HTTPS required, feature or KYC level missing) */
                 403: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error403"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "tenant_mismatch" | "https_required";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error404"];
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error409"];
-                    };
-                };
-                /** @description Default Response */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error422"];
-                    };
-                };
-                /** @description Default Response */
+                /** @description Rate limited (Retry-After, RateLimit headers) */
                 429: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error429"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "rate_limited";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Something went wrong on our side; the request id is logged with the cause */
                 500: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error500"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "internal_error";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The database is briefly unavailable; retry after Retry-After */
                 503: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error503"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "service_unavailable";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
             };
@@ -1364,112 +1600,224 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Default Response */
+                /** @description Invalid request: malformed JSON, invalid fields (every one listed in `details`), a bad Idempotency-Key */
                 400: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error400"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "bad_request" | "validation_failed" | "invalid_json" | "missing_idempotency_key" | "invalid_idempotency_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Missing, invalid or expired API key */
                 401: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error401"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "missing_api_key" | "invalid_api_key" | "expired_api_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The key may not do this (public key, other business, HTTPS required, feature or KYC level missing) */
                 403: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error403"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error404"];
-                    };
-                };
-                /** @description Default Response */
+                /** @description State conflict, or the same Idempotency-Key is still in flight (Retry-After) */
                 409: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error409"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "conflict" | "idempotency_request_in_progress";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
-                412: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error412"];
-                    };
-                };
-                /** @description Default Response */
+                /** @description Body too large */
                 413: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error413"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "payload_too_large";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Body not sent as application/json */
                 415: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error415"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "unsupported_media_type";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Business rule refused it (insufficient funds, limits, currency), or an Idempotency-Key reused for another request */
                 422: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error422"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "idempotency_key_reused";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Rate limited (Retry-After, RateLimit headers) */
                 429: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error429"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "rate_limited";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Something went wrong on our side; the request id is logged with the cause */
                 500: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error500"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "internal_error";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The database is briefly unavailable; retry after Retry-After */
                 503: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error503"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "service_unavailable";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
             };
@@ -1511,85 +1859,158 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Default Response */
+                /** @description Invalid request: malformed JSON, invalid fields (every one listed in `details`), a bad Idempotency-Key */
                 400: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error400"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "bad_request" | "validation_failed";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Missing, invalid or expired API key */
                 401: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error401"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "missing_api_key" | "invalid_api_key" | "expired_api_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The key may not do this (public key, other business, HTTPS required, feature or KYC level missing) */
                 403: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error403"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description No such resource in this business and environment */
                 404: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error404"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "not_found";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error409"];
-                    };
-                };
-                /** @description Default Response */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error422"];
-                    };
-                };
-                /** @description Default Response */
+                /** @description Rate limited (Retry-After, RateLimit headers) */
                 429: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error429"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "rate_limited";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Something went wrong on our side; the request id is logged with the cause */
                 500: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error500"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "internal_error";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The database is briefly unavailable; retry after Retry-After */
                 503: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error503"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "service_unavailable";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
             };
@@ -1627,85 +2048,224 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Default Response */
+                /** @description Invalid request: malformed JSON, invalid fields (every one listed in `details`), a bad Idempotency-Key */
                 400: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error400"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "bad_request" | "validation_failed" | "invalid_json";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Missing, invalid or expired API key */
                 401: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error401"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "missing_api_key" | "invalid_api_key" | "expired_api_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The key may not do this (public key, other business, HTTPS required, feature or KYC level missing) */
                 403: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error403"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description No such resource in this business and environment */
                 404: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error404"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "not_found";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description State conflict, or the same Idempotency-Key is still in flight (Retry-After) */
                 409: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error409"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "conflict";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
-                422: {
+                /** @description Body too large */
+                413: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error422"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "payload_too_large";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Body not sent as application/json */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "unsupported_media_type";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
+                    };
+                };
+                /** @description Rate limited (Retry-After, RateLimit headers) */
                 429: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error429"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "rate_limited";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Something went wrong on our side; the request id is logged with the cause */
                 500: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error500"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "internal_error";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The database is briefly unavailable; retry after Retry-After */
                 503: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error503"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "service_unavailable";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
             };
@@ -1762,85 +2322,136 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Default Response */
+                /** @description Invalid request: malformed JSON, invalid fields (every one listed in `details`), a bad Idempotency-Key */
                 400: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error400"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "bad_request" | "validation_failed";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Missing, invalid or expired API key */
                 401: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error401"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "missing_api_key" | "invalid_api_key" | "expired_api_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The key may not do this (public key, other business, HTTPS required, feature or KYC level missing) */
                 403: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error403"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error404"];
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error409"];
-                    };
-                };
-                /** @description Default Response */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error422"];
-                    };
-                };
-                /** @description Default Response */
+                /** @description Rate limited (Retry-After, RateLimit headers) */
                 429: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error429"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "rate_limited";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Something went wrong on our side; the request id is logged with the cause */
                 500: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error500"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "internal_error";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The database is briefly unavailable; retry after Retry-After */
                 503: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error503"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "service_unavailable";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
             };
@@ -1872,112 +2483,246 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Default Response */
+                /** @description Invalid request: malformed JSON, invalid fields (every one listed in `details`), a bad Idempotency-Key */
                 400: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error400"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "bad_request" | "validation_failed" | "invalid_json" | "missing_idempotency_key" | "invalid_idempotency_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Missing, invalid or expired API key */
                 401: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error401"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "missing_api_key" | "invalid_api_key" | "expired_api_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The key may not do this (public key, other business, HTTPS required, feature or KYC level missing) */
                 403: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error403"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description No such resource in this business and environment */
                 404: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error404"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "not_found";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description State conflict, or the same Idempotency-Key is still in flight (Retry-After) */
                 409: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error409"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "conflict" | "idempotency_request_in_progress";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
-                412: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error412"];
-                    };
-                };
-                /** @description Default Response */
+                /** @description Body too large */
                 413: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error413"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "payload_too_large";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Body not sent as application/json */
                 415: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error415"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "unsupported_media_type";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Business rule refused it (insufficient funds, limits, currency), or an Idempotency-Key reused for another request */
                 422: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error422"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "idempotency_key_reused";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Rate limited (Retry-After, RateLimit headers) */
                 429: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error429"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "rate_limited";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Something went wrong on our side; the request id is logged with the cause */
                 500: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error500"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "internal_error";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The database is briefly unavailable; retry after Retry-After */
                 503: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error503"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "service_unavailable";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
             };
@@ -2020,85 +2765,136 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Default Response */
+                /** @description Invalid request: malformed JSON, invalid fields (every one listed in `details`), a bad Idempotency-Key */
                 400: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error400"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "bad_request" | "validation_failed";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Missing, invalid or expired API key */
                 401: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error401"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "missing_api_key" | "invalid_api_key" | "expired_api_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The key may not do this (public key, other business, HTTPS required, feature or KYC level missing) */
                 403: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error403"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error404"];
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error409"];
-                    };
-                };
-                /** @description Default Response */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error422"];
-                    };
-                };
-                /** @description Default Response */
+                /** @description Rate limited (Retry-After, RateLimit headers) */
                 429: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error429"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "rate_limited";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Something went wrong on our side; the request id is logged with the cause */
                 500: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error500"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "internal_error";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The database is briefly unavailable; retry after Retry-After */
                 503: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error503"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "service_unavailable";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
             };
@@ -2158,112 +2954,224 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Default Response */
+                /** @description Invalid request: malformed JSON, invalid fields (every one listed in `details`), a bad Idempotency-Key */
                 400: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error400"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "bad_request" | "validation_failed" | "invalid_json" | "missing_idempotency_key" | "invalid_idempotency_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Missing, invalid or expired API key */
                 401: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error401"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "missing_api_key" | "invalid_api_key" | "expired_api_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The key may not do this (public key, other business, HTTPS required, feature or KYC level missing) */
                 403: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error403"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error404"];
-                    };
-                };
-                /** @description Default Response */
+                /** @description State conflict, or the same Idempotency-Key is still in flight (Retry-After) */
                 409: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error409"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "conflict" | "idempotency_request_in_progress";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
-                412: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error412"];
-                    };
-                };
-                /** @description Default Response */
+                /** @description Body too large */
                 413: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error413"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "payload_too_large";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Body not sent as application/json */
                 415: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error415"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "unsupported_media_type";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Business rule refused it (insufficient funds, limits, currency), or an Idempotency-Key reused for another request */
                 422: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error422"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "idempotency_key_reused";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Rate limited (Retry-After, RateLimit headers) */
                 429: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error429"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "rate_limited";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Something went wrong on our side; the request id is logged with the cause */
                 500: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error500"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "internal_error";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The database is briefly unavailable; retry after Retry-After */
                 503: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error503"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "service_unavailable";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
             };
@@ -2313,112 +3221,246 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Default Response */
+                /** @description Invalid request: malformed JSON, invalid fields (every one listed in `details`), a bad Idempotency-Key */
                 400: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error400"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "bad_request" | "validation_failed" | "invalid_json" | "missing_idempotency_key" | "invalid_idempotency_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Missing, invalid or expired API key */
                 401: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error401"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "missing_api_key" | "invalid_api_key" | "expired_api_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The key may not do this (public key, other business, HTTPS required, feature or KYC level missing) */
                 403: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error403"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description No such resource in this business and environment */
                 404: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error404"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "not_found";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description State conflict, or the same Idempotency-Key is still in flight (Retry-After) */
                 409: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error409"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "invalid_state_transition" | "conflict" | "idempotency_request_in_progress";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
-                412: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error412"];
-                    };
-                };
-                /** @description Default Response */
+                /** @description Body too large */
                 413: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error413"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "payload_too_large";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Body not sent as application/json */
                 415: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error415"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "unsupported_media_type";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Business rule refused it (insufficient funds, limits, currency), or an Idempotency-Key reused for another request */
                 422: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error422"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "idempotency_key_reused";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Rate limited (Retry-After, RateLimit headers) */
                 429: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error429"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "rate_limited";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Something went wrong on our side; the request id is logged with the cause */
                 500: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error500"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "internal_error";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The database is briefly unavailable; retry after Retry-After */
                 503: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error503"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "service_unavailable";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
             };
@@ -2460,85 +3502,158 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Default Response */
+                /** @description Invalid request: malformed JSON, invalid fields (every one listed in `details`), a bad Idempotency-Key */
                 400: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error400"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "bad_request" | "validation_failed";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Missing, invalid or expired API key */
                 401: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error401"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "missing_api_key" | "invalid_api_key" | "expired_api_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The key may not do this (public key, other business, HTTPS required, feature or KYC level missing) */
                 403: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error403"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description No such resource in this business and environment */
                 404: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error404"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "not_found";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error409"];
-                    };
-                };
-                /** @description Default Response */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error422"];
-                    };
-                };
-                /** @description Default Response */
+                /** @description Rate limited (Retry-After, RateLimit headers) */
                 429: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error429"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "rate_limited";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Something went wrong on our side; the request id is logged with the cause */
                 500: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error500"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "internal_error";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The database is briefly unavailable; retry after Retry-After */
                 503: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error503"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "service_unavailable";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
             };
@@ -2573,103 +3688,224 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Default Response */
+                /** @description Invalid request: malformed JSON, invalid fields (every one listed in `details`), a bad Idempotency-Key */
                 400: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error400"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "bad_request" | "validation_failed" | "invalid_json";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Missing, invalid or expired API key */
                 401: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error401"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "missing_api_key" | "invalid_api_key" | "expired_api_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The key may not do this (public key, other business, HTTPS required, feature or KYC level missing) */
                 403: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error403"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description No such resource in this business and environment */
                 404: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error404"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "not_found";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description State conflict, or the same Idempotency-Key is still in flight (Retry-After) */
                 409: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error409"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "invalid_state_transition" | "conflict";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Body too large */
                 413: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error413"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "payload_too_large";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Body not sent as application/json */
                 415: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error415"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "unsupported_media_type";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error422"];
-                    };
-                };
-                /** @description Default Response */
+                /** @description Rate limited (Retry-After, RateLimit headers) */
                 429: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error429"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "rate_limited";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Something went wrong on our side; the request id is logged with the cause */
                 500: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error500"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "internal_error";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The database is briefly unavailable; retry after Retry-After */
                 503: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error503"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "service_unavailable";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
             };
@@ -2702,85 +3938,224 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Default Response */
+                /** @description Invalid request: malformed JSON, invalid fields (every one listed in `details`), a bad Idempotency-Key */
                 400: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error400"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "bad_request" | "validation_failed" | "invalid_json";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Missing, invalid or expired API key */
                 401: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error401"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "missing_api_key" | "invalid_api_key" | "expired_api_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The key may not do this (public key, other business, HTTPS required, feature or KYC level missing) */
                 403: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error403"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description No such resource in this business and environment */
                 404: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error404"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "not_found";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description State conflict, or the same Idempotency-Key is still in flight (Retry-After) */
                 409: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error409"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "invalid_state_transition" | "conflict";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
-                422: {
+                /** @description Body too large */
+                413: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error422"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "payload_too_large";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Body not sent as application/json */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "unsupported_media_type";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
+                    };
+                };
+                /** @description Rate limited (Retry-After, RateLimit headers) */
                 429: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error429"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "rate_limited";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Something went wrong on our side; the request id is logged with the cause */
                 500: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error500"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "internal_error";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The database is briefly unavailable; retry after Retry-After */
                 503: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error503"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "service_unavailable";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
             };
@@ -2823,94 +4198,246 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Default Response */
+                /** @description Invalid request: malformed JSON, invalid fields (every one listed in `details`), a bad Idempotency-Key */
                 400: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error400"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "bad_request" | "validation_failed" | "invalid_json" | "missing_idempotency_key" | "invalid_idempotency_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Missing, invalid or expired API key */
                 401: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error401"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "missing_api_key" | "invalid_api_key" | "expired_api_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The key may not do this (public key, other business, HTTPS required, feature or KYC level missing) */
                 403: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error403"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description No such resource in this business and environment */
                 404: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error404"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "not_found";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description State conflict, or the same Idempotency-Key is still in flight (Retry-After) */
                 409: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error409"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "invalid_state_transition" | "conflict" | "idempotency_request_in_progress";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
-                412: {
+                /** @description Body too large */
+                413: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error412"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "payload_too_large";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Body not sent as application/json */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "unsupported_media_type";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
+                    };
+                };
+                /** @description Business rule refused it (insufficient funds, limits, currency), or an Idempotency-Key reused for another request */
                 422: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error422"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "idempotency_key_reused";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Rate limited (Retry-After, RateLimit headers) */
                 429: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error429"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "rate_limited";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Something went wrong on our side; the request id is logged with the cause */
                 500: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error500"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "internal_error";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The database is briefly unavailable; retry after Retry-After */
                 503: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error503"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "service_unavailable";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
             };
@@ -2967,94 +4494,246 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Default Response */
+                /** @description Invalid request: malformed JSON, invalid fields (every one listed in `details`), a bad Idempotency-Key */
                 400: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error400"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "bad_request" | "validation_failed" | "invalid_json" | "missing_idempotency_key" | "invalid_idempotency_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Missing, invalid or expired API key */
                 401: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error401"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "missing_api_key" | "invalid_api_key" | "expired_api_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The key may not do this (public key, other business, HTTPS required, feature or KYC level missing) */
                 403: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error403"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "secret_key_required" | "tenant_mismatch" | "https_required" | "feature_not_active";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description No such resource in this business and environment */
                 404: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error404"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "not_found";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description State conflict, or the same Idempotency-Key is still in flight (Retry-After) */
                 409: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error409"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "invalid_state_transition" | "conflict" | "idempotency_request_in_progress";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
-                412: {
+                /** @description Body too large */
+                413: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error412"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "payload_too_large";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Body not sent as application/json */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "unsupported_media_type";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
+                    };
+                };
+                /** @description Business rule refused it (insufficient funds, limits, currency), or an Idempotency-Key reused for another request */
                 422: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error422"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "idempotency_key_reused";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Rate limited (Retry-After, RateLimit headers) */
                 429: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error429"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "rate_limited";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Something went wrong on our side; the request id is logged with the cause */
                 500: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error500"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "internal_error";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The database is briefly unavailable; retry after Retry-After */
                 503: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error503"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "service_unavailable";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
             };
@@ -3115,94 +4794,246 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Default Response */
+                /** @description Invalid request: malformed JSON, invalid fields (every one listed in `details`), a bad Idempotency-Key */
                 400: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error400"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "bad_request" | "validation_failed" | "invalid_json" | "missing_idempotency_key" | "invalid_idempotency_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Missing, invalid or expired API key */
                 401: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error401"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "missing_api_key" | "invalid_api_key" | "expired_api_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The key may not do this (public key, other business, HTTPS required, feature or KYC level missing) */
                 403: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error403"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "secret_key_required" | "tenant_mismatch" | "https_required" | "feature_not_active";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description No such resource in this business and environment */
                 404: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error404"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "not_found";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description State conflict, or the same Idempotency-Key is still in flight (Retry-After) */
                 409: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error409"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "invalid_state_transition" | "conflict" | "idempotency_request_in_progress";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
-                412: {
+                /** @description Body too large */
+                413: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error412"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "payload_too_large";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Body not sent as application/json */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "unsupported_media_type";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
+                    };
+                };
+                /** @description Business rule refused it (insufficient funds, limits, currency), or an Idempotency-Key reused for another request */
                 422: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error422"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "idempotency_key_reused";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Rate limited (Retry-After, RateLimit headers) */
                 429: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error429"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "rate_limited";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Something went wrong on our side; the request id is logged with the cause */
                 500: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error500"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "internal_error";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The database is briefly unavailable; retry after Retry-After */
                 503: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error503"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "service_unavailable";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
             };
@@ -3256,85 +5087,158 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Default Response */
+                /** @description Invalid request: malformed JSON, invalid fields (every one listed in `details`), a bad Idempotency-Key */
                 400: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error400"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "bad_request" | "validation_failed";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Missing, invalid or expired API key */
                 401: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error401"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "missing_api_key" | "invalid_api_key" | "expired_api_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The key may not do this (public key, other business, HTTPS required, feature or KYC level missing) */
                 403: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error403"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description No such resource in this business and environment */
                 404: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error404"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "not_found";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error409"];
-                    };
-                };
-                /** @description Default Response */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error422"];
-                    };
-                };
-                /** @description Default Response */
+                /** @description Rate limited (Retry-After, RateLimit headers) */
                 429: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error429"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "rate_limited";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Something went wrong on our side; the request id is logged with the cause */
                 500: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error500"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "internal_error";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The database is briefly unavailable; retry after Retry-After */
                 503: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error503"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "service_unavailable";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
             };
@@ -7218,112 +9122,246 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Default Response */
+                /** @description Invalid request: malformed JSON, invalid fields (every one listed in `details`), a bad Idempotency-Key */
                 400: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error400"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "bad_request" | "validation_failed" | "invalid_json" | "invalid_amount" | "missing_idempotency_key" | "invalid_idempotency_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Missing, invalid or expired API key */
                 401: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error401"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "missing_api_key" | "invalid_api_key" | "expired_api_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The key may not do this (public key, other business, HTTPS required, feature or KYC level missing) */
                 403: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error403"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description No such resource in this business and environment */
                 404: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error404"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "not_found";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description State conflict, or the same Idempotency-Key is still in flight (Retry-After) */
                 409: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error409"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "account_inactive" | "conflict" | "idempotency_request_in_progress";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
-                412: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error412"];
-                    };
-                };
-                /** @description Default Response */
+                /** @description Body too large */
                 413: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error413"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "payload_too_large";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Body not sent as application/json */
                 415: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error415"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "unsupported_media_type";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Business rule refused it (insufficient funds, limits, currency), or an Idempotency-Key reused for another request */
                 422: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error422"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "idempotency_key_reused";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Rate limited (Retry-After, RateLimit headers) */
                 429: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error429"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "rate_limited";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Something went wrong on our side; the request id is logged with the cause */
                 500: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error500"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "internal_error";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The database is briefly unavailable; retry after Retry-After */
                 503: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error503"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "service_unavailable";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
             };
@@ -7380,85 +9418,136 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Default Response */
+                /** @description Invalid request: malformed JSON, invalid fields (every one listed in `details`), a bad Idempotency-Key */
                 400: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error400"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "bad_request" | "validation_failed";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Missing, invalid or expired API key */
                 401: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error401"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "missing_api_key" | "invalid_api_key" | "expired_api_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The key may not do this (public key, other business, HTTPS required, feature or KYC level missing) */
                 403: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error403"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error404"];
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error409"];
-                    };
-                };
-                /** @description Default Response */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error422"];
-                    };
-                };
-                /** @description Default Response */
+                /** @description Rate limited (Retry-After, RateLimit headers) */
                 429: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error429"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "rate_limited";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Something went wrong on our side; the request id is logged with the cause */
                 500: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error500"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "internal_error";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The database is briefly unavailable; retry after Retry-After */
                 503: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error503"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "service_unavailable";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
             };
@@ -7493,112 +9582,224 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Default Response */
+                /** @description Invalid request: malformed JSON, invalid fields (every one listed in `details`), a bad Idempotency-Key */
                 400: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error400"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "bad_request" | "validation_failed" | "invalid_json" | "missing_idempotency_key" | "invalid_idempotency_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Missing, invalid or expired API key */
                 401: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error401"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "missing_api_key" | "invalid_api_key" | "expired_api_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The key may not do this (public key, other business, HTTPS required, feature or KYC level missing) */
                 403: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error403"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error404"];
-                    };
-                };
-                /** @description Default Response */
+                /** @description State conflict, or the same Idempotency-Key is still in flight (Retry-After) */
                 409: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error409"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "conflict" | "idempotency_request_in_progress";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
-                412: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error412"];
-                    };
-                };
-                /** @description Default Response */
+                /** @description Body too large */
                 413: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error413"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "payload_too_large";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Body not sent as application/json */
                 415: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error415"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "unsupported_media_type";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Business rule refused it (insufficient funds, limits, currency), or an Idempotency-Key reused for another request */
                 422: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error422"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "idempotency_key_reused" | "limit_exceeded";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Rate limited (Retry-After, RateLimit headers) */
                 429: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error429"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "rate_limited";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Something went wrong on our side; the request id is logged with the cause */
                 500: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error500"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "internal_error";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The database is briefly unavailable; retry after Retry-After */
                 503: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error503"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "service_unavailable";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
             };
@@ -7640,85 +9841,158 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Default Response */
+                /** @description Invalid request: malformed JSON, invalid fields (every one listed in `details`), a bad Idempotency-Key */
                 400: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error400"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "bad_request" | "validation_failed";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Missing, invalid or expired API key */
                 401: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error401"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "missing_api_key" | "invalid_api_key" | "expired_api_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The key may not do this (public key, other business, HTTPS required, feature or KYC level missing) */
                 403: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error403"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description No such resource in this business and environment */
                 404: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error404"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "not_found";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error409"];
-                    };
-                };
-                /** @description Default Response */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error422"];
-                    };
-                };
-                /** @description Default Response */
+                /** @description Rate limited (Retry-After, RateLimit headers) */
                 429: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error429"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "rate_limited";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Something went wrong on our side; the request id is logged with the cause */
                 500: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error500"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "internal_error";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The database is briefly unavailable; retry after Retry-After */
                 503: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error503"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "service_unavailable";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
             };
@@ -7752,85 +10026,224 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Default Response */
+                /** @description Invalid request: malformed JSON, invalid fields (every one listed in `details`), a bad Idempotency-Key */
                 400: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error400"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "bad_request" | "validation_failed" | "invalid_json";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Missing, invalid or expired API key */
                 401: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error401"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "missing_api_key" | "invalid_api_key" | "expired_api_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The key may not do this (public key, other business, HTTPS required, feature or KYC level missing) */
                 403: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error403"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description No such resource in this business and environment */
                 404: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error404"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "not_found";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description State conflict, or the same Idempotency-Key is still in flight (Retry-After) */
                 409: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error409"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "conflict";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
-                422: {
+                /** @description Body too large */
+                413: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error422"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "payload_too_large";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Body not sent as application/json */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "unsupported_media_type";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
+                    };
+                };
+                /** @description Rate limited (Retry-After, RateLimit headers) */
                 429: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error429"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "rate_limited";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Something went wrong on our side; the request id is logged with the cause */
                 500: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error500"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "internal_error";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The database is briefly unavailable; retry after Retry-After */
                 503: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error503"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "service_unavailable";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
             };
@@ -7868,103 +10281,224 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Default Response */
+                /** @description Invalid request: malformed JSON, invalid fields (every one listed in `details`), a bad Idempotency-Key */
                 400: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error400"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "bad_request" | "validation_failed" | "invalid_json";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Missing, invalid or expired API key */
                 401: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error401"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "missing_api_key" | "invalid_api_key" | "expired_api_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The key may not do this (public key, other business, HTTPS required, feature or KYC level missing) */
                 403: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error403"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description No such resource in this business and environment */
                 404: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error404"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "not_found";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description State conflict, or the same Idempotency-Key is still in flight (Retry-After) */
                 409: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error409"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "conflict";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Body too large */
                 413: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error413"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "payload_too_large";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Body not sent as application/json */
                 415: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error415"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "unsupported_media_type";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error422"];
-                    };
-                };
-                /** @description Default Response */
+                /** @description Rate limited (Retry-After, RateLimit headers) */
                 429: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error429"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "rate_limited";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Something went wrong on our side; the request id is logged with the cause */
                 500: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error500"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "internal_error";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The database is briefly unavailable; retry after Retry-After */
                 503: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error503"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "service_unavailable";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
             };
@@ -8011,112 +10545,246 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Default Response */
+                /** @description Invalid request: malformed JSON, invalid fields (every one listed in `details`), a bad Idempotency-Key */
                 400: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error400"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "bad_request" | "validation_failed" | "invalid_json" | "missing_idempotency_key" | "invalid_idempotency_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Missing, invalid or expired API key */
                 401: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error401"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "missing_api_key" | "invalid_api_key" | "expired_api_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The key may not do this (public key, other business, HTTPS required, feature or KYC level missing) */
                 403: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error403"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description No such resource in this business and environment */
                 404: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error404"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "not_found";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description State conflict, or the same Idempotency-Key is still in flight (Retry-After) */
                 409: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error409"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "conflict" | "idempotency_request_in_progress";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
-                412: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error412"];
-                    };
-                };
-                /** @description Default Response */
+                /** @description Body too large */
                 413: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error413"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "payload_too_large";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Body not sent as application/json */
                 415: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error415"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "unsupported_media_type";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Business rule refused it (insufficient funds, limits, currency), or an Idempotency-Key reused for another request */
                 422: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error422"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "idempotency_key_reused";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Rate limited (Retry-After, RateLimit headers) */
                 429: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error429"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "rate_limited";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Something went wrong on our side; the request id is logged with the cause */
                 500: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error500"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "internal_error";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The database is briefly unavailable; retry after Retry-After */
                 503: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error503"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "service_unavailable";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
             };
@@ -8174,85 +10842,158 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Default Response */
+                /** @description Invalid request: malformed JSON, invalid fields (every one listed in `details`), a bad Idempotency-Key */
                 400: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error400"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "bad_request" | "validation_failed";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Missing, invalid or expired API key */
                 401: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error401"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "missing_api_key" | "invalid_api_key" | "expired_api_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The key may not do this (public key, other business, HTTPS required, feature or KYC level missing) */
                 403: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error403"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description No such resource in this business and environment */
                 404: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error404"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "not_found";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error409"];
-                    };
-                };
-                /** @description Default Response */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error422"];
-                    };
-                };
-                /** @description Default Response */
+                /** @description Rate limited (Retry-After, RateLimit headers) */
                 429: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error429"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "rate_limited";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Something went wrong on our side; the request id is logged with the cause */
                 500: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error500"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "internal_error";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The database is briefly unavailable; retry after Retry-After */
                 503: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error503"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "service_unavailable";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
             };
@@ -8315,85 +11056,136 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Default Response */
+                /** @description Invalid request: malformed JSON, invalid fields (every one listed in `details`), a bad Idempotency-Key */
                 400: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error400"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "bad_request" | "validation_failed";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Missing, invalid or expired API key */
                 401: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error401"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "missing_api_key" | "invalid_api_key" | "expired_api_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The key may not do this (public key, other business, HTTPS required, feature or KYC level missing) */
                 403: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error403"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error404"];
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error409"];
-                    };
-                };
-                /** @description Default Response */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error422"];
-                    };
-                };
-                /** @description Default Response */
+                /** @description Rate limited (Retry-After, RateLimit headers) */
                 429: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error429"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "rate_limited";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Something went wrong on our side; the request id is logged with the cause */
                 500: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error500"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "internal_error";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The database is briefly unavailable; retry after Retry-After */
                 503: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error503"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "service_unavailable";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
             };
@@ -8437,85 +11229,158 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Default Response */
+                /** @description Invalid request: malformed JSON, invalid fields (every one listed in `details`), a bad Idempotency-Key */
                 400: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error400"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "bad_request" | "validation_failed";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Missing, invalid or expired API key */
                 401: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error401"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "missing_api_key" | "invalid_api_key" | "expired_api_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The key may not do this (public key, other business, HTTPS required, feature or KYC level missing) */
                 403: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error403"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description No such resource in this business and environment */
                 404: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error404"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "not_found";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error409"];
-                    };
-                };
-                /** @description Default Response */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error422"];
-                    };
-                };
-                /** @description Default Response */
+                /** @description Rate limited (Retry-After, RateLimit headers) */
                 429: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error429"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "rate_limited";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Something went wrong on our side; the request id is logged with the cause */
                 500: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error500"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "internal_error";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The database is briefly unavailable; retry after Retry-After */
                 503: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error503"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "service_unavailable";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
             };
@@ -8575,85 +11440,158 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Default Response */
+                /** @description Invalid request: malformed JSON, invalid fields (every one listed in `details`), a bad Idempotency-Key */
                 400: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error400"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "bad_request" | "validation_failed";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Missing, invalid or expired API key */
                 401: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error401"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "missing_api_key" | "invalid_api_key" | "expired_api_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The key may not do this (public key, other business, HTTPS required, feature or KYC level missing) */
                 403: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error403"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description No such resource in this business and environment */
                 404: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error404"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "not_found";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error409"];
-                    };
-                };
-                /** @description Default Response */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error422"];
-                    };
-                };
-                /** @description Default Response */
+                /** @description Rate limited (Retry-After, RateLimit headers) */
                 429: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error429"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "rate_limited";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Something went wrong on our side; the request id is logged with the cause */
                 500: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error500"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "internal_error";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The database is briefly unavailable; retry after Retry-After */
                 503: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error503"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "service_unavailable";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
             };
@@ -8702,94 +11640,246 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Default Response */
+                /** @description Invalid request: malformed JSON, invalid fields (every one listed in `details`), a bad Idempotency-Key */
                 400: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error400"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "bad_request" | "validation_failed" | "invalid_json" | "missing_idempotency_key" | "invalid_idempotency_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Missing, invalid or expired API key */
                 401: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error401"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "missing_api_key" | "invalid_api_key" | "expired_api_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The key may not do this (public key, other business, HTTPS required, feature or KYC level missing) */
                 403: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error403"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description No such resource in this business and environment */
                 404: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error404"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "not_found";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description State conflict, or the same Idempotency-Key is still in flight (Retry-After) */
                 409: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error409"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "invalid_state_transition" | "conflict" | "idempotency_request_in_progress";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
-                412: {
+                /** @description Body too large */
+                413: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error412"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "payload_too_large";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Body not sent as application/json */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "unsupported_media_type";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
+                    };
+                };
+                /** @description Business rule refused it (insufficient funds, limits, currency), or an Idempotency-Key reused for another request */
                 422: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error422"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "idempotency_key_reused";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Rate limited (Retry-After, RateLimit headers) */
                 429: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error429"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "rate_limited";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Something went wrong on our side; the request id is logged with the cause */
                 500: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error500"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "internal_error";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The database is briefly unavailable; retry after Retry-After */
                 503: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error503"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "service_unavailable";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
             };
@@ -8844,112 +11934,246 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Default Response */
+                /** @description Invalid request: malformed JSON, invalid fields (every one listed in `details`), a bad Idempotency-Key */
                 400: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error400"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "bad_request" | "validation_failed" | "invalid_json" | "missing_idempotency_key" | "invalid_idempotency_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Missing, invalid or expired API key */
                 401: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error401"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "missing_api_key" | "invalid_api_key" | "expired_api_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The key may not do this (public key, other business, HTTPS required, feature or KYC level missing) */
                 403: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error403"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description No such resource in this business and environment */
                 404: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error404"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "not_found";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description State conflict, or the same Idempotency-Key is still in flight (Retry-After) */
                 409: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error409"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "kyc_already_completed" | "invalid_state_transition" | "conflict" | "idempotency_request_in_progress";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
-                412: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error412"];
-                    };
-                };
-                /** @description Default Response */
+                /** @description Body too large */
                 413: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error413"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "payload_too_large";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Body not sent as application/json */
                 415: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error415"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "unsupported_media_type";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Business rule refused it (insufficient funds, limits, currency), or an Idempotency-Key reused for another request */
                 422: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error422"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "idempotency_key_reused";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Rate limited (Retry-After, RateLimit headers) */
                 429: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error429"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "rate_limited";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Something went wrong on our side; the request id is logged with the cause */
                 500: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error500"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "internal_error";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The database is briefly unavailable; retry after Retry-After */
                 503: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error503"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "service_unavailable";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
             };
@@ -9004,112 +12228,246 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Default Response */
+                /** @description Invalid request: malformed JSON, invalid fields (every one listed in `details`), a bad Idempotency-Key */
                 400: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error400"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "bad_request" | "validation_failed" | "invalid_json" | "missing_idempotency_key" | "invalid_idempotency_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Missing, invalid or expired API key */
                 401: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error401"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "missing_api_key" | "invalid_api_key" | "expired_api_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The key may not do this (public key, other business, HTTPS required, feature or KYC level missing) */
                 403: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error403"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description No such resource in this business and environment */
                 404: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error404"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "not_found";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description State conflict, or the same Idempotency-Key is still in flight (Retry-After) */
                 409: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error409"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "kyc_already_completed" | "invalid_state_transition" | "conflict" | "idempotency_request_in_progress";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
-                412: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error412"];
-                    };
-                };
-                /** @description Default Response */
+                /** @description Body too large */
                 413: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error413"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "payload_too_large";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Body not sent as application/json */
                 415: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error415"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "unsupported_media_type";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Business rule refused it (insufficient funds, limits, currency), or an Idempotency-Key reused for another request */
                 422: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error422"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "idempotency_key_reused";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Rate limited (Retry-After, RateLimit headers) */
                 429: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error429"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "rate_limited";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Something went wrong on our side; the request id is logged with the cause */
                 500: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error500"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "internal_error";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The database is briefly unavailable; retry after Retry-After */
                 503: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error503"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "service_unavailable";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
             };
@@ -9165,112 +12523,268 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Default Response */
+                /** @description Invalid request: malformed JSON, invalid fields (every one listed in `details`), a bad Idempotency-Key */
                 400: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error400"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "bad_request" | "validation_failed" | "invalid_json" | "missing_idempotency_key" | "invalid_idempotency_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Missing, invalid or expired API key */
                 401: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error401"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "missing_api_key" | "invalid_api_key" | "expired_api_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The key may not do this (public key, other business, HTTPS required, feature or KYC level missing) */
                 403: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error403"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description No such resource in this business and environment */
                 404: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error404"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "not_found";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description State conflict, or the same Idempotency-Key is still in flight (Retry-After) */
                 409: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error409"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "kyc_already_completed" | "invalid_state_transition" | "conflict" | "idempotency_request_in_progress";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Documents missing for server-to-server KYC */
                 412: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error412"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "missing_documents";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Body too large */
                 413: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error413"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "payload_too_large";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Body not sent as application/json */
                 415: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error415"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "unsupported_media_type";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Business rule refused it (insufficient funds, limits, currency), or an Idempotency-Key reused for another request */
                 422: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error422"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "idempotency_key_reused";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Rate limited (Retry-After, RateLimit headers) */
                 429: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error429"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "rate_limited";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Something went wrong on our side; the request id is logged with the cause */
                 500: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error500"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "internal_error";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The database is briefly unavailable; retry after Retry-After */
                 503: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error503"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "service_unavailable";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
             };
@@ -9326,112 +12840,268 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Default Response */
+                /** @description Invalid request: malformed JSON, invalid fields (every one listed in `details`), a bad Idempotency-Key */
                 400: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error400"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "bad_request" | "validation_failed" | "invalid_json" | "missing_idempotency_key" | "invalid_idempotency_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Missing, invalid or expired API key */
                 401: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error401"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "missing_api_key" | "invalid_api_key" | "expired_api_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The key may not do this (public key, other business, HTTPS required, feature or KYC level missing) */
                 403: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error403"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description No such resource in this business and environment */
                 404: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error404"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "not_found";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description State conflict, or the same Idempotency-Key is still in flight (Retry-After) */
                 409: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error409"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "kyc_already_completed" | "invalid_state_transition" | "conflict" | "idempotency_request_in_progress";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Documents missing for server-to-server KYC */
                 412: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error412"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "missing_documents";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Body too large */
                 413: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error413"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "payload_too_large";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Body not sent as application/json */
                 415: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error415"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "unsupported_media_type";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Business rule refused it (insufficient funds, limits, currency), or an Idempotency-Key reused for another request */
                 422: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error422"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "idempotency_key_reused";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Rate limited (Retry-After, RateLimit headers) */
                 429: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error429"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "rate_limited";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Something went wrong on our side; the request id is logged with the cause */
                 500: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error500"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "internal_error";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The database is briefly unavailable; retry after Retry-After */
                 503: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error503"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "service_unavailable";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
             };
@@ -9505,85 +13175,158 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Default Response */
+                /** @description Invalid request: malformed JSON, invalid fields (every one listed in `details`), a bad Idempotency-Key */
                 400: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error400"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "bad_request" | "validation_failed";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Missing, invalid or expired API key */
                 401: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error401"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "missing_api_key" | "invalid_api_key" | "expired_api_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The key may not do this (public key, other business, HTTPS required, feature or KYC level missing) */
                 403: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error403"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description No such resource in this business and environment */
                 404: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error404"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "not_found";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error409"];
-                    };
-                };
-                /** @description Default Response */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error422"];
-                    };
-                };
-                /** @description Default Response */
+                /** @description Rate limited (Retry-After, RateLimit headers) */
                 429: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error429"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "rate_limited";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Something went wrong on our side; the request id is logged with the cause */
                 500: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error500"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "internal_error";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The database is briefly unavailable; retry after Retry-After */
                 503: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error503"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "service_unavailable";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
             };
@@ -9629,85 +13372,158 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Default Response */
+                /** @description Invalid request: malformed JSON, invalid fields (every one listed in `details`), a bad Idempotency-Key */
                 400: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error400"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "bad_request" | "validation_failed";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Missing, invalid or expired API key */
                 401: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error401"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "missing_api_key" | "invalid_api_key" | "expired_api_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The key may not do this (public key, other business, HTTPS required, feature or KYC level missing) */
                 403: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error403"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description No such resource in this business and environment */
                 404: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error404"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "not_found";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error409"];
-                    };
-                };
-                /** @description Default Response */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error422"];
-                    };
-                };
-                /** @description Default Response */
+                /** @description Rate limited (Retry-After, RateLimit headers) */
                 429: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error429"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "rate_limited";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Something went wrong on our side; the request id is logged with the cause */
                 500: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error500"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "internal_error";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The database is briefly unavailable; retry after Retry-After */
                 503: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error503"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "service_unavailable";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
             };
@@ -9757,112 +13573,246 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Default Response */
+                /** @description Invalid request: malformed JSON, invalid fields (every one listed in `details`), a bad Idempotency-Key */
                 400: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error400"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "bad_request" | "validation_failed" | "invalid_json" | "missing_idempotency_key" | "invalid_idempotency_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Missing, invalid or expired API key */
                 401: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error401"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "missing_api_key" | "invalid_api_key" | "expired_api_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The key may not do this (public key, other business, HTTPS required, feature or KYC level missing) */
                 403: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error403"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description No such resource in this business and environment */
                 404: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error404"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "not_found";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description State conflict, or the same Idempotency-Key is still in flight (Retry-After) */
                 409: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error409"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "invalid_state_transition" | "conflict" | "idempotency_request_in_progress";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
-                412: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error412"];
-                    };
-                };
-                /** @description Default Response */
+                /** @description Body too large */
                 413: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error413"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "payload_too_large";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Body not sent as application/json */
                 415: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error415"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "unsupported_media_type";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Business rule refused it (insufficient funds, limits, currency), or an Idempotency-Key reused for another request */
                 422: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error422"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "idempotency_key_reused";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Rate limited (Retry-After, RateLimit headers) */
                 429: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error429"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "rate_limited";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Something went wrong on our side; the request id is logged with the cause */
                 500: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error500"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "internal_error";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The database is briefly unavailable; retry after Retry-After */
                 503: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error503"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "service_unavailable";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
             };
@@ -9920,112 +13870,246 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Default Response */
+                /** @description Invalid request: malformed JSON, invalid fields (every one listed in `details`), a bad Idempotency-Key */
                 400: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error400"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "bad_request" | "validation_failed" | "invalid_json" | "missing_idempotency_key" | "invalid_idempotency_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Missing, invalid or expired API key */
                 401: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error401"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "missing_api_key" | "invalid_api_key" | "expired_api_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The key may not do this (public key, other business, HTTPS required, feature or KYC level missing) */
                 403: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error403"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description No such resource in this business and environment */
                 404: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error404"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "not_found";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description State conflict, or the same Idempotency-Key is still in flight (Retry-After) */
                 409: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error409"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "kyc_already_completed" | "conflict" | "idempotency_request_in_progress";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
-                412: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error412"];
-                    };
-                };
-                /** @description Default Response */
+                /** @description Body too large */
                 413: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error413"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "payload_too_large";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Body not sent as application/json */
                 415: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error415"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "unsupported_media_type";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Business rule refused it (insufficient funds, limits, currency), or an Idempotency-Key reused for another request */
                 422: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error422"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "idempotency_key_reused";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Rate limited (Retry-After, RateLimit headers) */
                 429: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error429"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "rate_limited";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Something went wrong on our side; the request id is logged with the cause */
                 500: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error500"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "internal_error";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The database is briefly unavailable; retry after Retry-After */
                 503: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error503"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "service_unavailable";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
             };
@@ -10083,112 +14167,246 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Default Response */
+                /** @description Invalid request: malformed JSON, invalid fields (every one listed in `details`), a bad Idempotency-Key */
                 400: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error400"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "bad_request" | "validation_failed" | "invalid_json" | "missing_idempotency_key" | "invalid_idempotency_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Missing, invalid or expired API key */
                 401: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error401"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "missing_api_key" | "invalid_api_key" | "expired_api_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The key may not do this (public key, other business, HTTPS required, feature or KYC level missing) */
                 403: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error403"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description No such resource in this business and environment */
                 404: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error404"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "not_found";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description State conflict, or the same Idempotency-Key is still in flight (Retry-After) */
                 409: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error409"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "kyc_already_completed" | "conflict" | "idempotency_request_in_progress";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
-                412: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error412"];
-                    };
-                };
-                /** @description Default Response */
+                /** @description Body too large */
                 413: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error413"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "payload_too_large";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Body not sent as application/json */
                 415: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error415"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "unsupported_media_type";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Business rule refused it (insufficient funds, limits, currency), or an Idempotency-Key reused for another request */
                 422: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error422"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "idempotency_key_reused";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Rate limited (Retry-After, RateLimit headers) */
                 429: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error429"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "rate_limited";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Something went wrong on our side; the request id is logged with the cause */
                 500: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error500"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "internal_error";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The database is briefly unavailable; retry after Retry-After */
                 503: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error503"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "service_unavailable";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
             };
@@ -11015,85 +15233,136 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Default Response */
+                /** @description Invalid request: malformed JSON, invalid fields (every one listed in `details`), a bad Idempotency-Key */
                 400: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error400"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "bad_request" | "validation_failed";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Missing, invalid or expired API key */
                 401: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error401"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "missing_api_key" | "invalid_api_key" | "expired_api_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The key may not do this (public key, other business, HTTPS required, feature or KYC level missing) */
                 403: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error403"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "tenant_mismatch" | "https_required";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error404"];
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error409"];
-                    };
-                };
-                /** @description Default Response */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error422"];
-                    };
-                };
-                /** @description Default Response */
+                /** @description Rate limited (Retry-After, RateLimit headers) */
                 429: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error429"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "rate_limited";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Something went wrong on our side; the request id is logged with the cause */
                 500: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error500"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "internal_error";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The database is briefly unavailable; retry after Retry-After */
                 503: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error503"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "service_unavailable";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
             };
@@ -11144,85 +15413,136 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Default Response */
+                /** @description Invalid request: malformed JSON, invalid fields (every one listed in `details`), a bad Idempotency-Key */
                 400: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error400"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "bad_request" | "validation_failed";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Missing, invalid or expired API key */
                 401: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error401"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "missing_api_key" | "invalid_api_key" | "expired_api_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The key may not do this (public key, other business, HTTPS required, feature or KYC level missing) */
                 403: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error403"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "tenant_mismatch" | "https_required";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error404"];
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error409"];
-                    };
-                };
-                /** @description Default Response */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error422"];
-                    };
-                };
-                /** @description Default Response */
+                /** @description Rate limited (Retry-After, RateLimit headers) */
                 429: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error429"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "rate_limited";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Something went wrong on our side; the request id is logged with the cause */
                 500: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error500"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "internal_error";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The database is briefly unavailable; retry after Retry-After */
                 503: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error503"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "service_unavailable";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
             };
@@ -11270,112 +15590,224 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Default Response */
+                /** @description Invalid request: malformed JSON, invalid fields (every one listed in `details`), a bad Idempotency-Key */
                 400: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error400"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "bad_request" | "validation_failed" | "invalid_json" | "invalid_amount" | "missing_idempotency_key" | "invalid_idempotency_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Missing, invalid or expired API key */
                 401: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error401"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "missing_api_key" | "invalid_api_key" | "expired_api_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The key may not do this (public key, other business, HTTPS required, feature or KYC level missing) */
                 403: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error403"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error404"];
-                    };
-                };
-                /** @description Default Response */
+                /** @description State conflict, or the same Idempotency-Key is still in flight (Retry-After) */
                 409: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error409"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "conflict" | "idempotency_request_in_progress";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
-                412: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error412"];
-                    };
-                };
-                /** @description Default Response */
+                /** @description Body too large */
                 413: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error413"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "payload_too_large";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Body not sent as application/json */
                 415: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error415"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "unsupported_media_type";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Business rule refused it (insufficient funds, limits, currency), or an Idempotency-Key reused for another request */
                 422: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error422"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "idempotency_key_reused";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Rate limited (Retry-After, RateLimit headers) */
                 429: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error429"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "rate_limited";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Something went wrong on our side; the request id is logged with the cause */
                 500: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error500"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "internal_error";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The database is briefly unavailable; retry after Retry-After */
                 503: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error503"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "service_unavailable";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
             };
@@ -11437,85 +15869,136 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Default Response */
+                /** @description Invalid request: malformed JSON, invalid fields (every one listed in `details`), a bad Idempotency-Key */
                 400: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error400"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "bad_request" | "validation_failed";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Missing, invalid or expired API key */
                 401: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error401"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "missing_api_key" | "invalid_api_key" | "expired_api_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The key may not do this (public key, other business, HTTPS required, feature or KYC level missing) */
                 403: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error403"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error404"];
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error409"];
-                    };
-                };
-                /** @description Default Response */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error422"];
-                    };
-                };
-                /** @description Default Response */
+                /** @description Rate limited (Retry-After, RateLimit headers) */
                 429: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error429"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "rate_limited";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Something went wrong on our side; the request id is logged with the cause */
                 500: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error500"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "internal_error";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The database is briefly unavailable; retry after Retry-After */
                 503: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error503"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "service_unavailable";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
             };
@@ -11550,112 +16033,246 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Default Response */
+                /** @description Invalid request: malformed JSON, invalid fields (every one listed in `details`), a bad Idempotency-Key */
                 400: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error400"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "bad_request" | "validation_failed" | "invalid_json" | "invalid_amount" | "missing_idempotency_key" | "invalid_idempotency_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Missing, invalid or expired API key */
                 401: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error401"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "missing_api_key" | "invalid_api_key" | "expired_api_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The key may not do this (public key, other business, HTTPS required, feature or KYC level missing) */
                 403: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error403"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description No such resource in this business and environment */
                 404: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error404"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "not_found";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description State conflict, or the same Idempotency-Key is still in flight (Retry-After) */
                 409: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error409"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "account_frozen" | "account_inactive" | "quote_expired" | "quote_used" | "conflict" | "idempotency_request_in_progress";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
-                412: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error412"];
-                    };
-                };
-                /** @description Default Response */
+                /** @description Body too large */
                 413: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error413"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "payload_too_large";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Body not sent as application/json */
                 415: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error415"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "unsupported_media_type";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Business rule refused it (insufficient funds, limits, currency), or an Idempotency-Key reused for another request */
                 422: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error422"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "idempotency_key_reused" | "insufficient_funds" | "limit_exceeded" | "currency_mismatch" | "unprocessable";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Rate limited (Retry-After, RateLimit headers) */
                 429: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error429"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "rate_limited";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Something went wrong on our side; the request id is logged with the cause */
                 500: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error500"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "internal_error";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The database is briefly unavailable; retry after Retry-After */
                 503: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error503"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "service_unavailable";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
             };
@@ -11708,85 +16325,136 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Default Response */
+                /** @description Invalid request: malformed JSON, invalid fields (every one listed in `details`), a bad Idempotency-Key */
                 400: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error400"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "bad_request" | "validation_failed";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Missing, invalid or expired API key */
                 401: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error401"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "missing_api_key" | "invalid_api_key" | "expired_api_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The key may not do this (public key, other business, HTTPS required, feature or KYC level missing) */
                 403: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error403"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error404"];
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error409"];
-                    };
-                };
-                /** @description Default Response */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error422"];
-                    };
-                };
-                /** @description Default Response */
+                /** @description Rate limited (Retry-After, RateLimit headers) */
                 429: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error429"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "rate_limited";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Something went wrong on our side; the request id is logged with the cause */
                 500: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error500"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "internal_error";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The database is briefly unavailable; retry after Retry-After */
                 503: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error503"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "service_unavailable";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
             };
@@ -11830,85 +16498,158 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Default Response */
+                /** @description Invalid request: malformed JSON, invalid fields (every one listed in `details`), a bad Idempotency-Key */
                 400: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error400"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "bad_request" | "validation_failed";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Missing, invalid or expired API key */
                 401: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error401"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "missing_api_key" | "invalid_api_key" | "expired_api_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The key may not do this (public key, other business, HTTPS required, feature or KYC level missing) */
                 403: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error403"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description No such resource in this business and environment */
                 404: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error404"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "not_found";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error409"];
-                    };
-                };
-                /** @description Default Response */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error422"];
-                    };
-                };
-                /** @description Default Response */
+                /** @description Rate limited (Retry-After, RateLimit headers) */
                 429: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error429"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "rate_limited";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Something went wrong on our side; the request id is logged with the cause */
                 500: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error500"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "internal_error";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The database is briefly unavailable; retry after Retry-After */
                 503: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error503"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "service_unavailable";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
             };
@@ -11961,112 +16702,246 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Default Response */
+                /** @description Invalid request: malformed JSON, invalid fields (every one listed in `details`), a bad Idempotency-Key */
                 400: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error400"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "bad_request" | "validation_failed" | "invalid_json" | "missing_idempotency_key" | "invalid_idempotency_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Missing, invalid or expired API key */
                 401: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error401"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "missing_api_key" | "invalid_api_key" | "expired_api_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The key may not do this (public key, other business, HTTPS required, feature or KYC level missing) */
                 403: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error403"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description No such resource in this business and environment */
                 404: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error404"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "not_found";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description State conflict, or the same Idempotency-Key is still in flight (Retry-After) */
                 409: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error409"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "invalid_state_transition" | "conflict" | "idempotency_request_in_progress";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
-                412: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error412"];
-                    };
-                };
-                /** @description Default Response */
+                /** @description Body too large */
                 413: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error413"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "payload_too_large";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Body not sent as application/json */
                 415: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error415"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "unsupported_media_type";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Business rule refused it (insufficient funds, limits, currency), or an Idempotency-Key reused for another request */
                 422: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error422"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "idempotency_key_reused";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Rate limited (Retry-After, RateLimit headers) */
                 429: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error429"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "rate_limited";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Something went wrong on our side; the request id is logged with the cause */
                 500: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error500"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "internal_error";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The database is briefly unavailable; retry after Retry-After */
                 503: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error503"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "service_unavailable";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
             };
@@ -12118,112 +16993,246 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Default Response */
+                /** @description Invalid request: malformed JSON, invalid fields (every one listed in `details`), a bad Idempotency-Key */
                 400: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error400"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "bad_request" | "validation_failed" | "invalid_json" | "missing_idempotency_key" | "invalid_idempotency_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Missing, invalid or expired API key */
                 401: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error401"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "missing_api_key" | "invalid_api_key" | "expired_api_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The key may not do this (public key, other business, HTTPS required, feature or KYC level missing) */
                 403: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error403"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description No such resource in this business and environment */
                 404: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error404"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "not_found";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description State conflict, or the same Idempotency-Key is still in flight (Retry-After) */
                 409: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error409"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "conflict" | "idempotency_request_in_progress";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
-                412: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error412"];
-                    };
-                };
-                /** @description Default Response */
+                /** @description Body too large */
                 413: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error413"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "payload_too_large";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Body not sent as application/json */
                 415: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error415"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "unsupported_media_type";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Business rule refused it (insufficient funds, limits, currency), or an Idempotency-Key reused for another request */
                 422: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error422"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "idempotency_key_reused";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Rate limited (Retry-After, RateLimit headers) */
                 429: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error429"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "rate_limited";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Something went wrong on our side; the request id is logged with the cause */
                 500: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error500"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "internal_error";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The database is briefly unavailable; retry after Retry-After */
                 503: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error503"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "service_unavailable";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
             };
@@ -12274,112 +17283,246 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Default Response */
+                /** @description Invalid request: malformed JSON, invalid fields (every one listed in `details`), a bad Idempotency-Key */
                 400: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error400"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "bad_request" | "validation_failed" | "invalid_json" | "missing_idempotency_key" | "invalid_idempotency_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Missing, invalid or expired API key */
                 401: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error401"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "missing_api_key" | "invalid_api_key" | "expired_api_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The key may not do this (public key, other business, HTTPS required, feature or KYC level missing) */
                 403: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error403"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description No such resource in this business and environment */
                 404: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error404"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "not_found";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description State conflict, or the same Idempotency-Key is still in flight (Retry-After) */
                 409: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error409"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "invalid_state_transition" | "conflict" | "idempotency_request_in_progress";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
-                412: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error412"];
-                    };
-                };
-                /** @description Default Response */
+                /** @description Body too large */
                 413: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error413"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "payload_too_large";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Body not sent as application/json */
                 415: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error415"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "unsupported_media_type";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Business rule refused it (insufficient funds, limits, currency), or an Idempotency-Key reused for another request */
                 422: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error422"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "idempotency_key_reused";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Rate limited (Retry-After, RateLimit headers) */
                 429: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error429"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "rate_limited";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Something went wrong on our side; the request id is logged with the cause */
                 500: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error500"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "internal_error";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The database is briefly unavailable; retry after Retry-After */
                 503: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error503"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "service_unavailable";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
             };
@@ -12430,112 +17573,246 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Default Response */
+                /** @description Invalid request: malformed JSON, invalid fields (every one listed in `details`), a bad Idempotency-Key */
                 400: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error400"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "bad_request" | "validation_failed" | "invalid_json" | "missing_idempotency_key" | "invalid_idempotency_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Missing, invalid or expired API key */
                 401: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error401"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "missing_api_key" | "invalid_api_key" | "expired_api_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The key may not do this (public key, other business, HTTPS required, feature or KYC level missing) */
                 403: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error403"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description No such resource in this business and environment */
                 404: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error404"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "not_found";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description State conflict, or the same Idempotency-Key is still in flight (Retry-After) */
                 409: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error409"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "invalid_state_transition" | "conflict" | "idempotency_request_in_progress";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
-                412: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error412"];
-                    };
-                };
-                /** @description Default Response */
+                /** @description Body too large */
                 413: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error413"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "payload_too_large";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Body not sent as application/json */
                 415: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error415"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "unsupported_media_type";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Business rule refused it (insufficient funds, limits, currency), or an Idempotency-Key reused for another request */
                 422: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error422"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "idempotency_key_reused";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Rate limited (Retry-After, RateLimit headers) */
                 429: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error429"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "rate_limited";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Something went wrong on our side; the request id is logged with the cause */
                 500: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error500"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "internal_error";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The database is briefly unavailable; retry after Retry-After */
                 503: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error503"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "service_unavailable";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
             };
@@ -12586,112 +17863,246 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Default Response */
+                /** @description Invalid request: malformed JSON, invalid fields (every one listed in `details`), a bad Idempotency-Key */
                 400: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error400"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "bad_request" | "validation_failed" | "invalid_json" | "missing_idempotency_key" | "invalid_idempotency_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Missing, invalid or expired API key */
                 401: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error401"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "missing_api_key" | "invalid_api_key" | "expired_api_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The key may not do this (public key, other business, HTTPS required, feature or KYC level missing) */
                 403: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error403"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description No such resource in this business and environment */
                 404: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error404"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "not_found";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description State conflict, or the same Idempotency-Key is still in flight (Retry-After) */
                 409: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error409"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "invalid_state_transition" | "conflict" | "idempotency_request_in_progress";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
-                412: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error412"];
-                    };
-                };
-                /** @description Default Response */
+                /** @description Body too large */
                 413: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error413"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "payload_too_large";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Body not sent as application/json */
                 415: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error415"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "unsupported_media_type";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Business rule refused it (insufficient funds, limits, currency), or an Idempotency-Key reused for another request */
                 422: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error422"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "idempotency_key_reused";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Rate limited (Retry-After, RateLimit headers) */
                 429: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error429"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "rate_limited";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Something went wrong on our side; the request id is logged with the cause */
                 500: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error500"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "internal_error";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The database is briefly unavailable; retry after Retry-After */
                 503: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error503"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "service_unavailable";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
             };
@@ -12750,85 +18161,136 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Default Response */
+                /** @description Invalid request: malformed JSON, invalid fields (every one listed in `details`), a bad Idempotency-Key */
                 400: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error400"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "bad_request" | "validation_failed";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Missing, invalid or expired API key */
                 401: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error401"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "missing_api_key" | "invalid_api_key" | "expired_api_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The key may not do this (public key, other business, HTTPS required, feature or KYC level missing) */
                 403: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error403"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error404"];
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error409"];
-                    };
-                };
-                /** @description Default Response */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error422"];
-                    };
-                };
-                /** @description Default Response */
+                /** @description Rate limited (Retry-After, RateLimit headers) */
                 429: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error429"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "rate_limited";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Something went wrong on our side; the request id is logged with the cause */
                 500: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error500"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "internal_error";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The database is briefly unavailable; retry after Retry-After */
                 503: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error503"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "service_unavailable";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
             };
@@ -12863,112 +18325,246 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Default Response */
+                /** @description Invalid request: malformed JSON, invalid fields (every one listed in `details`), a bad Idempotency-Key */
                 400: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error400"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "bad_request" | "validation_failed" | "invalid_json" | "invalid_amount" | "missing_idempotency_key" | "invalid_idempotency_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Missing, invalid or expired API key */
                 401: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error401"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "missing_api_key" | "invalid_api_key" | "expired_api_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The key may not do this (public key, other business, HTTPS required, feature or KYC level missing) */
                 403: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error403"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description No such resource in this business and environment */
                 404: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error404"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "not_found";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description State conflict, or the same Idempotency-Key is still in flight (Retry-After) */
                 409: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error409"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "account_inactive" | "conflict" | "idempotency_request_in_progress";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
-                412: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error412"];
-                    };
-                };
-                /** @description Default Response */
+                /** @description Body too large */
                 413: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error413"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "payload_too_large";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Body not sent as application/json */
                 415: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error415"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "unsupported_media_type";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Business rule refused it (insufficient funds, limits, currency), or an Idempotency-Key reused for another request */
                 422: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error422"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "idempotency_key_reused" | "currency_mismatch";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Rate limited (Retry-After, RateLimit headers) */
                 429: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error429"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "rate_limited";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Something went wrong on our side; the request id is logged with the cause */
                 500: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error500"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "internal_error";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The database is briefly unavailable; retry after Retry-After */
                 503: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error503"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "service_unavailable";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
             };
@@ -13013,85 +18609,158 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Default Response */
+                /** @description Invalid request: malformed JSON, invalid fields (every one listed in `details`), a bad Idempotency-Key */
                 400: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error400"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "bad_request" | "validation_failed";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Missing, invalid or expired API key */
                 401: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error401"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "missing_api_key" | "invalid_api_key" | "expired_api_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The key may not do this (public key, other business, HTTPS required, feature or KYC level missing) */
                 403: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error403"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description No such resource in this business and environment */
                 404: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error404"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "not_found";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error409"];
-                    };
-                };
-                /** @description Default Response */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error422"];
-                    };
-                };
-                /** @description Default Response */
+                /** @description Rate limited (Retry-After, RateLimit headers) */
                 429: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error429"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "rate_limited";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Something went wrong on our side; the request id is logged with the cause */
                 500: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error500"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "internal_error";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The database is briefly unavailable; retry after Retry-After */
                 503: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error503"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "service_unavailable";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
             };
@@ -13142,112 +18811,246 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Default Response */
+                /** @description Invalid request: malformed JSON, invalid fields (every one listed in `details`), a bad Idempotency-Key */
                 400: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error400"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "bad_request" | "validation_failed" | "invalid_json" | "invalid_amount" | "missing_idempotency_key" | "invalid_idempotency_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Missing, invalid or expired API key */
                 401: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error401"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "missing_api_key" | "invalid_api_key" | "expired_api_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The key may not do this (public key, other business, HTTPS required, feature or KYC level missing) */
                 403: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error403"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description No such resource in this business and environment */
                 404: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error404"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "not_found";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description State conflict, or the same Idempotency-Key is still in flight (Retry-After) */
                 409: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error409"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "account_inactive" | "conflict" | "idempotency_request_in_progress";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
-                412: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error412"];
-                    };
-                };
-                /** @description Default Response */
+                /** @description Body too large */
                 413: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error413"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "payload_too_large";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Body not sent as application/json */
                 415: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error415"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "unsupported_media_type";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Business rule refused it (insufficient funds, limits, currency), or an Idempotency-Key reused for another request */
                 422: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error422"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "idempotency_key_reused" | "currency_mismatch";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Rate limited (Retry-After, RateLimit headers) */
                 429: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error429"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "rate_limited";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Something went wrong on our side; the request id is logged with the cause */
                 500: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error500"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "internal_error";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The database is briefly unavailable; retry after Retry-After */
                 503: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error503"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "service_unavailable";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
             };
@@ -13304,112 +19107,246 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Default Response */
+                /** @description Invalid request: malformed JSON, invalid fields (every one listed in `details`), a bad Idempotency-Key */
                 400: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error400"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "bad_request" | "validation_failed" | "invalid_json" | "missing_idempotency_key" | "invalid_idempotency_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Missing, invalid or expired API key */
                 401: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error401"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "missing_api_key" | "invalid_api_key" | "expired_api_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The key may not do this (public key, other business, HTTPS required, feature or KYC level missing) */
                 403: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error403"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description No such resource in this business and environment */
                 404: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error404"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "not_found";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description State conflict, or the same Idempotency-Key is still in flight (Retry-After) */
                 409: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error409"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "invalid_state_transition" | "conflict" | "idempotency_request_in_progress";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
-                412: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error412"];
-                    };
-                };
-                /** @description Default Response */
+                /** @description Body too large */
                 413: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error413"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "payload_too_large";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Body not sent as application/json */
                 415: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error415"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "unsupported_media_type";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Business rule refused it (insufficient funds, limits, currency), or an Idempotency-Key reused for another request */
                 422: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error422"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "idempotency_key_reused";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Rate limited (Retry-After, RateLimit headers) */
                 429: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error429"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "rate_limited";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Something went wrong on our side; the request id is logged with the cause */
                 500: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error500"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "internal_error";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The database is briefly unavailable; retry after Retry-After */
                 503: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error503"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "service_unavailable";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
             };
@@ -13462,85 +19399,136 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Default Response */
+                /** @description Invalid request: malformed JSON, invalid fields (every one listed in `details`), a bad Idempotency-Key */
                 400: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error400"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "bad_request" | "validation_failed";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Missing, invalid or expired API key */
                 401: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error401"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "missing_api_key" | "invalid_api_key" | "expired_api_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The key may not do this (public key, other business, HTTPS required, feature or KYC level missing) */
                 403: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error403"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error404"];
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error409"];
-                    };
-                };
-                /** @description Default Response */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error422"];
-                    };
-                };
-                /** @description Default Response */
+                /** @description Rate limited (Retry-After, RateLimit headers) */
                 429: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error429"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "rate_limited";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Something went wrong on our side; the request id is logged with the cause */
                 500: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error500"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "internal_error";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The database is briefly unavailable; retry after Retry-After */
                 503: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error503"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "service_unavailable";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
             };
@@ -13584,85 +19572,158 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Default Response */
+                /** @description Invalid request: malformed JSON, invalid fields (every one listed in `details`), a bad Idempotency-Key */
                 400: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error400"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "bad_request" | "validation_failed";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Missing, invalid or expired API key */
                 401: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error401"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "missing_api_key" | "invalid_api_key" | "expired_api_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The key may not do this (public key, other business, HTTPS required, feature or KYC level missing) */
                 403: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error403"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description No such resource in this business and environment */
                 404: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error404"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "not_found";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error409"];
-                    };
-                };
-                /** @description Default Response */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error422"];
-                    };
-                };
-                /** @description Default Response */
+                /** @description Rate limited (Retry-After, RateLimit headers) */
                 429: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error429"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "rate_limited";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Something went wrong on our side; the request id is logged with the cause */
                 500: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error500"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "internal_error";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The database is briefly unavailable; retry after Retry-After */
                 503: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error503"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "service_unavailable";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
             };
@@ -13696,85 +19757,224 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Default Response */
+                /** @description Invalid request: malformed JSON, invalid fields (every one listed in `details`), a bad Idempotency-Key */
                 400: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error400"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "bad_request" | "validation_failed" | "invalid_json";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Missing, invalid or expired API key */
                 401: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error401"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "missing_api_key" | "invalid_api_key" | "expired_api_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The key may not do this (public key, other business, HTTPS required, feature or KYC level missing) */
                 403: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error403"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description No such resource in this business and environment */
                 404: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error404"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "not_found";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description State conflict, or the same Idempotency-Key is still in flight (Retry-After) */
                 409: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error409"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "conflict";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
-                422: {
+                /** @description Body too large */
+                413: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error422"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "payload_too_large";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Body not sent as application/json */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "unsupported_media_type";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
+                    };
+                };
+                /** @description Rate limited (Retry-After, RateLimit headers) */
                 429: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error429"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "rate_limited";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Something went wrong on our side; the request id is logged with the cause */
                 500: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error500"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "internal_error";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The database is briefly unavailable; retry after Retry-After */
                 503: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error503"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "service_unavailable";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
             };
@@ -13826,112 +20026,246 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Default Response */
+                /** @description Invalid request: malformed JSON, invalid fields (every one listed in `details`), a bad Idempotency-Key */
                 400: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error400"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "bad_request" | "validation_failed" | "invalid_json" | "missing_idempotency_key" | "invalid_idempotency_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Missing, invalid or expired API key */
                 401: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error401"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "missing_api_key" | "invalid_api_key" | "expired_api_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The key may not do this (public key, other business, HTTPS required, feature or KYC level missing) */
                 403: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error403"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description No such resource in this business and environment */
                 404: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error404"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "not_found";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description State conflict, or the same Idempotency-Key is still in flight (Retry-After) */
                 409: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error409"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "invalid_state_transition" | "conflict" | "idempotency_request_in_progress";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
-                412: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error412"];
-                    };
-                };
-                /** @description Default Response */
+                /** @description Body too large */
                 413: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error413"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "payload_too_large";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Body not sent as application/json */
                 415: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error415"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "unsupported_media_type";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Business rule refused it (insufficient funds, limits, currency), or an Idempotency-Key reused for another request */
                 422: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error422"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "idempotency_key_reused";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Rate limited (Retry-After, RateLimit headers) */
                 429: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error429"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "rate_limited";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Something went wrong on our side; the request id is logged with the cause */
                 500: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error500"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "internal_error";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The database is briefly unavailable; retry after Retry-After */
                 503: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error503"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "service_unavailable";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
             };
@@ -13984,112 +20318,246 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Default Response */
+                /** @description Invalid request: malformed JSON, invalid fields (every one listed in `details`), a bad Idempotency-Key */
                 400: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error400"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "bad_request" | "validation_failed" | "invalid_json" | "missing_idempotency_key" | "invalid_idempotency_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Missing, invalid or expired API key */
                 401: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error401"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "missing_api_key" | "invalid_api_key" | "expired_api_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The key may not do this (public key, other business, HTTPS required, feature or KYC level missing) */
                 403: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error403"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description No such resource in this business and environment */
                 404: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error404"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "not_found";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description State conflict, or the same Idempotency-Key is still in flight (Retry-After) */
                 409: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error409"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "invalid_state_transition" | "conflict" | "idempotency_request_in_progress";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
-                412: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error412"];
-                    };
-                };
-                /** @description Default Response */
+                /** @description Body too large */
                 413: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error413"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "payload_too_large";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Body not sent as application/json */
                 415: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error415"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "unsupported_media_type";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Business rule refused it (insufficient funds, limits, currency), or an Idempotency-Key reused for another request */
                 422: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error422"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "idempotency_key_reused";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Rate limited (Retry-After, RateLimit headers) */
                 429: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error429"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "rate_limited";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Something went wrong on our side; the request id is logged with the cause */
                 500: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error500"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "internal_error";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The database is briefly unavailable; retry after Retry-After */
                 503: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error503"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "service_unavailable";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
             };
@@ -14142,112 +20610,246 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Default Response */
+                /** @description Invalid request: malformed JSON, invalid fields (every one listed in `details`), a bad Idempotency-Key */
                 400: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error400"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "bad_request" | "validation_failed" | "invalid_json" | "missing_idempotency_key" | "invalid_idempotency_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Missing, invalid or expired API key */
                 401: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error401"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "missing_api_key" | "invalid_api_key" | "expired_api_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The key may not do this (public key, other business, HTTPS required, feature or KYC level missing) */
                 403: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error403"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description No such resource in this business and environment */
                 404: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error404"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "not_found";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description State conflict, or the same Idempotency-Key is still in flight (Retry-After) */
                 409: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error409"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "invalid_state_transition" | "conflict" | "idempotency_request_in_progress";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
-                412: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error412"];
-                    };
-                };
-                /** @description Default Response */
+                /** @description Body too large */
                 413: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error413"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "payload_too_large";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Body not sent as application/json */
                 415: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error415"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "unsupported_media_type";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Business rule refused it (insufficient funds, limits, currency), or an Idempotency-Key reused for another request */
                 422: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error422"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "idempotency_key_reused";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Rate limited (Retry-After, RateLimit headers) */
                 429: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error429"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "rate_limited";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Something went wrong on our side; the request id is logged with the cause */
                 500: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error500"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "internal_error";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The database is briefly unavailable; retry after Retry-After */
                 503: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error503"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "service_unavailable";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
             };
@@ -14296,112 +20898,246 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Default Response */
+                /** @description Invalid request: malformed JSON, invalid fields (every one listed in `details`), a bad Idempotency-Key */
                 400: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error400"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "bad_request" | "validation_failed" | "invalid_json" | "missing_idempotency_key" | "invalid_idempotency_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Missing, invalid or expired API key */
                 401: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error401"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "missing_api_key" | "invalid_api_key" | "expired_api_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The key may not do this (public key, other business, HTTPS required, feature or KYC level missing) */
                 403: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error403"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description No such resource in this business and environment */
                 404: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error404"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "not_found";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description State conflict, or the same Idempotency-Key is still in flight (Retry-After) */
                 409: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error409"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "conflict" | "idempotency_request_in_progress";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
-                412: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error412"];
-                    };
-                };
-                /** @description Default Response */
+                /** @description Body too large */
                 413: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error413"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "payload_too_large";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Body not sent as application/json */
                 415: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error415"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "unsupported_media_type";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Business rule refused it (insufficient funds, limits, currency), or an Idempotency-Key reused for another request */
                 422: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error422"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "idempotency_key_reused";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Rate limited (Retry-After, RateLimit headers) */
                 429: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error429"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "rate_limited";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Something went wrong on our side; the request id is logged with the cause */
                 500: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error500"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "internal_error";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The database is briefly unavailable; retry after Retry-After */
                 503: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error503"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "service_unavailable";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
             };
@@ -14453,112 +21189,246 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Default Response */
+                /** @description Invalid request: malformed JSON, invalid fields (every one listed in `details`), a bad Idempotency-Key */
                 400: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error400"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "bad_request" | "validation_failed" | "invalid_json" | "invalid_amount" | "missing_idempotency_key" | "invalid_idempotency_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Missing, invalid or expired API key */
                 401: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error401"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "missing_api_key" | "invalid_api_key" | "expired_api_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The key may not do this (public key, other business, HTTPS required, feature or KYC level missing) */
                 403: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error403"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description No such resource in this business and environment */
                 404: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error404"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "not_found";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description State conflict, or the same Idempotency-Key is still in flight (Retry-After) */
                 409: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error409"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "conflict" | "idempotency_request_in_progress";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
-                412: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error412"];
-                    };
-                };
-                /** @description Default Response */
+                /** @description Body too large */
                 413: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error413"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "payload_too_large";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Body not sent as application/json */
                 415: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error415"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "unsupported_media_type";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Business rule refused it (insufficient funds, limits, currency), or an Idempotency-Key reused for another request */
                 422: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error422"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "idempotency_key_reused";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Rate limited (Retry-After, RateLimit headers) */
                 429: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error429"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "rate_limited";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Something went wrong on our side; the request id is logged with the cause */
                 500: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error500"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "internal_error";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The database is briefly unavailable; retry after Retry-After */
                 503: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error503"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "service_unavailable";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
             };
@@ -14616,85 +21486,136 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Default Response */
+                /** @description Invalid request: malformed JSON, invalid fields (every one listed in `details`), a bad Idempotency-Key */
                 400: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error400"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "bad_request" | "validation_failed";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Missing, invalid or expired API key */
                 401: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error401"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "missing_api_key" | "invalid_api_key" | "expired_api_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The key may not do this (public key, other business, HTTPS required, feature or KYC level missing) */
                 403: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error403"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error404"];
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error409"];
-                    };
-                };
-                /** @description Default Response */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error422"];
-                    };
-                };
-                /** @description Default Response */
+                /** @description Rate limited (Retry-After, RateLimit headers) */
                 429: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error429"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "rate_limited";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Something went wrong on our side; the request id is logged with the cause */
                 500: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error500"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "internal_error";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The database is briefly unavailable; retry after Retry-After */
                 503: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error503"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "service_unavailable";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
             };
@@ -14738,85 +21659,158 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Default Response */
+                /** @description Invalid request: malformed JSON, invalid fields (every one listed in `details`), a bad Idempotency-Key */
                 400: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error400"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "bad_request" | "validation_failed";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Missing, invalid or expired API key */
                 401: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error401"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "missing_api_key" | "invalid_api_key" | "expired_api_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The key may not do this (public key, other business, HTTPS required, feature or KYC level missing) */
                 403: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error403"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description No such resource in this business and environment */
                 404: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error404"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "not_found";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error409"];
-                    };
-                };
-                /** @description Default Response */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error422"];
-                    };
-                };
-                /** @description Default Response */
+                /** @description Rate limited (Retry-After, RateLimit headers) */
                 429: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error429"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "rate_limited";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Something went wrong on our side; the request id is logged with the cause */
                 500: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error500"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "internal_error";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The database is briefly unavailable; retry after Retry-After */
                 503: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error503"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "service_unavailable";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
             };
@@ -14878,85 +21872,136 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Default Response */
+                /** @description Invalid request: malformed JSON, invalid fields (every one listed in `details`), a bad Idempotency-Key */
                 400: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error400"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "bad_request" | "validation_failed";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Missing, invalid or expired API key */
                 401: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error401"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "missing_api_key" | "invalid_api_key" | "expired_api_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The key may not do this (public key, other business, HTTPS required, feature or KYC level missing) */
                 403: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error403"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error404"];
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error409"];
-                    };
-                };
-                /** @description Default Response */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error422"];
-                    };
-                };
-                /** @description Default Response */
+                /** @description Rate limited (Retry-After, RateLimit headers) */
                 429: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error429"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "rate_limited";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Something went wrong on our side; the request id is logged with the cause */
                 500: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error500"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "internal_error";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The database is briefly unavailable; retry after Retry-After */
                 503: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error503"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "service_unavailable";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
             };
@@ -15000,112 +22045,246 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Default Response */
+                /** @description Invalid request: malformed JSON, invalid fields (every one listed in `details`), a bad Idempotency-Key */
                 400: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error400"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "bad_request" | "validation_failed" | "invalid_json" | "invalid_amount" | "missing_idempotency_key" | "invalid_idempotency_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Missing, invalid or expired API key */
                 401: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error401"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "missing_api_key" | "invalid_api_key" | "expired_api_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The key may not do this (public key, other business, HTTPS required, feature or KYC level missing) */
                 403: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error403"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "secret_key_required" | "tenant_mismatch" | "https_required" | "feature_not_active" | "kyc_level_insufficient";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description No such resource in this business and environment */
                 404: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error404"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "not_found";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description State conflict, or the same Idempotency-Key is still in flight (Retry-After) */
                 409: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error409"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "invalid_state_transition" | "conflict" | "idempotency_request_in_progress";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
-                412: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error412"];
-                    };
-                };
-                /** @description Default Response */
+                /** @description Body too large */
                 413: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error413"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "payload_too_large";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Body not sent as application/json */
                 415: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error415"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "unsupported_media_type";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Business rule refused it (insufficient funds, limits, currency), or an Idempotency-Key reused for another request */
                 422: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error422"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "idempotency_key_reused";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Rate limited (Retry-After, RateLimit headers) */
                 429: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error429"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "rate_limited";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Something went wrong on our side; the request id is logged with the cause */
                 500: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error500"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "internal_error";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The database is briefly unavailable; retry after Retry-After */
                 503: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error503"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "service_unavailable";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
             };
@@ -15147,85 +22326,158 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Default Response */
+                /** @description Invalid request: malformed JSON, invalid fields (every one listed in `details`), a bad Idempotency-Key */
                 400: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error400"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "bad_request" | "validation_failed";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Missing, invalid or expired API key */
                 401: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error401"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "missing_api_key" | "invalid_api_key" | "expired_api_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The key may not do this (public key, other business, HTTPS required, feature or KYC level missing) */
                 403: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error403"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description No such resource in this business and environment */
                 404: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error404"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "not_found";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error409"];
-                    };
-                };
-                /** @description Default Response */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error422"];
-                    };
-                };
-                /** @description Default Response */
+                /** @description Rate limited (Retry-After, RateLimit headers) */
                 429: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error429"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "rate_limited";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Something went wrong on our side; the request id is logged with the cause */
                 500: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error500"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "internal_error";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The database is briefly unavailable; retry after Retry-After */
                 503: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error503"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "service_unavailable";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
             };
@@ -15274,85 +22526,158 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Default Response */
+                /** @description Invalid request: malformed JSON, invalid fields (every one listed in `details`), a bad Idempotency-Key */
                 400: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error400"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "bad_request" | "validation_failed";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Missing, invalid or expired API key */
                 401: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error401"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "missing_api_key" | "invalid_api_key" | "expired_api_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The key may not do this (public key, other business, HTTPS required, feature or KYC level missing) */
                 403: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error403"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description No such resource in this business and environment */
                 404: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error404"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "not_found";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error409"];
-                    };
-                };
-                /** @description Default Response */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error422"];
-                    };
-                };
-                /** @description Default Response */
+                /** @description Rate limited (Retry-After, RateLimit headers) */
                 429: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error429"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "rate_limited";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Something went wrong on our side; the request id is logged with the cause */
                 500: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error500"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "internal_error";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The database is briefly unavailable; retry after Retry-After */
                 503: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error503"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "service_unavailable";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
             };
@@ -15409,103 +22734,224 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Default Response */
+                /** @description Invalid request: malformed JSON, invalid fields (every one listed in `details`), a bad Idempotency-Key */
                 400: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error400"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "bad_request" | "validation_failed" | "invalid_json" | "invalid_amount";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Missing, invalid or expired API key */
                 401: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error401"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "missing_api_key" | "invalid_api_key" | "expired_api_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The key may not do this (public key, other business, HTTPS required, feature or KYC level missing) */
                 403: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error403"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description No such resource in this business and environment */
                 404: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error404"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "not_found";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description State conflict, or the same Idempotency-Key is still in flight (Retry-After) */
                 409: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error409"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "card_blocked" | "invalid_state_transition" | "conflict";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Body too large */
                 413: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error413"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "payload_too_large";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Body not sent as application/json */
                 415: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error415"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "unsupported_media_type";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error422"];
-                    };
-                };
-                /** @description Default Response */
+                /** @description Rate limited (Retry-After, RateLimit headers) */
                 429: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error429"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "rate_limited";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Something went wrong on our side; the request id is logged with the cause */
                 500: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error500"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "internal_error";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The database is briefly unavailable; retry after Retry-After */
                 503: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error503"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "service_unavailable";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
             };
@@ -15563,103 +23009,224 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Default Response */
+                /** @description Invalid request: malformed JSON, invalid fields (every one listed in `details`), a bad Idempotency-Key */
                 400: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error400"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "bad_request" | "validation_failed" | "invalid_json" | "invalid_amount";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Missing, invalid or expired API key */
                 401: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error401"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "missing_api_key" | "invalid_api_key" | "expired_api_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The key may not do this (public key, other business, HTTPS required, feature or KYC level missing) */
                 403: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error403"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description No such resource in this business and environment */
                 404: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error404"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "not_found";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description State conflict, or the same Idempotency-Key is still in flight (Retry-After) */
                 409: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error409"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "card_blocked" | "conflict";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Body too large */
                 413: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error413"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "payload_too_large";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Body not sent as application/json */
                 415: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error415"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "unsupported_media_type";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error422"];
-                    };
-                };
-                /** @description Default Response */
+                /** @description Rate limited (Retry-After, RateLimit headers) */
                 429: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error429"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "rate_limited";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Something went wrong on our side; the request id is logged with the cause */
                 500: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error500"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "internal_error";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The database is briefly unavailable; retry after Retry-After */
                 503: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error503"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "service_unavailable";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
             };
@@ -15702,85 +23269,158 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Default Response */
+                /** @description Invalid request: malformed JSON, invalid fields (every one listed in `details`), a bad Idempotency-Key */
                 400: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error400"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "bad_request" | "validation_failed" | "missing_client_public_key" | "invalid_client_public_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Missing, invalid or expired API key */
                 401: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error401"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "missing_api_key" | "invalid_api_key" | "expired_api_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The key may not do this (public key, other business, HTTPS required, feature or KYC level missing) */
                 403: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error403"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description No such resource in this business and environment */
                 404: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error404"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "not_found";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error409"];
-                    };
-                };
-                /** @description Default Response */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error422"];
-                    };
-                };
-                /** @description Default Response */
+                /** @description Rate limited (Retry-After, RateLimit headers) */
                 429: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error429"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "rate_limited";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Something went wrong on our side; the request id is logged with the cause */
                 500: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error500"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "internal_error";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The database is briefly unavailable; retry after Retry-After */
                 503: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error503"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "service_unavailable";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
             };
@@ -15817,103 +23457,224 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Default Response */
+                /** @description Invalid request: malformed JSON, invalid fields (every one listed in `details`), a bad Idempotency-Key */
                 400: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error400"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "bad_request" | "validation_failed" | "invalid_json";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Missing, invalid or expired API key */
                 401: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error401"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "missing_api_key" | "invalid_api_key" | "expired_api_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The key may not do this (public key, other business, HTTPS required, feature or KYC level missing) */
                 403: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error403"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description No such resource in this business and environment */
                 404: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error404"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "not_found";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description State conflict, or the same Idempotency-Key is still in flight (Retry-After) */
                 409: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error409"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "card_blocked" | "conflict";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Body too large */
                 413: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error413"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "payload_too_large";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Body not sent as application/json */
                 415: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error415"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "unsupported_media_type";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error422"];
-                    };
-                };
-                /** @description Default Response */
+                /** @description Rate limited (Retry-After, RateLimit headers) */
                 429: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error429"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "rate_limited";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Something went wrong on our side; the request id is logged with the cause */
                 500: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error500"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "internal_error";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The database is briefly unavailable; retry after Retry-After */
                 503: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error503"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "service_unavailable";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
             };
@@ -15961,85 +23722,158 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Default Response */
+                /** @description Invalid request: malformed JSON, invalid fields (every one listed in `details`), a bad Idempotency-Key */
                 400: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error400"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "bad_request" | "validation_failed" | "missing_client_public_key" | "invalid_client_public_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Missing, invalid or expired API key */
                 401: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error401"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "missing_api_key" | "invalid_api_key" | "expired_api_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The key may not do this (public key, other business, HTTPS required, feature or KYC level missing) */
                 403: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error403"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description No such resource in this business and environment */
                 404: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error404"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "not_found";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error409"];
-                    };
-                };
-                /** @description Default Response */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error422"];
-                    };
-                };
-                /** @description Default Response */
+                /** @description Rate limited (Retry-After, RateLimit headers) */
                 429: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error429"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "rate_limited";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Something went wrong on our side; the request id is logged with the cause */
                 500: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error500"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "internal_error";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The database is briefly unavailable; retry after Retry-After */
                 503: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error503"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "service_unavailable";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
             };
@@ -16100,112 +23934,246 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Default Response */
+                /** @description Invalid request: malformed JSON, invalid fields (every one listed in `details`), a bad Idempotency-Key */
                 400: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error400"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "bad_request" | "validation_failed" | "invalid_json" | "invalid_amount" | "missing_idempotency_key" | "invalid_idempotency_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Missing, invalid or expired API key */
                 401: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error401"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "missing_api_key" | "invalid_api_key" | "expired_api_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The key may not do this (public key, other business, HTTPS required, feature or KYC level missing) */
                 403: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error403"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description No such resource in this business and environment */
                 404: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error404"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "not_found";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description State conflict, or the same Idempotency-Key is still in flight (Retry-After) */
                 409: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error409"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "account_frozen" | "account_inactive" | "conflict" | "idempotency_request_in_progress";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
-                412: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error412"];
-                    };
-                };
-                /** @description Default Response */
+                /** @description Body too large */
                 413: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error413"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "payload_too_large";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Body not sent as application/json */
                 415: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error415"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "unsupported_media_type";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Business rule refused it (insufficient funds, limits, currency), or an Idempotency-Key reused for another request */
                 422: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error422"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "idempotency_key_reused" | "insufficient_funds" | "currency_mismatch";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Rate limited (Retry-After, RateLimit headers) */
                 429: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error429"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "rate_limited";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Something went wrong on our side; the request id is logged with the cause */
                 500: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error500"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "internal_error";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The database is briefly unavailable; retry after Retry-After */
                 503: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error503"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "service_unavailable";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
             };
@@ -16264,85 +24232,158 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Default Response */
+                /** @description Invalid request: malformed JSON, invalid fields (every one listed in `details`), a bad Idempotency-Key */
                 400: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error400"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "bad_request" | "validation_failed";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Missing, invalid or expired API key */
                 401: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error401"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "missing_api_key" | "invalid_api_key" | "expired_api_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The key may not do this (public key, other business, HTTPS required, feature or KYC level missing) */
                 403: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error403"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description No such resource in this business and environment */
                 404: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error404"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "not_found";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error409"];
-                    };
-                };
-                /** @description Default Response */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error422"];
-                    };
-                };
-                /** @description Default Response */
+                /** @description Rate limited (Retry-After, RateLimit headers) */
                 429: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error429"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "rate_limited";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Something went wrong on our side; the request id is logged with the cause */
                 500: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error500"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "internal_error";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The database is briefly unavailable; retry after Retry-After */
                 503: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error503"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "service_unavailable";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
             };
@@ -16386,85 +24427,158 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Default Response */
+                /** @description Invalid request: malformed JSON, invalid fields (every one listed in `details`), a bad Idempotency-Key */
                 400: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error400"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "bad_request" | "validation_failed";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Missing, invalid or expired API key */
                 401: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error401"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "missing_api_key" | "invalid_api_key" | "expired_api_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The key may not do this (public key, other business, HTTPS required, feature or KYC level missing) */
                 403: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error403"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description No such resource in this business and environment */
                 404: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error404"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "not_found";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error409"];
-                    };
-                };
-                /** @description Default Response */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error422"];
-                    };
-                };
-                /** @description Default Response */
+                /** @description Rate limited (Retry-After, RateLimit headers) */
                 429: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error429"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "rate_limited";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Something went wrong on our side; the request id is logged with the cause */
                 500: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error500"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "internal_error";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The database is briefly unavailable; retry after Retry-After */
                 503: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error503"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "service_unavailable";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
             };
@@ -16523,112 +24637,246 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Default Response */
+                /** @description Invalid request: malformed JSON, invalid fields (every one listed in `details`), a bad Idempotency-Key */
                 400: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error400"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "bad_request" | "validation_failed" | "invalid_json" | "invalid_amount" | "missing_idempotency_key" | "invalid_idempotency_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Missing, invalid or expired API key */
                 401: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error401"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "missing_api_key" | "invalid_api_key" | "expired_api_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The key may not do this (public key, other business, HTTPS required, feature or KYC level missing) */
                 403: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error403"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description No such resource in this business and environment */
                 404: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error404"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "not_found";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description State conflict, or the same Idempotency-Key is still in flight (Retry-After) */
                 409: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error409"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "conflict" | "idempotency_request_in_progress";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
-                412: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error412"];
-                    };
-                };
-                /** @description Default Response */
+                /** @description Body too large */
                 413: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error413"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "payload_too_large";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Body not sent as application/json */
                 415: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error415"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "unsupported_media_type";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Business rule refused it (insufficient funds, limits, currency), or an Idempotency-Key reused for another request */
                 422: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error422"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "idempotency_key_reused";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Rate limited (Retry-After, RateLimit headers) */
                 429: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error429"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "rate_limited";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Something went wrong on our side; the request id is logged with the cause */
                 500: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error500"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "internal_error";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The database is briefly unavailable; retry after Retry-After */
                 503: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error503"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "service_unavailable";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
             };
@@ -16678,112 +24926,246 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Default Response */
+                /** @description Invalid request: malformed JSON, invalid fields (every one listed in `details`), a bad Idempotency-Key */
                 400: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error400"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "bad_request" | "validation_failed" | "invalid_json" | "invalid_amount" | "missing_idempotency_key" | "invalid_idempotency_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Missing, invalid or expired API key */
                 401: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error401"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "missing_api_key" | "invalid_api_key" | "expired_api_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The key may not do this (public key, other business, HTTPS required, feature or KYC level missing) */
                 403: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error403"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description No such resource in this business and environment */
                 404: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error404"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "not_found";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description State conflict, or the same Idempotency-Key is still in flight (Retry-After) */
                 409: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error409"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "invalid_state_transition" | "conflict" | "idempotency_request_in_progress";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
-                412: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error412"];
-                    };
-                };
-                /** @description Default Response */
+                /** @description Body too large */
                 413: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error413"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "payload_too_large";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Body not sent as application/json */
                 415: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error415"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "unsupported_media_type";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Business rule refused it (insufficient funds, limits, currency), or an Idempotency-Key reused for another request */
                 422: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error422"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "idempotency_key_reused" | "unprocessable";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Rate limited (Retry-After, RateLimit headers) */
                 429: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error429"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "rate_limited";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Something went wrong on our side; the request id is logged with the cause */
                 500: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error500"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "internal_error";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The database is briefly unavailable; retry after Retry-After */
                 503: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error503"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "service_unavailable";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
             };
@@ -16833,112 +25215,246 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Default Response */
+                /** @description Invalid request: malformed JSON, invalid fields (every one listed in `details`), a bad Idempotency-Key */
                 400: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error400"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "bad_request" | "validation_failed" | "invalid_json" | "invalid_amount" | "missing_idempotency_key" | "invalid_idempotency_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Missing, invalid or expired API key */
                 401: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error401"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "missing_api_key" | "invalid_api_key" | "expired_api_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The key may not do this (public key, other business, HTTPS required, feature or KYC level missing) */
                 403: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error403"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description No such resource in this business and environment */
                 404: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error404"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "not_found";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description State conflict, or the same Idempotency-Key is still in flight (Retry-After) */
                 409: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error409"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "invalid_state_transition" | "conflict" | "idempotency_request_in_progress";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
-                412: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error412"];
-                    };
-                };
-                /** @description Default Response */
+                /** @description Body too large */
                 413: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error413"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "payload_too_large";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Body not sent as application/json */
                 415: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error415"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "unsupported_media_type";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Business rule refused it (insufficient funds, limits, currency), or an Idempotency-Key reused for another request */
                 422: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error422"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "idempotency_key_reused" | "unprocessable";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Rate limited (Retry-After, RateLimit headers) */
                 429: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error429"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "rate_limited";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Something went wrong on our side; the request id is logged with the cause */
                 500: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error500"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "internal_error";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The database is briefly unavailable; retry after Retry-After */
                 503: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error503"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "service_unavailable";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
             };
@@ -16989,112 +25505,246 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Default Response */
+                /** @description Invalid request: malformed JSON, invalid fields (every one listed in `details`), a bad Idempotency-Key */
                 400: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error400"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "bad_request" | "validation_failed" | "invalid_json" | "missing_idempotency_key" | "invalid_idempotency_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Missing, invalid or expired API key */
                 401: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error401"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "missing_api_key" | "invalid_api_key" | "expired_api_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The key may not do this (public key, other business, HTTPS required, feature or KYC level missing) */
                 403: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error403"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description No such resource in this business and environment */
                 404: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error404"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "not_found";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description State conflict, or the same Idempotency-Key is still in flight (Retry-After) */
                 409: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error409"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "invalid_state_transition" | "conflict" | "idempotency_request_in_progress";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
-                412: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error412"];
-                    };
-                };
-                /** @description Default Response */
+                /** @description Body too large */
                 413: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error413"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "payload_too_large";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Body not sent as application/json */
                 415: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error415"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "unsupported_media_type";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Business rule refused it (insufficient funds, limits, currency), or an Idempotency-Key reused for another request */
                 422: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error422"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "idempotency_key_reused";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Rate limited (Retry-After, RateLimit headers) */
                 429: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error429"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "rate_limited";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Something went wrong on our side; the request id is logged with the cause */
                 500: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error500"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "internal_error";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The database is briefly unavailable; retry after Retry-After */
                 503: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error503"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "service_unavailable";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
             };
@@ -17145,112 +25795,246 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Default Response */
+                /** @description Invalid request: malformed JSON, invalid fields (every one listed in `details`), a bad Idempotency-Key */
                 400: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error400"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "bad_request" | "validation_failed" | "invalid_json" | "missing_idempotency_key" | "invalid_idempotency_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Missing, invalid or expired API key */
                 401: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error401"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "missing_api_key" | "invalid_api_key" | "expired_api_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The key may not do this (public key, other business, HTTPS required, feature or KYC level missing) */
                 403: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error403"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description No such resource in this business and environment */
                 404: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error404"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "not_found";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description State conflict, or the same Idempotency-Key is still in flight (Retry-After) */
                 409: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error409"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "invalid_state_transition" | "conflict" | "idempotency_request_in_progress";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
-                412: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error412"];
-                    };
-                };
-                /** @description Default Response */
+                /** @description Body too large */
                 413: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error413"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "payload_too_large";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Body not sent as application/json */
                 415: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error415"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "unsupported_media_type";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Business rule refused it (insufficient funds, limits, currency), or an Idempotency-Key reused for another request */
                 422: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error422"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "idempotency_key_reused";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Rate limited (Retry-After, RateLimit headers) */
                 429: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error429"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "rate_limited";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description Something went wrong on our side; the request id is logged with the cause */
                 500: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error500"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "internal_error";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
-                /** @description Default Response */
+                /** @description The database is briefly unavailable; retry after Retry-After */
                 503: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["Error503"];
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "service_unavailable";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
                     };
                 };
             };
@@ -17265,186 +26049,6 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
-        /** @description Invalid request: malformed JSON, invalid fields (every one listed in `details`), a bad Idempotency-Key */
-        Error400Input: {
-            data: null;
-            error: {
-                /** @enum {string} */
-                code: "bad_request" | "validation_failed" | "invalid_json" | "invalid_amount" | "missing_idempotency_key" | "invalid_idempotency_key" | "missing_client_public_key" | "invalid_client_public_key";
-                message: string;
-                request_id: string;
-                details: {
-                    field: string;
-                    code: string;
-                    message: string;
-                }[];
-            };
-        };
-        /** @description Missing, invalid or expired API key */
-        Error401Input: {
-            data: null;
-            error: {
-                /** @enum {string} */
-                code: "missing_api_key" | "invalid_api_key" | "expired_api_key" | "unauthorized";
-                message: string;
-                request_id: string;
-                details: {
-                    field: string;
-                    code: string;
-                    message: string;
-                }[];
-            };
-        };
-        /** @description The key may not do this (public key, other business, HTTPS required, feature or KYC level missing) */
-        Error403Input: {
-            data: null;
-            error: {
-                /** @enum {string} */
-                code: "secret_key_required" | "tenant_mismatch" | "https_required" | "feature_not_active" | "kyc_level_insufficient" | "forbidden" | "csrf_failed";
-                message: string;
-                request_id: string;
-                details: {
-                    field: string;
-                    code: string;
-                    message: string;
-                }[];
-            };
-        };
-        /** @description No such resource in this business and environment */
-        Error404Input: {
-            data: null;
-            error: {
-                /** @enum {string} */
-                code: "not_found";
-                message: string;
-                request_id: string;
-                details: {
-                    field: string;
-                    code: string;
-                    message: string;
-                }[];
-            };
-        };
-        /** @description State conflict, or the same Idempotency-Key is still in flight (Retry-After) */
-        Error409Input: {
-            data: null;
-            error: {
-                /** @enum {string} */
-                code: "account_frozen" | "account_inactive" | "card_blocked" | "quote_expired" | "quote_used" | "customer_exists" | "kyc_already_completed" | "invalid_state_transition" | "conflict" | "idempotency_request_in_progress";
-                message: string;
-                request_id: string;
-                details: {
-                    field: string;
-                    code: string;
-                    message: string;
-                }[];
-            };
-        };
-        /** @description Documents missing for server-to-server KYC */
-        Error412Input: {
-            data: null;
-            error: {
-                /** @enum {string} */
-                code: "missing_documents";
-                message: string;
-                request_id: string;
-                details: {
-                    field: string;
-                    code: string;
-                    message: string;
-                }[];
-            };
-        };
-        /** @description Body too large */
-        Error413Input: {
-            data: null;
-            error: {
-                /** @enum {string} */
-                code: "payload_too_large";
-                message: string;
-                request_id: string;
-                details: {
-                    field: string;
-                    code: string;
-                    message: string;
-                }[];
-            };
-        };
-        /** @description Body not sent as application/json */
-        Error415Input: {
-            data: null;
-            error: {
-                /** @enum {string} */
-                code: "unsupported_media_type";
-                message: string;
-                request_id: string;
-                details: {
-                    field: string;
-                    code: string;
-                    message: string;
-                }[];
-            };
-        };
-        /** @description Business rule refused it (insufficient funds, limits, currency), or an Idempotency-Key reused for another request */
-        Error422Input: {
-            data: null;
-            error: {
-                /** @enum {string} */
-                code: "idempotency_key_reused" | "insufficient_funds" | "limit_exceeded" | "currency_mismatch" | "unprocessable";
-                message: string;
-                request_id: string;
-                details: {
-                    field: string;
-                    code: string;
-                    message: string;
-                }[];
-            };
-        };
-        /** @description Rate limited (Retry-After, RateLimit headers) */
-        Error429Input: {
-            data: null;
-            error: {
-                /** @enum {string} */
-                code: "rate_limited";
-                message: string;
-                request_id: string;
-                details: {
-                    field: string;
-                    code: string;
-                    message: string;
-                }[];
-            };
-        };
-        /** @description Something went wrong on our side; the request id is logged with the cause */
-        Error500Input: {
-            data: null;
-            error: {
-                /** @enum {string} */
-                code: "internal_error";
-                message: string;
-                request_id: string;
-                details: {
-                    field: string;
-                    code: string;
-                    message: string;
-                }[];
-            };
-        };
-        /** @description The database is briefly unavailable; retry after Retry-After */
-        Error503Input: {
-            data: null;
-            error: {
-                /** @enum {string} */
-                code: "service_unavailable";
-                message: string;
-                request_id: string;
-                details: {
-                    field: string;
-                    code: string;
-                    message: string;
-                }[];
-            };
-        };
         AddressInput: {
             address_line1: string;
             address_line2?: string;
@@ -18717,186 +27321,6 @@ export interface components {
             activated_at: string;
             provider_data: {
                 [key: string]: unknown;
-            };
-        };
-        /** @description Invalid request: malformed JSON, invalid fields (every one listed in `details`), a bad Idempotency-Key */
-        Error400: {
-            data: null;
-            error: {
-                /** @enum {string} */
-                code: "bad_request" | "validation_failed" | "invalid_json" | "invalid_amount" | "missing_idempotency_key" | "invalid_idempotency_key" | "missing_client_public_key" | "invalid_client_public_key";
-                message: string;
-                request_id: string;
-                details: {
-                    field: string;
-                    code: string;
-                    message: string;
-                }[];
-            };
-        };
-        /** @description Missing, invalid or expired API key */
-        Error401: {
-            data: null;
-            error: {
-                /** @enum {string} */
-                code: "missing_api_key" | "invalid_api_key" | "expired_api_key" | "unauthorized";
-                message: string;
-                request_id: string;
-                details: {
-                    field: string;
-                    code: string;
-                    message: string;
-                }[];
-            };
-        };
-        /** @description The key may not do this (public key, other business, HTTPS required, feature or KYC level missing) */
-        Error403: {
-            data: null;
-            error: {
-                /** @enum {string} */
-                code: "secret_key_required" | "tenant_mismatch" | "https_required" | "feature_not_active" | "kyc_level_insufficient" | "forbidden" | "csrf_failed";
-                message: string;
-                request_id: string;
-                details: {
-                    field: string;
-                    code: string;
-                    message: string;
-                }[];
-            };
-        };
-        /** @description No such resource in this business and environment */
-        Error404: {
-            data: null;
-            error: {
-                /** @enum {string} */
-                code: "not_found";
-                message: string;
-                request_id: string;
-                details: {
-                    field: string;
-                    code: string;
-                    message: string;
-                }[];
-            };
-        };
-        /** @description State conflict, or the same Idempotency-Key is still in flight (Retry-After) */
-        Error409: {
-            data: null;
-            error: {
-                /** @enum {string} */
-                code: "account_frozen" | "account_inactive" | "card_blocked" | "quote_expired" | "quote_used" | "customer_exists" | "kyc_already_completed" | "invalid_state_transition" | "conflict" | "idempotency_request_in_progress";
-                message: string;
-                request_id: string;
-                details: {
-                    field: string;
-                    code: string;
-                    message: string;
-                }[];
-            };
-        };
-        /** @description Documents missing for server-to-server KYC */
-        Error412: {
-            data: null;
-            error: {
-                /** @enum {string} */
-                code: "missing_documents";
-                message: string;
-                request_id: string;
-                details: {
-                    field: string;
-                    code: string;
-                    message: string;
-                }[];
-            };
-        };
-        /** @description Body too large */
-        Error413: {
-            data: null;
-            error: {
-                /** @enum {string} */
-                code: "payload_too_large";
-                message: string;
-                request_id: string;
-                details: {
-                    field: string;
-                    code: string;
-                    message: string;
-                }[];
-            };
-        };
-        /** @description Body not sent as application/json */
-        Error415: {
-            data: null;
-            error: {
-                /** @enum {string} */
-                code: "unsupported_media_type";
-                message: string;
-                request_id: string;
-                details: {
-                    field: string;
-                    code: string;
-                    message: string;
-                }[];
-            };
-        };
-        /** @description Business rule refused it (insufficient funds, limits, currency), or an Idempotency-Key reused for another request */
-        Error422: {
-            data: null;
-            error: {
-                /** @enum {string} */
-                code: "idempotency_key_reused" | "insufficient_funds" | "limit_exceeded" | "currency_mismatch" | "unprocessable";
-                message: string;
-                request_id: string;
-                details: {
-                    field: string;
-                    code: string;
-                    message: string;
-                }[];
-            };
-        };
-        /** @description Rate limited (Retry-After, RateLimit headers) */
-        Error429: {
-            data: null;
-            error: {
-                /** @enum {string} */
-                code: "rate_limited";
-                message: string;
-                request_id: string;
-                details: {
-                    field: string;
-                    code: string;
-                    message: string;
-                }[];
-            };
-        };
-        /** @description Something went wrong on our side; the request id is logged with the cause */
-        Error500: {
-            data: null;
-            error: {
-                /** @enum {string} */
-                code: "internal_error";
-                message: string;
-                request_id: string;
-                details: {
-                    field: string;
-                    code: string;
-                    message: string;
-                }[];
-            };
-        };
-        /** @description The database is briefly unavailable; retry after Retry-After */
-        Error503: {
-            data: null;
-            error: {
-                /** @enum {string} */
-                code: "service_unavailable";
-                message: string;
-                request_id: string;
-                details: {
-                    field: string;
-                    code: string;
-                    message: string;
-                }[];
             };
         };
         Address: {

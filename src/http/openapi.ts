@@ -32,17 +32,6 @@ function errorEnvelope(codes: [ErrorCode, ...ErrorCode[]]) {
   });
 }
 
-/**
- * One error envelope schema per status, its `code` closed to that status's codes (from the one
- * table): the document of a route that declares no `errors` yet.
- */
-const ERROR_SCHEMAS = new Map<number, z.ZodType>();
-for (const status of new Set(Object.values(ERROR_STATUS))) {
-  const codes = ERROR_CODES.filter((c) => ERROR_STATUS[c] === status) as [ErrorCode, ...ErrorCode[]];
-  if (!SUMMARY[status]) continue; // 405 and the like: never a /v1 answer
-  ERROR_SCHEMAS.set(status, errorEnvelope(codes).meta({ id: `Error${status}`, description: SUMMARY[status] }));
-}
-
 /** A route's own error envelopes: per status it can answer, `code` closed to the route's codes of that status. */
 function declaredErrorSchemas(codes: Set<ErrorCode>): Map<number, z.ZodType> {
   const byStatus = new Map<number, ErrorCode[]>();
@@ -75,20 +64,12 @@ const FILE_RESPONSES: Record<string, Record<number, unknown>> = {
   },
 };
 
-/** The statuses a /v1 operation that declares no `errors` can answer besides its success. */
-function errorStatuses(method: string, hasBody: boolean): number[] {
-  const statuses = [400, 401, 403, 404, 409, 422, 429, 500, 503];
-  if (hasBody) statuses.push(413, 415);
-  if (method === 'POST') statuses.push(412);
-  return statuses.sort((a, b) => a - b);
-}
-
 /**
  * The OpenAPI transform: the route's own schemas (jsonSchemaTransform), plus the error envelope
  * of every error status of every /v1 operation, so a generated client knows the error shape, and
- * the success answer of the file routes (FILE_RESPONSES). A route that declares `errors` gets only
- * the statuses and codes it can answer (its declared codes plus `constructionCodes`); one that
- * declares none still gets every code of every status it might answer.
+ * the success answer of the file routes (FILE_RESPONSES). Each route gets only the statuses and
+ * codes it can answer: its declared codes plus `constructionCodes` (every /v1 route declares them,
+ * assertDeclaresErrors).
  * Only the document changes; answers are still rendered by the one error handler.
  */
 export const openApiTransform: typeof jsonSchemaTransform = (input) => {
@@ -101,12 +82,9 @@ export const openApiTransform: typeof jsonSchemaTransform = (input) => {
   const config = route.config;
   const codes = routeErrorCodes(
     { method, url, hasBody: Boolean(rest.body), publicKeyAllowed: config?.publicKeyAllowed, noAuth: config?.noAuth },
-    errors,
+    errors ?? [],
   );
-  const errorSchemas = codes
-    ? declaredErrorSchemas(codes)
-    : new Map(errorStatuses(method, Boolean(rest.body)).flatMap((s) => (ERROR_SCHEMAS.has(s) ? [[s, ERROR_SCHEMAS.get(s)!]] : [])));
-  for (const [status, errorSchema] of errorSchemas) {
+  for (const [status, errorSchema] of declaredErrorSchemas(codes)) {
     if (!(status in response)) response[status] = errorSchema;
   }
   return jsonSchemaTransform({ ...input, schema: { ...rest, response } });

@@ -24,7 +24,8 @@ interface RouteShape {
 /**
  * Every code a /v1 route can answer by construction, whatever its service does: input checks
  * (400), auth (401/403), HTTPS in production (403), an id in the path (404), the unique-violation
- * fallback of writes (409), idempotency on POST, the body parser (413/415), the rate limit (429)
+ * fallback of writes (409), idempotency on POST, the body parser on every method but GET (400
+ * invalid_json, 413, 415), the rate limit (429)
  * and the handler's last resorts (500, 503).
  */
 export function constructionCodes(route: RouteShape): ErrorCode[] {
@@ -36,15 +37,29 @@ export function constructionCodes(route: RouteShape): ErrorCode[] {
   if (route.method === 'POST') {
     codes.push('missing_idempotency_key', 'invalid_idempotency_key', 'idempotency_key_reused', 'idempotency_request_in_progress');
   }
-  if (route.hasBody) codes.push('invalid_json', 'payload_too_large', 'unsupported_media_type');
+  // Fastify parses a body sent to any method but GET, whether the route reads one or not.
+  if (route.hasBody || route.method !== 'GET') codes.push('invalid_json', 'payload_too_large', 'unsupported_media_type');
   codes.push('rate_limited', 'internal_error', 'service_unavailable');
   return codes;
 }
 
-/** The codes a route can answer: by construction plus its declared ones; undefined when it declares none. */
-export function routeErrorCodes(route: RouteShape, declared: readonly ErrorCode[] | undefined): Set<ErrorCode> | undefined {
-  if (!declared) return undefined;
+/** The codes a route can answer: by construction plus its declared ones. */
+export function routeErrorCodes(route: RouteShape, declared: readonly ErrorCode[]): Set<ErrorCode> {
   return new Set([...constructionCodes(route), ...declared]);
+}
+
+/**
+ * At registration: every documented /v1 route declares its codes (`errors: []` when it answers
+ * only the construction codes), so the OpenAPI document lists exactly what each one can answer.
+ * A route without them stops start-up, which fails every test run.
+ */
+export function assertDeclaresErrors(route: {
+  method: string | string[];
+  url: string;
+  schema?: { hide?: boolean; errors?: unknown };
+}): void {
+  if (!route.url.startsWith('/v1/') || route.schema?.hide || route.schema?.errors) return;
+  throw new Error(`${[route.method].flat().join(',')} ${route.url} declares no errors (src/http/route-errors.ts)`);
 }
 
 /** Answers seen in test runs whose code the route did not declare (see `checkDeclared`). */
@@ -55,7 +70,7 @@ const checking = process.env.NODE_ENV === 'test' || Boolean(process.env.VITEST);
 /**
  * In test runs only: an error answer whose code the route does not declare is logged at error
  * level and recorded, so a test (or anyone reading the log) sees the omission. Never changes the
- * answer. Routes that declare nothing are not checked.
+ * answer.
  */
 export function checkDeclared(request: FastifyRequest, code: ErrorCode): void {
   if (!checking) return;
@@ -66,9 +81,9 @@ export function checkDeclared(request: FastifyRequest, code: ErrorCode): void {
   const config = options.config;
   const codes = routeErrorCodes(
     { method, url, hasBody: Boolean(options.schema?.body), publicKeyAllowed: config?.publicKeyAllowed, noAuth: config?.noAuth },
-    options.schema?.errors,
+    options.schema?.errors ?? [],
   );
-  if (!codes || codes.has(code)) return;
+  if (codes.has(code)) return;
   undeclaredErrors.push({ method, url, code });
   request.log.error({ route: `${method} ${url}`, code }, 'error code not declared for this route');
 }

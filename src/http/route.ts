@@ -1,5 +1,6 @@
 import type {
   ContextConfigDefault,
+  FastifyRequest,
   FastifyContextConfig,
   RawReplyDefaultExpression,
   RawRequestDefaultExpression,
@@ -26,10 +27,16 @@ export interface RouteDef<B, P, Q, D extends z.ZodType> {
   querystring?: Q;
   /** The success answer's `data`: the route answers 200 `{data, error: null}`. */
   data: D;
+  /** Answers 201 instead of 200 (the contract's creations that say so). */
+  created?: boolean;
+  /** Also answers 202 with the same `data` (work accepted, finished in the background). */
+  accepted?: boolean;
   /** The business codes the route can answer (see http/route-errors.ts). */
   errors: readonly ErrorCode[];
   config?: FastifyContextConfig;
   bodyLimit?: number;
+  /** Runs before anything else of the route (e.g. a sandbox-only route's 404 for a live key). */
+  onRequest?: (request: FastifyRequest) => Promise<void>;
 }
 
 type Handler<B, P, Q, D extends z.ZodType> = RouteHandlerMethod<
@@ -38,7 +45,12 @@ type Handler<B, P, Q, D extends z.ZodType> = RouteHandlerMethod<
   RawReplyDefaultExpression,
   RouteGenericInterface,
   ContextConfigDefault,
-  { body: B; params: P; querystring: Q; response: { 200: ReturnType<typeof envelope<D>> } },
+  {
+    body: B;
+    params: P;
+    querystring: Q;
+    response: { 200: ReturnType<typeof envelope<D>>; 201: ReturnType<typeof envelope<D>>; 202: ReturnType<typeof envelope<D>> };
+  },
   ZodTypeProvider
 >;
 
@@ -48,18 +60,19 @@ function route<D extends z.ZodType, B = undefined, P = undefined, Q = undefined>
   def: RouteDef<B, P, Q, D>,
   handler: Handler<B, P, Q, D>,
 ): void {
-  const { method, url, config, bodyLimit, data, body, params, querystring, ...docs } = def;
+  const { method, url, config, bodyLimit, onRequest, data, created, accepted, body, params, querystring, ...docs } = def;
   app.route({
     method,
     url,
     ...(config ? { config } : {}),
     ...(bodyLimit ? { bodyLimit } : {}),
+    ...(onRequest ? { onRequest } : {}),
     schema: {
       ...docs,
       ...(body ? { body } : {}),
       ...(params ? { params } : {}),
       ...(querystring ? { querystring } : {}),
-      response: { 200: envelope(data) },
+      response: { [created ? 201 : 200]: envelope(data), ...(accepted ? { 202: envelope(data) } : {}) },
     },
     handler: handler as never,
   });

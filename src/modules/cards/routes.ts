@@ -2,6 +2,7 @@ import type { FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { Deps } from '../../http/deps.js';
 import { envelope, ok } from '../../http/envelope.js';
+import { routes } from '../../http/route.js';
 import { notFound } from '../../core/errors.js';
 import { pageSchema } from '../../db/pagination.js';
 import {
@@ -47,113 +48,92 @@ export async function sandboxOnly(req: FastifyRequest): Promise<void> {
 
 export function cardRoutes(deps: Deps): FastifyPluginAsyncZod {
   return async (app) => {
-    app.post(
+    const r = routes(app, tags);
+    r.post(
       '/v1/cards/applications/new',
       {
-        schema: {
-          tags,
-          summary: 'Create a card application',
-          body: CreateApplicationBody,
-          response: { 200: envelope(CreateApplicationResponse) },
-        },
+        summary: 'Create a card application',
+        body: CreateApplicationBody,
+        data: CreateApplicationResponse,
+        errors: ['invalid_amount', 'not_found'],
       },
       (req, reply) =>
         deps.idempotency.run(req, reply, 'cards.applications.create', (trx) =>
           applications.createApplication(trx, deps, req.ctx, req.body),
         ),
     );
-    app.get(
+    r.get(
       '/v1/cards/applications',
-      {
-        schema: {
-          tags,
-          summary: 'List card applications',
-          querystring: ListApplicationsQuery,
-          response: { 200: envelope(pageSchema(ApplicationResponse)) },
-        },
-      },
+      { summary: 'List card applications', querystring: ListApplicationsQuery, data: pageSchema(ApplicationResponse), errors: [] },
       async (req) => ok(await applications.listApplications(deps.db, req.ctx, req.query)),
     );
-    app.get(
+    r.get(
       '/v1/cards/applications/:application_id',
-      {
-        schema: { tags, summary: 'Get a card application', params: ApplicationIdParams, response: { 200: envelope(ApplicationResponse) } },
-      },
+      { summary: 'Get a card application', params: ApplicationIdParams, data: ApplicationResponse, errors: [] },
       async (req) => ok(await applications.getApplication(deps.db, req.ctx, req.params.application_id)),
     );
 
-    app.post(
+    r.post(
       '/v1/cards',
       {
-        schema: {
-          tags,
-          summary: 'Create a card',
-          description:
-            'Virtual cards are active at once; physical cards are shipped and start `inactive` until activated. A card is in USD unless `currency` names another supported currency.',
-          body: CreateCardBody,
-          response: { 200: envelope(CreateCardResponse) },
-        },
+        summary: 'Create a card',
+        description:
+          'Virtual cards are active at once; physical cards are shipped and start `inactive` until activated. A card is in USD unless `currency` names another supported currency.',
+        body: CreateCardBody,
+        data: CreateCardResponse,
+        errors: ['invalid_amount', 'not_found', 'invalid_state_transition', 'kyc_level_insufficient', 'feature_not_active'],
       },
       (req, reply) => deps.idempotency.run(req, reply, 'cards.create', (trx) => service.createCard(trx, deps, req.ctx, req.body)),
     );
-    app.get(
-      '/v1/cards',
-      { schema: { tags, summary: 'List cards', querystring: ListCardsQuery, response: { 200: envelope(pageSchema(CardResponse)) } } },
-      async (req) => ok(await service.listCards(deps.db, req.ctx, req.query)),
+    r.get('/v1/cards', { summary: 'List cards', querystring: ListCardsQuery, data: pageSchema(CardResponse), errors: [] }, async (req) =>
+      ok(await service.listCards(deps.db, req.ctx, req.query)),
     );
-    app.get(
-      '/v1/cards/:card_id',
-      { schema: { tags, summary: 'Get a card', params: CardIdParams, response: { 200: envelope(CardResponse) } } },
-      async (req) => ok(await service.getCard(deps.db, req.ctx, req.params.card_id)),
+    r.get('/v1/cards/:card_id', { summary: 'Get a card', params: CardIdParams, data: CardResponse, errors: [] }, async (req) =>
+      ok(await service.getCard(deps.db, req.ctx, req.params.card_id)),
     );
-    app.get(
+    r.get(
       '/v1/cards/:card_id/balance',
-      { schema: { tags, summary: 'Get a card balance', params: CardIdParams, response: { 200: envelope(BalanceResponse) } } },
+      { summary: 'Get a card balance', params: CardIdParams, data: BalanceResponse, errors: [] },
       async (req) => ok(await service.getBalance(deps.db, req.ctx, req.params.card_id)),
     );
-    app.patch(
+    r.patch(
       '/v1/cards/:card_id/update',
       {
-        schema: {
-          tags,
-          summary: 'Update a card status',
-          description:
-            '`active` (activation or unfreeze), `freeze` (reversible), `blocked`, `lost`, `stolen` (final: 409 card_blocked afterwards).',
-          params: CardIdParams,
-          body: UpdateCardStatusBody,
-          response: { 200: envelope(CardResponse) },
-        },
+        summary: 'Update a card status',
+        description:
+          '`active` (activation or unfreeze), `freeze` (reversible), `blocked`, `lost`, `stolen` (final: 409 card_blocked afterwards).',
+        params: CardIdParams,
+        body: UpdateCardStatusBody,
+        data: CardResponse,
+        errors: ['card_blocked', 'invalid_state_transition', 'invalid_amount'],
       },
       async (req) => ok(await deps.inTransaction((trx) => service.updateStatus(trx, req.ctx, req.params.card_id, req.body))),
     );
-    app.patch(
+    r.patch(
       '/v1/cards/:card_id/spending-controls',
       {
-        schema: {
-          tags,
-          summary: 'Update spending controls',
-          description: 'Only the fields sent change; a limit of null removes it.',
-          params: CardIdParams,
-          body: SpendingControlsInput,
-          response: { 200: envelope(CardResponse) },
-        },
+        summary: 'Update spending controls',
+        description: 'Only the fields sent change; a limit of null removes it.',
+        params: CardIdParams,
+        body: SpendingControlsInput,
+        data: CardResponse,
+        errors: ['card_blocked', 'invalid_amount'],
       },
       async (req) => ok(await deps.inTransaction((trx) => service.updateSpendingControls(trx, req.ctx, req.params.card_id, req.body))),
     );
-    app.put(
+    r.put(
       '/v1/cards/:card_id/pin',
       {
-        schema: {
-          tags,
-          summary: 'Update a card PIN',
-          params: CardIdParams,
-          body: UpdatePinBody,
-          response: { 200: envelope(z.object({ message: z.string() })) },
-        },
+        summary: 'Update a card PIN',
+        params: CardIdParams,
+        body: UpdatePinBody,
+        data: z.object({ message: z.string() }),
+        errors: ['card_blocked'],
       },
       async (req) => ok(await deps.inTransaction((trx) => service.updatePin(trx, req.ctx, req.params.card_id, req.body.card_pin, deps))),
     );
 
+    // Typed headers (X-Client-Public-Key): written out, the route helper types no headers.
     const secretSchema = (summary: string) => ({
       tags,
       summary,
@@ -161,6 +141,7 @@ export function cardRoutes(deps: Deps): FastifyPluginAsyncZod {
       params: CardIdParams,
       headers: ClientKeyHeaders,
       response: { 200: envelope(SecretEnvelope) },
+      errors: ['missing_client_public_key', 'invalid_client_public_key'] as const,
     });
     app.get('/v1/cards/:card_id/sensitive-details', { schema: secretSchema('View card sensitive details') }, async (req, reply) => {
       reply.header('Cache-Control', 'no-store');
@@ -171,59 +152,47 @@ export function cardRoutes(deps: Deps): FastifyPluginAsyncZod {
       return ok(await service.pinDetails(deps.db, deps, req.ctx, req.params.card_id, req.headers['x-client-public-key']));
     });
 
-    app.post(
+    r.post(
       '/v1/cards/withdraw',
       {
-        schema: {
-          tags,
-          summary: 'Withdraw from a card',
-          description:
-            "Moves money from the card's balance to `account_id` (the owner's or the business's; default: the owner's oldest active account in the card's currency).",
-          body: WithdrawBody,
-          response: { 200: envelope(WithdrawResponse) },
-        },
+        summary: 'Withdraw from a card',
+        description:
+          "Moves money from the card's balance to `account_id` (the owner's or the business's; default: the owner's oldest active account in the card's currency).",
+        body: WithdrawBody,
+        data: WithdrawResponse,
+        errors: ['invalid_amount', 'not_found', 'currency_mismatch', 'insufficient_funds', 'account_frozen', 'account_inactive'],
       },
       (req, reply) => deps.idempotency.run(req, reply, 'cards.withdraw', (trx) => payments.withdraw(trx, req.ctx, req.body)),
     );
-    app.get(
+    r.get(
       '/v1/cards/:card_id/authorizations',
       {
-        schema: {
-          tags,
-          summary: "List a card's authorizations",
-          params: CardIdParams,
-          querystring: ListAuthorizationsQuery,
-          response: { 200: envelope(pageSchema(AuthorizationResponse)) },
-        },
+        summary: "List a card's authorizations",
+        params: CardIdParams,
+        querystring: ListAuthorizationsQuery,
+        data: pageSchema(AuthorizationResponse),
+        errors: [],
       },
       async (req) => ok(await payments.listAuthorizations(deps.db, req.ctx, req.params.card_id, req.query)),
     );
-    app.get(
+    r.get(
       '/v1/card-authorizations/:authorization_id',
-      {
-        schema: {
-          tags,
-          summary: 'Get a card authorization',
-          params: AuthorizationIdParams,
-          response: { 200: envelope(AuthorizationResponse) },
-        },
-      },
+      { summary: 'Get a card authorization', params: AuthorizationIdParams, data: AuthorizationResponse, errors: [] },
       async (req) => ok(await payments.getAuthorization(deps.db, req.ctx, req.params.authorization_id)),
     );
 
     // ---------- sandbox simulations (the sandbox card network) ----------
-    app.post(
+    const sim = routes(app, simTags);
+    sim.post(
       '/v1/simulations/cards/:card_id/authorizations',
       {
         onRequest: sandboxOnly,
-        schema: {
-          tags: simTags,
-          summary: 'Sandbox: a card network authorization',
-          description: 'Approved (funds held on the card) or declined with a reason; `decline_reason` forces a decline.',
-          params: CardIdParams,
-          body: SimulateAuthorizationBody,
-          response: { 200: envelope(AuthorizationResponse) },
-        },
+        summary: 'Sandbox: a card network authorization',
+        description: 'Approved (funds held on the card) or declined with a reason; `decline_reason` forces a decline.',
+        params: CardIdParams,
+        body: SimulateAuthorizationBody,
+        data: AuthorizationResponse,
+        errors: ['invalid_amount'],
       },
       (req, reply) =>
         deps.idempotency.run(req, reply, 'simulations.cards.authorize', (trx) =>
@@ -231,17 +200,15 @@ export function cardRoutes(deps: Deps): FastifyPluginAsyncZod {
         ),
     );
     for (const action of ['capture', 'reverse'] as const) {
-      app.post(
+      sim.post(
         `/v1/simulations/card-authorizations/:authorization_id/${action}`,
         {
           onRequest: sandboxOnly,
-          schema: {
-            tags: simTags,
-            summary: action === 'capture' ? 'Sandbox: clear (post) an authorization, fully or partly' : 'Sandbox: release an authorization',
-            params: AuthorizationIdParams,
-            body: SettleAuthorizationBody,
-            response: { 200: envelope(AuthorizationResponse) },
-          },
+          summary: action === 'capture' ? 'Sandbox: clear (post) an authorization, fully or partly' : 'Sandbox: release an authorization',
+          params: AuthorizationIdParams,
+          body: SettleAuthorizationBody,
+          data: AuthorizationResponse,
+          errors: ['invalid_state_transition', 'unprocessable', 'invalid_amount'],
         },
         (req, reply) =>
           deps.idempotency.run(req, reply, `simulations.card_authorizations.${action}`, (trx) =>
@@ -251,34 +218,30 @@ export function cardRoutes(deps: Deps): FastifyPluginAsyncZod {
     }
 
     // ---------- sandbox simulations ----------
-    app.post(
+    sim.post(
       '/v1/simulations/card-applications/:application_id',
       {
         onRequest: sandboxOnly,
-        schema: {
-          tags: simTags,
-          summary: 'Sandbox: decide a card application',
-          params: ApplicationIdParams,
-          body: SimulateApplicationBody,
-          response: { 200: envelope(ApplicationResponse) },
-        },
+        summary: 'Sandbox: decide a card application',
+        params: ApplicationIdParams,
+        body: SimulateApplicationBody,
+        data: ApplicationResponse,
+        errors: ['invalid_state_transition'],
       },
       (req, reply) =>
         deps.idempotency.run(req, reply, 'simulations.card_applications.decide', (trx) =>
           applications.simulateApplication(trx, req.ctx, req.params.application_id, req.body.status),
         ),
     );
-    app.post(
+    sim.post(
       '/v1/simulations/cards/:card_id/fulfilment',
       {
         onRequest: sandboxOnly,
-        schema: {
-          tags: simTags,
-          summary: 'Sandbox: ship or deliver a physical card',
-          params: CardIdParams,
-          body: SimulateFulfilmentBody,
-          response: { 200: envelope(CardResponse) },
-        },
+        summary: 'Sandbox: ship or deliver a physical card',
+        params: CardIdParams,
+        body: SimulateFulfilmentBody,
+        data: CardResponse,
+        errors: ['invalid_state_transition'],
       },
       (req, reply) =>
         deps.idempotency.run(req, reply, 'simulations.cards.fulfilment', (trx) =>

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import type { Deps } from '../../http/deps.js';
 import type { Trx } from '../../db/client.js';
 import type { RequestContext } from '../../core/context.js';
-import { envelope } from '../../http/envelope.js';
+import { routes } from '../../http/route.js';
 import { notFound } from '../../core/errors.js';
 import { newId } from '../../lib/ids.js';
 import { parseAmount } from '../../lib/money.js';
@@ -76,17 +76,16 @@ export async function fundAccount(trx: Trx, ctx: RequestContext, accountId: stri
 
 export function fundAccountRoutes(deps: Deps): FastifyPluginAsyncZod {
   return async (app) => {
-    app.post(
+    const r = routes(app, ['Simulations']);
+    r.post(
       '/v1/simulations/accounts/:account_id/fund',
       {
-        schema: {
-          tags: ['Simulations'],
-          summary: 'Fund an account (sandbox)',
-          description: 'Simulates an inbound bank transfer into the account. Sandbox keys only (404 with a live key).',
-          params: z.strictObject({ account_id: UuidParam }),
-          body: FundBody,
-          response: { 200: envelope(TransactionResponse) },
-        },
+        summary: 'Fund an account (sandbox)',
+        description: 'Simulates an inbound bank transfer into the account. Sandbox keys only (404 with a live key).',
+        params: z.strictObject({ account_id: UuidParam }),
+        body: FundBody,
+        data: TransactionResponse,
+        errors: ['invalid_amount', 'account_inactive'],
       },
       (req, reply) =>
         deps.idempotency.run(req, reply, 'simulations.accounts.fund', (trx) =>

@@ -2,7 +2,8 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import type { Deps } from '../../http/deps.js';
-import { envelope, ok } from '../../http/envelope.js';
+import { ok } from '../../http/envelope.js';
+import { routes } from '../../http/route.js';
 import { pageSchema } from '../../db/pagination.js';
 import * as cards from './cards.js';
 import {
@@ -33,19 +34,18 @@ export function collectionDeps(deps: Deps, req: FastifyRequest): service.Collect
 
 export function collectionRoutes(deps: Deps): FastifyPluginAsyncZod {
   return async (app) => {
-    app.post(
+    const r = routes(app, tags);
+    r.post(
       '/v1/collections',
       {
-        schema: {
-          tags,
-          summary: 'Initiate a collection',
-          description:
-            'Card: a `payment_link` to the hosted checkout page. Bank transfer: `instruction` and `bank_transfer` (account number and ' +
-            'the reference to quote). Mobile money: `instruction` (the payer approves a prompt). Statuses pending, completed, failed, ' +
-            'expired (`detailed_status` is finer); completion settles the amount less the fee into the destination account.',
-          body: CreateCollectionBody,
-          response: { 200: envelope(CollectionResponse) },
-        },
+        summary: 'Initiate a collection',
+        description:
+          'Card: a `payment_link` to the hosted checkout page. Bank transfer: `instruction` and `bank_transfer` (account number and ' +
+          'the reference to quote). Mobile money: `instruction` (the payer approves a prompt). Statuses pending, completed, failed, ' +
+          'expired (`detailed_status` is finer); completion settles the amount less the fee into the destination account.',
+        body: CreateCollectionBody,
+        data: CollectionResponse,
+        errors: ['not_found', 'invalid_amount', 'currency_mismatch', 'account_inactive'],
       },
       // sensitive: the stored response holds the checkout session token (sealed at rest).
       (req, reply) =>
@@ -58,43 +58,37 @@ export function collectionRoutes(deps: Deps): FastifyPluginAsyncZod {
         ),
     );
 
-    app.get(
+    r.get(
       '/v1/collections',
       {
-        schema: {
-          tags,
-          summary: 'List collections',
-          querystring: ListCollectionsQuery,
-          response: { 200: envelope(pageSchema(CollectionResponse)) },
-        },
+        summary: 'List collections',
+        querystring: ListCollectionsQuery,
+        data: pageSchema(CollectionResponse),
+        errors: [],
       },
       async (req) => ok(await service.listCollections(deps.db, req.ctx, collectionDeps(deps, req), req.query)),
     );
 
-    app.get(
+    r.get(
       '/v1/collections/:id',
       {
-        schema: {
-          tags,
-          summary: 'Get a collection',
-          description: "Needs an API key (unlike the reference); another business's collection is 404.",
-          params: CollectionIdParams,
-          response: { 200: envelope(CollectionResponse) },
-        },
+        summary: 'Get a collection',
+        description: "Needs an API key (unlike the reference); another business's collection is 404.",
+        params: CollectionIdParams,
+        data: CollectionResponse,
+        errors: [],
       },
       async (req) => ok(await service.getCollection(deps.db, req.ctx, collectionDeps(deps, req), req.params.id)),
     );
 
-    app.post(
+    r.post(
       '/v1/collections/cards/payment-intents',
       {
-        schema: {
-          tags,
-          summary: 'Create a card payment intent',
-          description: 'With `card_token` the saved card is charged at once.',
-          body: CreatePaymentIntentBody,
-          response: { 200: envelope(PaymentIntentResponse) },
-        },
+        summary: 'Create a card payment intent',
+        description: 'With `card_token` the saved card is charged at once.',
+        body: CreatePaymentIntentBody,
+        data: PaymentIntentResponse,
+        errors: ['not_found', 'invalid_amount', 'currency_mismatch', 'account_inactive'],
       },
       (req, reply) =>
         deps.idempotency.run(
@@ -108,16 +102,14 @@ export function collectionRoutes(deps: Deps): FastifyPluginAsyncZod {
         ),
     );
 
-    app.post(
+    r.post(
       '/v1/collections/cards/payment-intents/charge',
       {
-        schema: {
-          tags,
-          summary: 'Charge a saved card',
-          description: 'A decline answers 200 with status `failed` and the failure code.',
-          body: ChargeCardBody,
-          response: { 200: envelope(ChargeCardResponse) },
-        },
+        summary: 'Charge a saved card',
+        description: 'A decline answers 200 with status `failed` and the failure code.',
+        body: ChargeCardBody,
+        data: ChargeCardResponse,
+        errors: ['not_found', 'invalid_state_transition'],
       },
       (req, reply) =>
         deps.idempotency.run(req, reply, 'collections.payment_intents.charge', (trx) =>
@@ -125,17 +117,15 @@ export function collectionRoutes(deps: Deps): FastifyPluginAsyncZod {
         ),
     );
 
-    app.get(
+    r.get(
       '/v1/collections/cards',
       {
-        schema: {
-          tags,
-          summary: 'List saved cards',
-          description:
-            "An array, as the reference answers; pages with page/items_per_page or cursor, the next page's cursor in the X-Next-Cursor header.",
-          querystring: ListSavedCardsQuery,
-          response: { 200: envelope(z.array(SavedCardResponse)) },
-        },
+        summary: 'List saved cards',
+        description:
+          "An array, as the reference answers; pages with page/items_per_page or cursor, the next page's cursor in the X-Next-Cursor header.",
+        querystring: ListSavedCardsQuery,
+        data: z.array(SavedCardResponse),
+        errors: [],
       },
       async (req, reply) => {
         const page = await cards.listSavedCards(deps.db, req.ctx, req.query);
@@ -144,21 +134,19 @@ export function collectionRoutes(deps: Deps): FastifyPluginAsyncZod {
       },
     );
 
-    app.get(
+    r.get(
       '/v1/collections/cards/:card_id',
-      { schema: { tags, summary: 'Get a saved card', params: SavedCardParams, response: { 200: envelope(SavedCardResponse) } } },
+      { summary: 'Get a saved card', params: SavedCardParams, data: SavedCardResponse, errors: [] },
       async (req) => ok(await cards.getSavedCard(deps.db, req.ctx, req.params.card_id)),
     );
 
-    app.delete(
+    r.delete(
       '/v1/collections/cards/:card_id',
       {
-        schema: {
-          tags,
-          summary: 'Delete a saved card',
-          params: SavedCardParams,
-          response: { 200: envelope(z.object({ success: z.boolean(), message: z.string() })) },
-        },
+        summary: 'Delete a saved card',
+        params: SavedCardParams,
+        data: z.object({ success: z.boolean(), message: z.string() }),
+        errors: [],
       },
       async (req) => ok(await deps.inTransaction((trx) => cards.deleteSavedCard(trx, req.ctx, req.params.card_id))),
     );

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { Deps } from '../../http/deps.js';
-import { envelope } from '../../http/envelope.js';
+import { routes } from '../../http/route.js';
 import { UuidParam } from '../../lib/validators.js';
 import { simulateCardToken } from './cards.js';
 import { simulateCollection } from './lifecycle.js';
@@ -17,18 +17,17 @@ const ACTIONS = [
 /** Sandbox-only collection simulations (404 with a live key). */
 export function collectionSimulationRoutes(deps: Deps): FastifyPluginAsyncZod {
   return async (app) => {
+    const r = routes(app, ['Simulations']);
     for (const [action, description] of ACTIONS) {
-      app.post(
+      r.post(
         `/v1/simulations/collections/:collection_id/${action}`,
         {
-          schema: {
-            tags: ['Simulations'],
-            summary: `Simulate: collection ${action} (sandbox)`,
-            description,
-            params: z.strictObject({ collection_id: UuidParam }),
-            body: z.preprocess((v) => v ?? {}, SimulationReasonBody),
-            response: { 200: envelope(CollectionResponse) },
-          },
+          summary: `Simulate: collection ${action} (sandbox)`,
+          description,
+          params: z.strictObject({ collection_id: UuidParam }),
+          body: z.preprocess((v) => v ?? {}, SimulationReasonBody),
+          data: CollectionResponse,
+          errors: ['invalid_state_transition'],
         },
         (req, reply) =>
           deps.idempotency.run(req, reply, `simulations.collections.${action}`, (trx) =>
@@ -37,16 +36,14 @@ export function collectionSimulationRoutes(deps: Deps): FastifyPluginAsyncZod {
       );
     }
 
-    app.post(
+    r.post(
       '/v1/simulations/card-tokens',
       {
-        schema: {
-          tags: ['Simulations'],
-          summary: 'Simulate: tokenize a card (sandbox)',
-          description: 'Saves a card and returns its card_token, so tests can charge the magic card numbers without the checkout page.',
-          body: CardTokenBody,
-          response: { 200: envelope(SavedCardResponse) },
-        },
+        summary: 'Simulate: tokenize a card (sandbox)',
+        description: 'Saves a card and returns its card_token, so tests can charge the magic card numbers without the checkout page.',
+        body: CardTokenBody,
+        data: SavedCardResponse,
+        errors: ['not_found'],
       },
       (req, reply) =>
         deps.idempotency.run(req, reply, 'simulations.card_tokens.create', (trx) => simulateCardToken(trx, req.ctx, deps.sealer, req.body)),

@@ -1,7 +1,8 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { Deps } from '../../http/deps.js';
-import { envelope, ok } from '../../http/envelope.js';
+import { ok } from '../../http/envelope.js';
+import { routes } from '../../http/route.js';
 import { pageSchema } from '../../db/pagination.js';
 import { listInstitutions } from '../../lib/institutions.js';
 import {
@@ -16,22 +17,20 @@ import {
 } from './schema.js';
 import * as service from './service.js';
 
-const tags = ['External accounts'];
-
 export function externalAccountRoutes(deps: Deps): FastifyPluginAsyncZod {
   return async (app) => {
-    app.post(
+    const r = routes(app, ['External accounts']);
+    r.post(
       '/v1/external-accounts',
       {
-        schema: {
-          tags,
-          summary: 'Add an external account',
-          description:
-            'Answers 202 with status `pending`; verification with the institution runs in the background and ends in ' +
-            '`active` or `failed` (`payee.setup.*` events). A duplicate (same customer, type, currency and account) returns the existing payee.',
-          body: CreateExternalAccountBody,
-          response: { 200: envelope(ExternalAccountResponse), 202: envelope(ExternalAccountResponse) },
-        },
+        summary: 'Add an external account',
+        description:
+          'Answers 202 with status `pending`; verification with the institution runs in the background and ends in ' +
+          '`active` or `failed` (`payee.setup.*` events). A duplicate (same customer, type, currency and account) returns the existing payee.',
+        body: CreateExternalAccountBody,
+        data: ExternalAccountResponse,
+        accepted: true,
+        errors: ['not_found'],
       },
       (req, reply) =>
         deps.idempotency.run(
@@ -45,31 +44,21 @@ export function externalAccountRoutes(deps: Deps): FastifyPluginAsyncZod {
         ),
     );
 
-    app.get(
+    r.get(
       '/v1/external-accounts',
-      {
-        schema: {
-          tags,
-          summary: 'List external accounts',
-          querystring: ListExternalAccountsQuery,
-          response: { 200: envelope(pageSchema(ExternalAccountResponse)) },
-        },
-      },
+      { summary: 'List external accounts', querystring: ListExternalAccountsQuery, data: pageSchema(ExternalAccountResponse), errors: [] },
       async (req) => ok(await service.listExternalAccounts(deps.db, req.ctx, req.query)),
     );
 
-    app.get(
+    r.get(
       '/v1/external-accounts/institutions',
       {
         config: { publicKeyAllowed: true },
-        schema: {
-          tags,
-          summary: 'List payee institutions',
-          description:
-            'Banks and mobile money operators per country; min_amount/max_amount are decimal strings in the institution currency.',
-          querystring: InstitutionsQuery,
-          response: { 200: envelope(pageSchema(InstitutionItem)) },
-        },
+        summary: 'List payee institutions',
+        description: 'Banks and mobile money operators per country; min_amount/max_amount are decimal strings in the institution currency.',
+        querystring: InstitutionsQuery,
+        data: pageSchema(InstitutionItem),
+        errors: [],
       },
       async (req) => {
         const q = req.query;
@@ -89,43 +78,32 @@ export function externalAccountRoutes(deps: Deps): FastifyPluginAsyncZod {
       },
     );
 
-    app.post(
+    r.post(
       '/v1/external-accounts/verify',
       {
-        schema: {
-          tags,
-          summary: 'Verify an external account (name enquiry)',
-          body: VerifyExternalAccountBody,
-          response: { 200: envelope(VerifyExternalAccountResponse) },
-        },
+        summary: 'Verify an external account (name enquiry)',
+        body: VerifyExternalAccountBody,
+        data: VerifyExternalAccountResponse,
+        errors: [],
       },
       (req, reply) =>
         deps.idempotency.run(req, reply, 'external_accounts.verify', () => service.verifyAccountDetails(req.ctx, deps.config, req.body)),
     );
 
-    app.get(
+    r.get(
       '/v1/external-accounts/:external_account_id',
-      {
-        schema: {
-          tags,
-          summary: 'Get an external account',
-          params: ExternalAccountIdParams,
-          response: { 200: envelope(ExternalAccountResponse) },
-        },
-      },
+      { summary: 'Get an external account', params: ExternalAccountIdParams, data: ExternalAccountResponse, errors: [] },
       async (req) => ok(await service.getExternalAccount(deps.db, req.ctx, req.params.external_account_id)),
     );
 
-    app.delete(
+    r.delete(
       '/v1/external-accounts/:external_account_id',
       {
-        schema: {
-          tags,
-          summary: 'Delete an external account',
-          description: 'New transfers to it are refused; transfers already under way finish.',
-          params: ExternalAccountIdParams,
-          response: { 200: envelope(z.object({ id: z.string(), deleted: z.boolean(), message: z.string() })) },
-        },
+        summary: 'Delete an external account',
+        description: 'New transfers to it are refused; transfers already under way finish.',
+        params: ExternalAccountIdParams,
+        data: z.object({ id: z.string(), deleted: z.boolean(), message: z.string() }),
+        errors: [],
       },
       async (req) => ok(await deps.inTransaction((trx) => service.deleteExternalAccount(trx, req.ctx, req.params.external_account_id))),
     );

@@ -1,7 +1,8 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { Deps } from '../../http/deps.js';
-import { envelope, ok } from '../../http/envelope.js';
+import { ok } from '../../http/envelope.js';
+import { routes } from '../../http/route.js';
 import { pageSchema, PageQuery } from '../../db/pagination.js';
 import * as orders from './orders.js';
 import {
@@ -26,111 +27,110 @@ const publicRead = { publicKeyAllowed: true };
 
 export function fxRoutes(deps: Deps): FastifyPluginAsyncZod {
   return async (app) => {
-    app.get(
+    const r = routes(app, tags);
+    const sim = routes(app, ['Simulations']);
+    r.get(
       '/v1/fx/supported-currencies',
       {
         config: publicRead,
-        schema: {
-          tags,
-          summary: 'List currency pairs',
-          querystring: SupportedCurrenciesQuery,
-          response: { 200: envelope(z.array(SupportedCurrency)) },
-        },
+        summary: 'List currency pairs',
+        querystring: SupportedCurrenciesQuery,
+        data: z.array(SupportedCurrency),
+        errors: [],
       },
       async () => ok(service.listSupportedPairs(deps.config)),
     );
 
-    app.get(
+    r.get(
       '/v1/fx/rates',
       {
         config: publicRead,
-        schema: {
-          tags,
-          summary: 'List exchange rates',
-          description:
-            'Per pair a SELL rate (bid: to_currency received per from_currency sold) and a BUY rate (ask: paid per unit bought), spread included.',
-          querystring: RatesQuery,
-          response: { 200: envelope(z.array(PairRate)) },
-        },
+        summary: 'List exchange rates',
+        description:
+          'Per pair a SELL rate (bid: to_currency received per from_currency sold) and a BUY rate (ask: paid per unit bought), spread included.',
+        querystring: RatesQuery,
+        data: z.array(PairRate),
+        errors: [],
       },
       async (req) => ok(await service.listRates(deps.db, req.ctx, deps.config, req.query)),
     );
 
-    app.post(
+    r.post(
       '/v1/fx/quote',
-      { schema: { tags, summary: 'Create an FX quote', body: QuoteBody, response: { 200: envelope(QuoteResponse) } } },
+      { summary: 'Create an FX quote', body: QuoteBody, data: QuoteResponse, errors: ['invalid_amount'] },
       (req, reply) =>
         deps.idempotency.run(req, reply, 'fx.quote.create', (trx) => service.createQuote(trx, req.ctx, deps.config, req.body)),
     );
 
-    app.post(
+    r.post(
       '/v1/fx/orders',
       {
-        schema: {
-          tags,
-          summary: 'Create an order',
-          description:
-            'Market orders (and orders with a quote_id) execute at once; limit orders hold the funds and wait as pending for target_rate. With approvals on, every order first waits in waiting_approval (funds held) until approved in the dashboard.',
-          body: CreateOrderBody,
-          response: { 200: envelope(OrderResponse) },
-        },
+        summary: 'Create an order',
+        description:
+          'Market orders (and orders with a quote_id) execute at once; limit orders hold the funds and wait as pending for target_rate. With approvals on, every order first waits in waiting_approval (funds held) until approved in the dashboard.',
+        body: CreateOrderBody,
+        data: OrderResponse,
+        errors: [
+          'not_found',
+          'invalid_amount',
+          'currency_mismatch',
+          'insufficient_funds',
+          'limit_exceeded',
+          'account_frozen',
+          'account_inactive',
+          'quote_expired',
+          'quote_used',
+          'unprocessable',
+        ],
       },
       (req, reply) =>
         deps.idempotency.run(req, reply, 'fx.orders.create', (trx) => orders.createOrder(trx, req.ctx, deps.config, req.body)),
     );
 
-    app.get(
+    r.get(
       '/v1/fx/orders',
-      { schema: { tags, summary: 'List orders', querystring: ListOrdersQuery, response: { 200: envelope(pageSchema(OrderResponse)) } } },
+      { summary: 'List orders', querystring: ListOrdersQuery, data: pageSchema(OrderResponse), errors: [] },
       async (req) => ok(await orders.listOrders(deps.db, req.ctx, req.query)),
     );
 
     // With approvals on (business setting `approvals.fx_orders`), orders wait here for an owner or
     // admin to approve or reject them in the dashboard (the reference makes approvals dashboard-only).
-    app.get(
+    r.get(
       '/v1/fx/orders/pending-approvals',
       {
-        schema: {
-          tags,
-          summary: 'List pending approvals',
-          description: 'Orders in waiting_approval, newest first. They are approved or rejected in the dashboard (Approvals).',
-          querystring: PageQuery.pick({ page: true, items_per_page: true }).strict(),
-          response: { 200: envelope(pageSchema(OrderResponse)) },
-        },
+        summary: 'List pending approvals',
+        description: 'Orders in waiting_approval, newest first. They are approved or rejected in the dashboard (Approvals).',
+        querystring: PageQuery.pick({ page: true, items_per_page: true }).strict(),
+        data: pageSchema(OrderResponse),
+        errors: [],
       },
       async (req) => ok(await orders.listOrders(deps.db, req.ctx, { ...req.query, status: 'waiting_approval' })),
     );
 
-    app.get(
-      '/v1/fx/orders/:order_id',
-      { schema: { tags, summary: 'Get an order', params: OrderIdParams, response: { 200: envelope(OrderResponse) } } },
-      async (req) => ok(await orders.getOrder(deps.db, req.ctx, req.params.order_id)),
+    r.get('/v1/fx/orders/:order_id', { summary: 'Get an order', params: OrderIdParams, data: OrderResponse, errors: [] }, async (req) =>
+      ok(await orders.getOrder(deps.db, req.ctx, req.params.order_id)),
     );
 
-    app.post(
+    r.post(
       '/v1/fx/orders/:order_id/cancel',
       {
-        schema: {
-          tags,
-          summary: 'Cancel an order',
-          description: 'Only a pending (limit) order can be cancelled; its hold is released.',
-          params: OrderIdParams,
-          body: z.strictObject({}).nullish(),
-          response: { 200: envelope(OrderResponse) },
-        },
+        summary: 'Cancel an order',
+        description: 'Only a pending (limit) order can be cancelled; its hold is released.',
+        params: OrderIdParams,
+        body: z.strictObject({}).nullish(),
+        data: OrderResponse,
+        errors: ['invalid_state_transition'],
       },
       (req, reply) => deps.idempotency.run(req, reply, 'fx.orders.cancel', (trx) => orders.cancelOrder(trx, req.ctx, req.params.order_id)),
     );
 
-    app.post(
+    sim.post(
       '/v1/simulations/fx/rates',
       {
-        schema: {
-          tags: ['Simulations'],
-          summary: 'Set the sandbox market rate',
-          body: SimulateRateBody,
-          response: { 200: envelope(SimulatedRate) },
-        },
+        summary: 'Set the sandbox market rate',
+        body: SimulateRateBody,
+        data: SimulatedRate,
+        errors: ['not_found'],
       },
       (req, reply) =>
         deps.idempotency.run(req, reply, 'simulations.fx.rates', (trx) => service.simulateRate(trx, req.ctx, deps.config, req.body)),

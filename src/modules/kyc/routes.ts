@@ -2,7 +2,8 @@ import type { FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod, ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { Deps } from '../../http/deps.js';
 import { notFound } from '../../core/errors.js';
-import { envelope, ok } from '../../http/envelope.js';
+import { ok } from '../../http/envelope.js';
+import { routes } from '../../http/route.js';
 import { policyFrom } from './compliance.js';
 import { hostedKycRoutes, useFastJsonParser } from './hosted.js';
 import {
@@ -36,17 +37,16 @@ export function kycRoutes(deps: Deps): FastifyPluginAsyncZod {
     // Read the sanctions list now: a missing or unreadable SANCTIONS_LIST_FILE stops start-up
     // instead of failing the first verification.
     policy.sanctions();
+    const r = routes(app, tags);
     // The reference's older `/v1/risk/...` paths are aliases: same operation, same idempotency name.
     for (const url of ['/v1/customers/kyc/start', '/v1/risk/start-kyc']) {
-      app.post(
+      r.post(
         url,
         {
-          schema: {
-            tags,
-            summary: 'Start KYC verification (returns the hosted page web_url)',
-            body: StartKycBody,
-            response: { 200: envelope(StartKycResponse) },
-          },
+          summary: 'Start KYC verification (returns the hosted page web_url)',
+          body: StartKycBody,
+          data: StartKycResponse,
+          errors: ['not_found', 'kyc_already_completed', 'invalid_state_transition'],
         },
         (req, reply) =>
           deps.idempotency.run(req, reply, 'kyc.start', (trx) =>
@@ -56,15 +56,13 @@ export function kycRoutes(deps: Deps): FastifyPluginAsyncZod {
     }
 
     for (const url of ['/v1/customers/kyc/start-s2s', '/v1/risk/start-kyc-s2s']) {
-      app.post(
+      r.post(
         url,
         {
-          schema: {
-            tags,
-            summary: 'Submit uploaded documents for verification (412 missing_documents lists what is missing)',
-            body: StartS2sBody,
-            response: { 200: envelope(StartS2sResponse) },
-          },
+          summary: 'Submit uploaded documents for verification (412 missing_documents lists what is missing)',
+          body: StartS2sBody,
+          data: StartS2sResponse,
+          errors: ['not_found', 'missing_documents', 'kyc_already_completed', 'invalid_state_transition'],
         },
         (req, reply) =>
           deps.idempotency.run(req, reply, 'kyc.start_s2s', async (trx) => {
@@ -75,44 +73,32 @@ export function kycRoutes(deps: Deps): FastifyPluginAsyncZod {
       );
     }
 
-    app.get(
+    r.get(
       '/v1/customers/:customer_id/kyc/documents',
       {
-        schema: {
-          tags,
-          summary: 'List uploaded KYC documents (metadata only)',
-          params: CustomerIdParams,
-          querystring: KycDocumentsQuery,
-          response: { 200: envelope(KycDocumentsResponse) },
-        },
+        summary: 'List uploaded KYC documents (metadata only)',
+        params: CustomerIdParams,
+        querystring: KycDocumentsQuery,
+        data: KycDocumentsResponse,
+        errors: [],
       },
       async (req) => ok(await service.listDocuments(deps.db, req.ctx, req.params.customer_id, req.query)),
     );
 
-    app.get(
+    r.get(
       '/v1/customers/:customer_id/kyc/status',
-      {
-        schema: {
-          tags,
-          summary: 'Get the KYC review status',
-          params: CustomerIdParams,
-          querystring: KycStatusQuery,
-          response: { 200: envelope(KycStatusResponse) },
-        },
-      },
+      { summary: 'Get the KYC review status', params: CustomerIdParams, querystring: KycStatusQuery, data: KycStatusResponse, errors: [] },
       async (req) => ok(await service.getKycStatus(deps.db, req.ctx, req.params.customer_id, req.query.level)),
     );
 
-    app.post(
+    routes(app, ['Simulations']).post(
       '/v1/simulations/kyc/:customer_id',
       {
-        schema: {
-          tags: ['Simulations'],
-          summary: 'Sandbox: force a KYC result',
-          params: CustomerIdParams,
-          body: SimulateKycBody,
-          response: { 200: envelope(KycStatusResponse) },
-        },
+        summary: 'Sandbox: force a KYC result',
+        params: CustomerIdParams,
+        body: SimulateKycBody,
+        data: KycStatusResponse,
+        errors: ['invalid_state_transition'],
       },
       (req, reply) => {
         if (req.ctx.environment !== 'sandbox') throw notFound(`Route POST ${req.url}`);
@@ -126,18 +112,16 @@ export function kycRoutes(deps: Deps): FastifyPluginAsyncZod {
     // seconds on a 14 MB body. Content-type parsers are scoped to this nested plugin.
     await app.register(async (scope) => {
       useFastJsonParser(scope);
-      const uploads = scope.withTypeProvider<ZodTypeProvider>();
+      const uploads = routes(scope.withTypeProvider<ZodTypeProvider>(), tags);
       for (const url of ['/v1/customers/kyc/upload-document', '/v1/risk/upload-document']) {
         uploads.post(
           url,
           {
             bodyLimit: KYC_UPLOAD_BODY_LIMIT,
-            schema: {
-              tags,
-              summary: 'Upload a KYC document (base64 JPEG, PNG or PDF, at most 10 MB decoded)',
-              body: UploadDocumentBody,
-              response: { 200: envelope(UploadDocumentResponse) },
-            },
+            summary: 'Upload a KYC document (base64 JPEG, PNG or PDF, at most 10 MB decoded)',
+            body: UploadDocumentBody,
+            data: UploadDocumentResponse,
+            errors: ['not_found', 'kyc_already_completed'],
           },
           (req, reply) =>
             deps.idempotency.run(req, reply, 'kyc.upload_document', async (trx) => {

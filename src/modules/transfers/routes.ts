@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { Deps } from '../../http/deps.js';
-import { envelope, ok } from '../../http/envelope.js';
+import { ok } from '../../http/envelope.js';
+import { routes } from '../../http/route.js';
 import { pageSchema } from '../../db/pagination.js';
 import {
   BulkIdParams,
@@ -16,8 +17,6 @@ import { createBulk, getBulk } from './bulk.js';
 import { BatchedIdempotency } from '../../http/idempotency-batch.js';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import * as service from './service.js';
-
-const tags = ['Transfers'];
 
 export function transferRoutes(deps: Deps): FastifyPluginAsyncZod {
   // Every money movement from an account (internal, card funding, payout) goes through the batch path (docs/money-path.md): concurrent requests share
@@ -42,85 +41,72 @@ export function transferRoutes(deps: Deps): FastifyPluginAsyncZod {
       : deps.idempotency.run(req, reply, 'transfers.create', (trx) => service.createTransfer(trx, req.ctx, req.body, deps.config));
 
   return async (app) => {
+    const r = routes(app, ['Transfers']);
     // One operation under two paths: the same Idempotency-Key on either is the same request.
     for (const path of ['/v1/transfer', '/v1/transfers']) {
-      app.post(
+      r.post(
         path,
         {
-          schema: {
-            tags,
-            summary: 'Create a transfer',
-            description:
-              'Internal transfers (destination_type internal_account) complete at once: 422 insufficient_funds moves nothing, ' +
-              '409 account_frozen when the source is frozen, 422 currency_mismatch across currencies. ' +
-              'Transfers to an external_account (payouts) hold amount + fee and answer `pending`; the rail (taken from the payee type, ' +
-              '`rail` optional) then moves them to processing, completed, failed or returned (transfer.status.* events). When the payee ' +
-              'is paid in another currency the rate is locked now: `local_amount`, `local_currency` and `rate` show what it receives. ' +
-              '`additional_information` (the remitter) is required for bank_account and mobile_money payees.',
-            body: CreateTransferBody,
-            response: { 200: envelope(TransferResponse) },
-            errors: [
-              'not_found',
-              'account_frozen',
-              'account_inactive',
-              'card_blocked',
-              'currency_mismatch',
-              'invalid_amount',
-              'insufficient_funds',
-              'limit_exceeded',
-              'feature_not_active',
-              'kyc_level_insufficient',
-              'invalid_state_transition',
-            ],
-          },
+          summary: 'Create a transfer',
+          description:
+            'Internal transfers (destination_type internal_account) complete at once: 422 insufficient_funds moves nothing, ' +
+            '409 account_frozen when the source is frozen, 422 currency_mismatch across currencies. ' +
+            'Transfers to an external_account (payouts) hold amount + fee and answer `pending`; the rail (taken from the payee type, ' +
+            '`rail` optional) then moves them to processing, completed, failed or returned (transfer.status.* events). When the payee ' +
+            'is paid in another currency the rate is locked now: `local_amount`, `local_currency` and `rate` show what it receives. ' +
+            '`additional_information` (the remitter) is required for bank_account and mobile_money payees.',
+          body: CreateTransferBody,
+          data: TransferResponse,
+          errors: [
+            'not_found',
+            'account_frozen',
+            'account_inactive',
+            'card_blocked',
+            'currency_mismatch',
+            'invalid_amount',
+            'insufficient_funds',
+            'limit_exceeded',
+            'feature_not_active',
+            'kyc_level_insufficient',
+            'invalid_state_transition',
+          ],
         },
         (req, reply) => create(req, reply),
       );
     }
 
-    app.post(
+    r.post(
       '/v1/transfers/bulk',
       {
         bodyLimit: 4 * 1024 * 1024,
-        schema: {
-          tags,
-          summary: 'Create a bulk of internal transfers',
-          description:
-            `Up to ${MAX_BULK_ITEMS} internal transfers, each with its own client_reference (unique within the bulk). ` +
-            'Every item is decided on its own, in order, through the same batch path as POST /v1/transfers: `completed` with its transfer, ' +
-            'or `failed` with the error it alone got (insufficient_funds, limit_exceeded, …); never all-or-nothing across items. ' +
-            'Idempotent as a whole under its Idempotency-Key. GET /v1/transfers/bulk/{bulk_id} shows it again.',
-          body: CreateBulkBody,
-          response: { 200: envelope(BulkResponse) },
-          errors: [],
-        },
+        summary: 'Create a bulk of internal transfers',
+        description:
+          `Up to ${MAX_BULK_ITEMS} internal transfers, each with its own client_reference (unique within the bulk). ` +
+          'Every item is decided on its own, in order, through the same batch path as POST /v1/transfers: `completed` with its transfer, ' +
+          'or `failed` with the error it alone got (insufficient_funds, limit_exceeded, …); never all-or-nothing across items. ' +
+          'Idempotent as a whole under its Idempotency-Key. GET /v1/transfers/bulk/{bulk_id} shows it again.',
+        body: CreateBulkBody,
+        data: BulkResponse,
+        errors: [],
       },
       (req, reply) => deps.idempotency.run(req, reply, 'transfers.bulk', (trx) => createBulk(trx, req.ctx, deps.config, req.body)),
     );
 
-    app.get(
+    r.get(
       '/v1/transfers/bulk/:bulk_id',
-      { schema: { tags, summary: 'Get a bulk of transfers', params: BulkIdParams, response: { 200: envelope(BulkResponse) }, errors: [] } },
+      { summary: 'Get a bulk of transfers', params: BulkIdParams, data: BulkResponse, errors: [] },
       async (req) => ok(await getBulk(deps.db, req.ctx, req.params.bulk_id)),
     );
 
-    app.get(
+    r.get(
       '/v1/transfers',
-      {
-        schema: {
-          tags,
-          summary: 'List transfers',
-          querystring: ListTransfersQuery,
-          response: { 200: envelope(pageSchema(TransferResponse)) },
-          errors: [],
-        },
-      },
+      { summary: 'List transfers', querystring: ListTransfersQuery, data: pageSchema(TransferResponse), errors: [] },
       async (req) => ok(await service.listTransfers(deps.db, req.ctx, req.query)),
     );
 
-    app.get(
+    r.get(
       '/v1/transfers/:transfer_id',
-      { schema: { tags, summary: 'Get a transfer', params: TransferIdParams, response: { 200: envelope(TransferResponse) }, errors: [] } },
+      { summary: 'Get a transfer', params: TransferIdParams, data: TransferResponse, errors: [] },
       async (req) => ok(await service.getTransfer(deps.db, req.ctx, req.params.transfer_id)),
     );
   };

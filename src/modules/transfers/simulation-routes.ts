@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { Deps } from '../../http/deps.js';
-import { envelope } from '../../http/envelope.js';
+import { routes } from '../../http/route.js';
 import { notFound } from '../../core/errors.js';
 import { UuidParam } from '../../lib/validators.js';
 import { forceRailOutcome, type RailOutcome } from './payout-lifecycle.js';
@@ -18,19 +18,18 @@ const ACTIONS: [string, RailOutcome, string][] = [
 /** Sandbox: push a payout through its rail by hand (404 with a live key). */
 export function payoutSimulationRoutes(deps: Deps): FastifyPluginAsyncZod {
   return async (app) => {
+    const r = routes(app, ['Simulations']);
     for (const [action, outcome, description] of ACTIONS) {
-      app.post(
+      r.post(
         `/v1/simulations/transfers/:transfer_id/${action}`,
         {
-          schema: {
-            tags: ['Simulations'],
-            summary: `Simulate: payout ${action} (sandbox)`,
-            description,
-            params: z.strictObject({ transfer_id: UuidParam }),
-            // An empty POST (no body at all) means no reason.
-            body: z.preprocess((v) => v ?? {}, ReasonBody),
-            response: { 200: envelope(TransferResponse) },
-          },
+          summary: `Simulate: payout ${action} (sandbox)`,
+          description,
+          params: z.strictObject({ transfer_id: UuidParam }),
+          // An empty POST (no body at all) means no reason.
+          body: z.preprocess((v) => v ?? {}, ReasonBody),
+          data: TransferResponse,
+          errors: ['invalid_state_transition'],
         },
         (req, reply) =>
           deps.idempotency.run(req, reply, `simulations.transfers.${action}`, (trx) => {
