@@ -22,8 +22,6 @@ export interface LoadOptions {
   key: string;
   seconds: number;
   connections: number;
-  /** Requests per second across all connections (a steady load); unset = as fast as it goes. */
-  rate?: number;
 }
 
 async function run(options: LoadOptions, request: autocannon.Request): Promise<LoadResult> {
@@ -31,7 +29,6 @@ async function run(options: LoadOptions, request: autocannon.Request): Promise<L
     url: options.base,
     connections: options.connections,
     duration: options.seconds,
-    ...(options.rate ? { overallRate: options.rate } : {}),
     requests: [request],
   });
   // Requests autocannon cut off at the end are still being served: let them finish before the next run.

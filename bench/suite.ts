@@ -8,6 +8,7 @@ import { seedHistory } from './history.js';
 import { accountReadLoad, transferLoad, VIA_PROXY, type LoadResult } from './load.js';
 import { pgbenchInit, pgbenchRun, type PgbenchResult } from './pgbench.js';
 import { admin, build, fundedAccounts, post, prepareDatabase, preparePGlite, startServer, withDatabase, type Server } from './server.js';
+import { steadyTransfers } from './steady.js';
 
 export const SCENARIOS = ['spread', 'hot', 'reads', 'steady', 'pglite', 'bulk', 'history', 'requestlog'] as const;
 export type Scenario = (typeof SCENARIOS)[number];
@@ -83,12 +84,11 @@ export async function runBench(o: BenchOptions): Promise<{ rows: Row[]; reconcil
     const ids = await fundedAccounts(server.base, key, o.accounts);
     return { handle, server, key, ids, tenantId };
   };
-  const loadOpts = (server: Server, key: string, extra: { seconds?: number; rate?: number; connections?: number } = {}) => ({
+  const loadOpts = (server: Server, key: string, extra: { seconds?: number; connections?: number } = {}) => ({
     base: server.base,
     key,
     seconds: extra.seconds ?? o.loadSeconds,
     connections: extra.connections ?? o.connections,
-    ...(extra.rate ? { rate: extra.rate } : {}),
   });
   const warmup = (server: Server, key: string, ids: string[]) =>
     transferLoad(loadOpts(server, key, { seconds: Math.min(3, o.loadSeconds) }), pairs(ids));
@@ -156,7 +156,7 @@ export async function runBench(o: BenchOptions): Promise<{ rows: Row[]; reconcil
         });
         const rate = Math.max(1, Math.floor(pgSpread.perSecond / 2));
         log(`half load: ${rate} transfers/s`);
-        const half = await transferLoad(loadOpts(server, key, { rate }), pairs(ids));
+        const half = await steadyTransfers({ base: server.base, key, seconds: o.loadSeconds, rate }, pairs(ids));
         rows.push({
           name: 'latency at half the maximum',
           measured: `${fmt(half.perSecond)}/s served of ${rate}/s offered: p50 ${half.p50} ms, p99 ${half.p99} ms${failures(half)}`,
@@ -200,7 +200,7 @@ export async function runBench(o: BenchOptions): Promise<{ rows: Row[]; reconcil
       if (has('steady')) {
         const seconds = Math.max(o.loadSeconds, Math.min(10, o.loadSeconds * 2));
         log(`steady: 100 transfers/s for ${seconds} s`);
-        const run = await transferLoad(loadOpts(server, key, { rate: 100, connections: 10, seconds }), pairs(ids));
+        const run = await steadyTransfers({ base: server.base, key, seconds, rate: 100 }, pairs(ids));
         rows.push({
           name: 'latency at a steady 100 transfers/s',
           measured: `${fmt(run.perSecond)}/s served of 100/s offered: p50 ${run.p50} ms, p99 ${run.p99} ms${failures(run)}`,
