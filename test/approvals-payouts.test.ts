@@ -1,8 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { reconcile } from '../src/ledger/index.js';
-import { listInstitutions } from '../src/lib/institutions.js';
 import { newId } from '../src/lib/ids.js';
-import { nubans, remitter } from './payout-fixtures.js';
+import { gtbPayee, nubans, remitter } from './payout-fixtures.js';
 import { verifyDuePayees } from '../src/modules/external-accounts/service.js';
 import { dispatchPendingPayouts, settleDueSandboxPayouts } from '../src/modules/transfers/payout-lifecycle.js';
 import { setSettings } from '../src/modules/tenants/service.js';
@@ -16,7 +15,6 @@ let api: Client;
 let tenantId: string;
 let customerId: string;
 let ngn: string;
-const gtb = listInstitutions({ country: 'NG', type: 'bank' }).find((i) => i.code === '058')!;
 const scope = () => ({ tenantId, environment: 'sandbox' as const });
 const cfg = { SANDBOX_RAIL_DELAY_MS: 0 };
 const checker = { userId: newId(), email: 'checker@example.com' };
@@ -48,14 +46,7 @@ const balance = async () => {
 };
 
 async function newPayee() {
-  const res = await api.post('/v1/external-accounts', {
-    payee_type: 'bank_account',
-    account_number: nuban(),
-    account_name: 'Amina Bello',
-    currency: 'NGN',
-    customer_id: customerId,
-    institution_id: gtb.id,
-  });
+  const res = await api.post('/v1/external-accounts', gtbPayee(customerId, nuban()));
   expect(res.status, JSON.stringify(res.body)).toBe(202);
   return res.body.data;
 }

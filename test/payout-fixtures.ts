@@ -24,20 +24,26 @@ export function nubans(start: number): () => string {
   };
 }
 
-/**
- * A customer's NGN bank payee at GTBank, verified (the app must run with SANDBOX_RAIL_DELAY_MS 0):
- * ready to receive payouts. `accountNumber`: a NUBAN of the caller's own range (`nubans`).
- */
-export async function verifiedPayee(t: TestApp, api: Client, customerId: string, accountNumber: string): Promise<string> {
+/** The body of a customer's NGN bank payee at GTBank (`POST /v1/external-accounts`). */
+export function gtbPayee(customerId: string, accountNumber: string, overrides: Record<string, unknown> = {}) {
   const gtb = listInstitutions({ country: 'NG', type: 'bank' }).find((i) => i.code === '058')!;
-  const res = await api.post('/v1/external-accounts', {
+  return {
     payee_type: 'bank_account',
     account_number: accountNumber,
     account_name: 'Amina Bello',
     currency: 'NGN',
     customer_id: customerId,
     institution_id: gtb.id,
-  });
+    ...overrides,
+  };
+}
+
+/**
+ * A customer's NGN bank payee at GTBank, verified (the app must run with SANDBOX_RAIL_DELAY_MS 0):
+ * ready to receive payouts. `accountNumber`: a NUBAN of the caller's own range (`nubans`).
+ */
+export async function verifiedPayee(t: TestApp, api: Client, customerId: string, accountNumber: string): Promise<string> {
+  const res = await api.post('/v1/external-accounts', gtbPayee(customerId, accountNumber));
   if (res.status !== 202) throw new Error(`payee: ${res.text}`);
   await verifyDuePayees(t.db, t.unitOfWork, { SANDBOX_RAIL_DELAY_MS: 0 });
   return res.body.data.id as string;

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as ledger from '../src/ledger/index.js';
 import { listInstitutions } from '../src/lib/institutions.js';
-import { nubans, remitter } from './payout-fixtures.js';
+import { gtbPayee, nubans, remitter } from './payout-fixtures.js';
 import { verifyDuePayees } from '../src/modules/external-accounts/service.js';
 import { dispatchPendingPayouts, settleDueSandboxPayouts } from '../src/modules/transfers/payout-lifecycle.js';
 import { setSettings } from '../src/modules/tenants/service.js';
@@ -40,15 +40,7 @@ async function account(currency: string, fund?: string) {
 }
 
 async function payee(body: Record<string, unknown> = {}, verify = true) {
-  const res = await api.post('/v1/external-accounts', {
-    payee_type: 'bank_account',
-    account_number: nuban(),
-    account_name: 'Amina Bello',
-    currency: 'NGN',
-    customer_id: customerId,
-    institution_id: gtb.id,
-    ...body,
-  });
+  const res = await api.post('/v1/external-accounts', gtbPayee(customerId, nuban(), body));
   expect(res.status, JSON.stringify(res.body)).toBe(202);
   if (verify) await verifyDuePayees(t.db, t.unitOfWork, cfg);
   return res.body.data.id as string;

@@ -2,10 +2,9 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openPostgres, PreparedNames, type DatabaseHandle } from '../src/db/client.js';
 import { isRetryableConflict, retryOnConflict } from '../src/db/retry.js';
-import { listInstitutions } from '../src/lib/institutions.js';
 import { clientFor, cloneTemplateDatabase, johnDoe, startTestApp } from './harness.js';
 import { approveKyc } from './kyc-helpers.js';
-import { nubans } from './payout-fixtures.js';
+import { gtbPayee, nubans } from './payout-fixtures.js';
 
 describe('PreparedNames', () => {
   it('names a text the second time it is seen, and deallocates the least recently used beyond its size', () => {
@@ -96,17 +95,9 @@ describe.skipIf(!url)('generic plans of prepared statements on PostgreSQL', () =
       const api = clientFor(t, (await t.tenant()).sandbox.secret_key);
       const customerId = (await api.post('/v1/customers', johnDoe())).body.data.id;
       await approveKyc(api, customerId);
-      const gtb = listInstitutions({ country: 'NG', type: 'bank' }).find((i) => i.code === '058')!;
       const nuban = nubans(200000);
       for (let i = 0; i < 12; i++) {
-        const res = await api.post('/v1/external-accounts', {
-          payee_type: 'bank_account',
-          account_number: nuban(),
-          account_name: 'Amina Bello',
-          currency: 'NGN',
-          customer_id: customerId,
-          institution_id: gtb.id,
-        });
+        const res = await api.post('/v1/external-accounts', gtbPayee(customerId, nuban()));
         expect(res.status, res.text).toBe(202);
       }
     } finally {
