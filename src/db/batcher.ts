@@ -14,14 +14,16 @@ interface Queued<I> {
 
 /**
  * Gathers concurrent items into batches, without a timer: with every lane busy, new items queue,
- * and the next free lane takes up to `maxBatch` of them; at low load an item runs alone at once,
- * so a quiet system pays no added latency. An item whose `key` is already in the forming batch
- * waits for a later one (a multi-row `ON CONFLICT DO UPDATE` cannot touch one row twice, and the
- * second request must see the first one's outcome). Settling each item is `run`'s job.
+ * and the next free lane takes up to `maxBatch` of them; at low load an item runs alone on the
+ * event loop's next turn, so a quiet system pays no added latency. An item whose `key` is already
+ * in the forming batch waits for a later one (a multi-row `ON CONFLICT DO UPDATE` cannot touch one
+ * row twice, and the second request must see the first one's outcome). Settling each item is
+ * `run`'s job.
  */
 export class Batcher<I> {
   private readonly queue: Queued<I>[] = [];
   private running = 0;
+  private scheduled = false;
 
   constructor(
     private readonly run: (batch: I[]) => Promise<void>,
@@ -30,7 +32,22 @@ export class Batcher<I> {
 
   submit(item: I, key: string): void {
     this.queue.push({ item, key });
-    this.kick();
+    this.schedule();
+  }
+
+  /**
+   * Starts batches on the event loop's next turn (setImmediate, not a timer): every request whose
+   * bytes arrived in this turn submits first. Started at once, a batch would take only the first
+   * of them, and on PGlite, whose statements run synchronously in this thread, the next ones
+   * could not even be parsed before it ended: every batch there was one request.
+   */
+  private schedule() {
+    if (this.scheduled) return;
+    this.scheduled = true;
+    setImmediate(() => {
+      this.scheduled = false;
+      this.kick();
+    });
   }
 
   private kick() {
@@ -40,7 +57,7 @@ export class Batcher<I> {
       this.running++;
       void this.run(batch).finally(() => {
         this.running--;
-        this.kick();
+        this.schedule();
       });
     }
   }
