@@ -203,8 +203,13 @@ export function assertCanCredit(row: AccountRow, field = 'destination.id'): void
  * oldest non-deleted one, or a new "Fees" account created on demand. An advisory lock per
  * business and currency makes concurrent first fees create exactly one.
  */
+/** The business's account in `currency` that fees go to, when it exists (businessFeeAccount creates it). */
+export async function findBusinessFeeAccount(db: Queryable, ctx: Scope, currency: string): Promise<AccountRow | undefined> {
+  return repo.findBusinessAccount(db, ctx, currency);
+}
+
 export async function businessFeeAccount(trx: Trx, ctx: Scope, currency: string): Promise<AccountRow> {
-  const existing = await repo.findBusinessAccount(trx, ctx, currency);
+  const existing = await findBusinessFeeAccount(trx, ctx, currency);
   if (existing) return existing;
   await repo.lockBusinessCurrency(trx, ctx, currency);
   const again = await repo.findBusinessAccount(trx, ctx, currency);

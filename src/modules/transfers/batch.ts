@@ -2,7 +2,7 @@ import type { Trx } from '../../db/client.js';
 import { inOneStatement, type WriteSet } from '../../db/write-set.js';
 import { AppError } from '../../core/errors.js';
 import { newId } from '../../lib/ids.js';
-import { PostingBatch, type Hold, type PostedTransaction } from '../../ledger/index.js';
+import { lockBalances, PostingBatch, type Hold, type PostedTransaction } from '../../ledger/index.js';
 import * as accounts from '../accounts/service.js';
 import * as transactions from '../transactions/service.js';
 import { recordEvents } from '../webhooks/service.js';
@@ -48,6 +48,33 @@ async function lockAccounts(trx: Trx, reqs: MovementRequest[]) {
     locked.set(key, await accounts.lockForMovement(trx, req.ctx, ids));
   }
   return locked;
+}
+
+/**
+ * Takes, before the first chunk of a bulk, every lock its chunks will take, in movementBatch's
+ * order: account rows (share), spending locks, balance rows (with the fee accounts that exist),
+ * each ascending. Each chunk then locks rows its transaction already holds, without waiting.
+ * Locked chunk by chunk, a later chunk could wait for a lower row while holding a higher one from
+ * an earlier chunk: two bulks over the same accounts deadlocked (a 503 once the retries ran out).
+ */
+export async function lockAhead(trx: Trx, reqs: MovementRequest[]): Promise<void> {
+  const live: MovementRequest[] = [];
+  for (const req of reqs) if (!((await settle(() => checkShape(req.body))) instanceof AppError)) live.push(req);
+  const locked = await lockAccounts(trx, live);
+  const spending = live.flatMap((req) => {
+    const customerId = locked.get(scopeKey(req))?.get(req.body.source.id)?.customer_id;
+    return customerId ? [repo.spendingKey(req.ctx, customerId)] : [];
+  });
+  await repo.lockSpendingKeys(trx, spending);
+  for (const [key, rows] of [...locked].sort(([a], [b]) => (a < b ? -1 : 1))) {
+    const ctx = live.find((req) => scopeKey(req) === key)!.ctx;
+    const ids = [...rows.keys()];
+    for (const currency of new Set([...rows.values()].map((r) => r.currency))) {
+      const fees = await accounts.findBusinessFeeAccount(trx, ctx, currency);
+      if (fees) ids.push(fees.id);
+    }
+    await lockBalances(trx, ctx, [...new Set(ids)]);
+  }
 }
 
 /** The business's fee account per business and currency that charges a fee (created on demand). */

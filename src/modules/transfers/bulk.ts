@@ -4,7 +4,7 @@ import type { RequestContext } from '../../core/context.js';
 import { findBulk, insertBulk } from './bulk-repo.js';
 import { notFound, validationError } from '../../core/errors.js';
 import { newId } from '../../lib/ids.js';
-import { movementBatch } from './batch.js';
+import { lockAhead, movementBatch } from './batch.js';
 import { toTransferResponse } from './format.js';
 import type { BulkItemResult, BulkResponse, CreateBulkBody, CreateTransferBody } from './schema.js';
 
@@ -33,12 +33,11 @@ function assertUniqueReferences(body: CreateBulkBody) {
 export async function createBulk(trx: Trx, ctx: RequestContext, config: Config, body: CreateBulkBody): Promise<BulkResponse> {
   assertUniqueReferences(body);
   const items: BulkItemResult[] = [];
+  const reqs = body.transfers.map((item) => ({ ctx, config, body: item as CreateTransferBody }));
+  if (reqs.length > CHUNK) await lockAhead(trx, reqs);
   for (let start = 0; start < body.transfers.length; start += CHUNK) {
     const chunk = body.transfers.slice(start, start + CHUNK);
-    const outcomes = await movementBatch(
-      trx,
-      chunk.map((item) => ({ ctx, config, body: item as CreateTransferBody })),
-    );
+    const outcomes = await movementBatch(trx, reqs.slice(start, start + CHUNK));
     outcomes.forEach((o, k) => {
       const index = start + k;
       const client_reference = chunk[k]!.client_reference;
