@@ -198,21 +198,21 @@ export function assertCanCredit(row: AccountRow, field = 'destination.id'): void
     ]);
 }
 
-/**
- * The business's own account in `currency`, where fees are credited (contract section 6): the
- * oldest non-deleted one, or a new "Fees" account created on demand. An advisory lock per
- * business and currency makes concurrent first fees create exactly one.
- */
 /** The business's account in `currency` that fees go to, when it exists (businessFeeAccount creates it). */
 export async function findBusinessFeeAccount(db: Queryable, ctx: Scope, currency: string): Promise<AccountRow | undefined> {
   return repo.findBusinessAccount(db, ctx, currency);
 }
 
+/**
+ * The business's own account in `currency`, where fees are credited (contract section 6): the
+ * oldest non-deleted one, or a new "Fees" account created on demand. An advisory lock per
+ * business and currency makes concurrent first fees create exactly one.
+ */
 export async function businessFeeAccount(trx: Trx, ctx: Scope, currency: string): Promise<AccountRow> {
   const existing = await findBusinessFeeAccount(trx, ctx, currency);
   if (existing) return existing;
   await repo.lockBusinessCurrency(trx, ctx, currency);
-  const again = await repo.findBusinessAccount(trx, ctx, currency);
+  const again = await findBusinessFeeAccount(trx, ctx, currency);
   if (again) return again;
   const accountName = (await getTenant(trx, ctx.tenantId))?.name ?? 'Business account';
   const row = await insertWithBankDetails(trx, ctx, {
