@@ -75,6 +75,16 @@ export async function findCustomer(db: Queryable, ctx: Scope, id: string, lock?:
   return findScoped(db, 'customers', ctx, id, lock);
 }
 
+/** Which of `ids` are customers of the business and environment. */
+export async function existingIds(db: Queryable, ctx: Scope, ids: string[]): Promise<Set<string>> {
+  if (ids.length === 0) return new Set();
+  const rows = await scoped(db, 'customers', ctx)
+    .select('id')
+    .where('id', 'in', [...new Set(ids)])
+    .execute();
+  return new Set(rows.map((r) => r.id));
+}
+
 export async function personsOf(db: Queryable, customerIds: string[]): Promise<PersonRow[]> {
   if (customerIds.length === 0) return [];
   return db.selectFrom('associated_persons').selectAll().where('customer_id', 'in', customerIds).orderBy('id').execute();

@@ -185,6 +185,11 @@ export async function requireCustomer(db: Queryable, ctx: Scope, id: string, loc
   return row;
 }
 
+/** Which of `ids` are customers of this business and environment (one query for a batch). */
+export function existingCustomerIds(db: Queryable, ctx: Scope, ids: string[]): Promise<Set<string>> {
+  return repo.existingIds(db, ctx, ids);
+}
+
 export async function listCustomers(db: Queryable, ctx: Scope, query: ListCustomersQuery, kyc: KycView): Promise<Page<CustomerResponse>> {
   const page = await repo.listCustomers(db, ctx, query);
   const persons = await repo.personsOf(

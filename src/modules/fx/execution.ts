@@ -11,7 +11,7 @@ import { assertConvertible, counterAmount, formatRate, rateFromDb } from '../../
 import { fxFee } from '../pricing/service.js';
 import * as repo from './repo.js';
 import type { OrderResponse } from './schema.js';
-import { conversionLegs } from './service.js';
+import { conversionLegs, type ConversionInput } from './service.js';
 import { payOut, prepareSettlement, type ExecutionEnv } from './ssi.js';
 
 type Scope = Pick<RequestContext, 'tenantId' | 'environment'>;
@@ -65,7 +65,34 @@ export async function executeConversion(
 ): Promise<repo.OrderRow> {
   await prepareSettlement(trx, ctx, order);
   const feeAccount = p.fee > 0n ? await accounts.businessFeeAccount(trx, ctx, source.currency) : undefined;
-  const legs = await conversionLegs(trx, ctx, {
+  const legs = await conversionLegs(trx, ctx, conversionInput({ source, destination, feeAccount }, p));
+  const terms = conversionTerms(order, source.currency, p);
+  const posting = await ledger.post(trx, ctx, { kind: 'fx', reference: order.id, metadata: terms, legs });
+  const sides = conversionSides(order, { source, destination, feeAccount }, p, terms);
+  const [sourceTx] = await transactions.recordMovement(trx, ctx, { reference: order.id, posting, sides });
+  const payoutId = order.destination_type === 'ssi' ? await payOut(trx, ctx, env, order, destination, p.received) : null;
+  const row = await repo.updateOrder(trx, ctx, order.id, {
+    ...executedColumns(p, terms, posting.id, sourceTx?.id ?? null),
+    payout_transfer_id: payoutId,
+    executed_at: sql<Date>`now()` as unknown as Date,
+  });
+  await recordEvent(trx, ctx, 'fx.order.completed', toOrderResponse(row));
+  return row;
+}
+
+type OrderTerms = Pick<repo.OrderRow, 'id' | 'base' | 'quote' | 'side' | 'spread_bps'>;
+export type ConversionTerms = ReturnType<typeof conversionTerms>;
+type Executed = Priced & { mid: bigint; rate: bigint };
+/** The accounts a conversion moves money between. */
+export interface Parties {
+  source: accounts.AccountRow;
+  destination: accounts.AccountRow;
+  feeAccount: accounts.AccountRow | undefined;
+}
+
+/** What conversionLegs needs to know of a conversion. */
+export function conversionInput({ source, destination, feeAccount }: Parties, p: Priced): ConversionInput {
+  return {
     fromAccountId: source.id,
     givenCurrency: source.currency,
     given: p.given,
@@ -74,18 +101,26 @@ export async function executeConversion(
     received: p.received,
     fee: p.fee,
     ...(feeAccount ? { feeAccountId: feeAccount.id } : {}),
-  });
-  const terms = {
+  };
+}
+
+/** The terms a conversion books: on its ledger transaction's and account transactions' metadata, and on the order. */
+export function conversionTerms(order: OrderTerms, sourceCurrency: string, p: Executed) {
+  return {
     fx_order_id: order.id,
     pair: `${order.base}/${order.quote}`,
     side: order.side,
     rate: formatRate(p.rate),
     mid_rate: formatRate(p.mid),
     spread_bps: order.spread_bps,
-    fee: formatAmount(p.fee, source.currency),
-    fee_currency: source.currency,
+    fee: formatAmount(p.fee, sourceCurrency),
+    fee_currency: sourceCurrency,
   };
-  const posting = await ledger.post(trx, ctx, { kind: 'fx', reference: order.id, metadata: terms, legs });
+}
+
+/** Each account's transaction of a conversion: the source pays, the destination receives, the fee account takes the fee. */
+export function conversionSides(order: OrderTerms, parties: Parties, p: Executed, terms: ConversionTerms): transactions.AccountSide[] {
+  const { source, destination, feeAccount } = parties;
   const common = { channel: 'swap' as const, sendingAccountId: source.id, receivingAccountId: destination.id, metadata: terms };
   const description = `FX ${order.side} ${order.base}/${order.quote} at ${terms.rate}`;
   const sides: transactions.AccountSide[] = [
@@ -124,21 +159,20 @@ export async function executeConversion(
       description: 'FX fee',
     });
   }
-  const [sourceTx] = await transactions.recordMovement(trx, ctx, { reference: order.id, posting, sides });
-  const payoutId = order.destination_type === 'ssi' ? await payOut(trx, ctx, env, order, destination, p.received) : null;
-  const row = await repo.updateOrder(trx, ctx, order.id, {
-    status: 'completed',
+  return sides;
+}
+
+/** The columns an order gets when it executes (its status, price and bookings). */
+export function executedColumns(p: Executed, terms: ConversionTerms, ledgerTransactionId: string, transactionId: string | null) {
+  return {
+    status: 'completed' as const,
     rate: terms.rate,
     mid_rate: terms.mid_rate,
     converted_amount: p.counter,
     fee: p.fee,
-    ledger_transaction_id: posting.id,
-    transaction_id: sourceTx?.id ?? null,
-    payout_transfer_id: payoutId,
-    executed_at: sql<Date>`now()` as unknown as Date,
-  });
-  await recordEvent(trx, ctx, 'fx.order.completed', toOrderResponse(row));
-  return row;
+    ledger_transaction_id: ledgerTransactionId,
+    transaction_id: transactionId,
+  };
 }
 
 const iso = (d: Date | null) => (d ? d.toISOString() : null);

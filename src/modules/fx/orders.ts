@@ -8,7 +8,7 @@ import { newId } from '../../lib/ids.js';
 import { formatAmount, parseAmount } from '../../lib/money.js';
 import * as accounts from '../accounts/service.js';
 import * as approvals from '../approvals/service.js';
-import { requireCustomer } from '../customers/service.js';
+import { existingCustomerIds, requireCustomer } from '../customers/service.js';
 import { recordEvent } from '../webhooks/service.js';
 import { formatRate, parseRate, rateFromDb } from '../../lib/decimal.js';
 import { fxCustomerRate, fxPricing } from '../pricing/service.js';
@@ -17,6 +17,7 @@ import * as repo from './repo.js';
 import type { CreateOrderBody, ListOrdersQuery, OrderResponse } from './schema.js';
 import { assertPair, lockQuote, rateBook, redeemQuote, type LockedQuote } from './service.js';
 import { resolveInstruction } from './ssi.js';
+import type { RateBook } from '../../rails/fx.js';
 
 /**
  * FX orders. `sell`: the customer gives `amount` of the pair's base from the source account and
@@ -27,7 +28,7 @@ import { resolveInstruction } from './ssi.js';
  */
 type Scope = Pick<RequestContext, 'tenantId' | 'environment'>;
 
-interface Terms {
+export interface Terms {
   orderType: 'market' | 'limit';
   side: 'buy' | 'sell';
   base: string;
@@ -39,9 +40,8 @@ interface Terms {
   quoteRow?: LockedQuote;
 }
 
-/** The order's terms from its quote: anything the body repeats must agree with the quote. */
-async function termsFromQuote(trx: Trx, ctx: Scope, body: CreateOrderBody, quoteId: string, orderId: string): Promise<Terms> {
-  const q = await lockQuote(trx, ctx, quoteId);
+/** The order's terms from its quote, locked: anything the body repeats must agree with the quote (400). */
+export function termsOfQuote(body: CreateOrderBody, q: LockedQuote): Terms {
   const side = q.direction === 'BUY' ? 'buy' : 'sell';
   const details: ErrorDetail[] = [];
   const mismatch = (field: string, message: string) => details.push({ field, code: 'mismatch', message });
@@ -54,7 +54,6 @@ async function termsFromQuote(trx: Trx, ctx: Scope, body: CreateOrderBody, quote
   if (body.amount !== undefined && parseAmount(body.amount, q.fromCurrency) !== q.amount)
     mismatch('amount', 'Differs from the quoted amount');
   if (details.length > 0) throw validationError(details, 'The order does not match its quote');
-  await redeemQuote(trx, ctx, q.id, orderId);
   return {
     orderType: 'market',
     side,
@@ -67,7 +66,14 @@ async function termsFromQuote(trx: Trx, ctx: Scope, body: CreateOrderBody, quote
   };
 }
 
-async function termsFromBody(trx: Trx, ctx: Scope, config: Config, body: CreateOrderBody): Promise<Terms> {
+async function termsFromQuote(trx: Trx, ctx: Scope, body: CreateOrderBody, quoteId: string, orderId: string): Promise<Terms> {
+  const terms = termsOfQuote(body, await lockQuote(trx, ctx, quoteId));
+  await redeemQuote(trx, ctx, quoteId, orderId);
+  return terms;
+}
+
+/** The order's terms from its body, priced from the market's mid rate in `book`. */
+export function termsFromBody(config: Config, book: RateBook, body: CreateOrderBody): Terms {
   const required = ['order_type', 'pair', 'amount', ...(body.order_type === 'limit' ? ['target_rate' as const] : [])] as const;
   const details: ErrorDetail[] = required
     .filter((f) => body[f] === undefined)
@@ -77,7 +83,7 @@ async function termsFromBody(trx: Trx, ctx: Scope, config: Config, body: CreateO
   }
   if (details.length > 0) throw validationError(details);
   const { base, quote } = body.pair!;
-  const { mid } = assertPair(config, await rateBook(trx, ctx), base, quote, ['pair.base', 'pair.quote']);
+  const { mid } = assertPair(config, book, base, quote, ['pair.base', 'pair.quote']);
   return {
     orderType: body.order_type!,
     side: body.side ?? 'sell',
@@ -122,36 +128,44 @@ async function settlementAccountId(trx: Trx, ctx: Scope, customerId: string, cur
   }
 }
 
-/**
- * Source and destination, share-locked, owned by the order's customer (or both by the business).
- * For an `ssi` order the destination is its settlement account and `instruction` the external account.
- */
-async function loadAccounts(trx: Trx, ctx: Scope, given: CreateOrderBody, terms: Terms) {
+/** The accounts an order names, its defaults resolved; for an `ssi` order the destination is its settlement account. */
+export async function resolveAccounts(trx: Trx, ctx: Scope, given: CreateOrderBody, terms: Terms) {
   const instruction =
     given.destination_type === 'ssi'
       ? await resolveInstruction(trx, ctx, given.destination_id, given.customer_id, destinationCurrency(terms))
       : undefined;
-  const body = {
-    ...given,
-    source_id: given.source_id ?? (await defaultAccountId(trx, ctx, given.customer_id, sourceCurrency(terms), 'source_id')),
-    destination_id: instruction
-      ? await settlementAccountId(trx, ctx, instruction.customer_id, destinationCurrency(terms))
-      : (given.destination_id ?? (await defaultAccountId(trx, ctx, given.customer_id, destinationCurrency(terms), 'destination_id'))),
-  };
-  if (body.source_id === body.destination_id) {
+  const sourceId = given.source_id ?? (await defaultAccountId(trx, ctx, given.customer_id, sourceCurrency(terms), 'source_id'));
+  const destinationId = instruction
+    ? await settlementAccountId(trx, ctx, instruction.customer_id, destinationCurrency(terms))
+    : (given.destination_id ?? (await defaultAccountId(trx, ctx, given.customer_id, destinationCurrency(terms), 'destination_id')));
+  if (sourceId === destinationId) {
     throw validationError([{ field: 'destination_id', code: 'invalid', message: 'Source and destination must differ' }]);
   }
-  const locked = await accounts.lockForMovement(trx, ctx, [body.source_id, body.destination_id]);
-  const source = locked.get(body.source_id);
+  return { sourceId, destinationId, instruction };
+}
+
+/**
+ * Source and destination, share-locked (`locked`), owned by the order's customer (or both by the
+ * business), in the currencies the order pays and receives, and able to send and receive.
+ * `customerExists`: whether the body's customer_id names a customer of the business.
+ */
+export function checkAccounts(
+  body: CreateOrderBody,
+  terms: Terms,
+  ids: { sourceId: string; destinationId: string },
+  locked: Map<string, accounts.AccountRow>,
+  customerExists: boolean,
+) {
+  const source = locked.get(ids.sourceId);
   if (!source)
     throw new AppError('not_found', 'Source account not found', [{ field: 'source_id', code: 'not_found', message: 'No such account' }]);
-  const destination = locked.get(body.destination_id);
+  const destination = locked.get(ids.destinationId);
   if (!destination)
     throw new AppError('not_found', 'Destination account not found', [
       { field: 'destination_id', code: 'not_found', message: 'No such account' },
     ]);
   const owner = body.customer_id ?? source.customer_id;
-  if (body.customer_id) await requireCustomer(trx, ctx, body.customer_id);
+  if (!customerExists) throw notFound('Customer');
   const details: ErrorDetail[] = [];
   if (source.customer_id !== owner)
     details.push({ field: 'source_id', code: 'mismatch', message: 'The account does not belong to this customer' });
@@ -178,24 +192,45 @@ async function loadAccounts(trx: Trx, ctx: Scope, given: CreateOrderBody, terms:
   }
   accounts.assertCanDebit(source, 'source_id');
   accounts.assertCanCredit(destination, 'destination_id');
-  return { source, destination, instruction };
+  return { source, destination };
 }
+
+/** An order's accounts (resolveAccounts), share-locked and checked (checkAccounts). */
+async function loadAccounts(trx: Trx, ctx: Scope, body: CreateOrderBody, terms: Terms) {
+  const ids = await resolveAccounts(trx, ctx, body, terms);
+  const locked = await accounts.lockForMovement(trx, ctx, [ids.sourceId, ids.destinationId]);
+  const customerExists = !body.customer_id || (await existingCustomerIds(trx, ctx, [body.customer_id])).has(body.customer_id);
+  return { ...checkAccounts(body, terms, ids, locked, customerExists), instruction: ids.instruction };
+}
+
+/** 422 insufficient_funds as an order names it: what it pays plus the fee. */
+export const insufficientForOrder = () =>
+  new AppError('insufficient_funds', 'The source account has insufficient available balance', [
+    { field: 'amount', code: 'insufficient_funds', message: 'The amount to pay plus the fee exceeds the available balance' },
+  ]);
 
 export function insufficient(err: unknown): unknown {
-  if (err instanceof AppError && err.code === 'insufficient_funds') {
-    return new AppError('insufficient_funds', 'The source account has insufficient available balance', [
-      { field: 'amount', code: 'insufficient_funds', message: 'The amount to pay plus the fee exceeds the available balance' },
-    ]);
-  }
-  return err;
+  return err instanceof AppError && err.code === 'insufficient_funds' ? insufficientForOrder() : err;
 }
 
-export async function createOrder(trx: Trx, ctx: RequestContext, config: Config, body: CreateOrderBody): Promise<OrderResponse> {
-  const id = newId();
-  const terms = body.quote_id ? await termsFromQuote(trx, ctx, body, body.quote_id, id) : await termsFromBody(trx, ctx, config, body);
-  const { source, destination, instruction } = await loadAccounts(trx, ctx, body, terms);
-  const { spreadBps, feeBps } = terms.quoteRow ?? fxPricing(ctx.settings, config);
-  const common = {
+/** The spread and fee an order is priced with: its quote's, else the business's now. */
+export const orderPricing = (ctx: Pick<RequestContext, 'settings'>, config: Config, terms: Terms) =>
+  terms.quoteRow ?? fxPricing(ctx.settings, config);
+
+/** The rate a market order executes at: its quote's, else the customer rate from the market's mid now. */
+export const marketRate = (terms: Terms, spreadBps: number) =>
+  terms.quoteRow ? parseRate(terms.quoteRow.rate) : fxCustomerRate(terms.mid, spreadBps, terms.side);
+
+/** The columns every new order starts with, whatever it does next (execute, wait for its limit or approval). */
+export function newOrder(
+  ctx: Scope,
+  id: string,
+  terms: Terms,
+  parties: { source: accounts.AccountRow; destination: accounts.AccountRow; instruction?: { id: string } | undefined },
+  pricing: { spreadBps: number; feeBps: number },
+): NewOrder {
+  const { source, destination, instruction } = parties;
+  return {
     id,
     tenant_id: ctx.tenantId,
     environment: ctx.environment,
@@ -205,8 +240,8 @@ export async function createOrder(trx: Trx, ctx: RequestContext, config: Config,
     base: terms.base,
     quote: terms.quote,
     amount: terms.amount,
-    spread_bps: spreadBps,
-    fee_bps: feeBps,
+    spread_bps: pricing.spreadBps,
+    fee_bps: pricing.feeBps,
     source_type: 'account',
     source_id: source.id,
     ...(instruction
@@ -215,12 +250,22 @@ export async function createOrder(trx: Trx, ctx: RequestContext, config: Config,
     quote_id: terms.quoteRow?.id ?? null,
     created_by_role: approvals.API_KEY_MAKER.role,
   };
+}
+
+export async function createOrder(trx: Trx, ctx: RequestContext, config: Config, body: CreateOrderBody): Promise<OrderResponse> {
+  const id = newId();
+  const terms = body.quote_id
+    ? await termsFromQuote(trx, ctx, body, body.quote_id, id)
+    : termsFromBody(config, await rateBook(trx, ctx), body);
+  const { source, destination, instruction } = await loadAccounts(trx, ctx, body, terms);
+  const pricing = orderPricing(ctx, config, terms);
+  const common = newOrder(ctx, id, terms, { source, destination, instruction }, pricing);
   const policy = approvals.policyOf(ctx);
   if (policy.fxOrders) return placeForApproval(trx, ctx, policy, common, terms);
   if (terms.orderType === 'limit') return placeLimitOrder(trx, ctx, config, common, terms.targetRate!);
 
-  const rate = terms.quoteRow ? parseRate(terms.quoteRow.rate) : fxCustomerRate(terms.mid, spreadBps, terms.side);
-  const priced = priceOrder(terms, rate, feeBps);
+  const rate = marketRate(terms, pricing.spreadBps);
+  const priced = priceOrder(terms, rate, pricing.feeBps);
   const order = await repo.insertOrder(trx, { ...common, status: 'pending' });
   try {
     const env = { config, settings: ctx.settings };
@@ -231,7 +276,7 @@ export async function createOrder(trx: Trx, ctx: RequestContext, config: Config,
   }
 }
 
-type NewOrder = Pick<
+export type NewOrder = Pick<
   repo.OrderRow,
   | 'id'
   | 'tenant_id'
@@ -323,11 +368,7 @@ async function placeForApproval(
   terms: Terms,
 ): Promise<OrderResponse> {
   const limit = terms.orderType === 'limit';
-  const rate = limit
-    ? terms.targetRate!
-    : terms.quoteRow
-      ? parseRate(terms.quoteRow.rate)
-      : fxCustomerRate(terms.mid, common.spread_bps, terms.side);
+  const rate = limit ? terms.targetRate! : marketRate(terms, common.spread_bps);
   const priced = priceOrder(common, rate, common.fee_bps);
   const hold = await holdSource(trx, ctx, common, priced, limit ? 'fx_limit_order' : 'fx_order', { waiting_approval: true });
   const expiresAt = approvals.expiryOf(policy, terms.quoteRow?.expiresAt);

@@ -1,5 +1,6 @@
 import { sql, type ColumnType, type Insertable, type Selectable, type Updateable } from 'kysely';
 import type { Queryable } from '../../db/client.js';
+import { write, writeTogether, type Writer } from '../../db/write-set.js';
 import type { RequestContext } from '../../core/context.js';
 import { paginate, type Page } from '../../db/pagination.js';
 import { isUuid } from '../../lib/ids.js';
@@ -144,8 +145,40 @@ export async function useQuote(db: Queryable, ctx: Scope, id: string, orderId: s
   return result.numUpdatedRows === 1n;
 }
 
+/**
+ * Locks the quotes `ids` of one business and environment (ascending id, as a lone order locks its
+ * one quote), with whether each is still live by the database clock (the clock useQuote compares with).
+ */
+export async function lockQuotes(db: Queryable, ctx: Scope, ids: string[]): Promise<(QuoteRow & { live: boolean })[]> {
+  if (ids.length === 0) return [];
+  return scoped(db, 'fx_quotes', ctx)
+    .selectAll()
+    .select(sql<boolean>`expires_at > now()`.as('live'))
+    .where('id', 'in', [...new Set(ids)].sort())
+    .orderBy('id')
+    .forUpdate()
+    .execute();
+}
+
+/** Marks quotes used by their orders, the caller having checked them under lock (a batch's write set). */
+export async function markQuotesUsed(to: Writer, ctx: Scope, uses: { quoteId: string; orderId: string }[]): Promise<void> {
+  await writeTogether(to, (db) =>
+    uses.map((u) =>
+      scopedUpdate(db, 'fx_quotes', ctx)
+        .set({ used_at: sql<Date>`now()`, order_id: u.orderId })
+        .where('id', '=', u.quoteId),
+    ),
+  );
+}
+
 export async function insertOrder(db: Queryable, row: Insertable<FxOrdersTable>): Promise<OrderRow> {
   return db.insertInto('fx_orders').values(row).returningAll().executeTakeFirstOrThrow();
+}
+
+/** Orders already executed (a batch's), written with its other writes; the caller built each row. */
+export async function insertOrders(to: Writer, rows: Insertable<FxOrdersTable>[]): Promise<void> {
+  if (rows.length === 0) return;
+  await write(to, (db) => db.insertInto('fx_orders').values(rows));
 }
 
 export async function findOrder(db: Queryable, ctx: Scope, id: string, lock?: Lock): Promise<OrderRow | undefined> {

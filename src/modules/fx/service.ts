@@ -124,33 +124,36 @@ export function convertAmount(amount: bigint, from: string, to: string, rate: st
   return convert(amount, from, to, parseRate(rate), rounding);
 }
 
+export interface ConversionInput {
+  fromAccountId: string;
+  givenCurrency: string;
+  given: bigint;
+  toAccountId: string;
+  receivedCurrency: string;
+  received: bigint;
+  fee?: bigint;
+  feeAccountId?: string;
+}
+
 /**
  * The legs of a conversion, for ONE ledger posting: the payer's account gives `given` (+ `fee`)
  * of `givenCurrency`; `given` goes to that currency's fx_position account and the fee to
  * `feeAccountId`; the other currency's fx_position account gives `received` to the receiving
  * account. Each currency sums to zero, so no minor unit is created or lost.
  */
-export async function conversionLegs(
-  trx: Queryable,
-  scope: Scope,
-  input: {
-    fromAccountId: string;
-    givenCurrency: string;
-    given: bigint;
-    toAccountId: string;
-    receivedCurrency: string;
-    received: bigint;
-    fee?: bigint;
-    feeAccountId?: string;
-  },
-): Promise<ledger.Leg[]> {
-  const fee = input.fee ?? 0n;
+export async function conversionLegs(trx: Queryable, scope: Scope, input: ConversionInput): Promise<ledger.Leg[]> {
   const positionGiven = await ledger.systemAccount(trx, scope, 'fx_position', input.givenCurrency);
   const positionReceived = await ledger.systemAccount(trx, scope, 'fx_position', input.receivedCurrency);
+  return legsThrough({ given: positionGiven, received: positionReceived }, input);
+}
+
+/** conversionLegs with the fx_position accounts of both currencies already known (a batch looks them up once). */
+export function legsThrough(positions: { given: string; received: string }, input: ConversionInput): ledger.Leg[] {
+  const fee = input.fee ?? 0n;
   const legs: ledger.Leg[] = [
     { accountId: input.fromAccountId, amount: -(input.given + fee), currency: input.givenCurrency },
-    { accountId: positionGiven, amount: input.given, currency: input.givenCurrency },
-    { accountId: positionReceived, amount: -input.received, currency: input.receivedCurrency },
+    { accountId: positions.given, amount: input.given, currency: input.givenCurrency },
+    { accountId: positions.received, amount: -input.received, currency: input.receivedCurrency },
     { accountId: input.toAccountId, amount: input.received, currency: input.receivedCurrency },
   ];
   if (fee > 0n) {
@@ -299,7 +302,7 @@ function toLockedQuote(q: repo.QuoteRow): LockedQuote {
 /** A quote of this business and environment, locked until the caller commits (404 otherwise). */
 export async function lockQuote(trx: Trx, ctx: Scope, quoteId: string): Promise<LockedQuote> {
   const q = await repo.findQuote(trx, ctx, quoteId, 'update');
-  if (!q) throw new AppError('not_found', 'Quote not found', [{ field: 'quote_id', code: 'not_found', message: 'No such quote' }]);
+  if (!q) throw quoteNotFound();
   return toLockedQuote(q);
 }
 
@@ -311,6 +314,29 @@ export async function lockQuote(trx: Trx, ctx: Scope, quoteId: string): Promise<
 export async function redeemQuote(trx: Trx, ctx: Scope, quoteId: string, usedBy: string): Promise<void> {
   if (await repo.useQuote(trx, ctx, quoteId, usedBy)) return;
   const q = await repo.findQuote(trx, ctx, quoteId);
-  if (q?.used_at) throw new AppError('quote_used', 'This quote was already used');
-  throw new AppError('quote_expired', 'This quote has expired; request a new one');
+  throw q?.used_at ? quoteUsed() : quoteExpired();
 }
+
+export const quoteUsed = () => new AppError('quote_used', 'This quote was already used');
+export const quoteExpired = () => new AppError('quote_expired', 'This quote has expired; request a new one');
+
+/** A quote locked for a batch of orders: its terms, and whether it can still be redeemed. */
+export interface QuoteState {
+  quote: LockedQuote;
+  used: boolean;
+  /** Not expired by the database clock, read under the lock. */
+  live: boolean;
+}
+
+/**
+ * The quotes `ids` of one business and environment, locked until the caller commits (ascending
+ * id), by id; an unknown id is absent. A batch of orders redeems them in its write set
+ * (repo.markQuotesUsed) after checking `used` and `live`, as redeemQuote would.
+ */
+export async function lockQuotes(trx: Trx, ctx: Scope, ids: string[]): Promise<Map<string, QuoteState>> {
+  const rows = await repo.lockQuotes(trx, ctx, ids);
+  return new Map(rows.map((q) => [q.id, { quote: toLockedQuote(q), used: q.used_at !== null, live: q.live }]));
+}
+
+export const quoteNotFound = () =>
+  new AppError('not_found', 'Quote not found', [{ field: 'quote_id', code: 'not_found', message: 'No such quote' }]);
