@@ -8,6 +8,24 @@ export interface Scope {
   environment: Environment;
 }
 
+/** A scope as a map key: batches group their work by business and environment. */
+export const scopeKey = (scope: Scope) => `${scope.tenantId}:${scope.environment}`;
+
+/**
+ * Values grouped by the scope they belong to, in key order: a batch sends one statement per
+ * business and environment, always in the same order.
+ */
+export function groupByScope<T>(items: { ctx: Scope; values: T[] }[]): { key: string; ctx: Scope; values: T[] }[] {
+  const groups = new Map<string, { key: string; ctx: Scope; values: T[] }>();
+  for (const { ctx, values } of items) {
+    const key = scopeKey(ctx);
+    const group = groups.get(key) ?? { key, ctx, values: [] };
+    group.values.push(...values);
+    groups.set(key, group);
+  }
+  return [...groups.values()].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+}
+
 /** Who is asking: set by auth on every /v1 request and passed to every service and repo. */
 export interface RequestContext extends Scope {
   keyKind: 'secret' | 'public';

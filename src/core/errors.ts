@@ -74,3 +74,16 @@ export const notFound = (what = 'Resource') => new AppError('not_found', `${what
 export function validationError(details: ErrorDetail[], message = 'The request has invalid fields'): AppError {
   return new AppError('validation_failed', message, details);
 }
+
+/**
+ * Runs `fn`, returning a client error (AppError) as a value instead of throwing it: a batch makes
+ * it that item's outcome. Anything else is a fault and propagates.
+ */
+export async function refusalOf<T>(fn: () => Promise<T> | T): Promise<T | AppError> {
+  try {
+    return await fn();
+  } catch (err) {
+    if (err instanceof AppError) return err;
+    throw err;
+  }
+}

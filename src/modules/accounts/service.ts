@@ -1,6 +1,6 @@
 import type { Config } from '../../config.js';
 import type { Queryable, Trx } from '../../db/client.js';
-import type { RequestContext } from '../../core/context.js';
+import { groupByScope, type RequestContext } from '../../core/context.js';
 import { AppError, notFound } from '../../core/errors.js';
 import type { Page } from '../../db/pagination.js';
 import { omitNulls } from '../../lib/absent.js';
@@ -176,6 +176,18 @@ export async function lockForMovement(trx: Queryable, ctx: Scope, ids: string[])
   const unique = [...new Set(ids)].sort();
   const rows = await repo.lockAccountsShared(trx, ctx, unique);
   return new Map(rows.map((r) => [r.id, r]));
+}
+
+/**
+ * lockForMovement for a batch that may span businesses: one statement per business and
+ * environment, in key order (ascending id inside); the locked rows by scopeKey, then by id.
+ */
+export async function lockForMovements(trx: Queryable, wanted: { ctx: Scope; ids: string[] }[]) {
+  const locked = new Map<string, Map<string, AccountRow>>();
+  for (const { key, ctx, values } of groupByScope(wanted.map((w) => ({ ctx: w.ctx, values: w.ids })))) {
+    locked.set(key, await lockForMovement(trx, ctx, values));
+  }
+  return locked;
 }
 
 /** 409 unless money may leave the account. */

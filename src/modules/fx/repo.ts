@@ -175,10 +175,17 @@ export async function insertOrder(db: Queryable, row: Insertable<FxOrdersTable>)
   return db.insertInto('fx_orders').values(row).returningAll().executeTakeFirstOrThrow();
 }
 
-/** Orders already executed (a batch's), written with its other writes; the caller built each row. */
-export async function insertOrders(to: Writer, rows: Insertable<FxOrdersTable>[]): Promise<void> {
+/**
+ * Orders a batch executed, each built in memory as the database will hold it, written with the
+ * batch's other writes. The columns only a later change sets (approval, rejection, settlement
+ * payout) are null here and left out.
+ */
+export async function insertOrders(to: Writer, rows: OrderRow[]): Promise<void> {
   if (rows.length === 0) return;
-  await write(to, (db) => db.insertInto('fx_orders').values(rows));
+  const values = rows.map(
+    ({ payout_transfer_id: _p, approved_by_user_id: _a, approved_at: _at, rejected_by_user_id: _r, rejected_at: _rt, ...row }) => row,
+  );
+  await write(to, (db) => db.insertInto('fx_orders').values(values));
 }
 
 export async function findOrder(db: Queryable, ctx: Scope, id: string, lock?: Lock): Promise<OrderRow | undefined> {

@@ -4,6 +4,9 @@ import type { Deps } from '../../http/deps.js';
 import { ok } from '../../http/envelope.js';
 import { routes } from '../../http/route.js';
 import { pageSchema, PageQuery } from '../../db/pagination.js';
+import type { FastifyRequest } from 'fastify';
+import { BatchedIdempotency } from '../../http/idempotency-batch.js';
+import { orderBatch, takesBatchPath } from './batch.js';
 import * as orders from './orders.js';
 import {
   CreateOrderBody,
@@ -26,6 +29,22 @@ const tags = ['FX'];
 const publicRead = { publicKeyAllowed: true };
 
 export function fxRoutes(deps: Deps): FastifyPluginAsyncZod {
+  // Market orders into an account take the batch path, as transfers do (docs/money-path.md):
+  // concurrent orders share one transaction, each with its own idempotency record and outcome.
+  // The same operation name as the lone path, so a key means the same request on either.
+  const batched = new BatchedIdempotency(
+    deps.db,
+    deps.sealer,
+    deps.config.IDEMPOTENCY_TTL_HOURS,
+    'fx.orders.create',
+    (trx, items: { request: FastifyRequest; input: CreateOrderBody }[], writes) =>
+      orderBatch(
+        trx,
+        items.map((i) => ({ ctx: i.request.ctx, config: deps.config, body: i.input })),
+        writes,
+      ),
+    { maxBatch: deps.config.TRANSFER_BATCH_SIZE, lanes: deps.dbKind === 'postgres' ? deps.config.TRANSFER_BATCH_LANES : 1 },
+  );
   return async (app) => {
     const r = routes(app, tags);
     const sim = routes(app, ['Simulations']);
@@ -84,7 +103,9 @@ export function fxRoutes(deps: Deps): FastifyPluginAsyncZod {
         ],
       },
       (req, reply) =>
-        deps.idempotency.run(req, reply, 'fx.orders.create', (trx) => orders.createOrder(trx, req.ctx, deps.config, req.body)),
+        takesBatchPath(req.ctx, req.body)
+          ? batched.run(req, reply, req.body)
+          : deps.idempotency.run(req, reply, 'fx.orders.create', (trx) => orders.createOrder(trx, req.ctx, deps.config, req.body)),
     );
 
     r.get(

@@ -1,6 +1,7 @@
 import type { Trx } from '../../db/client.js';
 import { inOneStatement, type WriteSet } from '../../db/write-set.js';
-import { AppError } from '../../core/errors.js';
+import { AppError, refusalOf } from '../../core/errors.js';
+import { scopeKey } from '../../core/context.js';
 import { newId } from '../../lib/ids.js';
 import { lockBalances, PostingBatch, type Hold, type PostedTransaction } from '../../ledger/index.js';
 import * as accounts from '../accounts/service.js';
@@ -23,32 +24,12 @@ type Accepted = { i: number; p: Prepared } & ({ posting: PostedTransaction; hold
 /** The check of each kind (404, 409, 422 that need no balance), against the share-locked account rows. */
 const CHECKS = { card: prepareFunding, external_account: preparePayout } as Record<string, typeof prepare | undefined>;
 
-const scopeKey = (r: MovementRequest) => `${r.ctx.tenantId}:${r.ctx.environment}`;
-
-/** Runs `fn`, turning a client error (AppError) into that item's outcome; anything else is a bug and propagates. */
-async function settle<T>(fn: () => Promise<T> | T): Promise<T | AppError> {
-  try {
-    return await fn();
-  } catch (err) {
-    if (err instanceof AppError) return err;
-    throw err;
-  }
-}
-
 /** Share-locks every account the batch names, one statement per business (ascending id inside). */
-async function lockAccounts(trx: Trx, reqs: MovementRequest[]) {
-  const byScope = new Map<string, { req: MovementRequest; ids: string[] }>();
-  for (const req of reqs) {
-    const entry = byScope.get(scopeKey(req)) ?? { req, ids: [] };
-    entry.ids.push(...accountsNamed(req.body));
-    byScope.set(scopeKey(req), entry);
-  }
-  const locked = new Map<string, Map<string, accounts.AccountRow>>();
-  for (const [key, { req, ids }] of [...byScope].sort(([a], [b]) => (a < b ? -1 : 1))) {
-    locked.set(key, await accounts.lockForMovement(trx, req.ctx, ids));
-  }
-  return locked;
-}
+const lockAccounts = (trx: Trx, reqs: MovementRequest[]) =>
+  accounts.lockForMovements(
+    trx,
+    reqs.map((req) => ({ ctx: req.ctx, ids: accountsNamed(req.body) })),
+  );
 
 /**
  * Takes, before the first chunk of a bulk, every lock its chunks will take, in movementBatch's
@@ -59,15 +40,15 @@ async function lockAccounts(trx: Trx, reqs: MovementRequest[]) {
  */
 export async function lockAhead(trx: Trx, reqs: MovementRequest[]): Promise<void> {
   const live: MovementRequest[] = [];
-  for (const req of reqs) if (!((await settle(() => checkShape(req.body))) instanceof AppError)) live.push(req);
+  for (const req of reqs) if (!((await refusalOf(() => checkShape(req.body))) instanceof AppError)) live.push(req);
   const locked = await lockAccounts(trx, live);
   const spending = live.flatMap((req) => {
-    const customerId = locked.get(scopeKey(req))?.get(req.body.source.id)?.customer_id;
+    const customerId = locked.get(scopeKey(req.ctx))?.get(req.body.source.id)?.customer_id;
     return customerId ? [repo.spendingKey(req.ctx, customerId)] : [];
   });
   await repo.lockSpendingKeys(trx, spending);
   for (const [key, rows] of [...locked].sort(([a], [b]) => (a < b ? -1 : 1))) {
-    const ctx = live.find((req) => scopeKey(req) === key)!.ctx;
+    const ctx = live.find((req) => scopeKey(req.ctx) === key)!.ctx;
     const ids = [...rows.keys()];
     for (const currency of new Set([...rows.values()].map((r) => r.currency))) {
       const fees = await accounts.findBusinessFeeAccount(trx, ctx, currency);
@@ -82,7 +63,7 @@ async function attachFeeAccounts(trx: Trx, prepared: Prepared[]) {
   const cache = new Map<string, accounts.AccountRow>();
   for (const p of prepared) {
     if (p.fee === 0n) continue;
-    const key = `${scopeKey(p.req)}:${p.currency}`;
+    const key = `${scopeKey(p.req.ctx)}:${p.currency}`;
     if (!cache.has(key)) cache.set(key, await accounts.businessFeeAccount(trx, p.req.ctx, p.currency));
     p.feeAccount = cache.get(key);
     // The business paying out from its own fee account owes itself nothing (a hold needs two accounts).
@@ -139,7 +120,7 @@ function decide(prepared: Prepared[], book: PostingBatch, gate: SpendingGate): (
  */
 export async function movementBatch(trx: Trx, reqs: MovementRequest[], writes?: WriteSet): Promise<TransferOutcome[]> {
   const outcomes: (TransferOutcome | undefined)[] = reqs.map(() => undefined);
-  const shaped = await Promise.all(reqs.map((r) => settle(() => checkShape(r.body))));
+  const shaped = await Promise.all(reqs.map((r) => refusalOf(() => checkShape(r.body))));
   const live = reqs.flatMap((r, i) => (shaped[i] instanceof AppError ? [] : [i]));
   shaped.forEach((s, i) => s instanceof AppError && (outcomes[i] = { ok: false, error: s }));
 
@@ -151,7 +132,7 @@ export async function movementBatch(trx: Trx, reqs: MovementRequest[], writes?: 
   for (const i of live) {
     const req = reqs[i]!;
     const check = CHECKS[req.body.destination.destination_type] ?? prepare;
-    const p = await settle(() => check(trx, req, newId(), locked.get(scopeKey(req))!));
+    const p = await refusalOf(() => check(trx, req, newId(), locked.get(scopeKey(req.ctx))!));
     if (p instanceof AppError) outcomes[i] = { ok: false, error: p };
     else prepared.push({ i, p });
   }

@@ -1,0 +1,280 @@
+import type { Config } from '../../config.js';
+import type { Trx } from '../../db/client.js';
+import { inOneStatement, type WriteSet } from '../../db/write-set.js';
+import { groupByScope, scopeKey, type RequestContext } from '../../core/context.js';
+import { AppError, refusalOf } from '../../core/errors.js';
+import * as ledger from '../../ledger/index.js';
+import { newId } from '../../lib/ids.js';
+import type { RateBook } from '../../rails/fx.js';
+import * as accounts from '../accounts/service.js';
+import * as approvals from '../approvals/service.js';
+import { existingCustomerIds } from '../customers/service.js';
+import * as transactions from '../transactions/service.js';
+import { recordEvents } from '../webhooks/service.js';
+import {
+  conversionInput,
+  conversionSides,
+  conversionTerms,
+  destinationCurrency,
+  executedColumns,
+  priceOrder,
+  sourceCurrency,
+  toOrderResponse,
+  type ConversionTerms,
+  type Parties,
+  type Priced,
+} from './execution.js';
+import {
+  checkAccounts,
+  insufficientForOrder,
+  marketRate,
+  newOrder,
+  orderPricing,
+  resolveAccounts,
+  termsFromBody,
+  termsOfQuote,
+  type NewOrder,
+  type Terms,
+} from './orders.js';
+import * as repo from './repo.js';
+import type { CreateOrderBody, OrderResponse } from './schema.js';
+import { legsThrough, lockQuotes, quoteExpired, quoteNotFound, quoteUsed, rateBook, type QuoteState } from './service.js';
+
+/**
+ * FX market orders on the batch path (docs/money-path.md): concurrent orders share one
+ * transaction and a fixed number of statements, each decided on its own in arrival order, so one
+ * order's insufficient_funds or used quote never fails its neighbours. The steps are a lone
+ * order's (orders.ts createOrder): lock the quotes → terms → accounts (share-locked) → price →
+ * post in memory against the locked balances (ledger PostingBatch) → record everything in one
+ * statement: balances, ledger rows, account transactions, the orders (completed), the quotes'
+ * redemptions and fx.order.completed events.
+ */
+export interface OrderRequest {
+  ctx: RequestContext;
+  config: Config;
+  body: CreateOrderBody;
+}
+
+export type OrderOutcome = { ok: true; data: OrderResponse } | { ok: false; error: AppError };
+
+/**
+ * Whether an order takes the batch path: one that executes at once into an account. Limit
+ * orders, orders waiting for approval and orders settling to an instruction (a payout in the
+ * same transaction) take the lone path, as does anything whose approval settings do not parse
+ * (the lone path answers that).
+ */
+export function takesBatchPath(ctx: RequestContext, body: CreateOrderBody): boolean {
+  if (body.destination_type === 'ssi') return false;
+  if (body.quote_id === undefined && body.order_type !== 'market') return false;
+  try {
+    return !approvals.policyOf(ctx).fxOrders;
+  } catch {
+    return false;
+  }
+}
+
+type Executed = Priced & { mid: bigint; rate: bigint };
+
+/** An order whose terms and accounts are known. */
+interface Staged {
+  i: number;
+  req: OrderRequest;
+  id: string;
+  terms: Terms;
+  ids: { sourceId: string; destinationId: string };
+}
+
+/** An order checked and priced: what it would post. */
+interface Planned extends Staged {
+  order: NewOrder;
+  parties: Parties;
+  p: Executed;
+  legs: ledger.Leg[];
+}
+
+interface Accepted extends Planned {
+  booked: ConversionTerms;
+  posting: ledger.PostedTransaction;
+}
+
+/** Every quote the batch names, locked, one statement per business (ascending id), by scopeKey:id. */
+async function lockQuotesOf(trx: Trx, reqs: OrderRequest[]): Promise<Map<string, QuoteState>> {
+  const states = new Map<string, QuoteState>();
+  const named = reqs.map(({ ctx, body }) => ({ ctx, values: body.quote_id ? [body.quote_id] : [] }));
+  for (const { key, ctx, values } of groupByScope(named)) {
+    if (values.length === 0) continue;
+    for (const [id, state] of await lockQuotes(trx, ctx, values)) states.set(`${key}:${id}`, state);
+  }
+  return states;
+}
+
+/** A lone order's quote checks, in its order: 404 unknown, 400 contradicting terms, 409 used, 409 expired. */
+function termsOfLockedQuote(body: CreateOrderBody, state: QuoteState | undefined): Terms {
+  if (!state) throw quoteNotFound();
+  const terms = termsOfQuote(body, state.quote);
+  if (state.used) throw quoteUsed();
+  if (!state.live) throw quoteExpired();
+  return terms;
+}
+
+/** A value per key, computed once per batch (the same rate book, fee account or fx_position account for every order that needs it). */
+function once<T>() {
+  const seen = new Map<string, Promise<T>>();
+  return (key: string, make: () => Promise<T>) => {
+    if (!seen.has(key)) seen.set(key, make());
+    return seen.get(key)!;
+  };
+}
+
+/**
+ * FX market orders as ONE unit of work in `trx`: one outcome per request, in order. Lock order:
+ * quotes (update) → accounts (share) → (fee and fx_position accounts found or created) →
+ * balance rows (update), each ascending, as a lone order; nothing here takes a spending lock
+ * (a conversion between a customer's own accounts counts toward no limit). The writes go into
+ * `writes` when the caller gives one (sent with its own before it commits), else here as one
+ * statement.
+ */
+export async function orderBatch(trx: Trx, reqs: OrderRequest[], writes?: WriteSet): Promise<OrderOutcome[]> {
+  const outcomes: (OrderOutcome | undefined)[] = reqs.map(() => undefined);
+  const refuse = (i: number, error: AppError) => (outcomes[i] = { ok: false, error });
+
+  const quotes = await lockQuotesOf(trx, reqs);
+  const books = once<RateBook>();
+  const staged: Staged[] = [];
+  for (const [i, req] of reqs.entries()) {
+    const s = await refusalOf(async () => {
+      const { ctx, body } = req;
+      const terms = body.quote_id
+        ? termsOfLockedQuote(body, quotes.get(`${scopeKey(ctx)}:${body.quote_id}`))
+        : termsFromBody(req.config, await books(scopeKey(ctx), () => rateBook(trx, ctx)), body);
+      // Reads only when the body leaves an account to its default.
+      const { sourceId, destinationId } = await resolveAccounts(trx, ctx, body, terms);
+      return { i, req, id: newId(), terms, ids: { sourceId, destinationId } };
+    });
+    if (s instanceof AppError) refuse(i, s);
+    else staged.push(s);
+  }
+
+  const locked = await accounts.lockForMovements(
+    trx,
+    staged.map((s) => ({ ctx: s.req.ctx, ids: [s.ids.sourceId, s.ids.destinationId] })),
+  );
+  const customers = await customersNamed(trx, staged);
+  const checked: (Omit<Planned, 'legs' | 'parties'> & { source: accounts.AccountRow; destination: accounts.AccountRow })[] = [];
+  for (const s of staged) {
+    const key = scopeKey(s.req.ctx);
+    const c = await refusalOf(() => {
+      const { body, ctx, config } = s.req;
+      const named = body.customer_id === undefined || customers.get(key)!.has(body.customer_id);
+      const { source, destination } = checkAccounts(body, s.terms, s.ids, locked.get(key)!, named);
+      const pricing = orderPricing(ctx, config, s.terms);
+      const rate = marketRate(s.terms, pricing.spreadBps);
+      const p = { ...priceOrder(s.terms, rate, pricing.feeBps), mid: s.terms.mid, rate };
+      return { ...s, source, destination, p, order: newOrder(ctx, s.id, s.terms, { source, destination }, pricing) };
+    });
+    if (c instanceof AppError) refuse(s.i, c);
+    else checked.push(c);
+  }
+
+  // The accounts every posting needs beyond its own, found (or created, as a lone order does) once per business and currency.
+  const feeAccounts = once<accounts.AccountRow>();
+  const positions = once<string>();
+  const planned: Planned[] = [];
+  for (const c of checked) {
+    const { ctx } = c.req;
+    const key = scopeKey(ctx);
+    const [given, received] = [sourceCurrency(c.terms), destinationCurrency(c.terms)];
+    const feeAccount = c.p.fee > 0n ? await feeAccounts(`${key}:${given}`, () => accounts.businessFeeAccount(trx, ctx, given)) : undefined;
+    const parties = { source: c.source, destination: c.destination, feeAccount };
+    const position = (ccy: string) => positions(`${key}:${ccy}`, () => ledger.systemAccount(trx, ctx, 'fx_position', ccy));
+    const legs = legsThrough({ given: await position(given), received: await position(received) }, conversionInput(parties, c.p));
+    planned.push({ ...c, parties, legs });
+  }
+
+  const book = await ledger.PostingBatch.open(
+    trx,
+    planned.flatMap((x) => x.legs.map((l) => l.accountId)),
+  );
+  const accepted = decide(planned, book, refuse);
+  const rows = await inOneStatement(writes ?? trx, (set) => record(set, book, accepted));
+  accepted.forEach((a, k) => (outcomes[a.i] = { ok: true, data: toOrderResponse(rows[k]!) }));
+  return outcomes.map((o) => o!);
+}
+
+/** Which customers the batch's bodies name exist, one read per business, by scopeKey. */
+async function customersNamed(trx: Trx, staged: Staged[]): Promise<Map<string, Set<string>>> {
+  const found = new Map<string, Set<string>>();
+  const named = staged.map(({ req }) => ({ ctx: req.ctx, values: req.body.customer_id ? [req.body.customer_id] : [] }));
+  for (const { key, ctx, values } of groupByScope(named)) found.set(key, await existingCustomerIds(trx, ctx, values));
+  return found;
+}
+
+/**
+ * Posts each order in memory, in arrival order, against the locked balances: a refused one
+ * (funds, or a quote an earlier order of the batch redeemed) changes nothing.
+ */
+function decide(planned: Planned[], book: ledger.PostingBatch, refuse: (i: number, e: AppError) => void): Accepted[] {
+  const redeemed = new Set<string>();
+  const accepted: Accepted[] = [];
+  for (const x of planned) {
+    const quoteKey = x.order.quote_id ? `${scopeKey(x.req.ctx)}:${x.order.quote_id}` : undefined;
+    if (quoteKey && redeemed.has(quoteKey)) {
+      refuse(x.i, quoteUsed());
+      continue;
+    }
+    const booked = conversionTerms(x.order, x.parties.source.currency, x.p);
+    const result = book.tryPost(x.req.ctx, { kind: 'fx', reference: x.id, metadata: booked, legs: x.legs });
+    if (!result.ok) {
+      refuse(x.i, insufficientForOrder());
+      continue;
+    }
+    if (quoteKey) redeemed.add(quoteKey);
+    accepted.push({ ...x, booked, posting: result.posting });
+  }
+  return accepted;
+}
+
+/** The row of an order executed in the batch, as the database will hold it (stamped with the transaction's now()). */
+function executedRow(a: Accepted, transactionId: string | null): repo.OrderRow {
+  const at = a.posting.createdAt;
+  return {
+    ...a.order,
+    ...executedColumns(a.p, a.booked, a.posting.id, transactionId),
+    target_rate: null,
+    hold_id: null,
+    payout_transfer_id: null,
+    rejection_reason: null,
+    created_by_user_id: null,
+    approved_by_user_id: null,
+    approved_at: null,
+    rejected_by_user_id: null,
+    rejected_at: null,
+    executed_at: at,
+    expires_at: null,
+    checked_at: null,
+    created_at: at,
+    updated_at: at,
+  };
+}
+
+/** Adds the writes of every accepted order: postings, account transactions, orders, quote redemptions, events. */
+async function record(writes: WriteSet, book: ledger.PostingBatch, accepted: Accepted[]): Promise<repo.OrderRow[]> {
+  await book.flush(writes);
+  if (accepted.length === 0) return [];
+  const txs = await transactions.recordMovements(
+    writes,
+    accepted.map((a) => ({
+      ctx: a.req.ctx,
+      movement: { reference: a.id, posting: a.posting, sides: conversionSides(a.order, a.parties, a.p, a.booked) },
+    })),
+  );
+  const rows = accepted.map((a, k) => executedRow(a, txs[k]![0]?.id ?? null));
+  await repo.insertOrders(writes, rows);
+  const uses = accepted.map((a) => ({ ctx: a.req.ctx, values: a.order.quote_id ? [{ quoteId: a.order.quote_id, orderId: a.id }] : [] }));
+  for (const { ctx, values } of groupByScope(uses)) await repo.markQuotesUsed(writes, ctx, values);
+  await recordEvents(
+    writes,
+    accepted.map((a, k) => ({ ctx: a.req.ctx, eventType: 'fx.order.completed' as const, data: toOrderResponse(rows[k]!) })),
+  );
+  return rows;
+}
