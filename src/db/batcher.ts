@@ -5,6 +5,8 @@ export interface BatcherOptions {
   maxBatch: number;
   /** Batches in flight at once (1 on PGlite: it has one connection). */
   lanes: number;
+  /** The batch-size metric's label (default `transfers`). */
+  name?: string;
 }
 
 interface Queued<I> {
@@ -53,7 +55,7 @@ export class Batcher<I> {
   private kick() {
     while (this.running < this.options.lanes && this.queue.length > 0) {
       const batch = this.take();
-      observeBatchSize(batch.length);
+      observeBatchSize(batch.length, this.options.name);
       this.running++;
       void this.run(batch).finally(() => {
         this.running--;

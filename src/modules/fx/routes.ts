@@ -43,7 +43,11 @@ export function fxRoutes(deps: Deps): FastifyPluginAsyncZod {
         items.map((i) => ({ ctx: i.request.ctx, config: deps.config, body: i.input })),
         writes,
       ),
-    { maxBatch: deps.config.TRANSFER_BATCH_SIZE, lanes: deps.dbKind === 'postgres' ? deps.config.TRANSFER_BATCH_LANES : 1 },
+    {
+      maxBatch: deps.config.TRANSFER_BATCH_SIZE,
+      lanes: deps.dbKind === 'postgres' ? deps.config.TRANSFER_BATCH_LANES : 1,
+      name: 'fx_orders',
+    },
   );
   return async (app) => {
     const r = routes(app, tags);
