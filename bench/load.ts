@@ -66,6 +66,33 @@ export function transferLoad(options: LoadOptions, pick: () => [string, string])
   });
 }
 
+/**
+ * POST /v1/fx/orders: market orders selling 100.00 NGN for USD between the [NGN, USD] accounts
+ * `pick` returns, a fresh Idempotency-Key per request. 100.00 NGN, not 1.00: at the default rate
+ * (1,550 NGN a dollar) 1.00 NGN buys less than a cent.
+ */
+export function fxOrderLoad(options: LoadOptions, pick: () => [string, string]): Promise<LoadResult> {
+  return run(options, {
+    method: 'POST',
+    path: '/v1/fx/orders',
+    setupRequest: (req) => {
+      const [from, to] = pick();
+      return {
+        ...req,
+        headers: { ...VIA_PROXY, 'content-type': 'application/json', 'api-key': options.key, 'idempotency-key': randomUUID() },
+        body: JSON.stringify({
+          order_type: 'market',
+          side: 'sell',
+          pair: { base: 'NGN', quote: 'USD' },
+          amount: '100.00',
+          source_id: from,
+          destination_id: to,
+        }),
+      };
+    },
+  });
+}
+
 /** GET /v1/accounts/{id} for the ids `pick` returns. */
 export function accountReadLoad(options: LoadOptions, pick: () => string): Promise<LoadResult> {
   return run(options, {

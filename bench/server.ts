@@ -159,13 +159,24 @@ async function call(base: string, key: string, path: string, body: unknown): Pro
 }
 
 /** `count` NGN accounts of the business, each funded through the API; returns their ids. */
-export async function fundedAccounts(base: string, key: string, count: number): Promise<string[]> {
+export function fundedAccounts(base: string, key: string, count: number): Promise<string[]> {
+  return openAccounts(base, key, count, 'NGN', (id) => call(base, key, `/v1/simulations/accounts/${id}/fund`, { amount: '100000000.00' }));
+}
+
+/** `count` accounts of the business in `currency`, ten opened at a time, `then` run on each; returns their ids. */
+export async function openAccounts(
+  base: string,
+  key: string,
+  count: number,
+  currency: string,
+  then: (id: string) => Promise<unknown> = async () => {},
+): Promise<string[]> {
   const ids: string[] = [];
   for (let i = 0; i < count; i += 10) {
     const batch = await Promise.all(
       Array.from({ length: Math.min(10, count - i) }, async (_, j) => {
-        const account = await call(base, key, '/v1/accounts', { currency: 'NGN', label: `bench-${i + j}` });
-        await call(base, key, `/v1/simulations/accounts/${account.id}/fund`, { amount: '100000000.00' });
+        const account = await call(base, key, '/v1/accounts', { currency, label: `bench-${currency}-${i + j}` });
+        await then(account.id);
         return account.id;
       }),
     );

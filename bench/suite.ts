@@ -5,12 +5,23 @@ import { join } from 'node:path';
 import { openPGlite, openPostgres, type DatabaseHandle } from '../src/db/client.js';
 import { reconcile } from '../src/ledger/index.js';
 import { seedHistory } from './history.js';
-import { accountReadLoad, transferLoad, VIA_PROXY, type LoadResult } from './load.js';
+import { accountReadLoad, fxOrderLoad, transferLoad, VIA_PROXY, type LoadResult } from './load.js';
 import { pgbenchInit, pgbenchRun, type PgbenchResult } from './pgbench.js';
-import { admin, build, fundedAccounts, post, prepareDatabase, preparePGlite, startServer, withDatabase, type Server } from './server.js';
+import {
+  admin,
+  build,
+  fundedAccounts,
+  openAccounts,
+  post,
+  prepareDatabase,
+  preparePGlite,
+  startServer,
+  withDatabase,
+  type Server,
+} from './server.js';
 import { steadyTransfers } from './steady.js';
 
-export const SCENARIOS = ['spread', 'hot', 'reads', 'steady', 'pglite', 'bulk', 'history', 'requestlog'] as const;
+export const SCENARIOS = ['spread', 'hot', 'reads', 'steady', 'pglite', 'bulk', 'history', 'requestlog', 'fx'] as const;
 export type Scenario = (typeof SCENARIOS)[number];
 
 export interface BenchOptions {
@@ -136,14 +147,14 @@ export async function runBench(o: BenchOptions): Promise<{ rows: Row[]; reconcil
   try {
     log('building dist/ (npm run build)');
     build();
-    const needsMain = (['spread', 'hot', 'reads', 'steady', 'bulk', 'pglite', 'requestlog'] as const).some(has);
+    const needsMain = (['spread', 'hot', 'reads', 'steady', 'bulk', 'pglite', 'requestlog', 'fx'] as const).some(has);
     if (needsMain) {
       const main = await appOnPostgres('app');
       const { server, key, ids, handle } = main;
       log(`main server up at ${server.base}; warming up`);
       await warmup(server, key, ids);
 
-      if (has('spread') || has('pglite') || has('requestlog')) {
+      if (has('spread') || has('pglite') || has('requestlog') || has('fx')) {
         log('spread: transfers among all accounts, as fast as they go');
         pgSpread = await transferLoad(loadOpts(server, key), pairs(ids));
       }
@@ -214,6 +225,8 @@ export async function runBench(o: BenchOptions): Promise<{ rows: Row[]; reconcil
         });
       }
       if (has('bulk')) rows.push(await bulk(server, key, ids));
+      // Last on this server, and before it stops: the reconcile below then covers the FX postings too.
+      if (has('fx') && pgSpread) rows.push(await fx(server, key, ids, pgSpread));
       const rss = server.peakRssMiB();
       mainRss = rss;
       rows.push({
@@ -362,6 +375,23 @@ export async function runBench(o: BenchOptions): Promise<{ rows: Row[]; reconcil
       measured: `${fmt(perSecond)}/s (${requests} requests: ${codes}; items not completed ${failedItems})`,
       reference: pgSpread ? `single transfers: ${fmt(pgSpread.perSecond)}/s` : '',
       ...(pgSpread ? { ratio: perSecond / pgSpread.perSecond } : {}),
+      target: '',
+    };
+  }
+
+  /** POST /v1/fx/orders, market orders from the funded NGN accounts to as many USD accounts of the business. */
+  async function fx(server: Server, key: string, ngn: string[], spread: LoadResult): Promise<Row> {
+    log(`fx: market orders, 100.00 NGN sold for USD, ${o.accounts} NGN + ${o.accounts} USD accounts`);
+    const usd = await openAccounts(server.base, key, o.accounts, 'USD');
+    const pick = () => [ngn[Math.floor(Math.random() * ngn.length)]!, usd[Math.floor(Math.random() * usd.length)]!] as [string, string];
+    // A route the server has not served yet: its first requests pay for compiling its code.
+    await fxOrderLoad(loadOpts(server, key, { seconds: Math.min(3, o.loadSeconds) }), pick);
+    const run = await fxOrderLoad(loadOpts(server, key), pick);
+    return {
+      name: `FX market orders/s over HTTP, ${o.accounts} + ${o.accounts} accounts`,
+      measured: `${fmt(run.perSecond)}/s, p50 ${run.p50} ms, p99 ${run.p99} ms${failures(run)}`,
+      reference: `spread transfers on the same server: ${fmt(spread.perSecond)}/s`,
+      ratio: run.perSecond / spread.perSecond,
       target: '',
     };
   }
