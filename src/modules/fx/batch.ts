@@ -84,11 +84,17 @@ interface Staged {
   ids: { sourceId: string; destinationId: string };
 }
 
-/** An order checked and priced: what it would post. */
-interface Planned extends Staged {
+/** An order whose accounts passed its checks, priced. */
+interface Checked extends Staged {
+  source: accounts.AccountRow;
+  destination: accounts.AccountRow;
   order: NewOrder;
-  parties: Parties;
   p: Executed;
+}
+
+/** What a checked order would post. */
+interface Planned extends Checked {
+  parties: Parties;
   legs: ledger.Leg[];
 }
 
@@ -160,7 +166,7 @@ export async function orderBatch(trx: Trx, reqs: OrderRequest[], writes?: WriteS
     staged.map((s) => ({ ctx: s.req.ctx, ids: [s.ids.sourceId, s.ids.destinationId] })),
   );
   const customers = await customersNamed(trx, staged);
-  const checked: (Omit<Planned, 'legs' | 'parties'> & { source: accounts.AccountRow; destination: accounts.AccountRow })[] = [];
+  const checked: Checked[] = [];
   for (const s of staged) {
     const key = scopeKey(s.req.ctx);
     const c = await refusalOf(() => {
