@@ -1,6 +1,7 @@
 import type { Queryable, Trx } from '../../db/client.js';
-import type { Environment, RequestContext } from '../../core/context.js';
-import { AppError, notFound, validationError, type ErrorDetail } from '../../core/errors.js';
+import { groupByScope, scopeKey, type Environment, type RequestContext } from '../../core/context.js';
+import { AppError, notFound, refusalOf, validationError, type ErrorDetail } from '../../core/errors.js';
+import type { WriteSet } from '../../db/write-set.js';
 import type { Page } from '../../db/pagination.js';
 import { cardBrand, expiringSoon, isCvv, luhnValid, parseExpiry } from '../../lib/cards.js';
 import { randomBase62, type Sealer } from '../../lib/crypto.js';
@@ -8,10 +9,10 @@ import { newId } from '../../lib/ids.js';
 import { formatAmount, parseAmount } from '../../lib/money.js';
 import { cardAcquirer } from '../../rails/card-acquiring.js';
 import { requireCustomer } from '../customers/service.js';
-import { completeCollection, failCollection } from './lifecycle.js';
+import { endCollections, lockCollectionsOf, type End, type Ending } from './lifecycle.js';
 import * as repo from './repo.js';
 import type { ChargeCardBody, CheckoutPayBody, CreatePaymentIntentBody, ListSavedCardsQuery, SavedCardResponse } from './schema.js';
-import { destinationAccount, insertPending, paymentLink, sessionMatches, type CollectionDeps } from './service.js';
+import { destinationAccount, insertPending, paymentLink, sessionMatches, toResponse, type CollectionDeps } from './service.js';
 
 /**
  * Card collections: card numbers arrive only on the hosted checkout page (or, in sandbox, the
@@ -98,36 +99,47 @@ export async function simulateCardToken(
   );
 }
 
-/** Charges a card for a pending card collection: completes it, or fails it with the decline. */
-async function chargeCollection(trx: Trx, ctx: Scope, d: CollectionDeps, row: repo.CollectionRow, pan: string, savedCardId: string | null) {
+/** What the acquirer says of charging `pan` for a pending card collection: completed, or failed with the decline. */
+async function chargeEnding(ctx: Scope, row: repo.CollectionRow, pan: string, savedCardId: string | null): Promise<Ending> {
   const result = await cardAcquirer(ctx.environment as Environment).charge({ pan, amount: row.amount, currency: row.currency });
-  if (!result.approved) {
-    await failCollection(trx, ctx, d, row.id, result.code, result.message);
-    return { status: 'failed' as const, transactionId: null, failureCode: result.code, failureMessage: result.message };
-  }
-  const done = await completeCollection(trx, ctx, d, row.id, { detailedStatus: 'completed', savedCardId });
-  return { status: 'succeeded' as const, transactionId: done.account_transaction_id, failureCode: null, failureMessage: null };
+  if (!result.approved) return { status: 'failed', detailedStatus: 'provider_failed', code: result.code, reason: result.message };
+  return { status: 'completed', detailedStatus: 'completed', savedCardId };
 }
 
-async function chargeToken(trx: Trx, ctx: Scope, d: CollectionDeps, row: repo.CollectionRow, token: string) {
-  const card = await repo.findSavedCardByToken(trx, ctx, token);
-  if (!card || (card.customer_id !== null && card.customer_id !== row.customer_id)) {
-    throw new AppError('not_found', 'Card token not found', [
-      { field: 'card_token', code: 'not_found', message: 'No saved card with this token for this customer' },
-    ]);
-  }
+const tokenNotFound = () =>
+  new AppError('not_found', 'Card token not found', [
+    { field: 'card_token', code: 'not_found', message: 'No saved card with this token for this customer' },
+  ]);
+
+/** How charging a saved card ends the collection: 404 unknown or another customer's, failed when expired, else the acquirer's word. */
+async function tokenEnding(ctx: Scope, d: CollectionDeps, row: repo.CollectionRow, card: repo.SavedCardRow | undefined): Promise<Ending> {
+  if (!card || (card.customer_id !== null && card.customer_id !== row.customer_id)) throw tokenNotFound();
   if (!parseExpiry(`${card.card_exp_month}/${card.card_exp_year}`)) {
-    return failCollection(trx, ctx, d, row.id, 'expired_card', 'The saved card has expired').then(() => ({
-      status: 'failed' as const,
-      transactionId: null,
-      failureCode: 'expired_card',
-      failureMessage: 'The saved card has expired',
-    }));
+    return { status: 'failed', detailedStatus: 'provider_failed', code: 'expired_card', reason: 'The saved card has expired' };
   }
-  return chargeCollection(trx, ctx, d, row, d.sealer.open(card.card_sealed, sealContext(card.id)), card.id);
+  return chargeEnding(ctx, row, d.sealer.open(card.card_sealed, sealContext(card.id)), card.id);
 }
 
-function intentResponse(d: CollectionDeps, row: repo.CollectionRow, charge?: Awaited<ReturnType<typeof chargeCollection>>) {
+/** A card charge's result as the payment intent and charge responses show it. */
+function chargeResult(d: CollectionDeps, ended: repo.CollectionRow) {
+  return ended.status === 'completed'
+    ? {
+        status: 'succeeded' as const,
+        transactionId: toResponse(d, ended).account_transaction_id ?? null,
+        failureCode: null,
+        failureMessage: null,
+      }
+    : { status: 'failed' as const, transactionId: null, failureCode: ended.failure_code, failureMessage: ended.failure_reason };
+}
+
+/** Ends one collection as a charge decided (a batch of one): its result. */
+async function endCharge(trx: Trx, ctx: Scope, d: CollectionDeps, row: repo.CollectionRow, ending: Ending) {
+  const [ended] = await endCollections(trx, [{ ctx, d, row, ending }]);
+  if (ended instanceof AppError) throw ended;
+  return chargeResult(d, ended!);
+}
+
+function intentResponse(d: CollectionDeps, row: repo.CollectionRow, charge?: ReturnType<typeof chargeResult>) {
   return {
     intent_id: row.id,
     status: charge?.status ?? ('created' as const),
@@ -165,23 +177,77 @@ export async function createPaymentIntent(trx: Trx, ctx: Scope, d: CollectionDep
     metadata: body.metadata,
   });
   if (!body.card_token) return intentResponse(d, row);
-  return intentResponse(d, row, await chargeToken(trx, ctx, d, row, body.card_token));
+  const ending = await tokenEnding(ctx, d, row, await repo.findSavedCardByToken(trx, ctx, body.card_token));
+  return intentResponse(d, row, await endCharge(trx, ctx, d, row, ending));
 }
 
-/** POST /v1/collections/cards/payment-intents/charge */
-export async function chargeCard(trx: Trx, ctx: Scope, d: CollectionDeps, body: ChargeCardBody) {
-  const row = await repo.findCollection(trx, ctx, body.payment_intent_id, 'update');
-  if (!row || row.method !== 'card') throw notFound('Payment intent');
-  if (row.status !== 'pending') throw new AppError('invalid_state_transition', `The payment intent is already ${row.status}`);
-  const result = await chargeToken(trx, ctx, d, row, body.card_token);
+/** A charge of a saved card for a payment intent (POST /v1/collections/cards/payment-intents/charge). */
+export interface ChargeRequest {
+  ctx: Scope;
+  d: CollectionDeps;
+  body: ChargeCardBody;
+}
+
+export type ChargeResponse = ReturnType<typeof chargeResponse>;
+
+function chargeResponse(paymentIntentId: string, result: ReturnType<typeof chargeResult>) {
   return {
-    payment_intent_id: row.id,
+    payment_intent_id: paymentIntentId,
     transaction_id: result.transactionId,
     status: result.status,
     requires_action: false,
     failure_code: result.failureCode,
     failure_message: result.failureMessage,
   };
+}
+
+/**
+ * Charges of saved cards as ONE unit (concurrent charges are gathered like transfers,
+ * docs/money-path.md): the payment intents locked set-wise, the cards read set-wise, each charge
+ * checked and decided in arrival order (404 unknown intent or card, 409 no longer pending, also
+ * when an earlier charge of the batch ended it), then every collection ended together
+ * (lifecycle.ts endCollections: the settlements in one posting batch, the writes in one
+ * statement). A decline answers 200 with status `failed`, as alone. One outcome per request.
+ */
+export async function chargeCards(
+  trx: Trx,
+  reqs: ChargeRequest[],
+  writes?: WriteSet,
+): Promise<({ ok: true; data: ChargeResponse } | { ok: false; error: AppError })[]> {
+  const rows = await lockCollectionsOf(
+    trx,
+    reqs.map((r) => ({ ctx: r.ctx, id: r.body.payment_intent_id })),
+  );
+  const cards = new Map<string, repo.SavedCardRow>();
+  const tokens = groupByScope(reqs.map((r) => ({ ctx: r.ctx, values: [r.body.card_token] })));
+  for (const { key, ctx, values } of tokens) {
+    for (const card of await repo.findSavedCardsByTokens(trx, ctx, values)) cards.set(`${key}:${card.card_token}`, card);
+  }
+  // What an earlier charge of the batch ended an intent as: a later one finds it so.
+  const endedAs = new Map<string, repo.CollectionStatus>();
+  const decided: (End | AppError)[] = [];
+  for (const { ctx, d, body } of reqs) {
+    const end = await refusalOf(async () => {
+      const row = rows.get(`${scopeKey(ctx)}:${body.payment_intent_id}`);
+      if (!row || row.method !== 'card') throw notFound('Payment intent');
+      const status = endedAs.get(row.id) ?? row.status;
+      if (status !== 'pending') throw new AppError('invalid_state_transition', `The payment intent is already ${status}`);
+      const ending = await tokenEnding(ctx, d, row, cards.get(`${scopeKey(ctx)}:${body.card_token}`));
+      endedAs.set(row.id, ending.status);
+      return { ctx, d, row, ending };
+    });
+    decided.push(end);
+  }
+  const live = decided.flatMap((x) => (x instanceof AppError ? [] : [x]));
+  const ended = await endCollections(trx, live, writes);
+  const results = new Map(live.map((e, k) => [e, ended[k]!]));
+  return decided.map((x) => {
+    if (x instanceof AppError) return { ok: false, error: x };
+    const result = results.get(x)!;
+    return result instanceof AppError
+      ? { ok: false, error: result }
+      : { ok: true, data: chargeResponse(x.row.id, chargeResult(x.d, result)) };
+  });
 }
 
 /**
@@ -198,7 +264,7 @@ export async function payAtCheckout(trx: Trx, d: CollectionDeps, collectionId: s
   const saved = body.save_card
     ? await saveCard(trx, ctx, d.sealer, card, { customerId: row.customer_id, clientCustomerId: row.client_customer_id })
     : undefined;
-  const result = await chargeCollection(trx, ctx, d, row, card.pan, saved?.id ?? null);
+  const result = await endCharge(trx, ctx, d, row, await chargeEnding(ctx, row, card.pan, saved?.id ?? null));
   return { status: result.status, failure_code: result.failureCode, failure_message: result.failureMessage };
 }
 

@@ -1,12 +1,13 @@
 import type { Trx } from '../../db/client.js';
 import { inOneStatement, type WriteSet } from '../../db/write-set.js';
-import type { Environment, RequestContext } from '../../core/context.js';
+import { groupByScope, scopeKey, type Environment, type RequestContext } from '../../core/context.js';
 import { AppError, notFound } from '../../core/errors.js';
 import * as ledger from '../../ledger/index.js';
 import * as accounts from '../accounts/service.js';
 import { settingsOf } from '../tenants/service.js';
 import * as transactions from '../transactions/service.js';
-import { recordEvent } from '../webhooks/service.js';
+import { recordEvents } from '../webhooks/service.js';
+import { keyedOnce } from '../../lib/memo.js';
 import * as repo from './repo.js';
 import { collectionFee, toResponse, type CollectionDeps } from './service.js';
 
@@ -24,44 +25,56 @@ function notPending(row: repo.CollectionRow, action: string): AppError {
 
 const CHANNEL = { card: 'card', bank_transfer: 'bank_transfer', mobile_money: 'mobile_money' } as const;
 
+type Funding = { transactionId: string; ledgerTransactionId: string };
+
+/** How a pending collection ends. */
+export type Ending =
+  | { status: 'completed'; detailedStatus: string; savedCardId?: string | null; funding?: Funding | undefined }
+  | { status: 'failed'; detailedStatus: string; code: string; reason: string }
+  | { status: 'expired'; reason: string };
+
+/** A pending collection its caller locked and checked, and how it ends. */
+export interface End {
+  ctx: Scope;
+  d: Deps;
+  row: repo.CollectionRow;
+  ending: Ending;
+}
+
+const EVENTS = {
+  completed: 'collection.status.completed',
+  failed: 'collection.status.failed',
+  expired: 'collection.status.expired',
+} as const;
+
+/** A completion's settlement: its legs and account transactions (none when nothing moves). */
+interface Settlement {
+  fee: bigint;
+  legs: ledger.Leg[];
+  sides: transactions.AccountSide[];
+}
+
 /**
- * Posts the payer's money: settlement -> destination (amount - fee) and the business's fee
- * account (fee). When the money already arrived as an inbound bank transfer (`funded`), only the
- * fee moves, from the destination account. No fee when the destination is the business's own.
+ * The payer's money: settlement -> destination (amount - fee) and the business's fee account
+ * (fee). When the money already arrived as an inbound bank transfer (`funded`), only the fee
+ * moves, from the destination account. No fee when the destination is the business's own.
  */
-async function postSettlement(trx: Trx, writes: WriteSet, ctx: Scope, d: Deps, row: repo.CollectionRow, funded: boolean) {
-  const destination = (await accounts.lockForMovement(trx, ctx, [row.destination_account_id])).get(row.destination_account_id)!;
-  let fee = destination.customer_id === null ? 0n : collectionFee(await settingsOf(trx, ctx.tenantId), d.config, row);
-  const feeAccount = fee > 0n ? await accounts.businessFeeAccount(trx, ctx, row.currency) : undefined;
+function settlementOf(
+  row: repo.CollectionRow,
+  destination: accounts.AccountRow,
+  fee: bigint,
+  feeAccount: accounts.AccountRow | undefined,
+  settlementAccount: string | undefined,
+): Settlement {
   if (feeAccount?.id === destination.id) fee = 0n;
   const ccy = row.currency;
-  const legs: ledger.Leg[] = funded
-    ? []
-    : [{ accountId: await ledger.systemAccount(trx, ctx, 'settlement', ccy), amount: -row.amount, currency: ccy }];
-  const toDestination = (funded ? 0n : row.amount) - fee;
+  const legs: ledger.Leg[] = settlementAccount ? [{ accountId: settlementAccount, amount: -row.amount, currency: ccy }] : [];
+  const toDestination = (settlementAccount ? row.amount : 0n) - fee;
   if (toDestination !== 0n) legs.push({ accountId: destination.id, amount: toDestination, currency: ccy });
   if (fee > 0n) legs.push({ accountId: feeAccount!.id, amount: fee, currency: ccy });
-  if (legs.length < 2) return { fee, posting: undefined, transactionId: null };
-  const posting = await ledger.post(
-    trx,
-    ctx,
-    { kind: funded ? 'collection_fee' : 'collection', reference: row.id, metadata: { collection_id: row.id, fee: String(fee) }, legs },
-    writes,
-  );
   const common = { currency: ccy, channel: CHANNEL[row.method], receivingAccountId: destination.id };
-  const sides: transactions.AccountSide[] = funded
+  const sides: transactions.AccountSide[] = settlementAccount
     ? [
-        {
-          ...common,
-          accountId: destination.id,
-          customerId: destination.customer_id,
-          direction: 'out',
-          amount: fee,
-          transactionType: 'fee_charge',
-          description: `Collection fee ${row.id}`,
-        },
-      ]
-    : [
         {
           ...common,
           accountId: destination.id,
@@ -71,6 +84,17 @@ async function postSettlement(trx: Trx, writes: WriteSet, ctx: Scope, d: Deps, r
           fee,
           transactionType: 'credit',
           description: `Collection by ${row.method.replace('_', ' ')}`,
+        },
+      ]
+    : [
+        {
+          ...common,
+          accountId: destination.id,
+          customerId: destination.customer_id,
+          direction: 'out',
+          amount: fee,
+          transactionType: 'fee_charge',
+          description: `Collection fee ${row.id}`,
         },
       ];
   if (fee > 0n)
@@ -84,76 +108,147 @@ async function postSettlement(trx: Trx, writes: WriteSet, ctx: Scope, d: Deps, r
       description: `Collection fee ${row.id}`,
       receivingAccountId: feeAccount!.id,
     });
-  const [tx] = await transactions.recordMovement(writes, ctx, { reference: row.id, clientReference: row.client_reference, posting, sides });
-  return { fee, posting, transactionId: tx!.id };
+  return { fee, legs: legs.length < 2 ? [] : legs, sides };
 }
 
-export async function completeCollection(
-  trx: Trx,
-  ctx: Scope,
-  d: Deps,
-  id: string,
-  extra: { detailedStatus?: string; savedCardId?: string | null; funding?: { transactionId: string; ledgerTransactionId: string } } = {},
-) {
-  const row = await repo.findCollection(trx, ctx, id, 'update');
-  if (!row) throw notFound('Collection');
-  if (row.status !== 'pending') throw notPending(row, 'completed');
-  // The ledger and account transactions go as one statement (db/write-set.ts), before the
-  // collection row that refers to them.
-  const settled = await inOneStatement(trx, (writes) => postSettlement(trx, writes, ctx, d, row, extra.funding !== undefined));
-  const done = await repo.finishCollection(trx, ctx, id, {
-    status: 'completed',
-    detailed_status: extra.detailedStatus ?? 'completed',
-    fee: settled.fee,
-    completed_at: new Date(),
-    saved_card_id: extra.savedCardId ?? null,
-    transaction_id: extra.funding?.transactionId ?? settled.transactionId,
-    ledger_transaction_id: extra.funding?.ledgerTransactionId ?? settled.posting?.id ?? null,
-  });
-  if (!done) throw notPending(row, 'completed');
-  const response = toResponse(d, done);
-  await recordEvent(trx, ctx, 'collection.status.completed', response);
-  return response;
+/** The settlement of each completion (others: undefined), with the accounts it needs found or created once. */
+async function settlements(trx: Trx, ends: End[]): Promise<(Settlement | undefined)[]> {
+  const completing = ends.filter((e) => e.ending.status === 'completed');
+  const locked = await accounts.lockForMovements(
+    trx,
+    completing.map((e) => ({ ctx: e.ctx, ids: [e.row.destination_account_id] })),
+  );
+  const settings = keyedOnce<Awaited<ReturnType<typeof settingsOf>>>();
+  const feeAccounts = keyedOnce<accounts.AccountRow>();
+  const systemAccounts = keyedOnce<string>();
+  const out: (Settlement | undefined)[] = [];
+  for (const { ctx, d, row, ending } of ends) {
+    if (ending.status !== 'completed') {
+      out.push(undefined);
+      continue;
+    }
+    const key = `${scopeKey(ctx)}:${row.currency}`;
+    const destination = locked.get(scopeKey(ctx))!.get(row.destination_account_id)!;
+    const fee =
+      destination.customer_id === null
+        ? 0n
+        : collectionFee(await settings(ctx.tenantId, () => settingsOf(trx, ctx.tenantId)), d.config, row);
+    const feeAccount = fee > 0n ? await feeAccounts(key, () => accounts.businessFeeAccount(trx, ctx, row.currency)) : undefined;
+    const settlement = ending.funding
+      ? undefined
+      : await systemAccounts(key, () => ledger.systemAccount(trx, ctx, 'settlement', row.currency));
+    out.push(settlementOf(row, destination, fee, feeAccount, settlement));
+  }
+  return out;
 }
 
-export async function failCollection(
-  trx: Trx,
-  ctx: Scope,
-  d: Deps,
-  id: string,
-  code: string,
-  reason: string,
-  detailedStatus = 'provider_failed',
-) {
-  const row = await repo.findCollection(trx, ctx, id, 'update');
-  if (!row) throw notFound('Collection');
-  if (row.status !== 'pending') throw notPending(row, 'failed');
-  const done = await repo.finishCollection(trx, ctx, id, {
-    status: 'failed',
-    detailed_status: detailedStatus,
-    failure_code: code,
-    failure_reason: reason,
-  });
-  if (!done) throw notPending(row, 'failed');
-  const response = toResponse(d, done);
-  await recordEvent(trx, ctx, 'collection.status.failed', response);
-  return response;
+/** The columns a collection gets as it ends. */
+function endedColumns(ending: Ending, fee: bigint, booked: { transactionId: string | null; ledgerTransactionId: string | null }) {
+  const updated_at = new Date();
+  switch (ending.status) {
+    case 'completed':
+      return {
+        status: 'completed' as const,
+        detailed_status: ending.detailedStatus,
+        fee,
+        completed_at: updated_at,
+        saved_card_id: ending.savedCardId ?? null,
+        transaction_id: ending.funding?.transactionId ?? booked.transactionId,
+        ledger_transaction_id: ending.funding?.ledgerTransactionId ?? booked.ledgerTransactionId,
+        updated_at,
+      };
+    case 'failed':
+      return {
+        status: 'failed' as const,
+        detailed_status: ending.detailedStatus,
+        failure_code: ending.code,
+        failure_reason: ending.reason,
+        updated_at,
+      };
+    case 'expired':
+      return {
+        status: 'expired' as const,
+        detailed_status: 'expired',
+        failure_code: 'expired',
+        failure_reason: ending.reason,
+        updated_at,
+      };
+  }
 }
 
-export async function expireCollection(trx: Trx, ctx: Scope, d: Deps, id: string, reason = 'The payer did not pay in time') {
+/**
+ * Ends pending collections, each locked by its caller and checked pending, as ONE unit of work
+ * (docs/money-path.md): the completions settle through one ledger PostingBatch (destination
+ * accounts share-locked set-wise, every balance row locked once, ascending), and every write
+ * (balances, ledger rows, account transactions, the collections' new columns, their events) goes
+ * as one statement, into `writes` when the caller gives one. Lock order: collection rows (the
+ * caller's) → accounts → (fee and settlement accounts found or created) → balance rows, as a
+ * lone completion always took them. Returns each collection as it ended, in order, or the
+ * ledger's refusal for that one alone (a fee the destination cannot pay).
+ */
+export async function endCollections(trx: Trx, ends: End[], writes?: WriteSet): Promise<(repo.CollectionRow | AppError)[]> {
+  const planned = await settlements(trx, ends);
+  const book = await ledger.PostingBatch.open(
+    trx,
+    planned.flatMap((p) => p?.legs.map((l) => l.accountId) ?? []),
+  );
+  const postings = ends.map(({ ctx, row, ending }, i) => {
+    const legs = planned[i]?.legs ?? [];
+    if (legs.length === 0) return undefined;
+    const kind = ending.status === 'completed' && ending.funding ? 'collection_fee' : 'collection';
+    const metadata = { collection_id: row.id, fee: String(planned[i]!.fee) };
+    const result = book.tryPost(ctx, { kind, reference: row.id, metadata, legs });
+    return result.ok ? result.posting : ledger.insufficientFunds();
+  });
+  return inOneStatement(writes ?? trx, async (set) => {
+    await book.flush(set);
+    // Account transactions only where money moved (a fee-free funded collection moves nothing more).
+    const moving = ends.flatMap((e, i) => {
+      const posting = postings[i];
+      if (!posting || posting instanceof AppError) return [];
+      const movement = { reference: e.row.id, clientReference: e.row.client_reference, posting, sides: planned[i]!.sides };
+      return [{ i, ctx: e.ctx, movement }];
+    });
+    const txs = await transactions.recordMovements(set, moving);
+    const transactionOf = new Map(moving.map((m, k) => [m.i, txs[k]![0]!.id]));
+    const ended = ends.map((e, i) => {
+      const posting = postings[i];
+      if (posting instanceof AppError) return posting;
+      const booked = { transactionId: transactionOf.get(i) ?? null, ledgerTransactionId: posting?.id ?? null };
+      const patch = endedColumns(e.ending, planned[i]?.fee ?? 0n, booked);
+      return { ...e, patch, row: { ...e.row, ...patch } };
+    });
+    const done = ended.flatMap((x) => (x instanceof AppError ? [] : [x]));
+    await repo.endCollections(
+      set,
+      done.map(({ ctx, row, patch }) => ({ ctx, id: row.id, patch })),
+    );
+    await recordEvents(
+      set,
+      done.map(({ ctx, d, row, patch }) => ({ ctx, eventType: EVENTS[patch.status], data: toResponse(d, row) })),
+    );
+    return ended.map((x) => (x instanceof AppError ? x : x.row));
+  });
+}
+
+/** A pending collection locked for this transaction: 404 unknown, 409 already ended. */
+async function lockPending(trx: Trx, ctx: Scope, id: string, action: string): Promise<repo.CollectionRow> {
   const row = await repo.findCollection(trx, ctx, id, 'update');
   if (!row) throw notFound('Collection');
-  if (row.status !== 'pending') throw notPending(row, 'expired');
-  const done = await repo.finishCollection(trx, ctx, id, {
-    status: 'expired',
-    detailed_status: 'expired',
-    failure_code: 'expired',
-    failure_reason: reason,
-  });
-  if (!done) throw notPending(row, 'expired');
-  const response = toResponse(d, done);
-  await recordEvent(trx, ctx, 'collection.status.expired', response);
-  return response;
+  if (row.status !== 'pending') throw notPending(row, action);
+  return row;
+}
+
+/** One collection ended alone (a batch of one): its response, or its refusal thrown. */
+async function endAlone(trx: Trx, end: End) {
+  const [row] = await endCollections(trx, [end]);
+  if (row instanceof AppError) throw row;
+  return toResponse(end.d, row!);
+}
+
+async function expireCollection(trx: Trx, ctx: Scope, d: Deps, id: string, reason = 'The payer did not pay in time') {
+  const row = await lockPending(trx, ctx, id, 'expired');
+  return endAlone(trx, { ctx, d, row, ending: { status: 'expired', reason } });
 }
 
 /** The expiry job: pending collections past `expires_at` expire, in the tick's transaction (one per batch). */
@@ -176,23 +271,79 @@ export async function settleInboundTransfer(
 ): Promise<boolean> {
   const row = await repo.findByPaymentReference(trx, ctx, payment.accountId, payment.reference);
   if (!row || row.status !== 'pending' || row.method !== 'bank_transfer' || row.amount !== payment.amount) return false;
-  await completeCollection(trx, ctx, d, row.id, {
-    funding: { transactionId: payment.transactionId, ledgerTransactionId: payment.ledgerTransactionId },
-  });
+  const funding = { transactionId: payment.transactionId, ledgerTransactionId: payment.ledgerTransactionId };
+  await endAlone(trx, { ctx, d, row, ending: { status: 'completed', detailedStatus: 'completed', funding } });
   return true;
 }
 
-/** Sandbox: the payer pays, fails or never pays. */
-export async function simulateCollection(
+export type SimulationAction = 'complete' | 'fail' | 'expire';
+
+/** A sandbox simulation of how a pending collection ends. */
+export interface SimulationRequest {
+  ctx: Scope;
+  d: Deps;
+  id: string;
+  action: SimulationAction;
+  reason: string | null;
+}
+
+const VERB = { complete: 'completed', fail: 'failed', expire: 'expired' } as const;
+
+function simulatedEnding(action: SimulationAction, reason: string | null): Ending {
+  if (action === 'complete') return { status: 'completed', detailedStatus: 'completed' };
+  if (action === 'fail')
+    return {
+      status: 'failed',
+      detailedStatus: 'provider_failed',
+      code: 'payer_declined',
+      reason: reason ?? 'The payer declined the payment',
+    };
+  return { status: 'expired', reason: reason ?? 'The payer did not pay in time' };
+}
+
+/**
+ * Sandbox: the payer pays, fails or never pays, for many collections as ONE unit (concurrent
+ * simulations are gathered like transfers): the collections locked set-wise, then each checked
+ * in arrival order (404 unknown, 409 already ended, also by an earlier item of the batch), then
+ * ended together (endCollections). One outcome per request, in order.
+ */
+export async function simulateCollections(
   trx: Trx,
-  ctx: Scope,
-  d: Deps,
-  id: string,
-  action: 'complete' | 'fail' | 'expire',
-  reason: string | null,
-) {
-  if (ctx.environment !== 'sandbox') throw notFound('Route');
-  if (action === 'complete') return completeCollection(trx, ctx, d, id, { detailedStatus: 'completed' });
-  if (action === 'fail') return failCollection(trx, ctx, d, id, 'payer_declined', reason ?? 'The payer declined the payment');
-  return expireCollection(trx, ctx, d, id, reason ?? undefined);
+  reqs: SimulationRequest[],
+  writes?: WriteSet,
+): Promise<({ ok: true; data: ReturnType<typeof toResponse> } | { ok: false; error: AppError })[]> {
+  const sandbox = reqs.filter((r) => r.ctx.environment === 'sandbox');
+  const rows = await lockCollectionsOf(
+    trx,
+    sandbox.map((r) => ({ ctx: r.ctx, id: r.id })),
+  );
+  // What an earlier item of the batch ends a collection as: a later one finds it ended.
+  const endedAs = new Map<string, repo.CollectionStatus>();
+  const checked = reqs.map((r): End | AppError => {
+    if (r.ctx.environment !== 'sandbox') return notFound('Route');
+    const row = rows.get(`${scopeKey(r.ctx)}:${r.id}`);
+    if (!row) return notFound('Collection');
+    const status = endedAs.get(row.id) ?? row.status;
+    if (status !== 'pending') return notPending({ ...row, status }, VERB[r.action]);
+    const ending = simulatedEnding(r.action, r.reason);
+    endedAs.set(row.id, ending.status);
+    return { ctx: r.ctx, d: r.d, row, ending };
+  });
+  const live = checked.flatMap((c) => (c instanceof AppError ? [] : [c]));
+  const ended = await endCollections(trx, live, writes);
+  const byId = new Map(live.map((e, k) => [e.row.id, { e, result: ended[k]! }]));
+  return checked.map((c) => {
+    if (c instanceof AppError) return { ok: false, error: c };
+    const { e, result } = byId.get(c.row.id)!;
+    return result instanceof AppError ? { ok: false, error: result } : { ok: true, data: toResponse(e.d, result) };
+  });
+}
+
+/** Collections locked for a batch, one statement per business (ascending id), by scopeKey:id. */
+export async function lockCollectionsOf(trx: Trx, wanted: { ctx: Scope; id: string }[]): Promise<Map<string, repo.CollectionRow>> {
+  const rows = new Map<string, repo.CollectionRow>();
+  for (const { key, ctx, values } of groupByScope(wanted.map((w) => ({ ctx: w.ctx, values: [w.id] })))) {
+    for (const row of await repo.lockCollections(trx, ctx, values)) rows.set(`${key}:${row.id}`, row);
+  }
+  return rows;
 }

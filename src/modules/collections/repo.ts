@@ -3,7 +3,8 @@ import type { Queryable } from '../../db/client.js';
 import type { Scope } from '../../core/context.js';
 import { paginate, type Page } from '../../db/pagination.js';
 import type { ListCollectionsQuery, ListSavedCardsQuery } from './schema.js';
-import { findScoped, locked, scoped, transition, type Lock } from '../../db/scoped.js';
+import { findScoped, locked, scoped, scopedUpdate, type Lock } from '../../db/scoped.js';
+import { writeTogether, type Writer } from '../../db/write-set.js';
 
 export interface BankInstructions {
   account_number: string;
@@ -107,14 +108,28 @@ export async function listCollections(db: Queryable, ctx: Scope, query: ListColl
   return paginate<CollectionRow>(db, base, 'collections.id', query, (qb) => qb.selectAll());
 }
 
-/** pending -> a final status, at most once (the status condition guards it). */
-export async function finishCollection(
-  db: Queryable,
-  ctx: Scope,
-  id: string,
-  patch: Updateable<CollectionsTable> & { status: CollectionStatus },
-) {
-  return transition(db, 'collections', ctx, id, 'pending', { ...patch, updated_at: new Date() });
+/** Collections of one business and environment, locked (ascending id) for a batch that ends them. */
+export async function lockCollections(db: Queryable, ctx: Scope, ids: string[]): Promise<CollectionRow[]> {
+  if (ids.length === 0) return [];
+  return scoped(db, 'collections', ctx)
+    .selectAll()
+    .where('id', 'in', [...new Set(ids)].sort())
+    .orderBy('id')
+    .forUpdate()
+    .execute();
+}
+
+/**
+ * Ends pending collections the caller locked and checked: one UPDATE each, sent with the
+ * caller's other writes (a write set). The status condition stays as a guard.
+ */
+export async function endCollections(
+  to: Writer,
+  ends: { ctx: Scope; id: string; patch: Updateable<CollectionsTable> & { status: CollectionStatus; updated_at: Date } }[],
+): Promise<void> {
+  await writeTogether(to, (db) =>
+    ends.map(({ ctx, id, patch }) => scopedUpdate(db, 'collections', ctx).set(patch).where('id', '=', id).where('status', '=', 'pending')),
+  );
 }
 
 /** Pending collections past their expiry, across businesses, locked for the expiry job. */
@@ -137,6 +152,16 @@ export async function findSavedCard(db: Queryable, ctx: Scope, id: string) {
 
 export async function findSavedCardByToken(db: Queryable, ctx: Scope, token: string) {
   return scoped(db, 'saved_cards', ctx).selectAll().where('card_token', '=', token).where('deleted_at', 'is', null).executeTakeFirst();
+}
+
+/** The saved cards of one business and environment with these tokens (a batch of charges). */
+export async function findSavedCardsByTokens(db: Queryable, ctx: Scope, tokens: string[]): Promise<SavedCardRow[]> {
+  if (tokens.length === 0) return [];
+  return scoped(db, 'saved_cards', ctx)
+    .selectAll()
+    .where('card_token', 'in', [...new Set(tokens)])
+    .where('deleted_at', 'is', null)
+    .execute();
 }
 
 export async function hasSavedCards(db: Queryable, ctx: Scope, customerId: string) {

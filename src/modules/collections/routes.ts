@@ -1,5 +1,8 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { FastifyRequest } from 'fastify';
+import type { Trx } from '../../db/client.js';
+import type { WriteSet } from '../../db/write-set.js';
+import { BatchedIdempotency, type ItemOutcome } from '../../http/idempotency-batch.js';
 import { z } from 'zod';
 import type { Deps } from '../../http/deps.js';
 import { ok } from '../../http/envelope.js';
@@ -32,7 +35,33 @@ export function collectionDeps(deps: Deps, req: FastifyRequest): service.Collect
   };
 }
 
+/** Gathers a route's concurrent requests into shared batches, as transfers are (docs/money-path.md). */
+export function gathered<I, T>(
+  deps: Deps,
+  operation: string,
+  name: string,
+  work: (trx: Trx, items: { request: FastifyRequest; input: I }[], writes: WriteSet) => Promise<ItemOutcome<T>[]>,
+) {
+  return new BatchedIdempotency(deps.db, deps.sealer, deps.config.IDEMPOTENCY_TTL_HOURS, operation, work, {
+    maxBatch: deps.config.TRANSFER_BATCH_SIZE,
+    lanes: deps.dbKind === 'postgres' ? deps.config.TRANSFER_BATCH_LANES : 1,
+    name,
+  });
+}
+
 export function collectionRoutes(deps: Deps): FastifyPluginAsyncZod {
+  // Charges settle money: concurrent ones share one transaction, each with its own outcome.
+  const charges = gathered(
+    deps,
+    'collections.payment_intents.charge',
+    'collections',
+    (trx, items: { request: FastifyRequest; input: ChargeCardBody }[], writes) =>
+      cards.chargeCards(
+        trx,
+        items.map((i) => ({ ctx: i.request.ctx, d: collectionDeps(deps, i.request), body: i.input })),
+        writes,
+      ),
+  );
   return async (app) => {
     const r = routes(app, tags);
     r.post(
@@ -111,10 +140,7 @@ export function collectionRoutes(deps: Deps): FastifyPluginAsyncZod {
         data: ChargeCardResponse,
         errors: ['not_found', 'invalid_state_transition'],
       },
-      (req, reply) =>
-        deps.idempotency.run(req, reply, 'collections.payment_intents.charge', (trx) =>
-          cards.chargeCard(trx, req.ctx, collectionDeps(deps, req), req.body),
-        ),
+      (req, reply) => charges.run(req, reply, req.body),
     );
 
     r.get(

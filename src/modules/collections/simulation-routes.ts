@@ -4,8 +4,9 @@ import type { Deps } from '../../http/deps.js';
 import { routes } from '../../http/route.js';
 import { UuidParam } from '../../lib/validators.js';
 import { simulateCardToken } from './cards.js';
-import { simulateCollection } from './lifecycle.js';
-import { collectionDeps } from './routes.js';
+import type { FastifyRequest } from 'fastify';
+import { simulateCollections, type SimulationAction } from './lifecycle.js';
+import { collectionDeps, gathered } from './routes.js';
 import { CardTokenBody, CollectionResponse, SavedCardResponse, SimulationReasonBody } from './schema.js';
 
 const ACTIONS = [
@@ -16,6 +17,23 @@ const ACTIONS = [
 
 /** Sandbox-only collection simulations (404 with a live key). */
 export function collectionSimulationRoutes(deps: Deps): FastifyPluginAsyncZod {
+  // Each simulation settles (or ends) a collection: gathered like charges.
+  const simulations = Object.fromEntries(
+    ACTIONS.map(([action]) => [
+      action,
+      gathered(
+        deps,
+        `simulations.collections.${action}`,
+        'collections',
+        (trx, items: { request: FastifyRequest; input: { id: string; reason: string | null } }[], writes) =>
+          simulateCollections(
+            trx,
+            items.map((i) => ({ ctx: i.request.ctx, d: collectionDeps(deps, i.request), id: i.input.id, action, reason: i.input.reason })),
+            writes,
+          ),
+      ),
+    ]),
+  ) as Record<SimulationAction, ReturnType<typeof gathered<{ id: string; reason: string | null }, CollectionResponse>>>;
   return async (app) => {
     const r = routes(app, ['Simulations']);
     for (const [action, description] of ACTIONS) {
@@ -29,10 +47,7 @@ export function collectionSimulationRoutes(deps: Deps): FastifyPluginAsyncZod {
           data: CollectionResponse,
           errors: ['invalid_state_transition'],
         },
-        (req, reply) =>
-          deps.idempotency.run(req, reply, `simulations.collections.${action}`, (trx) =>
-            simulateCollection(trx, req.ctx, collectionDeps(deps, req), req.params.collection_id, action, req.body.reason ?? null),
-          ),
+        (req, reply) => simulations[action].run(req, reply, { id: req.params.collection_id, reason: req.body.reason ?? null }),
       );
     }
 

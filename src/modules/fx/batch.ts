@@ -5,6 +5,7 @@ import { groupByScope, scopeKey, type RequestContext } from '../../core/context.
 import { AppError, refusalOf } from '../../core/errors.js';
 import * as ledger from '../../ledger/index.js';
 import { newId } from '../../lib/ids.js';
+import { keyedOnce } from '../../lib/memo.js';
 import type { RateBook } from '../../rails/fx.js';
 import * as accounts from '../accounts/service.js';
 import * as approvals from '../approvals/service.js';
@@ -123,15 +124,6 @@ function termsOfLockedQuote(body: CreateOrderBody, state: QuoteState | undefined
   return terms;
 }
 
-/** A value per key, computed once per batch (the same rate book, fee account or fx_position account for every order that needs it). */
-function once<T>() {
-  const seen = new Map<string, Promise<T>>();
-  return (key: string, make: () => Promise<T>) => {
-    if (!seen.has(key)) seen.set(key, make());
-    return seen.get(key)!;
-  };
-}
-
 /**
  * FX market orders as ONE unit of work in `trx`: one outcome per request, in order. Lock order:
  * quotes (update) → accounts (share) → (fee and fx_position accounts found or created) →
@@ -145,7 +137,7 @@ export async function orderBatch(trx: Trx, reqs: OrderRequest[], writes?: WriteS
   const refuse = (i: number, error: AppError) => (outcomes[i] = { ok: false, error });
 
   const quotes = await lockQuotesOf(trx, reqs);
-  const books = once<RateBook>();
+  const books = keyedOnce<RateBook>();
   const staged: Staged[] = [];
   for (const [i, req] of reqs.entries()) {
     const s = await refusalOf(async () => {
@@ -183,8 +175,8 @@ export async function orderBatch(trx: Trx, reqs: OrderRequest[], writes?: WriteS
   }
 
   // The accounts every posting needs beyond its own, found (or created, as a lone order does) once per business and currency.
-  const feeAccounts = once<accounts.AccountRow>();
-  const positions = once<string>();
+  const feeAccounts = keyedOnce<accounts.AccountRow>();
+  const positions = keyedOnce<string>();
   const planned: Planned[] = [];
   for (const c of checked) {
     const { ctx } = c.req;

@@ -1,0 +1,175 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import * as ledger from '../src/ledger/index.js';
+import { metricsRegistry } from '../src/lib/metrics.js';
+import { simulateCollections, type SimulationRequest } from '../src/modules/collections/lifecycle.js';
+import { clientFor, johnDoe, startTestApp, type Client, type TestApp } from './harness.js';
+
+/**
+ * Collection settlement on the batch path (docs/money-path.md): many collections end in one
+ * transaction with a fixed number of statements (their settlements in one posting batch, every
+ * write in one statement), each checked on its own in arrival order. Card charges and the sandbox
+ * simulations are gathered over HTTP like transfers.
+ */
+let t: TestApp;
+beforeAll(async () => {
+  // One lane: while it is busy new requests queue, so concurrent ones form batches.
+  t = await startTestApp({ TRANSFER_BATCH_LANES: 1 });
+});
+afterAll(async () => t?.close());
+
+async function business(name: string) {
+  const tenant = await t.tenant(name);
+  const api = clientFor(t, tenant.sandbox.secret_key);
+  const customer = (await api.post('/v1/customers', johnDoe())).body.data.id as string;
+  const account = async () =>
+    (await api.post('/v1/accounts', { currency: 'USD', label: 'c', customer_id: customer })).body.data.id as string;
+  const collection = async (destination: string, amount = '10.00') => {
+    const res = await api.post('/v1/collections', {
+      amount,
+      currency: 'USD',
+      country: 'NG',
+      customer_id: customer,
+      source: { source_type: 'external', methods: ['card'] },
+      destination: { destination_type: 'internal_account', id: destination },
+    });
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    return res.body.data.id as string;
+  };
+  const ctx = { tenantId: tenant.tenant_id, environment: 'sandbox' as const };
+  const d = { config: t.config, sealer: t.sealer, baseUrl: 'http://localhost' };
+  const simulation = (id: string, action: SimulationRequest['action'], reason: string | null = null): SimulationRequest => ({
+    ctx,
+    d,
+    id,
+    action,
+    reason,
+  });
+  return { tenant, api, customer, account, collection, simulation };
+}
+
+const balance = async (api: Client, id: string) => (await api.get(`/v1/accounts/${id}`)).body.data.balance as string;
+
+/** The collections' batch-size histogram: batches and requests so far. */
+async function batchCount(): Promise<{ count: number; sum: number }> {
+  const metric = (await metricsRegistry.getSingleMetric('fsapi_commit_batch_size')!.get()).values;
+  const of = (name: string) =>
+    metric.find((v) => (v as { metricName?: string }).metricName === name && v.labels.batch === 'collections')?.value ?? 0;
+  return { count: of('fsapi_commit_batch_size_count'), sum: of('fsapi_commit_batch_size_sum') };
+}
+
+describe('collections in batches', () => {
+  it('costs the same statements to settle one collection as fifty', async () => {
+    const b = await business('Settle Statements Ltd');
+    const dest = await b.account();
+    const ids = [];
+    for (let i = 0; i < 52; i++) ids.push(await b.collection(dest, '1.00'));
+    const statements = async (reqs: SimulationRequest[]) => {
+      let count = 0;
+      const counted = t.db.withPlugin({
+        transformQuery: (args) => args.node,
+        transformResult: async (args) => {
+          count++;
+          return args.result;
+        },
+      });
+      const outcomes = await counted.transaction().execute((trx) => simulateCollections(trx, reqs));
+      expect(outcomes.every((o) => o.ok)).toBe(true);
+      return count;
+    };
+    // The first settlement creates the business's fee and settlement accounts, as a lone one does.
+    await statements([b.simulation(ids[0]!, 'complete')]);
+    const one = await statements([b.simulation(ids[1]!, 'complete')]);
+    const fifty = await statements(ids.slice(2).map((id) => b.simulation(id, 'complete')));
+    // The collections (lock), the destination accounts (share), the business's settings, its fee
+    // account, the settlement account, balance rows (lock), and one statement for every write:
+    // balances, ledger rows, account transactions, the collections' new status, their events.
+    expect(one).toBe(7);
+    expect(fifty).toBe(one);
+    // 52 × 1.00, less the default 1.5 % fee of each (0.015, rounded up to 0.02).
+    expect(await balance(b.api, dest)).toBe('50.96');
+    expect((await ledger.reconcile(t.db, b.tenant.tenant_id)).ok).toBe(true);
+  });
+
+  it("one collection's refusal (unknown, already ended, also by an earlier item) never fails its neighbours", async () => {
+    const b = await business('Settle Neighbours Ltd');
+    const dest = await b.account();
+    const [a, c, e] = [await b.collection(dest), await b.collection(dest), await b.collection(dest)];
+    const unknown = '0190e7a0-0000-7000-8000-000000000000';
+    const outcomes = await t.db
+      .transaction()
+      .execute((trx) =>
+        simulateCollections(trx, [
+          b.simulation(a, 'complete'),
+          b.simulation(unknown, 'complete'),
+          b.simulation(c, 'fail', 'Wrong PIN'),
+          b.simulation(a, 'complete'),
+          b.simulation(e, 'expire'),
+          b.simulation(c, 'complete'),
+        ]),
+      );
+    expect(outcomes.map((o) => (o.ok ? o.data.status : o.error.code))).toEqual([
+      'completed',
+      'not_found',
+      'failed',
+      'invalid_state_transition',
+      'expired',
+      'invalid_state_transition',
+    ]);
+    expect(outcomes[3]!.ok ? '' : outcomes[3]!.error.message).toBe('A completed collection cannot be completed');
+    expect(outcomes[5]!.ok ? '' : outcomes[5]!.error.message).toBe('A failed collection cannot be completed');
+    // 10.00 less the 1.5 % fee.
+    expect(await balance(b.api, dest)).toBe('9.85');
+    // Each ended collection reads back as it was answered, with its event committed beside it.
+    for (const o of outcomes) {
+      if (!o.ok) continue;
+      expect((await b.api.get(`/v1/collections/${o.data.id}`)).body.data).toEqual(o.data);
+      const events = await t.db.selectFrom('events').select('event_type').where('event_group_id', '=', o.data.id).orderBy('id').execute();
+      expect(events.map((x) => x.event_type)).toEqual(['collection.status.pending', `collection.status.${o.data.status}`]);
+    }
+    expect((await ledger.reconcile(t.db, b.tenant.tenant_id)).ok).toBe(true);
+  });
+
+  it('concurrent card charges over HTTP share batches; each is answered alone and replays byte for byte', async () => {
+    const b = await business('Charge Batch Ltd');
+    const dest = await b.account();
+    const token = async (card_number: string) =>
+      (await b.api.post('/v1/simulations/card-tokens', { card_number, expiry: '12/30', cvv: '999', customer_id: b.customer })).body.data
+        .card_token as string;
+    const good = await token('4242424242424242');
+    const declined = await token('4000000000009995');
+    const intents: string[] = [];
+    for (let i = 0; i < 20; i++) {
+      const res = await b.api.post('/v1/collections/cards/payment-intents', {
+        customer_id: b.customer,
+        amount: '2.00',
+        currency: 'USD',
+        destination: { destination_type: 'internal_account', id: dest },
+        source: { source_type: 'external', methods: ['card'] },
+      });
+      expect(res.status, JSON.stringify(res.body)).toBe(200);
+      intents.push(res.body.data.intent_id);
+    }
+    const bodies = intents.map((id, i) => ({ payment_intent_id: id, card_token: i % 5 === 4 ? declined : good }));
+    // The first intent charged twice in the same burst: one charge wins, the other finds it charged.
+    bodies.push({ payment_intent_id: intents[0]!, card_token: good });
+    const keys = bodies.map((_, i) => `charge-${i}-${b.tenant.tenant_id}`);
+    const before = await batchCount();
+    const results = await Promise.all(
+      bodies.map((body, i) => b.api.post('/v1/collections/cards/payment-intents/charge', body, { idempotencyKey: keys[i]! })),
+    );
+    const after = await batchCount();
+    expect(after.sum - before.sum).toBe(21);
+    expect(after.count - before.count).toBeLessThan(21);
+    results.slice(0, 20).forEach((r, i) => {
+      expect(r.status, JSON.stringify(r.body)).toBe(200);
+      expect(r.body.data.status).toBe(i % 5 === 4 ? 'failed' : 'succeeded');
+    });
+    expect(results[20]!.status).toBe(409);
+    expect(results[20]!.body.error.code).toBe('invalid_state_transition');
+    // 16 charges of 2.00 settle, less 0.03 each (1.5 %).
+    expect(await balance(b.api, dest)).toBe('31.52');
+    const replay = await b.api.post('/v1/collections/cards/payment-intents/charge', bodies[1], { idempotencyKey: keys[1]! });
+    expect(replay.text).toBe(results[1]!.text);
+    expect((await ledger.reconcile(t.db, b.tenant.tenant_id)).ok).toBe(true);
+  });
+});
