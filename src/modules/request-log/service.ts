@@ -19,12 +19,21 @@ export interface RequestLogOptions {
   maxBuffered: number;
   /** How often the flusher runs. */
   flushIntervalMs: number;
+  /** Entries turned into rows and written per statement. */
+  chunk: number;
   /** Longest stored body (characters); longer ones are cut. */
   maxBodyChars: number;
   onError?: (err: unknown) => void;
 }
 
-const DEFAULTS: RequestLogOptions = { maxBuffered: 10_000, flushIntervalMs: 1000, maxBodyChars: 16_384 };
+/**
+ * Small, frequent flushes: redaction, serialization and the insert's parameters are synchronous
+ * work on the server's one thread. A second's worth of requests at once (1,000 rows) held it for
+ * tens of milliseconds, which every request arriving meanwhile waited for: at half load the
+ * transfers' p99 was 57-67 ms with the log on and 46 ms with it off. A tenth of a second's worth
+ * spreads the same work out.
+ */
+const DEFAULTS: RequestLogOptions = { maxBuffered: 10_000, flushIntervalMs: 100, chunk: 100, maxBodyChars: 16_384 };
 
 function cut(text: string, max: number): string {
   return text.length <= max ? text : `${text.slice(0, max)}… [cut: ${text.length} characters in all]`;
@@ -115,7 +124,7 @@ export class RequestLog implements RequestLogSink {
 
   private async flushOnce(): Promise<void> {
     while (this.buffer.length > 0) {
-      const batch = this.buffer.splice(0, 1000);
+      const batch = this.buffer.splice(0, this.options.chunk);
       let rows: repo.NewRequestLogRow[];
       try {
         rows = batch.map((e) => toRow(e, this.options.maxBodyChars));
