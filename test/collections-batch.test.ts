@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as ledger from '../src/ledger/index.js';
 import { metricsRegistry } from '../src/lib/metrics.js';
 import { simulateCollections, type SimulationRequest } from '../src/modules/collections/lifecycle.js';
-import { clientFor, johnDoe, startTestApp, type Client, type TestApp } from './harness.js';
+import { clientFor, johnDoe, startTestApp, type Client, type TestApp, countStatements } from './harness.js';
 
 /**
  * Collection settlement on the batch path (docs/money-path.md): many collections end in one
@@ -64,15 +64,7 @@ describe('collections in batches', () => {
     const ids = [];
     for (let i = 0; i < 52; i++) ids.push(await b.collection(dest, '1.00'));
     const statements = async (reqs: SimulationRequest[]) => {
-      let count = 0;
-      const counted = t.db.withPlugin({
-        transformQuery: (args) => args.node,
-        transformResult: async (args) => {
-          count++;
-          return args.result;
-        },
-      });
-      const outcomes = await counted.transaction().execute((trx) => simulateCollections(trx, reqs));
+      const { count, result: outcomes } = await countStatements(t.db, (trx) => simulateCollections(trx, reqs));
       expect(outcomes.every((o) => o.ok)).toBe(true);
       return count;
     };

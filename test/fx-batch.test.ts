@@ -5,7 +5,7 @@ import { metricsRegistry } from '../src/lib/metrics.js';
 import { orderBatch, type OrderRequest } from '../src/modules/fx/batch.js';
 import { setSettings } from '../src/modules/tenants/service.js';
 import { balances, newCustomer, openAccount } from './fx-helpers.js';
-import { clientFor, startTestApp, type Client, type TestApp } from './harness.js';
+import { clientFor, startTestApp, type Client, type TestApp, countStatements } from './harness.js';
 
 /**
  * FX market orders on the batch path (docs/money-path.md): many orders in one transaction with a
@@ -58,15 +58,7 @@ describe('FX orders in batches', () => {
     const usd = await openAccount(b.api, 'USD', null, '1000.00');
     const ngn = await openAccount(b.api, 'NGN', null);
     const statements = async (reqs: OrderRequest[]) => {
-      let count = 0;
-      const counted = t.db.withPlugin({
-        transformQuery: (args) => args.node,
-        transformResult: async (args) => {
-          count++;
-          return args.result;
-        },
-      });
-      const outcomes = await counted.transaction().execute((trx) => orderBatch(trx, reqs));
+      const { count, result: outcomes } = await countStatements(t.db, (trx) => orderBatch(trx, reqs));
       expect(outcomes.every((o) => o.ok)).toBe(true);
       return count;
     };

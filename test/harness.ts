@@ -6,7 +6,7 @@ import pg from 'pg';
 import { inject } from 'vitest';
 import { buildApp } from '../src/app.js';
 import { loadConfig, type Config } from '../src/config.js';
-import { openPGlite, openPostgres, type DatabaseHandle, type UnitOfWork } from '../src/db/client.js';
+import { openPGlite, openPostgres, type DatabaseHandle, type Db, type Trx, type UnitOfWork } from '../src/db/client.js';
 import { Sealer } from '../src/lib/crypto.js';
 import { newId } from '../src/lib/ids.js';
 import { createTenant, type CreatedTenant } from '../src/modules/tenants/service.js';
@@ -159,4 +159,21 @@ export function johnDoe(overrides: Record<string, unknown> = {}) {
     address: { address_line1: '12 Marina Road', city: 'Lagos', country: 'NG', postal_code: '101001', state: 'NG-LA' },
     ...overrides,
   };
+}
+
+/**
+ * Runs `work` in a transaction and counts the statements it sends (BEGIN and COMMIT aside: every
+ * other statement passes through a plugin's transformResult).
+ */
+export async function countStatements<T>(db: Db, work: (trx: Trx) => Promise<T>): Promise<{ count: number; result: T }> {
+  let count = 0;
+  const counted = db.withPlugin({
+    transformQuery: (args) => args.node,
+    transformResult: async (args) => {
+      count++;
+      return args.result;
+    },
+  });
+  const result = await counted.transaction().execute(work);
+  return { count, result };
 }

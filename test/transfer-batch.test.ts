@@ -5,7 +5,7 @@ import type { BusinessSettings } from '../src/core/settings.js';
 import * as ledger from '../src/ledger/index.js';
 import { createMovements } from '../src/modules/transfers/service.js';
 import { setSettings } from '../src/modules/tenants/service.js';
-import { clientFor, johnDoe, startTestApp, type Client, type TestApp } from './harness.js';
+import { clientFor, johnDoe, startTestApp, type Client, type TestApp, countStatements } from './harness.js';
 import { approveKyc } from './kyc-helpers.js';
 import { cardholder } from './card-helpers.js';
 import { nubans, remitter, verifiedPayee } from './payout-fixtures.js';
@@ -112,17 +112,8 @@ describe('batch posting: each transfer on its own', () => {
     const sink = await open(null);
     const ctx = contextOf(tenant.tenant_id, { kyc_limits: { basic: { NGN: { per_transaction: '20.00', daily: '1000.00' } } } });
     const req = (from: string) => ({ ctx, config: t.config, body: transfer(from, sink, '1.00') as never });
-    // Every statement the unit sends (begin and commit aside) passes through a plugin's transformResult.
     const statements = async (reqs: ReturnType<typeof req>[]) => {
-      let count = 0;
-      const counted = t.db.withPlugin({
-        transformQuery: (args) => args.node,
-        transformResult: async (args) => {
-          count++;
-          return args.result;
-        },
-      });
-      const outcomes = await counted.transaction().execute((trx) => createMovements(trx, reqs));
+      const { count, result: outcomes } = await countStatements(t.db, (trx) => createMovements(trx, reqs));
       expect(outcomes.every((o) => o.ok)).toBe(true);
       return count;
     };

@@ -13,6 +13,7 @@ import { processInstance } from '../db/instance.js';
 import { isRetryableConflict } from '../db/retry.js';
 import { CLAIM_TAKEOVER_SET, CLAIM_TAKEOVER_WHERE, idempotencyKeyOf } from './idempotency.js';
 import { ReplayResponse } from './replay.js';
+import type { Deps } from './deps.js';
 
 const LEASE_SECONDS = 60;
 /** Stored business outcomes, as in idempotency.ts: anything else (400, 403, 5xx) is not stored. */
@@ -244,5 +245,23 @@ function errorText(request: FastifyRequest, err: AppError): string {
   return JSON.stringify({
     data: null,
     error: { code: err.code, message: err.message, request_id: String(request.id), details: err.details },
+  });
+}
+
+/**
+ * A route's gatherer (docs/money-path.md): its concurrent requests share batches sized and laned
+ * as the transfers' (`TRANSFER_BATCH_SIZE`; `TRANSFER_BATCH_LANES` on PostgreSQL, one lane on
+ * PGlite, which has one connection). `name` labels its batch-size metric.
+ */
+export function gathered<I, T>(
+  deps: Pick<Deps, 'db' | 'sealer' | 'config' | 'dbKind'>,
+  operation: string,
+  name: string,
+  work: (trx: Trx, inputs: { request: FastifyRequest; input: I }[], writes: WriteSet) => Promise<ItemOutcome<T>[]>,
+): BatchedIdempotency<I, T> {
+  return new BatchedIdempotency(deps.db, deps.sealer, deps.config.IDEMPOTENCY_TTL_HOURS, operation, work, {
+    maxBatch: deps.config.TRANSFER_BATCH_SIZE,
+    lanes: deps.dbKind === 'postgres' ? deps.config.TRANSFER_BATCH_LANES : 1,
+    name,
   });
 }

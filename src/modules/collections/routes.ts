@@ -1,8 +1,6 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { FastifyRequest } from 'fastify';
-import type { Trx } from '../../db/client.js';
-import type { WriteSet } from '../../db/write-set.js';
-import { BatchedIdempotency, type ItemOutcome } from '../../http/idempotency-batch.js';
+import { gathered } from '../../http/idempotency-batch.js';
 import { z } from 'zod';
 import type { Deps } from '../../http/deps.js';
 import { ok } from '../../http/envelope.js';
@@ -33,20 +31,6 @@ export function collectionDeps(deps: Deps, req: FastifyRequest): service.Collect
     sealer: deps.sealer,
     baseUrl: (deps.config.PUBLIC_BASE_URL ?? `${req.protocol}://${req.host}`).replace(/\/$/, ''),
   };
-}
-
-/** Gathers a route's concurrent requests into shared batches, as transfers are (docs/money-path.md). */
-export function gathered<I, T>(
-  deps: Deps,
-  operation: string,
-  name: string,
-  work: (trx: Trx, items: { request: FastifyRequest; input: I }[], writes: WriteSet) => Promise<ItemOutcome<T>[]>,
-) {
-  return new BatchedIdempotency(deps.db, deps.sealer, deps.config.IDEMPOTENCY_TTL_HOURS, operation, work, {
-    maxBatch: deps.config.TRANSFER_BATCH_SIZE,
-    lanes: deps.dbKind === 'postgres' ? deps.config.TRANSFER_BATCH_LANES : 1,
-    name,
-  });
 }
 
 export function collectionRoutes(deps: Deps): FastifyPluginAsyncZod {

@@ -6,7 +6,8 @@ import { UuidParam } from '../../lib/validators.js';
 import { simulateCardToken } from './cards.js';
 import type { FastifyRequest } from 'fastify';
 import { simulateCollections, type SimulationAction } from './lifecycle.js';
-import { collectionDeps, gathered } from './routes.js';
+import { gathered } from '../../http/idempotency-batch.js';
+import { collectionDeps } from './routes.js';
 import { CardTokenBody, CollectionResponse, SavedCardResponse, SimulationReasonBody } from './schema.js';
 
 const ACTIONS = [

@@ -5,7 +5,7 @@ import { ok } from '../../http/envelope.js';
 import { routes } from '../../http/route.js';
 import { pageSchema, PageQuery } from '../../db/pagination.js';
 import type { FastifyRequest } from 'fastify';
-import { BatchedIdempotency } from '../../http/idempotency-batch.js';
+import { gathered } from '../../http/idempotency-batch.js';
 import { orderBatch, takesBatchPath } from './batch.js';
 import * as orders from './orders.js';
 import {
@@ -32,22 +32,16 @@ export function fxRoutes(deps: Deps): FastifyPluginAsyncZod {
   // Market orders into an account take the batch path, as transfers do (docs/money-path.md):
   // concurrent orders share one transaction, each with its own idempotency record and outcome.
   // The same operation name as the lone path, so a key means the same request on either.
-  const batched = new BatchedIdempotency(
-    deps.db,
-    deps.sealer,
-    deps.config.IDEMPOTENCY_TTL_HOURS,
+  const batched = gathered(
+    deps,
     'fx.orders.create',
+    'fx_orders',
     (trx, items: { request: FastifyRequest; input: CreateOrderBody }[], writes) =>
       orderBatch(
         trx,
         items.map((i) => ({ ctx: i.request.ctx, config: deps.config, body: i.input })),
         writes,
       ),
-    {
-      maxBatch: deps.config.TRANSFER_BATCH_SIZE,
-      lanes: deps.dbKind === 'postgres' ? deps.config.TRANSFER_BATCH_LANES : 1,
-      name: 'fx_orders',
-    },
   );
   return async (app) => {
     const r = routes(app, tags);

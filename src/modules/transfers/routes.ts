@@ -14,7 +14,7 @@ import {
   TransferResponse,
 } from './schema.js';
 import { createBulk, getBulk } from './bulk.js';
-import { BatchedIdempotency } from '../../http/idempotency-batch.js';
+import { gathered } from '../../http/idempotency-batch.js';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import * as service from './service.js';
 
@@ -22,18 +22,16 @@ export function transferRoutes(deps: Deps): FastifyPluginAsyncZod {
   // Every money movement from an account (internal, card funding, payout) goes through the batch path (docs/money-path.md): concurrent requests share
   // one transaction and a handful of multi-row statements, each still all-or-nothing with its own
   // idempotency record. PGlite has one connection: one lane, the batch is whatever queued meanwhile.
-  const internal = new BatchedIdempotency(
-    deps.db,
-    deps.sealer,
-    deps.config.IDEMPOTENCY_TTL_HOURS,
+  const internal = gathered(
+    deps,
     'transfers.create',
+    'transfers',
     (trx, items: { request: FastifyRequest; input: CreateTransferBody }[], writes) =>
       service.createMovements(
         trx,
         items.map((i) => ({ ctx: i.request.ctx, config: deps.config, body: i.input })),
         writes,
       ),
-    { maxBatch: deps.config.TRANSFER_BATCH_SIZE, lanes: deps.dbKind === 'postgres' ? deps.config.TRANSFER_BATCH_LANES : 1 },
   );
   const create = (req: FastifyRequest<{ Body: CreateTransferBody }>, reply: FastifyReply) =>
     service.takesBatchPath(req.body)
