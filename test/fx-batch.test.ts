@@ -62,7 +62,7 @@ describe('FX orders in batches', () => {
       expect(outcomes.every((o) => o.ok)).toBe(true);
       return count;
     };
-    // The first order finds no fx_position accounts yet and creates them, as a lone order does.
+    // The first order finds no fx_position accounts yet: it creates them with its writes.
     await statements([b.req(sell(usd, ngn, '1.00'))]);
     const one = await statements([b.req(sell(usd, ngn, '1.00'))]);
     const fifty = await statements(Array.from({ length: 50 }, () => b.req(sell(usd, ngn, '1.00'))));
@@ -111,6 +111,34 @@ describe('FX orders in batches', () => {
     expect((await reconcile(t.db, tenant.tenant_id)).ok).toBe(true);
   });
 
+  it('a refused order leaves nothing behind, even the fx_position account it was the first to need', async () => {
+    const { tenant, api, req } = await business('FX First Touch Ltd');
+    const poor = await openAccount(api, 'USD', null, '1.00');
+    const rich = await openAccount(api, 'USD', null, '100.00');
+    const ngn = await openAccount(api, 'NGN', null);
+    const positions = () =>
+      t.db
+        .selectFrom('ledger_accounts')
+        .innerJoin('ledger_balances', 'ledger_balances.account_id', 'ledger_accounts.id')
+        .select(['ledger_accounts.currency', 'ledger_balances.posted'])
+        .where('ledger_accounts.tenant_id', '=', tenant.tenant_id)
+        .where('ledger_accounts.system_role', '=', 'fx_position')
+        .orderBy('ledger_accounts.currency')
+        .execute();
+    const refused = await t.db.transaction().execute((trx) => orderBatch(trx, [req(sell(poor, ngn, '5.00'))]));
+    expect(refused.map((o) => (o.ok ? 'ok' : o.error.code))).toEqual(['insufficient_funds']);
+    // Before: the batch created both fx_position accounts while it found the legs, and kept them.
+    expect(await positions()).toEqual([]);
+    const mixed = await t.db.transaction().execute((trx) => orderBatch(trx, [req(sell(poor, ngn, '5.00')), req(sell(rich, ngn, '10.00'))]));
+    expect(mixed.map((o) => (o.ok ? 'ok' : o.error.code))).toEqual(['insufficient_funds', 'ok']);
+    const received = BigInt(mixed[1]!.ok ? mixed[1]!.data.converted_amount!.replace('.', '') : '0');
+    expect(await positions()).toEqual([
+      { currency: 'NGN', posted: -received },
+      { currency: 'USD', posted: 1000n },
+    ]);
+    expect((await reconcile(t.db, tenant.tenant_id)).ok).toBe(true);
+  });
+
   it('concurrent orders over HTTP share batches; each is answered alone and replays byte for byte', async () => {
     const { tenant, api } = await business('FX Concurrent Ltd');
     await setSettings(t.db, tenant.tenant_id, { fx_fee_bps: 100 });
@@ -151,3 +179,30 @@ async function batchCount(): Promise<{ count: number; sum: number }> {
     metric.find((v) => (v as { metricName?: string }).metricName === name && v.labels.batch === 'fx_orders')?.value ?? 0;
   return { count: of('fsapi_commit_batch_size_count'), sum: of('fsapi_commit_batch_size_sum') };
 }
+
+describe('the first orders of a business, in two lanes at once', () => {
+  it('create its fx_position accounts once: a batch that loses the race reruns its orders, and none fails', async () => {
+    // Two lanes on PostgreSQL (PGlite has one): two batches can both find no fx_position account
+    // and both create it; the unique index fails the later statement, and its orders rerun alone.
+    const app = await startTestApp({ TRANSFER_BATCH_LANES: 2, TRANSFER_BATCH_SIZE: 4 });
+    try {
+      const tenant = await app.tenant('FX Race Ltd');
+      const api = clientFor(app, tenant.sandbox.secret_key);
+      const usd = await openAccount(api, 'USD', null, '100.00');
+      const ngn = await openAccount(api, 'NGN', null);
+      const results = await Promise.all(Array.from({ length: 24 }, () => api.post('/v1/fx/orders', sell(usd, ngn, '1.00'))));
+      expect(results.map((r) => r.status)).toEqual(results.map(() => 200));
+      const positions = await app.db
+        .selectFrom('ledger_accounts')
+        .select('currency')
+        .where('tenant_id', '=', tenant.tenant_id)
+        .where('system_role', '=', 'fx_position')
+        .execute();
+      expect(positions.map((p) => p.currency).sort()).toEqual(['NGN', 'USD']);
+      expect(await minor(api, usd)).toBe(10000n - 2400n);
+      expect((await reconcile(app.db, tenant.tenant_id)).ok).toBe(true);
+    } finally {
+      await app.close();
+    }
+  });
+});

@@ -2,7 +2,7 @@ import type { Queryable } from '../db/client.js';
 import { inOneStatement, type Writer } from '../db/write-set.js';
 import { newId } from '../lib/ids.js';
 import * as repo from './repo.js';
-import type { Hold, HoldInput, LedgerScope, PostedEntry, PostedTransaction, PostingInput } from './types.js';
+import type { Hold, HoldInput, LedgerScope, PostedEntry, PostedTransaction, PostingInput, SystemRole } from './types.js';
 
 /** Why a posting of a batch was refused: decided in memory, reported as a value (never thrown). */
 export type PostRefusal = { ok: false; reason: 'insufficient_funds'; accountId: string };
@@ -20,6 +20,8 @@ interface Working {
   delta: bigint;
   pendingDebitsDelta: bigint;
   pendingCreditsDelta: bigint;
+  /** A system account this batch creates (addFresh): inserted at flush if a posting or hold used it. */
+  fresh?: { role: SystemRole; used: boolean };
 }
 
 interface Pending {
@@ -84,6 +86,27 @@ export class PostingBatch {
     return new PostingBatch(map, createdAt);
   }
 
+  /**
+   * Adds a system account that does not exist yet (a business's first FX order in a currency
+   * needs its fx_position account): `id` is new, so there is no row to lock and nobody else can
+   * post to it before this commits. It is created at flush, with its balance, only if an
+   * accepted posting used it: a refused one leaves nothing behind, as it would alone.
+   */
+  addFresh(scope: LedgerScope, id: string, role: SystemRole, currency: string): void {
+    if (this.balances.has(id)) throw new LedgerInvariantError(`ledger account ${id} is already in this batch`);
+    this.balances.set(id, {
+      scope,
+      currency,
+      allowNegative: true,
+      posted: 0n,
+      pendingDebits: 0n,
+      delta: 0n,
+      pendingDebitsDelta: 0n,
+      pendingCreditsDelta: 0n,
+      fresh: { role, used: false },
+    });
+  }
+
   /** The working (batch-so-far) available balance of a locked account, for reports and tests. */
   available(accountId: string): bigint | undefined {
     const w = this.balances.get(accountId);
@@ -136,8 +159,10 @@ export class PostingBatch {
     const refusal = this.overdrawn(debits);
     if (refusal) return refusal;
     const holds = inputs.map((input) => {
-      this.balances.get(input.debitAccountId)!.pendingDebitsDelta += input.amount;
-      this.balances.get(input.creditAccountId)!.pendingCreditsDelta += input.amount;
+      const [debit, credit] = [this.balances.get(input.debitAccountId)!, this.balances.get(input.creditAccountId)!];
+      debit.pendingDebitsDelta += input.amount;
+      credit.pendingCreditsDelta += input.amount;
+      for (const w of [debit, credit]) if (w.fresh) w.fresh.used = true;
       const hold: Hold = {
         id: newId(),
         debitAccountId: input.debitAccountId,
@@ -164,6 +189,7 @@ export class PostingBatch {
     const entries: PostedEntry[] = legs.map((leg) => {
       const w = this.balances.get(leg.accountId)!;
       w.delta += leg.amount;
+      if (w.fresh) w.fresh.used = true;
       return { id: newId(), accountId: leg.accountId, amount: leg.amount, currency: leg.currency, balanceAfter: w.posted + w.delta };
     });
     const posting: PostedTransaction = {
@@ -185,7 +211,22 @@ export class PostingBatch {
     if (this.pending.length === 0 && this.holds.length === 0) return;
     // One statement for all of it, even alone (ledger.post): the parts touch different rows.
     await inOneStatement(to, async (set) => {
-      const deltas = [...this.balances].filter(([, w]) => w.delta !== 0n || w.pendingDebitsDelta !== 0n || w.pendingCreditsDelta !== 0n);
+      const deltas = [...this.balances].filter(
+        ([, w]) => !w.fresh && (w.delta !== 0n || w.pendingDebitsDelta !== 0n || w.pendingCreditsDelta !== 0n),
+      );
+      const created = [...this.balances].filter(([, w]) => w.fresh?.used);
+      await repo.insertFreshSystemAccounts(
+        set,
+        created.map(([id, w]) => ({
+          id,
+          scope: w.scope,
+          role: w.fresh!.role,
+          currency: w.currency,
+          posted: w.delta,
+          pendingDebits: w.pendingDebitsDelta,
+          pendingCredits: w.pendingCreditsDelta,
+        })),
+      );
       await repo.addBalanceDeltas(
         set,
         deltas.map(([id, w]) => ({
@@ -226,10 +267,12 @@ export class PostingBatch {
           })),
         })),
       );
-      for (const [, w] of deltas) {
+      for (const [, w] of [...deltas, ...created]) {
         w.posted += w.delta;
         w.pendingDebits += w.pendingDebitsDelta;
         w.delta = w.pendingDebitsDelta = w.pendingCreditsDelta = 0n;
+        // Created now: a later flush of this batch updates its row like any other.
+        delete w.fresh;
       }
       this.pending.length = 0;
       this.holds.length = 0;

@@ -59,6 +59,7 @@ export {
   lockBalances,
   getTransaction,
   insufficientFunds,
+  findSystemAccount,
   LedgerInvariantError,
 } from './service.js';
 export { PostingBatch, type PostRefusal, type PostResult } from './batch.js';

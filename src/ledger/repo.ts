@@ -121,6 +121,51 @@ export async function insertSystemAccountIfAbsent(db: Queryable, scope: LedgerSc
   return true;
 }
 
+/**
+ * System accounts a batch creates with their first postings (PostingBatch.addFresh), each with
+ * its balance row holding what the batch posted: sent with the batch's other writes. A concurrent
+ * transaction creating the same account first makes the statement fail on the unique index, and
+ * the batch reruns (then it finds that account).
+ */
+export async function insertFreshSystemAccounts(
+  to: Writer,
+  rows: {
+    id: string;
+    scope: LedgerScope;
+    role: SystemRole;
+    currency: string;
+    posted: bigint;
+    pendingDebits: bigint;
+    pendingCredits: bigint;
+  }[],
+): Promise<void> {
+  if (rows.length === 0) return;
+  await writeTogether(to, (db) => [
+    db.insertInto('ledger_accounts').values(
+      rows.map((r) => ({
+        id: r.id,
+        tenant_id: r.scope.tenantId,
+        environment: r.scope.environment,
+        currency: r.currency,
+        kind: 'system',
+        system_role: r.role,
+      })),
+    ),
+    db.insertInto('ledger_balances').values(
+      rows.map((r) => ({
+        account_id: r.id,
+        tenant_id: r.scope.tenantId,
+        environment: r.scope.environment,
+        currency: r.currency,
+        allow_negative: true,
+        posted: r.posted,
+        pending_debits: r.pendingDebits,
+        pending_credits: r.pendingCredits,
+      })),
+    ),
+  ]);
+}
+
 /** Changes the pending columns (holds), with the same available-balance guard for a new debit hold. */
 export async function applyPending(
   db: Queryable,

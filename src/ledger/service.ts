@@ -30,6 +30,11 @@ export async function openAccount(
 }
 
 /** The business's system account for a role and currency, created on first use (race-safe). */
+/** The system account of `role` in `currency`, if it exists (PostingBatch.addFresh creates one with a batch's postings). */
+export function findSystemAccount(db: Queryable, scope: LedgerScope, role: SystemRole, currency: string): Promise<string | undefined> {
+  return repo.findSystemAccount(db, scope, role, currency);
+}
+
 export async function systemAccount(db: Queryable, scope: LedgerScope, role: SystemRole, currency: string): Promise<string> {
   const existing = await repo.findSystemAccount(db, scope, role, currency);
   if (existing) return existing;

@@ -1,7 +1,7 @@
 import type { Config } from '../../config.js';
 import type { Trx } from '../../db/client.js';
 import { inOneStatement, type WriteSet } from '../../db/write-set.js';
-import { groupByScope, scopeKey, type RequestContext } from '../../core/context.js';
+import { groupByScope, scopeKey, type RequestContext, type Scope } from '../../core/context.js';
 import { AppError, refusalOf } from '../../core/errors.js';
 import * as ledger from '../../ledger/index.js';
 import { newId } from '../../lib/ids.js';
@@ -174,25 +174,36 @@ export async function orderBatch(trx: Trx, reqs: OrderRequest[], writes?: WriteS
     else checked.push(c);
   }
 
-  // The accounts every posting needs beyond its own, found (or created, as a lone order does) once per business and currency.
+  // The accounts every posting needs beyond its own, found once per business and currency. A
+  // missing fx_position account gets an id now and is created with the batch's writes only if an
+  // accepted order used it (PostingBatch.addFresh): a refused order leaves nothing behind.
   const feeAccounts = keyedOnce<accounts.AccountRow>();
-  const positions = keyedOnce<string>();
+  const positions = keyedOnce<string | undefined>();
+  const fresh = new Map<string, { ctx: Scope; id: string; currency: string }>();
+  const position = async (ctx: Scope, currency: string) => {
+    const key = `${scopeKey(ctx)}:${currency}`;
+    const found = await positions(key, () => ledger.findSystemAccount(trx, ctx, 'fx_position', currency));
+    if (found) return found;
+    if (!fresh.has(key)) fresh.set(key, { ctx, id: newId(), currency });
+    return fresh.get(key)!.id;
+  };
   const planned: Planned[] = [];
   for (const c of checked) {
     const { ctx } = c.req;
-    const key = scopeKey(ctx);
     const [given, received] = [sourceCurrency(c.terms), destinationCurrency(c.terms)];
-    const feeAccount = c.p.fee > 0n ? await feeAccounts(`${key}:${given}`, () => accounts.businessFeeAccount(trx, ctx, given)) : undefined;
+    const feeAccount =
+      c.p.fee > 0n ? await feeAccounts(`${scopeKey(ctx)}:${given}`, () => accounts.businessFeeAccount(trx, ctx, given)) : undefined;
     const parties = { source: c.source, destination: c.destination, feeAccount };
-    const position = (ccy: string) => positions(`${key}:${ccy}`, () => ledger.systemAccount(trx, ctx, 'fx_position', ccy));
-    const legs = legsThrough({ given: await position(given), received: await position(received) }, conversionInput(parties, c.p));
+    const legs = legsThrough({ given: await position(ctx, given), received: await position(ctx, received) }, conversionInput(parties, c.p));
     planned.push({ ...c, parties, legs });
   }
 
+  const freshIds = new Set([...fresh.values()].map((f) => f.id));
   const book = await ledger.PostingBatch.open(
     trx,
-    planned.flatMap((x) => x.legs.map((l) => l.accountId)),
+    planned.flatMap((x) => x.legs.map((l) => l.accountId)).filter((id) => !freshIds.has(id)),
   );
+  for (const f of fresh.values()) book.addFresh(f.ctx, f.id, 'fx_position', f.currency);
   const accepted = decide(planned, book, refuse);
   const rows = await inOneStatement(writes ?? trx, (set) => record(set, book, accepted));
   accepted.forEach((a, k) => (outcomes[a.i] = { ok: true, data: toOrderResponse(rows[k]!) }));
