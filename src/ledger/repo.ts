@@ -140,23 +140,13 @@ export async function insertFreshSystemAccounts(
   }[],
 ): Promise<void> {
   if (rows.length === 0) return;
+  const owner = (r: (typeof rows)[number]) => ({ tenant_id: r.scope.tenantId, environment: r.scope.environment, currency: r.currency });
   await writeTogether(to, (db) => [
-    db.insertInto('ledger_accounts').values(
-      rows.map((r) => ({
-        id: r.id,
-        tenant_id: r.scope.tenantId,
-        environment: r.scope.environment,
-        currency: r.currency,
-        kind: 'system',
-        system_role: r.role,
-      })),
-    ),
+    db.insertInto('ledger_accounts').values(rows.map((r) => ({ id: r.id, ...owner(r), kind: 'system', system_role: r.role }))),
     db.insertInto('ledger_balances').values(
       rows.map((r) => ({
         account_id: r.id,
-        tenant_id: r.scope.tenantId,
-        environment: r.scope.environment,
-        currency: r.currency,
+        ...owner(r),
         allow_negative: true,
         posted: r.posted,
         pending_debits: r.pendingDebits,
