@@ -190,9 +190,10 @@ describe('batch posting: each transfer on its own', () => {
         amount,
         additional_information: remitter,
       });
-    let count = 0;
-    const counted = t.db.withPlugin({ transformQuery: (args) => args.node, transformResult: async (args) => (count++, args.result) });
-    const [alone] = await counted.transaction().execute((trx) => createMovements(trx, [payout('100.00')]));
+    const {
+      count,
+      result: [alone],
+    } = await countStatements(t.db, (trx) => createMovements(trx, [payout('100.00')]));
     expect(alone!.ok).toBe(true);
     // accounts (share lock), the payee, the settlement account, KYC levels, spending locks, today's
     // counters, the fee account, balance rows (lock), and the writes (holds, balances, account
