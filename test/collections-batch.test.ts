@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as ledger from '../src/ledger/index.js';
 import { metricsRegistry } from '../src/lib/metrics.js';
@@ -164,4 +165,45 @@ describe('collections in batches', () => {
     expect(replay.text).toBe(results[1]!.text);
     expect((await ledger.reconcile(t.db, b.tenant.tenant_id)).ok).toBe(true);
   });
+});
+
+describe('an inbound transfer and a simulation ending the same bank-transfer collection', () => {
+  it('take their locks in one order and never deadlock', async () => {
+    const b = await business('Inbound Race Ltd');
+    const dest = (await b.api.post('/v1/accounts', { currency: 'NGN', label: 'in', customer_id: b.customer })).body.data.id as string;
+    const deadlocks = async () => {
+      await sql`select pg_stat_clear_snapshot()`.execute(t.db);
+      const row = await sql<{ n: string }>`select deadlocks::text as n from pg_stat_database where datname = current_database()`.execute(
+        t.db,
+      );
+      return Number(row.rows[0]?.n ?? 0);
+    };
+    const before = t.dbKind === 'postgres' ? await deadlocks() : 0;
+    for (let round = 0; round < 6; round++) {
+      const c = (
+        await b.api.post('/v1/collections', {
+          amount: '50.00',
+          currency: 'NGN',
+          country: 'NG',
+          customer_id: b.customer,
+          source: { source_type: 'external', methods: ['bank_transfer'] },
+          destination: { destination_type: 'internal_account', id: dest },
+        })
+      ).body.data;
+      // The payer's transfer arrives while the sandbox completes the same collection: one of them
+      // ends it, the other finds it ended (a plain funding, or 409).
+      const [funded, completed] = await Promise.all([
+        b.api.post(`/v1/simulations/accounts/${dest}/fund`, { amount: '50.00', reference: c.bank_transfer.reference }),
+        b.api.post(`/v1/simulations/collections/${c.id}/complete`),
+      ]);
+      expect(funded.status, funded.text).toBe(200);
+      expect([200, 409], completed.text).toContain(completed.status);
+    }
+    expect((await ledger.reconcile(t.db, b.tenant.tenant_id)).ok).toBe(true);
+    if (t.dbKind === 'postgres') {
+      // The statistics reach pg_stat_database when a backend reports them (at most a second later).
+      await new Promise((r) => setTimeout(r, 1500));
+      expect(await deadlocks()).toBe(before);
+    }
+  }, 60_000);
 });

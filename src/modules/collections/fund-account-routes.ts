@@ -10,7 +10,7 @@ import { parseAmount } from '../../lib/money.js';
 import { UuidParam } from '../../lib/validators.js';
 import * as ledger from '../../ledger/index.js';
 import * as accounts from '../accounts/service.js';
-import { settleInboundTransfer } from './lifecycle.js';
+import { lockInboundCollection, settleInboundTransfer } from './lifecycle.js';
 import type { CollectionDeps } from './service.js';
 import { collectionDeps } from './routes.js';
 import { TransactionResponse } from '../transactions/schema.js';
@@ -28,6 +28,8 @@ type FundBody = z.infer<typeof FundBody>;
 /** Sandbox: an inbound bank transfer credits the account, from the settlement system account. */
 export async function fundAccount(trx: Trx, ctx: RequestContext, accountId: string, body: FundBody, collections?: CollectionDeps) {
   if (ctx.environment !== 'sandbox') throw notFound('Route');
+  // A pending collection this payment names is locked before anything else (lifecycle.ts).
+  const collection = body.reference && collections ? await lockInboundCollection(trx, ctx, accountId, body.reference) : undefined;
   const account = (await accounts.lockForMovement(trx, ctx, [accountId])).get(accountId);
   if (!account) throw notFound('Account');
   const amount = parseAmount(body.amount, account.currency);
@@ -62,14 +64,8 @@ export async function fundAccount(trx: Trx, ctx: RequestContext, accountId: stri
     ],
   });
   // An inbound payment quoting a pending bank-transfer collection's reference completes it.
-  if (body.reference && collections) {
-    await settleInboundTransfer(trx, ctx, collections, {
-      accountId: account.id,
-      amount,
-      reference: body.reference,
-      transactionId: row!.id,
-      ledgerTransactionId: posting.id,
-    });
+  if (collection && collections) {
+    await settleInboundTransfer(trx, ctx, collections, collection, { amount, transactionId: row!.id, ledgerTransactionId: posting.id });
   }
   return transactions.toTransactionResponse(row!);
 }

@@ -259,18 +259,28 @@ export async function expireDueCollections(trx: Trx, d: Deps, batch = 50): Promi
 }
 
 /**
- * Called by the inbound bank transfer path (sandbox funding) after it credited `accountId`:
- * when a pending bank-transfer collection into that account carries this reference and amount,
- * the payment completes it (and its fee moves). Other payments are plain fundings.
+ * The inbound bank transfer path (sandbox funding) calls this first, before it credits the
+ * account: the pending bank-transfer collection into `accountId` that `reference` names, locked.
+ * Locked first, as every ending takes its locks (collection, accounts, balances): locked after
+ * the funding's balance rows, a simulation ending the same collection deadlocked with it.
+ */
+export async function lockInboundCollection(trx: Trx, ctx: Scope, accountId: string, reference: string) {
+  const row = await repo.findByPaymentReference(trx, ctx, accountId, reference);
+  return row?.status === 'pending' && row.method === 'bank_transfer' ? row : undefined;
+}
+
+/**
+ * After the funding credited the account: a payment of the collection's amount completes it (and
+ * its fee moves); another amount leaves it pending, a plain funding.
  */
 export async function settleInboundTransfer(
   trx: Trx,
   ctx: Scope,
   d: Deps,
-  payment: { accountId: string; amount: bigint; reference: string; transactionId: string; ledgerTransactionId: string },
+  row: repo.CollectionRow,
+  payment: { amount: bigint; transactionId: string; ledgerTransactionId: string },
 ): Promise<boolean> {
-  const row = await repo.findByPaymentReference(trx, ctx, payment.accountId, payment.reference);
-  if (!row || row.status !== 'pending' || row.method !== 'bank_transfer' || row.amount !== payment.amount) return false;
+  if (row.amount !== payment.amount) return false;
   const funding = { transactionId: payment.transactionId, ledgerTransactionId: payment.ledgerTransactionId };
   await endAlone(trx, { ctx, d, row, ending: { status: 'completed', detailedStatus: 'completed', funding } });
   return true;
