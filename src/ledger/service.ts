@@ -29,18 +29,18 @@ export async function openAccount(
   return id;
 }
 
-/** The business's system account for a role and currency, created on first use (race-safe). */
 /** The system account of `role` in `currency`, if it exists (PostingBatch.addFresh creates one with a batch's postings). */
 export function findSystemAccount(db: Queryable, scope: LedgerScope, role: SystemRole, currency: string): Promise<string | undefined> {
   return repo.findSystemAccount(db, scope, role, currency);
 }
 
+/** The business's system account for a role and currency, created on first use (race-safe). */
 export async function systemAccount(db: Queryable, scope: LedgerScope, role: SystemRole, currency: string): Promise<string> {
-  const existing = await repo.findSystemAccount(db, scope, role, currency);
+  const existing = await findSystemAccount(db, scope, role, currency);
   if (existing) return existing;
   const id = newId();
   if (await repo.insertSystemAccountIfAbsent(db, scope, id, role, currency)) return id;
-  const winner = await repo.findSystemAccount(db, scope, role, currency);
+  const winner = await findSystemAccount(db, scope, role, currency);
   if (!winner) throw new LedgerInvariantError('system account vanished');
   return winner;
 }
