@@ -22,8 +22,8 @@ import {
   sourceCurrency,
   toOrderResponse,
   type ConversionTerms,
+  type Executed,
   type Parties,
-  type Priced,
 } from './execution.js';
 import {
   checkAccounts,
@@ -73,8 +73,6 @@ export function takesBatchPath(ctx: RequestContext, body: CreateOrderBody): bool
     return false;
   }
 }
-
-type Executed = Priced & { mid: bigint; rate: bigint };
 
 /** An order whose terms and accounts are known. */
 interface Staged {
@@ -205,8 +203,8 @@ export async function orderBatch(trx: Trx, reqs: OrderRequest[], writes?: WriteS
   );
   for (const f of fresh.values()) book.addFresh(f.ctx, f.id, 'fx_position', f.currency);
   const accepted = decide(planned, book, refuse);
-  const rows = await inOneStatement(writes ?? trx, (set) => record(set, book, accepted));
-  accepted.forEach((a, k) => (outcomes[a.i] = { ok: true, data: toOrderResponse(rows[k]!) }));
+  const answers = await inOneStatement(writes ?? trx, (set) => record(set, book, accepted));
+  accepted.forEach((a, k) => (outcomes[a.i] = { ok: true, data: answers[k]! }));
   return outcomes.map((o) => o!);
 }
 
@@ -266,8 +264,11 @@ function executedRow(a: Accepted, transactionId: string | null): repo.OrderRow {
   };
 }
 
-/** Adds the writes of every accepted order: postings, account transactions, orders, quote redemptions, events. */
-async function record(writes: WriteSet, book: ledger.PostingBatch, accepted: Accepted[]): Promise<repo.OrderRow[]> {
+/**
+ * Adds the writes of every accepted order: postings, account transactions, orders, quote
+ * redemptions, events. Returns each order's answer (its event's data).
+ */
+async function record(writes: WriteSet, book: ledger.PostingBatch, accepted: Accepted[]): Promise<OrderResponse[]> {
   await book.flush(writes);
   if (accepted.length === 0) return [];
   const txs = await transactions.recordMovements(
@@ -281,9 +282,10 @@ async function record(writes: WriteSet, book: ledger.PostingBatch, accepted: Acc
   await repo.insertOrders(writes, rows);
   const uses = accepted.map((a) => ({ ctx: a.req.ctx, values: a.order.quote_id ? [{ quoteId: a.order.quote_id, orderId: a.id }] : [] }));
   for (const { ctx, values } of groupByScope(uses)) await repo.markQuotesUsed(writes, ctx, values);
+  const answers = rows.map(toOrderResponse);
   await recordEvents(
     writes,
-    accepted.map((a, k) => ({ ctx: a.req.ctx, eventType: 'fx.order.completed' as const, data: toOrderResponse(rows[k]!) })),
+    accepted.map((a, k) => ({ ctx: a.req.ctx, eventType: 'fx.order.completed' as const, data: answers[k]! })),
   );
-  return rows;
+  return answers;
 }

@@ -61,7 +61,7 @@ export async function executeConversion(
   order: repo.OrderRow,
   source: accounts.AccountRow,
   destination: accounts.AccountRow,
-  p: Priced & { mid: bigint; rate: bigint },
+  p: Executed,
 ): Promise<repo.OrderRow> {
   await prepareSettlement(trx, ctx, order);
   const feeAccount = p.fee > 0n ? await accounts.businessFeeAccount(trx, ctx, source.currency) : undefined;
@@ -82,7 +82,9 @@ export async function executeConversion(
 
 type OrderTerms = Pick<repo.OrderRow, 'id' | 'base' | 'quote' | 'side' | 'spread_bps'>;
 export type ConversionTerms = ReturnType<typeof conversionTerms>;
-type Executed = Priced & { mid: bigint; rate: bigint };
+/** An order's amounts at the rate it executes at, with the mid rate it was priced from. */
+export type Executed = Priced & { mid: bigint; rate: bigint };
+
 /** The accounts a conversion moves money between. */
 export interface Parties {
   source: accounts.AccountRow;
