@@ -9,7 +9,7 @@ import { newId } from '../../lib/ids.js';
 import { formatAmount, parseAmount } from '../../lib/money.js';
 import { cardAcquirer } from '../../rails/card-acquiring.js';
 import { requireCustomer } from '../customers/service.js';
-import { endCollections, lockCollectionsOf, type End, type Ending } from './lifecycle.js';
+import { endCollections, endDecided, lockCollectionsOf, type End, type Ending } from './lifecycle.js';
 import * as repo from './repo.js';
 import type { ChargeCardBody, CheckoutPayBody, CreatePaymentIntentBody, ListSavedCardsQuery, SavedCardResponse } from './schema.js';
 import { destinationAccount, insertPending, paymentLink, sessionMatches, toResponse, type CollectionDeps } from './service.js';
@@ -238,16 +238,12 @@ export async function chargeCards(
     });
     decided.push(end);
   }
-  const live = decided.flatMap((x) => (x instanceof AppError ? [] : [x]));
-  const ended = await endCollections(trx, live, writes);
-  const results = new Map(live.map((e, k) => [e, ended[k]!]));
-  return decided.map((x) => {
-    if (x instanceof AppError) return { ok: false, error: x };
-    const result = results.get(x)!;
-    return result instanceof AppError
+  const ended = await endDecided(trx, decided, writes);
+  return ended.map((result, i) =>
+    result instanceof AppError
       ? { ok: false, error: result }
-      : { ok: true, data: chargeResponse(x.row.id, chargeResult(x.d, result)) };
-  });
+      : { ok: true, data: chargeResponse(result.id, chargeResult(reqs[i]!.d, result)) },
+  );
 }
 
 /**

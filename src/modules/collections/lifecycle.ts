@@ -231,6 +231,20 @@ export async function endCollections(trx: Trx, ends: End[], writes?: WriteSet): 
   });
 }
 
+/**
+ * endCollections over a batch's requests as decided in arrival order: each collection to end, or
+ * that request's refusal. Returns one result per request, in order; a refusal stays its own.
+ */
+export async function endDecided(trx: Trx, decided: (End | AppError)[], writes?: WriteSet): Promise<(repo.CollectionRow | AppError)[]> {
+  const ended = await endCollections(
+    trx,
+    decided.flatMap((x) => (x instanceof AppError ? [] : [x])),
+    writes,
+  );
+  let k = 0;
+  return decided.map((x) => (x instanceof AppError ? x : ended[k++]!));
+}
+
 /** A pending collection locked for this transaction: 404 unknown, 409 already ended. */
 async function lockPending(trx: Trx, ctx: Scope, id: string, action: string): Promise<repo.CollectionRow> {
   const row = await repo.findCollection(trx, ctx, id, 'update');
@@ -339,14 +353,10 @@ export async function simulateCollections(
     endedAs.set(row.id, ending.status);
     return { ctx: r.ctx, d: r.d, row, ending };
   });
-  const live = checked.flatMap((c) => (c instanceof AppError ? [] : [c]));
-  const ended = await endCollections(trx, live, writes);
-  const byId = new Map(live.map((e, k) => [e.row.id, { e, result: ended[k]! }]));
-  return checked.map((c) => {
-    if (c instanceof AppError) return { ok: false, error: c };
-    const { e, result } = byId.get(c.row.id)!;
-    return result instanceof AppError ? { ok: false, error: result } : { ok: true, data: toResponse(e.d, result) };
-  });
+  const ended = await endDecided(trx, checked, writes);
+  return ended.map((result, i) =>
+    result instanceof AppError ? { ok: false, error: result } : { ok: true, data: toResponse(reqs[i]!.d, result) },
+  );
 }
 
 /** Collections locked for a batch, one statement per business (ascending id), by scopeKey:id. */
