@@ -3,6 +3,7 @@ import { inOneStatement, type WriteSet } from '../../db/write-set.js';
 import { AppError, refusalOf } from '../../core/errors.js';
 import { scopeKey } from '../../core/context.js';
 import { newId } from '../../lib/ids.js';
+import { keyedOnce } from '../../lib/memo.js';
 import { lockBalances, PostingBatch, type Hold, type PostedTransaction } from '../../ledger/index.js';
 import * as accounts from '../accounts/service.js';
 import * as transactions from '../transactions/service.js';
@@ -60,12 +61,10 @@ export async function lockAhead(trx: Trx, reqs: MovementRequest[]): Promise<void
 
 /** The business's fee account per business and currency that charges a fee (created on demand). */
 async function attachFeeAccounts(trx: Trx, prepared: Prepared[]) {
-  const cache = new Map<string, accounts.AccountRow>();
+  const feeAccounts = keyedOnce<accounts.AccountRow>();
   for (const p of prepared) {
     if (p.fee === 0n) continue;
-    const key = `${scopeKey(p.req.ctx)}:${p.currency}`;
-    if (!cache.has(key)) cache.set(key, await accounts.businessFeeAccount(trx, p.req.ctx, p.currency));
-    p.feeAccount = cache.get(key);
+    p.feeAccount = await feeAccounts(`${scopeKey(p.req.ctx)}:${p.currency}`, () => accounts.businessFeeAccount(trx, p.req.ctx, p.currency));
     // The business paying out from its own fee account owes itself nothing (a hold needs two accounts).
     if (isPayout(p) && p.feeAccount!.id === p.source.id) {
       p.fee = 0n;
