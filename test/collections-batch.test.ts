@@ -1,9 +1,7 @@
-import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as ledger from '../src/ledger/index.js';
-import { metricsRegistry } from '../src/lib/metrics.js';
 import { simulateCollections, type SimulationRequest } from '../src/modules/collections/lifecycle.js';
-import { clientFor, johnDoe, startTestApp, type Client, type TestApp, countStatements } from './harness.js';
+import { clientFor, johnDoe, startTestApp, type Client, type TestApp, countStatements, batchSizes, deadlocksDuring } from './harness.js';
 
 /**
  * Collection settlement on the batch path (docs/money-path.md): many collections end in one
@@ -49,14 +47,6 @@ async function business(name: string) {
 }
 
 const balance = async (api: Client, id: string) => (await api.get(`/v1/accounts/${id}`)).body.data.balance as string;
-
-/** The collections' batch-size histogram: batches and requests so far. */
-async function batchCount(): Promise<{ count: number; sum: number }> {
-  const metric = (await metricsRegistry.getSingleMetric('fsapi_commit_batch_size')!.get()).values;
-  const of = (name: string) =>
-    metric.find((v) => (v as { metricName?: string }).metricName === name && v.labels.batch === 'collections')?.value ?? 0;
-  return { count: of('fsapi_commit_batch_size_count'), sum: of('fsapi_commit_batch_size_sum') };
-}
 
 describe('collections in batches', () => {
   it('costs the same statements to settle one collection as fifty', async () => {
@@ -146,11 +136,11 @@ describe('collections in batches', () => {
     // The first intent charged twice in the same burst: one charge wins, the other finds it charged.
     bodies.push({ payment_intent_id: intents[0]!, card_token: good });
     const keys = bodies.map((_, i) => `charge-${i}-${b.tenant.tenant_id}`);
-    const before = await batchCount();
+    const before = await batchSizes('collections');
     const results = await Promise.all(
       bodies.map((body, i) => b.api.post('/v1/collections/cards/payment-intents/charge', body, { idempotencyKey: keys[i]! })),
     );
-    const after = await batchCount();
+    const after = await batchSizes('collections');
     expect(after.sum - before.sum).toBe(21);
     expect(after.count - before.count).toBeLessThan(21);
     results.slice(0, 20).forEach((r, i) => {
@@ -171,39 +161,29 @@ describe('an inbound transfer and a simulation ending the same bank-transfer col
   it('take their locks in one order and never deadlock', async () => {
     const b = await business('Inbound Race Ltd');
     const dest = (await b.api.post('/v1/accounts', { currency: 'NGN', label: 'in', customer_id: b.customer })).body.data.id as string;
-    const deadlocks = async () => {
-      await sql`select pg_stat_clear_snapshot()`.execute(t.db);
-      const row = await sql<{ n: string }>`select deadlocks::text as n from pg_stat_database where datname = current_database()`.execute(
-        t.db,
-      );
-      return Number(row.rows[0]?.n ?? 0);
-    };
-    const before = t.dbKind === 'postgres' ? await deadlocks() : 0;
-    for (let round = 0; round < 6; round++) {
-      const c = (
-        await b.api.post('/v1/collections', {
-          amount: '50.00',
-          currency: 'NGN',
-          country: 'NG',
-          customer_id: b.customer,
-          source: { source_type: 'external', methods: ['bank_transfer'] },
-          destination: { destination_type: 'internal_account', id: dest },
-        })
-      ).body.data;
-      // The payer's transfer arrives while the sandbox completes the same collection: one of them
-      // ends it, the other finds it ended (a plain funding, or 409).
-      const [funded, completed] = await Promise.all([
-        b.api.post(`/v1/simulations/accounts/${dest}/fund`, { amount: '50.00', reference: c.bank_transfer.reference }),
-        b.api.post(`/v1/simulations/collections/${c.id}/complete`),
-      ]);
-      expect(funded.status, funded.text).toBe(200);
-      expect([200, 409], completed.text).toContain(completed.status);
-    }
+    const found = await deadlocksDuring(t, async () => {
+      for (let round = 0; round < 6; round++) {
+        const c = (
+          await b.api.post('/v1/collections', {
+            amount: '50.00',
+            currency: 'NGN',
+            country: 'NG',
+            customer_id: b.customer,
+            source: { source_type: 'external', methods: ['bank_transfer'] },
+            destination: { destination_type: 'internal_account', id: dest },
+          })
+        ).body.data;
+        // The payer's transfer arrives while the sandbox completes the same collection: one of them
+        // ends it, the other finds it ended (a plain funding, or 409).
+        const [funded, completed] = await Promise.all([
+          b.api.post(`/v1/simulations/accounts/${dest}/fund`, { amount: '50.00', reference: c.bank_transfer.reference }),
+          b.api.post(`/v1/simulations/collections/${c.id}/complete`),
+        ]);
+        expect(funded.status, funded.text).toBe(200);
+        expect([200, 409], completed.text).toContain(completed.status);
+      }
+    });
+    expect(found).toBe(0);
     expect((await ledger.reconcile(t.db, b.tenant.tenant_id)).ok).toBe(true);
-    if (t.dbKind === 'postgres') {
-      // The statistics reach pg_stat_database when a backend reports them (at most a second later).
-      await new Promise((r) => setTimeout(r, 1500));
-      expect(await deadlocks()).toBe(before);
-    }
   }, 60_000);
 });

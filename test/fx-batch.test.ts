@@ -1,11 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BusinessSettings } from '../src/core/settings.js';
 import { reconcile } from '../src/ledger/index.js';
-import { metricsRegistry } from '../src/lib/metrics.js';
 import { orderBatch, type OrderRequest } from '../src/modules/fx/batch.js';
 import { setSettings } from '../src/modules/tenants/service.js';
 import { balances, newCustomer, openAccount } from './fx-helpers.js';
-import { clientFor, startTestApp, type Client, type TestApp, countStatements } from './harness.js';
+import { clientFor, startTestApp, type Client, type TestApp, countStatements, batchSizes } from './harness.js';
 
 /**
  * FX market orders on the batch path (docs/money-path.md): many orders in one transaction with a
@@ -148,11 +147,11 @@ describe('FX orders in batches', () => {
     for (let i = 0; i < 4; i++) sources.push(await openAccount(api, 'USD', customer, '20.00'));
     const poor = await openAccount(api, 'USD', customer, '1.00');
     const ngn = await openAccount(api, 'NGN', customer);
-    const before = await batchCount();
+    const before = await batchSizes('fx_orders');
     const bodies = Array.from({ length: 30 }, (_, i) => sell(i % 6 === 5 ? poor : sources[i % 4]!, ngn, '2.00'));
     const keys = bodies.map((_, i) => `fx-concurrent-${i}-${tenant.tenant_id}`);
     const results = await Promise.all(bodies.map((b, i) => api.post('/v1/fx/orders', b, { idempotencyKey: keys[i]! })));
-    const after = await batchCount();
+    const after = await batchSizes('fx_orders');
     expect(after.count - before.count).toBeLessThan(30);
     expect(after.sum - before.sum).toBe(30);
     results.forEach((r, i) => {
@@ -171,14 +170,6 @@ describe('FX orders in batches', () => {
     expect((await reconcile(t.db, tenant.tenant_id)).ok).toBe(true);
   });
 });
-
-/** The FX orders' batch-size histogram: batches and orders so far. */
-async function batchCount(): Promise<{ count: number; sum: number }> {
-  const metric = (await metricsRegistry.getSingleMetric('fsapi_commit_batch_size')!.get()).values;
-  const of = (name: string) =>
-    metric.find((v) => (v as { metricName?: string }).metricName === name && v.labels.batch === 'fx_orders')?.value ?? 0;
-  return { count: of('fsapi_commit_batch_size_count'), sum: of('fsapi_commit_batch_size_sum') };
-}
 
 describe('the first orders of a business, in two lanes at once', () => {
   it('create its fx_position accounts once: a batch that loses the race reruns its orders, and none fails', async () => {

@@ -2,12 +2,14 @@ import { readFileSync } from 'node:fs';
 import type { OutgoingHttpHeaders } from 'node:http';
 import { randomBytes } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
+import { sql } from 'kysely';
 import pg from 'pg';
 import { inject } from 'vitest';
 import { buildApp } from '../src/app.js';
 import { loadConfig, type Config } from '../src/config.js';
 import { openPGlite, openPostgres, type DatabaseHandle, type Db, type Trx, type UnitOfWork } from '../src/db/client.js';
 import { Sealer } from '../src/lib/crypto.js';
+import { metricsRegistry } from '../src/lib/metrics.js';
 import { newId } from '../src/lib/ids.js';
 import { createTenant, type CreatedTenant } from '../src/modules/tenants/service.js';
 import { withDatabase } from './global-setup.js';
@@ -176,4 +178,32 @@ export async function countStatements<T>(db: Db, work: (trx: Trx) => Promise<T>)
   });
   const result = await counted.transaction().execute(work);
   return { count, result };
+}
+
+/**
+ * The deadlocks PostgreSQL detected in the test's database while `work` ran (always 0 on PGlite,
+ * which has one connection). The statistics reach pg_stat_database when a backend reports them,
+ * at most a second later, so the count after waits for that.
+ */
+export async function deadlocksDuring(t: Pick<TestApp, 'db' | 'dbKind'>, work: () => Promise<void>): Promise<number> {
+  const deadlocks = async () => {
+    await sql`select pg_stat_clear_snapshot()`.execute(t.db);
+    const row = await sql<{ n: string }>`select deadlocks::text as n from pg_stat_database where datname = current_database()`.execute(
+      t.db,
+    );
+    return Number(row.rows[0]?.n ?? 0);
+  };
+  const before = t.dbKind === 'postgres' ? await deadlocks() : 0;
+  await work();
+  if (t.dbKind !== 'postgres') return 0;
+  await new Promise((r) => setTimeout(r, 1500));
+  return (await deadlocks()) - before;
+}
+
+/** One gatherer's batch-size histogram in this process (its label: `fx_orders`, `collections`, …): batches and requests so far. */
+export async function batchSizes(label: string): Promise<{ count: number; sum: number }> {
+  const metric = (await metricsRegistry.getSingleMetric('fsapi_commit_batch_size')!.get()).values;
+  const of = (name: string) =>
+    metric.find((v) => (v as { metricName?: string }).metricName === name && v.labels.batch === label)?.value ?? 0;
+  return { count: of('fsapi_commit_batch_size_count'), sum: of('fsapi_commit_batch_size_sum') };
 }

@@ -1,7 +1,6 @@
-import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { reconcile } from '../src/ledger/index.js';
-import { clientFor, startTestApp, type Client, type TestApp } from './harness.js';
+import { clientFor, startTestApp, type Client, type TestApp, deadlocksDuring } from './harness.js';
 
 /**
  * POST /v1/transfers/bulk: up to 1,000 internal transfers, each decided on its own (never
@@ -112,26 +111,16 @@ describe('bulk transfers', () => {
   it('concurrent bulks over the same accounts never deadlock', async () => {
     const [a, b, c, d] = (await Promise.all([1, 2, 3, 4].map(() => account('10000.00')))).sort();
     const half = (x: string, y: string, tag: string) => Array.from({ length: 250 }, (_, i) => item(x, y, '0.01', `${tag}-${i}`));
-    const deadlocks = async () => {
-      await sql`select pg_stat_clear_snapshot()`.execute(t.db);
-      const row = await sql<{ n: string }>`select deadlocks::text as n from pg_stat_database where datname = current_database()`.execute(
-        t.db,
-      );
-      return Number(row.rows[0]?.n ?? 0);
-    };
-    const before = t.dbKind === 'postgres' ? await deadlocks() : 0;
-    for (let round = 0; round < 3; round++) {
-      const [x, y] = await Promise.all([
-        api.post('/v1/transfers/bulk', { transfers: [...half(b!, d!, `x${round}`), ...half(a!, c!, `x${round}b`)] }),
-        api.post('/v1/transfers/bulk', { transfers: [...half(a!, c!, `y${round}`), ...half(d!, b!, `y${round}b`)] }),
-      ]);
-      expect([x.status, y.status], `${x.text}\n${y.text}`).toEqual([200, 200]);
-      expect([x.body.data.succeeded, y.body.data.succeeded]).toEqual([500, 500]);
-    }
-    if (t.dbKind === 'postgres') {
-      // The statistics reach pg_stat_database when a backend reports them (at most a second later).
-      await new Promise((r) => setTimeout(r, 1500));
-      expect(await deadlocks()).toBe(before);
-    }
+    const found = await deadlocksDuring(t, async () => {
+      for (let round = 0; round < 3; round++) {
+        const [x, y] = await Promise.all([
+          api.post('/v1/transfers/bulk', { transfers: [...half(b!, d!, `x${round}`), ...half(a!, c!, `x${round}b`)] }),
+          api.post('/v1/transfers/bulk', { transfers: [...half(a!, c!, `y${round}`), ...half(d!, b!, `y${round}b`)] }),
+        ]);
+        expect([x.status, y.status], `${x.text}\n${y.text}`).toEqual([200, 200]);
+        expect([x.body.data.succeeded, y.body.data.succeeded]).toEqual([500, 500]);
+      }
+    });
+    expect(found).toBe(0);
   }, 60_000);
 });
