@@ -84,6 +84,41 @@ describe('account read path: round trips per request', () => {
     expect(counter.statements).toBe(1);
   });
 
+  it('concurrent GET /v1/accounts/{id} share statements, and each is answered as if alone', async () => {
+    const mine: string[] = [];
+    for (const label of ['a', 'b', 'c']) mine.push((await call('POST', '/v1/accounts', { currency: 'NGN', label })).body.data.id as string);
+    expect((await call('POST', `/v1/simulations/accounts/${mine[0]}/fund`, { amount: '5.00' })).status).toBe(200);
+    const otherKey = (await handle.db.transaction().execute((trx) => createTenant(trx, 'Other reader'))).sandbox.secret_key;
+    const otherAccount = await app.inject({
+      method: 'POST',
+      url: '/v1/accounts',
+      headers: { 'api-key': otherKey, 'content-type': 'application/json', 'idempotency-key': newId() },
+      payload: JSON.stringify({ currency: 'NGN', label: 'theirs' }),
+    });
+    const theirs = (otherAccount.json() as { data: { id: string } }).data.id;
+    const get = (id: string, as = key) => app.inject({ method: 'GET', url: `/v1/accounts/${id}`, headers: { 'api-key': as } });
+    await get(mine[0]!); // the key is cached
+
+    counter.statements = 0;
+    const missing = newId();
+    const asked = Array.from({ length: 30 }, (_, i) => [mine[0]!, mine[1]!, mine[2]!, theirs, missing][i % 5]!);
+    const answers = await Promise.all([...asked.map((id) => get(id)), get(theirs, otherKey)]);
+    for (const [i, id] of asked.entries()) {
+      const res = answers[i]!;
+      if (id === theirs || id === missing) {
+        expect(res.statusCode, id).toBe(404);
+        expect(res.json().error.code).toBe('not_found');
+      } else {
+        expect(res.statusCode).toBe(200);
+        expect(res.json().data).toMatchObject({ id, balance: id === mine[0] ? '5.00' : '0.00' });
+      }
+    }
+    // Its own business reads the same account in the same burst.
+    expect(answers[30]!.statusCode).toBe(200);
+    expect(answers[30]!.json().data.id).toBe(theirs);
+    expect(counter.statements).toBeLessThan(10);
+  });
+
   it('GET /v1/accounts is the page and its count, balances joined in', async () => {
     const other = await call('POST', '/v1/accounts', { currency: 'NGN', label: 'empty' });
     counter.statements = 0;

@@ -11,7 +11,8 @@ export interface BatcherOptions {
 
 interface Queued<I> {
   item: I;
-  key: string;
+  /** Absent: the item may share a batch with any other (reads). */
+  key: string | undefined;
 }
 
 /**
@@ -32,7 +33,7 @@ export class Batcher<I> {
     private readonly options: BatcherOptions,
   ) {}
 
-  submit(item: I, key: string): void {
+  submit(item: I, key?: string): void {
     this.queue.push({ item, key });
     this.schedule();
   }
@@ -70,11 +71,11 @@ export class Batcher<I> {
     const batch: I[] = [];
     for (let i = 0; i < this.queue.length && batch.length < this.options.maxBatch; ) {
       const q = this.queue[i]!;
-      if (keys.has(q.key)) {
+      if (q.key !== undefined && keys.has(q.key)) {
         i++;
         continue;
       }
-      keys.add(q.key);
+      if (q.key !== undefined) keys.add(q.key);
       batch.push(q.item);
       this.queue.splice(i, 1);
     }

@@ -67,6 +67,16 @@ export async function findAccountWithBalance(db: Queryable, ctx: Scope, id: stri
     .executeTakeFirst();
 }
 
+/** Several accounts of one business and environment with their balances, in one statement (one array parameter: one prepared text for any count). */
+export async function findAccountsWithBalance(db: Queryable, ctx: Scope, ids: string[]): Promise<AccountWithBalance[]> {
+  return scoped(db, 'accounts', ctx)
+    .leftJoin('ledger_balances', 'ledger_balances.account_id', 'accounts.id')
+    .selectAll('accounts')
+    .select(['ledger_balances.posted', 'ledger_balances.pending_debits'])
+    .where(sql<boolean>`accounts.id = any(${ids}::uuid[])`)
+    .execute();
+}
+
 /**
  * Several accounts with a shared lock, in id order: a money movement holds it so a status change
  * (freeze, close at zero) cannot slip in between its checks and its commit.

@@ -9,6 +9,7 @@ import * as service from './service.js';
 const tags = ['Accounts'];
 
 export function accountRoutes(deps: Deps): FastifyPluginAsyncZod {
+  const readAccount = service.accountReader(deps.db, { lanes: deps.dbKind === 'postgres' ? 4 : 1, maxBatch: 100 });
   return async (app) => {
     const r = routes(app, tags);
     r.post(
@@ -43,7 +44,7 @@ export function accountRoutes(deps: Deps): FastifyPluginAsyncZod {
         data: AccountResponse,
         errors: [],
       },
-      async (req) => ok(await service.getAccount(deps.db, req.ctx, req.params.account_id)),
+      async (req) => ok(await readAccount(req.ctx, req.params.account_id)),
     );
 
     r.patch(

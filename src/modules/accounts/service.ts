@@ -1,4 +1,5 @@
 import type { Config } from '../../config.js';
+import { Batcher } from '../../db/batcher.js';
 import type { Queryable, Trx } from '../../db/client.js';
 import { groupByScope, type RequestContext } from '../../core/context.js';
 import { AppError, notFound } from '../../core/errors.js';
@@ -142,6 +143,45 @@ export async function getAccount(db: Queryable, ctx: Scope, id: string): Promise
   const row = await repo.findAccountWithBalance(db, ctx, id);
   if (!row) throw notFound('Account');
   return fromJoinedRow(row);
+}
+
+interface AccountRead {
+  ctx: Scope;
+  id: string;
+  resolve: (account: AccountResponse) => void;
+  reject: (err: unknown) => void;
+}
+
+/**
+ * `GET /v1/accounts/{id}` under load: concurrent reads are gathered (db/batcher.ts) into one
+ * statement per business and environment, so a burst of N reads is one round trip, not N (each
+ * round trip's send is a system call that cost about as much as the rest of the request). Each
+ * read is answered as if alone: its account or 404. The statement starts after the request
+ * arrived, so a read still sees every write acknowledged before it.
+ */
+export function accountReader(
+  db: Queryable,
+  options: { lanes: number; maxBatch: number },
+): (ctx: Scope, id: string) => Promise<AccountResponse> {
+  const batcher = new Batcher<AccountRead>(
+    async (reads) => {
+      for (const group of groupByScope(reads.map((read) => ({ ctx: read.ctx, values: [read] })))) {
+        try {
+          const rows = await repo.findAccountsWithBalance(db, group.ctx, [...new Set(group.values.map((r) => r.id))]);
+          const found = new Map(rows.map((row) => [row.id, row]));
+          for (const read of group.values) {
+            const row = found.get(read.id);
+            if (row) read.resolve(fromJoinedRow(row));
+            else read.reject(notFound('Account'));
+          }
+        } catch (err) {
+          for (const read of group.values) read.reject(err);
+        }
+      }
+    },
+    { ...options, name: 'account_reads' },
+  );
+  return (ctx, id) => new Promise((resolve, reject) => batcher.submit({ ctx, id, resolve, reject }));
 }
 
 export async function listAccounts(db: Queryable, ctx: Scope, query: ListAccountsQuery): Promise<Page<AccountResponse>> {
