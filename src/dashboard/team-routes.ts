@@ -259,11 +259,13 @@ export function teamRoutes(service: DashboardService, team: TeamService) {
       return sendPage(reply, profilePage(session, alert('success', 'Password changed. Your other sessions were ended.')));
     });
 
-    // The token in these URLs is the link's secret: the access log shows the path without it.
+    // The token in these URLs is the link's secret: the access log (logUrl) and Fastify's own
+    // error lines (the req serializer) show the path without it.
+    const logUrl = '/dashboard/invite/[token]';
     const open = {
-      config: { dashboardPublic: true },
+      config: { dashboardPublic: true, logUrl },
       logSerializers: {
-        req: (req: FastifyRequest) => ({ method: req.method, url: '/dashboard/invite/[token]', host: req.host, remoteAddress: req.ip }),
+        req: (req: FastifyRequest) => ({ method: req.method, url: logUrl, host: req.host, remoteAddress: req.ip }),
       },
     };
     // Someone already logged in (another login in this browser) posts with that session's token.

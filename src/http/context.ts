@@ -9,5 +9,7 @@ declare module 'fastify' {
     publicKeyAllowed?: boolean;
     /** No Api-Key needed (documentation). */
     noAuth?: boolean;
+    /** What the access log shows instead of this route's URL, which holds a secret (a link's token). */
+    logUrl?: string;
   }
 }

@@ -27,6 +27,17 @@ describe('redaction rules', () => {
     expect(redactJsonText('not json 4242424242424242')).toBe(`not json ${REDACTED}`);
   });
 
+  it('returns text with nothing to hide as it is, and still finds a sensitive key in any case or spacing', () => {
+    const plain = '{"data":{"id":"a","account_number":"0123456789","amount":"10.00"}}';
+    expect(redactJsonText(plain)).toBe(plain);
+    expect(JSON.parse(redactJsonText('{"data":{"CVV" : "123","Card_Number":"x"}}'))).toEqual({
+      data: { CVV: REDACTED, Card_Number: REDACTED },
+    });
+    expect(JSON.parse(redactJsonText('{"note":"card 4242424242424242"}'))).toEqual({ note: `card ${REDACTED}` });
+    const key = `sk_live_${'A1b2C3d4'.repeat(5)}`;
+    expect(JSON.parse(redactJsonText(`{"note":"${key}"}`))).toEqual({ note: REDACTED });
+  });
+
   it('gives the process log the same field list', () => {
     const paths = pinoRedactPaths();
     expect(paths).toContain('req.headers["api-key"]');

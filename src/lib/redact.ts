@@ -105,8 +105,19 @@ export function redactValue(value: unknown, depth = 0): unknown {
   return out;
 }
 
-/** JSON text → redacted JSON text; text that is not JSON is redacted as a string. */
+/** A sensitive field as a JSON key, whatever its case. */
+const SENSITIVE_KEY = new RegExp(`"(?:${SENSITIVE_FIELDS.join('|')})"\\s*:`, 'i');
+
+/**
+ * JSON text → redacted JSON text; text that is not JSON is redacted as a string.
+ *
+ * Text with no sensitive key, no key-shaped string and no 13-digit run is returned as it is,
+ * without parsing and copying it: that is most responses, and the full pass cost as much as the
+ * rest of recording a request. The check is on the text as JSON.stringify writes it (our own
+ * responses): it writes a key's letters as they are, never as \u escapes.
+ */
 export function redactJsonText(text: string): string {
+  if (!SENSITIVE_KEY.test(text) && !SECRET_HINT.test(text) && !hasLongDigitRun(text)) return text;
   try {
     return JSON.stringify(redactValue(JSON.parse(text)));
   } catch {
