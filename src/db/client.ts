@@ -150,8 +150,21 @@ function resilientPool(pool: pg.Pool, prepared: boolean): PostgresPool {
     if (!w) {
       // A DEALLOCATE that fails (an aborted transaction) leaves the statement until the connection ends: harmless.
       const named = prepared ? new PreparedNames((name) => void client.query(`deallocate ${name}`).catch(() => {})) : null;
+      // A BEGIN sent but not yet answered (see below): the next statement reports its failure.
+      let beginning: Promise<unknown> | undefined;
       w = {
         query: ((...args: [string, unknown[]]) => {
+          // BEGIN goes on the wire at once and is answered as done: the connection is pipelined,
+          // so the transaction's first statement follows it without waiting for its answer, and a
+          // transaction costs one round trip less. Nothing can run between the two, and should
+          // BEGIN fail, that statement fails with BEGIN's error.
+          if (args[0] === 'begin') {
+            beginning = client.query('begin').catch((err: unknown) => Promise.reject(tagConnectionError(err)));
+            beginning.catch(() => {}); // reported by the next statement
+            return Promise.resolve({ command: 'BEGIN', rowCount: null, rows: [] });
+          }
+          const begun = beginning;
+          beginning = undefined;
           // Statements with parameters only: BEGIN, COMMIT and migrations' scripts stay simple queries.
           const name =
             named && typeof args[0] === 'string' && Array.isArray(args[1]) && args[1].length > 0 ? named.nameOf(args[0]) : undefined;
@@ -159,12 +172,13 @@ function resilientPool(pool: pg.Pool, prepared: boolean): PostgresPool {
             ? client.query({ name, text: args[0], values: args[1] })
             : (client.query as (...a: unknown[]) => unknown)(...args);
           if (result instanceof Promise) {
-            return result.catch((err: unknown) => {
+            const answered = result.catch((err: unknown) => {
               // A table changed under a cached plan (a migration by a newer process): prepare anew;
               // the entry point's retry runs the rolled-back unit again (db/retry.ts).
               if (isStalePlan(err)) named?.reset();
               return Promise.reject(tagConnectionError(err));
             });
+            return begun ? Promise.all([begun, answered]).then(([, r]) => r) : answered;
           }
           return result; // a cursor (streamed query): its reads reject on their own
         }) as PostgresPoolClient['query'],
@@ -200,6 +214,10 @@ export function openPostgres(connectionString: string, poolSize = 20, listenUrl?
   const pool = new pg.Pool({
     connectionString,
     max: poolSize,
+    // Statements are written as they are issued, each with its own Sync, instead of one at a time
+    // after the last one's answer: what lets BEGIN and a transaction's last write be sent together
+    // with the statement after them (see wrap above, and idempotency-batch.ts).
+    pipeline: true,
     types: { getTypeParser: pgTypeParser } as pg.CustomTypesConfig,
   });
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: resilientPool(pool, preparedStatements) }) });

@@ -1,0 +1,136 @@
+import { randomBytes } from 'node:crypto';
+import { createServer, connect, type Server, type Socket } from 'node:net';
+import { sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildApp } from '../src/app.js';
+import { loadConfig } from '../src/config.js';
+import { openPostgres, type DatabaseHandle } from '../src/db/client.js';
+import { Sealer } from '../src/lib/crypto.js';
+import { newId } from '../src/lib/ids.js';
+import { createTenant } from '../src/modules/tenants/service.js';
+import { cloneTemplateDatabase } from './harness.js';
+
+/**
+ * Round trips to PostgreSQL, counted on the wire: a proxy between the app and the server counts
+ * the client's turns (it sends, then waits for an answer before it sends again). Bytes from the
+ * client reach the server 20 ms late, so statements the client writes one after the other without
+ * waiting for an answer are one turn, as they are for PostgreSQL. Not counted: a connection's
+ * start-up and the process heartbeat (db/instance.ts), which run beside any unit of work. PGlite
+ * has no wire: PostgreSQL only.
+ */
+function turnCounter(target: { host: string; port: number }) {
+  const state = { turns: 0 };
+  const sockets = new Set<Socket>();
+  const server: Server = createServer((client) => {
+    const upstream = connect(target.port, target.host);
+    sockets.add(client).add(upstream);
+    let clientSpokeLast = false;
+    let started = false;
+    client.on('data', (chunk) => {
+      const counted = started && !chunk.includes('insert into process_instances');
+      started = true;
+      if (!clientSpokeLast && counted) state.turns++;
+      clientSpokeLast = true;
+      setTimeout(() => upstream.write(chunk), 20);
+    });
+    upstream.on('data', (chunk) => {
+      clientSpokeLast = false;
+      client.write(chunk);
+    });
+    const close = () => {
+      client.destroy();
+      upstream.destroy();
+    };
+    client.on('error', close).on('close', close);
+    upstream.on('error', close).on('close', close);
+  });
+  return {
+    state,
+    listen: () =>
+      new Promise<number>((resolve) => server.listen(0, '127.0.0.1', () => resolve((server.address() as { port: number }).port))),
+    close: () => {
+      for (const s of sockets) s.destroy();
+      return new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+const url = process.env.DATABASE_URL;
+
+describe.skipIf(!url)('round trips on the wire (PostgreSQL)', () => {
+  let clone: { url: string; drop: () => Promise<void> };
+  let proxy: ReturnType<typeof turnCounter>;
+  let handle: DatabaseHandle;
+
+  beforeAll(async () => {
+    clone = await cloneTemplateDatabase(url!);
+    const direct = new URL(clone.url);
+    proxy = turnCounter({ host: direct.hostname, port: Number(direct.port || 5432) });
+    const proxied = new URL(clone.url);
+    proxied.host = `127.0.0.1:${await proxy.listen()}`;
+    // LISTEN goes direct: its heartbeat is no unit's round trip.
+    handle = openPostgres(proxied.toString(), 4, clone.url);
+  });
+  afterAll(async () => {
+    await handle?.close();
+    await proxy?.close();
+    await clone?.drop();
+  });
+
+  /** Turns taken by `work` on a connection that is already open. */
+  async function turnsOf(work: () => Promise<unknown>): Promise<number> {
+    const before = proxy.state.turns;
+    await work();
+    return proxy.state.turns - before;
+  }
+
+  it('a transaction sends BEGIN with its first statement: one statement and COMMIT are two round trips', async () => {
+    await sql`select 1`.execute(handle.db); // the connection is open
+    expect(await turnsOf(() => handle.db.transaction().execute((trx) => sql`select 1`.execute(trx)))).toBe(2);
+    expect(await turnsOf(() => handle.db.transaction().execute(async () => {}))).toBe(1);
+  });
+
+  it('a failed statement after BEGIN fails the transaction, which leaves nothing behind', async () => {
+    await sql`create table if not exists rt_probe (n int primary key)`.execute(handle.db);
+    await expect(
+      handle.db.transaction().execute(async (trx) => {
+        await sql`insert into rt_probe values (1)`.execute(trx);
+        await sql`insert into rt_probe values (1)`.execute(trx);
+      }),
+    ).rejects.toMatchObject({ code: '23505' });
+    expect((await sql<{ n: number }>`select count(*)::int as n from rt_probe`.execute(handle.db)).rows[0]!.n).toBe(0);
+  });
+
+  it('a batch of transfers is four round trips: BEGIN with the claim, the accounts, the balances, the writes with COMMIT', async () => {
+    const config = loadConfig({}, { LOG_LEVEL: 'silent', DEMO_TENANT: false, REQUEST_LOG: 'off' });
+    const app = await buildApp({
+      config,
+      db: handle.db,
+      dbKind: 'postgres',
+      sealer: new Sealer(randomBytes(32).toString('base64')),
+      logger: false,
+    });
+    try {
+      const key = (await handle.db.transaction().execute((trx) => createTenant(trx, 'Wire Ltd'))).sandbox.secret_key;
+      const post = async (path: string, body: unknown) => {
+        const res = await app.inject({
+          method: 'POST',
+          url: path,
+          headers: { 'api-key': key, 'content-type': 'application/json', 'idempotency-key': newId() },
+          payload: JSON.stringify(body),
+        });
+        expect(res.statusCode, res.body).toBe(200);
+        return (res.json() as { data: { id: string } }).data;
+      };
+      const from = (await post('/v1/accounts', { currency: 'NGN', label: 'from' })).id;
+      const to = (await post('/v1/accounts', { currency: 'NGN', label: 'to' })).id;
+      await post(`/v1/simulations/accounts/${from}/fund`, { amount: '10.00' });
+      const transfer = () =>
+        post('/v1/transfers', { source: { id: from }, destination: { destination_type: 'internal_account', id: to }, amount: '1.00' });
+      await transfer(); // the key and the process are known from here on
+      expect(await turnsOf(transfer)).toBe(4);
+    } finally {
+      await app.close();
+    }
+  });
+});
