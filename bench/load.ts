@@ -101,3 +101,8 @@ export function accountReadLoad(options: LoadOptions, pick: () => string): Promi
     setupRequest: (req) => ({ ...req, path: `/v1/accounts/${pick()}`, headers: { ...VIA_PROXY, 'api-key': options.key } }),
   });
 }
+
+/** GET /healthz: no key, no database, no request log; what the HTTP layer alone serves. */
+export function healthzLoad(options: LoadOptions): Promise<LoadResult> {
+  return run(options, { method: 'GET', path: '/healthz', headers: { ...VIA_PROXY } });
+}

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { openPGlite, openPostgres, type DatabaseHandle } from '../src/db/client.js';
 import { reconcile } from '../src/ledger/index.js';
 import { seedHistory } from './history.js';
-import { accountReadLoad, fxOrderLoad, transferLoad, VIA_PROXY, type LoadResult } from './load.js';
+import { accountReadLoad, fxOrderLoad, healthzLoad, transferLoad, VIA_PROXY, type LoadResult } from './load.js';
 import { pgbenchInit, pgbenchRun, type PgbenchResult } from './pgbench.js';
 import {
   admin,
@@ -210,6 +210,16 @@ export async function runBench(o: BenchOptions): Promise<{ rows: Row[]; reconcil
           ratio: r,
           target: '≥ 0.5×',
           met: r >= 0.5,
+        });
+        // What the HTTP layer alone serves on this machine (no key, no database, no request log):
+        // a ceiling for any /v1 read, with the same reference.
+        const bare = await healthzLoad(loadOpts(server, key));
+        rows.push({
+          name: 'GET /healthz req/s (the HTTP layer alone: a ceiling for reads)',
+          measured: `${fmt(bare.perSecond)}/s, p50 ${bare.p50} ms, p99 ${bare.p99} ms${failures(bare)}`,
+          reference: `pgbench select-only -S -s 10: ${fmt(ref.tps)} tps`,
+          ratio: bare.perSecond / ref.tps,
+          target: '',
         });
       }
       if (has('steady')) {
