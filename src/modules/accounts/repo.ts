@@ -1,4 +1,5 @@
-import { sql, type ColumnType, type Insertable, type Selectable } from 'kysely';
+import { sql, type ColumnType, type Insertable, type Selectable, type SelectQueryBuilder } from 'kysely';
+import type { Database } from '../../db/types.js';
 import type { Queryable } from '../../db/client.js';
 import type { RequestContext } from '../../core/context.js';
 import { paginate, type Page } from '../../db/pagination.js';
@@ -55,24 +56,19 @@ export interface BalanceColumns {
 export type AccountWithBalance = AccountRow & BalanceColumns;
 
 /**
- * An account and its ledger balance in one statement: a read is one round trip. A read-only join
- * on ledger_balances (only the ledger writes it), no lock: the same snapshot as two reads.
+ * Accounts with their ledger balances, in one statement: a read is one round trip. A read-only
+ * join on ledger_balances (only the ledger writes it), no lock: the same snapshot as two reads.
  */
-export async function findAccountWithBalance(db: Queryable, ctx: Scope, id: string): Promise<AccountWithBalance | undefined> {
-  return scoped(db, 'accounts', ctx)
+function withBalance(qb: SelectQueryBuilder<Database, 'accounts', object>) {
+  return qb
     .leftJoin('ledger_balances', 'ledger_balances.account_id', 'accounts.id')
     .selectAll('accounts')
-    .select(['ledger_balances.posted', 'ledger_balances.pending_debits'])
-    .where('accounts.id', '=', id)
-    .executeTakeFirst();
+    .select(['ledger_balances.posted', 'ledger_balances.pending_debits']);
 }
 
-/** Several accounts of one business and environment with their balances, in one statement (one array parameter: one prepared text for any count). */
+/** Accounts of one business and environment by id (one array parameter: one prepared text for any count). */
 export async function findAccountsWithBalance(db: Queryable, ctx: Scope, ids: string[]): Promise<AccountWithBalance[]> {
-  return scoped(db, 'accounts', ctx)
-    .leftJoin('ledger_balances', 'ledger_balances.account_id', 'accounts.id')
-    .selectAll('accounts')
-    .select(['ledger_balances.posted', 'ledger_balances.pending_debits'])
+  return withBalance(scoped(db, 'accounts', ctx))
     .where(sql<boolean>`accounts.id = any(${ids}::uuid[])`)
     .execute();
 }
@@ -114,12 +110,7 @@ export async function listAccounts(db: Queryable, ctx: Scope, query: ListAccount
   if (query.status) base = base.where('accounts.status', '=', query.status);
   if (query.type) base = base.where('accounts.type', '=', query.type);
   // Each page row carries its balance (one join), so a list is the page and its count, in parallel.
-  return paginate<AccountWithBalance>(db, base, 'accounts.id', query, (qb) =>
-    qb
-      .leftJoin('ledger_balances', 'ledger_balances.account_id', 'accounts.id')
-      .selectAll('accounts')
-      .select(['ledger_balances.posted', 'ledger_balances.pending_debits']),
-  );
+  return paginate<AccountWithBalance>(db, base, 'accounts.id', query, withBalance);
 }
 
 /** Serializes on-demand creation of the business's fee account per currency (transaction-scoped). */

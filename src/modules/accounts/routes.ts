@@ -9,6 +9,7 @@ import * as service from './service.js';
 const tags = ['Accounts'];
 
 export function accountRoutes(deps: Deps): FastifyPluginAsyncZod {
+  // Reads lock nothing, so their lanes only bound the pool connections they hold at once.
   const readAccount = service.accountReader(deps.db, { lanes: deps.dbKind === 'postgres' ? 4 : 1, maxBatch: 100 });
   return async (app) => {
     const r = routes(app, tags);

@@ -58,7 +58,7 @@ export function toAccountResponse(row: AccountRow, balance: Pick<ledger.Balance,
   );
 }
 
-/** A row read with its balance columns (repo.findAccountWithBalance): available = posted - pending debits, as the ledger defines it. */
+/** A row read with its balance columns (repo.findAccountsWithBalance): available = posted - pending debits, as the ledger defines it. */
 function fromJoinedRow({ posted, pending_debits, ...row }: repo.AccountWithBalance): AccountResponse {
   return toAccountResponse(row, posted === null ? undefined : { posted, available: posted - (pending_debits ?? 0n) });
 }
@@ -140,7 +140,7 @@ export async function createAccount(
 }
 
 export async function getAccount(db: Queryable, ctx: Scope, id: string): Promise<AccountResponse> {
-  const row = await repo.findAccountWithBalance(db, ctx, id);
+  const [row] = await repo.findAccountsWithBalance(db, ctx, [id]);
   if (!row) throw notFound('Account');
   return fromJoinedRow(row);
 }
