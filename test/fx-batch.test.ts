@@ -169,6 +169,25 @@ describe('FX orders in batches', () => {
     expect(refused.text).toBe(results[5]!.text);
     expect((await reconcile(t.db, tenant.tenant_id)).ok).toBe(true);
   });
+
+  it('creates no Fees account for a refused order: the first accepted fee creates it', async () => {
+    const { tenant, api } = await business('FX Refused Fees Ltd');
+    await setSettings(t.db, tenant.tenant_id, { fx_fee_bps: 100 });
+    const customer = await newCustomer(api);
+    const usd = await openAccount(api, 'USD', customer, '2.00');
+    const ngn = await openAccount(api, 'NGN', customer);
+    const businessUsd = async () =>
+      (await api.get('/v1/accounts?currency=USD')).body.data.items.filter((x: { customer_id: string | null }) => !x.customer_id);
+    const refused = await api.post('/v1/fx/orders', sell(usd, ngn, '2.00')); // 2.00 + 0.02 fee > 2.00
+    expect(refused.body.error?.code).toBe('insufficient_funds');
+    expect(await businessUsd()).toEqual([]);
+    const ok = await api.post('/v1/fx/orders', sell(usd, ngn, '1.00'));
+    expect(ok.status, JSON.stringify(ok.body)).toBe(200);
+    const own = await businessUsd();
+    expect(own).toHaveLength(1);
+    expect(own[0]).toMatchObject({ balance: '0.01', label: 'Fees' });
+    expect((await reconcile(t.db, tenant.tenant_id)).ok).toBe(true);
+  });
 });
 
 describe('the first orders of a business, in two lanes at once', () => {

@@ -192,6 +192,45 @@ describe('internal transfers', () => {
     expect((await balance(a, fees)).balance).toBe('0.00');
   });
 
+  it('creates no Fees account for a refused transfer: the first accepted fee creates it', async () => {
+    const feeTenant = await t.tenant('Refused Fees Ltd');
+    const fees = clientFor(t, feeTenant.sandbox.secret_key);
+    await setSettings(t.db, feeTenant.tenant_id, { fees: { internal_transfer: { NGN: { flat: '10.00' } } } });
+    const cust = (await fees.post('/v1/customers', johnDoe())).body.data.id;
+    await approveKyc(fees, cust);
+    const a = await account('NGN', '50.00', fees, cust);
+    const b = await account('NGN', undefined, fees, cust);
+    const ownAccounts = async () =>
+      (await fees.get('/v1/accounts')).body.data.items.filter((x: { customer_id: string | null }) => !x.customer_id);
+    const accountEvents = async () =>
+      (
+        await t.db
+          .selectFrom('events')
+          .select('event_type')
+          .where('tenant_id', '=', feeTenant.tenant_id)
+          .where('event_type', '=', 'account.created')
+          .execute()
+      ).length;
+    const before = await accountEvents();
+    const refused = await fees.post('/v1/transfer', transfer(a, b, '45.00')); // 45 + 10 > 50
+    expect(refused.status).toBe(422);
+    expect(refused.body.error.code).toBe('insufficient_funds');
+    expect(await ownAccounts()).toEqual([]);
+    expect(await accountEvents()).toBe(before);
+    // Refused and accepted transfers in one batch: the accepted one creates it, with its fee only.
+    const [again, ok] = await Promise.all([
+      fees.post('/v1/transfer', transfer(a, b, '45.00')),
+      fees.post('/v1/transfer', transfer(a, b, '5.00')),
+    ]);
+    expect([again.status, ok.status].sort()).toEqual([200, 422]);
+    const own = await ownAccounts();
+    expect(own).toHaveLength(1);
+    expect(own[0]).toMatchObject({ balance: '10.00', label: 'Fees' });
+    expect(await accountEvents()).toBe(before + 1);
+    expect((await balance(a, fees)).balance).toBe('35.00');
+    expect((await reconcile(t.db)).ok).toBe(true);
+  });
+
   it('lists with filters and validates them', async () => {
     const a = await account('NGN', '100.00', api, customerId);
     const b = await account();

@@ -22,6 +22,8 @@ interface Working {
   pendingCreditsDelta: bigint;
   /** A system account this batch creates (addFresh): inserted at flush if a posting or hold used it. */
   fresh?: { role: SystemRole; used: boolean };
+  /** An account the caller creates before the flush if a posting or hold used it (addReserved). */
+  reserved?: { used: boolean };
 }
 
 interface Pending {
@@ -31,6 +33,12 @@ interface Pending {
 }
 
 const availableOf = (w: Working) => w.posted + w.delta - w.pendingDebits - w.pendingDebitsDelta;
+
+/** An accepted posting or hold touched this account: a fresh or reserved one is created. */
+function markUsed(w: Working) {
+  if (w.fresh) w.fresh.used = true;
+  if (w.reserved) w.reserved.used = true;
+}
 
 /** A programming error (unbalanced posting, unknown account): a 500, never a client's fault. */
 export class LedgerInvariantError extends Error {
@@ -107,6 +115,34 @@ export class PostingBatch {
     });
   }
 
+  /**
+   * Adds an account the caller may create after the decisions (a business's first Fees account,
+   * which is an API account, not a ledger system account): `id` is not written yet, so nobody else
+   * can post to it before this commits. Postings and holds use it like a locked, empty account.
+   * If `used(id)`, the caller creates it (ledger.openAccount: an empty balance row) before the
+   * flush, which then adds its deltas as for any other account; otherwise nothing is written.
+   */
+  addReserved(scope: LedgerScope, id: string, currency: string): void {
+    if (this.balances.has(id)) throw new LedgerInvariantError(`ledger account ${id} is already in this batch`);
+    this.balances.set(id, {
+      scope,
+      currency,
+      allowNegative: false,
+      posted: 0n,
+      pendingDebits: 0n,
+      delta: 0n,
+      pendingDebitsDelta: 0n,
+      pendingCreditsDelta: 0n,
+      reserved: { used: false },
+    });
+  }
+
+  /** Whether an accepted posting or hold of this batch uses the account (addReserved, addFresh). */
+  used(accountId: string): boolean {
+    const w = this.balances.get(accountId);
+    return Boolean(w?.reserved?.used ?? w?.fresh?.used);
+  }
+
   /** The working (batch-so-far) available balance of a locked account, for reports and tests. */
   available(accountId: string): bigint | undefined {
     const w = this.balances.get(accountId);
@@ -162,7 +198,7 @@ export class PostingBatch {
       const [debit, credit] = [this.balances.get(input.debitAccountId)!, this.balances.get(input.creditAccountId)!];
       debit.pendingDebitsDelta += input.amount;
       credit.pendingCreditsDelta += input.amount;
-      for (const w of [debit, credit]) if (w.fresh) w.fresh.used = true;
+      for (const w of [debit, credit]) markUsed(w);
       const hold: Hold = {
         id: newId(),
         debitAccountId: input.debitAccountId,
@@ -189,7 +225,7 @@ export class PostingBatch {
     const entries: PostedEntry[] = legs.map((leg) => {
       const w = this.balances.get(leg.accountId)!;
       w.delta += leg.amount;
-      if (w.fresh) w.fresh.used = true;
+      markUsed(w);
       return { id: newId(), accountId: leg.accountId, amount: leg.amount, currency: leg.currency, balanceAfter: w.posted + w.delta };
     });
     const posting: PostedTransaction = {

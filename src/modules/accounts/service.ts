@@ -6,6 +6,7 @@ import { AppError, notFound } from '../../core/errors.js';
 import type { Page } from '../../db/pagination.js';
 import { omitNulls } from '../../lib/absent.js';
 import { generateBankDetails } from '../../lib/bank-details.js';
+import { newId } from '../../lib/ids.js';
 import { formatAmount, isKnownCurrency } from '../../lib/money.js';
 import * as ledger from '../../ledger/index.js';
 import { requireCustomer } from '../customers/service.js';
@@ -76,6 +77,8 @@ async function insertWithBankDetails(
   trx: Trx,
   ctx: Scope,
   input: {
+    /** An id reserved for it (feeAccountOrReservation); a new one otherwise. */
+    id?: string;
     currency: string;
     type: 'regular' | 'savings';
     label: string;
@@ -84,7 +87,7 @@ async function insertWithBankDetails(
     metadata: Record<string, unknown>;
   },
 ): Promise<AccountRow> {
-  const id = await ledger.openAccount(trx, ctx, { currency: input.currency });
+  const id = await ledger.openAccount(trx, ctx, { currency: input.currency, ...(input.id ? { id: input.id } : {}) });
   for (let attempt = 0; attempt < 8; attempt++) {
     const bank = generateBankDetails(input.currency, input.accountName);
     const inserted = await repo.insertAccount(trx, {
@@ -257,17 +260,24 @@ export async function findBusinessFeeAccount(db: Queryable, ctx: Scope, currency
 
 /**
  * The business's own account in `currency`, where fees are credited (contract section 6): the
- * oldest non-deleted one, or a new "Fees" account created on demand. An advisory lock per
- * business and currency makes concurrent first fees create exactly one.
+ * oldest non-deleted one; without one, an id reserved for a new "Fees" account, which
+ * createFeeAccount makes once a fee is really charged (a refused movement leaves nothing behind).
+ * An advisory lock per business and currency, held until the commit, makes concurrent first fees
+ * create exactly one.
  */
-export async function businessFeeAccount(trx: Trx, ctx: Scope, currency: string): Promise<AccountRow> {
+export async function feeAccountOrReservation(trx: Trx, ctx: Scope, currency: string): Promise<{ row: AccountRow } | { reserved: string }> {
   const existing = await findBusinessFeeAccount(trx, ctx, currency);
-  if (existing) return existing;
+  if (existing) return { row: existing };
   await repo.lockBusinessCurrency(trx, ctx, currency);
   const again = await findBusinessFeeAccount(trx, ctx, currency);
-  if (again) return again;
+  return again ? { row: again } : { reserved: newId() };
+}
+
+/** Creates the business's "Fees" account in `currency` under the id feeAccountOrReservation reserved. */
+export async function createFeeAccount(trx: Trx, ctx: Scope, currency: string, id: string): Promise<AccountRow> {
   const accountName = (await getTenant(trx, ctx.tenantId))?.name ?? 'Business account';
   const row = await insertWithBankDetails(trx, ctx, {
+    id,
     currency,
     type: 'regular',
     label: 'Fees',
@@ -277,4 +287,10 @@ export async function businessFeeAccount(trx: Trx, ctx: Scope, currency: string)
   });
   await recordEvent(trx, ctx, 'account.created', toAccountResponse(row, undefined));
   return row;
+}
+
+/** The business's fee account in `currency`, created now if it has none (callers that charge the fee for sure). */
+export async function businessFeeAccount(trx: Trx, ctx: Scope, currency: string): Promise<AccountRow> {
+  const found = await feeAccountOrReservation(trx, ctx, currency);
+  return 'row' in found ? found.row : createFeeAccount(trx, ctx, currency, found.reserved);
 }

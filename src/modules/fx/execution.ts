@@ -89,7 +89,8 @@ export type Executed = Priced & { mid: bigint; rate: bigint };
 export interface Parties {
   source: accounts.AccountRow;
   destination: accounts.AccountRow;
-  feeAccount: accounts.AccountRow | undefined;
+  /** The business's account the fee goes to (or the id reserved for its first one: batch.ts). */
+  feeAccount: { id: string } | undefined;
 }
 
 /** What conversionLegs needs to know of a conversion. */

@@ -59,18 +59,37 @@ export async function lockAhead(trx: Trx, reqs: MovementRequest[]): Promise<void
   }
 }
 
-/** The business's fee account per business and currency that charges a fee (created on demand). */
-async function attachFeeAccounts(trx: Trx, prepared: Prepared[]) {
-  const feeAccounts = keyedOnce<accounts.AccountRow>();
+/** A Fees account the batch creates if an accepted movement charges a fee into it (accounts.feeAccountOrReservation). */
+interface ReservedFeeAccount {
+  ctx: MovementRequest['ctx'];
+  currency: string;
+  id: string;
+}
+
+/**
+ * The business's fee account per business and currency that charges a fee. A business without
+ * one gets an id reserved for it, returned here: the account is created only if a movement that
+ * charges its fee is accepted, so a refused one leaves no empty account (and no event) behind.
+ */
+async function attachFeeAccounts(trx: Trx, prepared: Prepared[]): Promise<ReservedFeeAccount[]> {
+  const reserved: ReservedFeeAccount[] = [];
+  const feeAccounts = keyedOnce<{ id: string }>();
   for (const p of prepared) {
     if (p.fee === 0n) continue;
-    p.feeAccount = await feeAccounts(`${scopeKey(p.req.ctx)}:${p.currency}`, () => accounts.businessFeeAccount(trx, p.req.ctx, p.currency));
+    const { ctx } = p.req;
+    p.feeAccount = await feeAccounts(`${scopeKey(ctx)}:${p.currency}`, async () => {
+      const found = await accounts.feeAccountOrReservation(trx, ctx, p.currency);
+      if ('row' in found) return found.row;
+      reserved.push({ ctx, currency: p.currency, id: found.reserved });
+      return { id: found.reserved };
+    });
     // The business paying out from its own fee account owes itself nothing (a hold needs two accounts).
     if (isPayout(p) && p.feeAccount!.id === p.source.id) {
       p.fee = 0n;
       p.feeAccount = undefined;
     }
   }
+  return reserved;
 }
 
 /** The ledger accounts whose balances a movement changes: source, where the amount goes, fee account. */
@@ -140,14 +159,16 @@ export async function movementBatch(trx: Trx, reqs: MovementRequest[], writes?: 
   );
   const gate = await SpendingGate.open(trx, reqs[0]!.config, senders);
   // After the spending locks, as a lone payout does (its fee account comes after its limits).
-  await attachFeeAccounts(
+  const reserved = await attachFeeAccounts(
     trx,
     prepared.map((x) => x.p),
   );
+  const unwritten = new Set(reserved.map((r) => r.id));
   const book = await PostingBatch.open(
     trx,
-    prepared.flatMap(({ p }) => ledgerAccountsOf(p)),
+    prepared.flatMap(({ p }) => ledgerAccountsOf(p)).filter((id) => !unwritten.has(id)),
   );
+  for (const r of reserved) book.addReserved(r.ctx, r.id, r.currency);
 
   const decided = decide(
     prepared.map((x) => x.p),
@@ -160,6 +181,8 @@ export async function movementBatch(trx: Trx, reqs: MovementRequest[], writes?: 
     if (d instanceof AppError) outcomes[i] = { ok: false, error: d };
     else accepted.push({ i, ...d } as Accepted);
   });
+  // A reserved Fees account an accepted movement pays into exists before the writes add its fee.
+  for (const r of reserved) if (book.used(r.id)) await accounts.createFeeAccount(trx, r.ctx, r.currency, r.id);
   const rows = await inOneStatement(writes ?? trx, (set) => record(set, book, gate, accepted));
   accepted.forEach((a, k) => (outcomes[a.i] = { ok: true, row: rows[k]! }));
   return outcomes.map((o) => o!);

@@ -35,7 +35,8 @@ export interface Prepared {
   currency: string;
   amount: bigint;
   fee: bigint;
-  feeAccount?: accounts.AccountRow;
+  /** Where the fee goes: the business's account in the currency, or the id reserved for its first one (batch.ts). */
+  feeAccount?: { id: string };
 }
 
 const ACCOUNT_DESTINATIONS = ['internal_account', 'account', 'customer_account'];
