@@ -23,11 +23,11 @@ export function pgbenchInit(dbUrl: string, scale: number): void {
 }
 
 /**
- * The timed run: 16 clients on 2 threads, TPC-B-like by default or select-only (`-S`).
+ * The timed run: `clients` clients on 2 threads, TPC-B-like by default or select-only (`-S`).
  * `-n` skips the vacuum so repeated runs on one database stay comparable.
  */
-export function pgbenchRun(dbUrl: string, seconds: number, mode: 'tpcb' | 'select-only' = 'tpcb'): PgbenchResult {
-  const args = ['-n', '-c', '16', '-j', '2', '-T', String(seconds), ...(mode === 'select-only' ? ['-S'] : [])];
+export function pgbenchRun(dbUrl: string, seconds: number, mode: 'tpcb' | 'select-only' = 'tpcb', clients = 16): PgbenchResult {
+  const args = ['-n', '-c', String(clients), '-j', '2', '-T', String(seconds), ...(mode === 'select-only' ? ['-S'] : [])];
   const out = execFileSync('pgbench', [...args, dbUrl], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
   const tps = /tps = ([\d.]+) \(without initial connection time\)/.exec(out)?.[1];
   const latency = /latency average = ([\d.]+) ms/.exec(out)?.[1];

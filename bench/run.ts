@@ -6,7 +6,10 @@
  *   npm run bench -- spread reads       only these scenarios (spread hot reads steady pglite bulk history requestlog
  *                                       fx; "transfers" = spread hot)
  *   options: --duration S (each load run, default 10), --pgbench-duration S (default 20),
- *            --history-entries N (default 1000000), --json (the rows as JSON on stdout)
+ *            --history-entries N (default 1000000), --json (the rows as JSON on stdout),
+ *            --connections N (every load run, default 32), --peak-connections A,B,… (the throughput runs
+ *            of spread, hot and reads at each, the best counts; default: --connections alone),
+ *            --pgbench-clients A,B,… (each pgbench reference at each, the best counts; default 16)
  *
  * Needs PostgreSQL (BENCH_DATABASE_URL or DATABASE_URL, default postgres://postgres@127.0.0.1:5432/postgres,
  * a role that may create databases) and pgbench on PATH (Debian: postgresql-client). It builds dist/,
@@ -24,6 +27,8 @@ const { positionals, values } = parseArgs({
     'pgbench-duration': { type: 'string' },
     'history-entries': { type: 'string' },
     connections: { type: 'string', default: '32' },
+    'peak-connections': { type: 'string' },
+    'pgbench-clients': { type: 'string', default: '16' },
     json: { type: 'boolean', default: false },
   },
 });
@@ -42,6 +47,7 @@ if (!havePgbench()) {
 
 const quick = values.quick;
 const number = (v: string | undefined, fallback: number) => (v === undefined ? fallback : Number(v));
+const list = (v: string | undefined) => (v ?? '').split(',').map(Number);
 
 runBench({
   adminUrl: process.env.BENCH_DATABASE_URL ?? process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres',
@@ -50,6 +56,8 @@ runBench({
   pgbenchSeconds: number(values['pgbench-duration'], quick ? 5 : 20),
   historyEntries: number(values['history-entries'], quick ? 100_000 : 1_000_000),
   connections: Number(values.connections),
+  peakConnections: list(values['peak-connections'] ?? values.connections),
+  pgbenchClients: list(values['pgbench-clients']),
   poolSize: Number(process.env.BENCH_POOL_SIZE ?? 24),
   accounts: 100,
 })

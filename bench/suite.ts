@@ -33,7 +33,14 @@ export interface BenchOptions {
   pgbenchSeconds: number;
   /** Ledger entries seeded before the second history run. */
   historyEntries: number;
+  /** Connections of every load run, and the lowest of the peak runs (PGlite, request log, FX and bulk compare with it). */
   connections: number;
+  /**
+   * The throughput runs (spread, hot account, reads) at each of these connection counts: the
+   * server's maximum is the best of them, as the pgbench reference is the best of `pgbenchClients`.
+   */
+  peakConnections: number[];
+  pgbenchClients: number[];
   poolSize: number;
   accounts: number;
 }
@@ -104,6 +111,19 @@ export async function runBench(o: BenchOptions): Promise<{ rows: Row[]; reconcil
   const warmup = (server: Server, key: string, ids: string[]) =>
     transferLoad(loadOpts(server, key, { seconds: Math.min(3, o.loadSeconds) }), pairs(ids));
 
+  /**
+   * A throughput load at each of o.peakConnections: the best run is the server's maximum. A
+   * server that gathers concurrent requests into batches is not saturated by the connections
+   * that saturate pgbench (its batches fill with more), as pgbench is past its best with ours.
+   */
+  const atPeak = async (load: (connections: number) => Promise<LoadResult>) => {
+    const runs: { connections: number; run: LoadResult }[] = [];
+    for (const connections of o.peakConnections) runs.push({ connections, run: await load(connections) });
+    const best = runs.reduce((a, b) => (b.run.perSecond > a.run.perSecond ? b : a));
+    const sweep = runs.map((r) => `${r.connections}: ${fmt(r.run.perSecond)}/s`).join(', ');
+    return { ...best, runs, label: runs.length > 1 ? `, best at ${best.connections} connections (${sweep})` : '' };
+  };
+
   /** pgbench references, measured while our server is paused (SIGSTOP) so it has the CPU. */
   const references = new Map<string, PgbenchResult>();
   const pgbenchDbs = new Map<number, string>();
@@ -122,8 +142,16 @@ export async function runBench(o: BenchOptions): Promise<{ rows: Row[]; reconcil
         pgbenchInit(url, scale);
         pgbenchDbs.set(scale, url);
       }
-      log(`pgbench ${mode} -s ${scale}, ${o.pgbenchSeconds} s`);
-      const result = pgbenchRun(url, o.pgbenchSeconds, mode);
+      // PostgreSQL's best: on two cores TPC-B peaks at few clients (more contend on the same rows).
+      let best: PgbenchResult | undefined;
+      const seen: string[] = [];
+      for (const clients of o.pgbenchClients) {
+        log(`pgbench ${mode} -s ${scale}, ${clients} clients, ${o.pgbenchSeconds} s`);
+        const result = pgbenchRun(url, o.pgbenchSeconds, mode, clients);
+        seen.push(`-c ${clients}: ${fmt(result.tps)}`);
+        if (!best || result.tps > best.tps) best = result;
+      }
+      const result = seen.length > 1 ? { ...best!, command: `${best!.command}; best of ${seen.join(', ')}` } : best!;
       references.set(id, result);
       return result;
     } finally {
@@ -136,11 +164,15 @@ export async function runBench(o: BenchOptions): Promise<{ rows: Row[]; reconcil
   };
 
   const cores = cpus().length;
+  const sweeps =
+    o.peakConnections.length > 1 || o.pgbenchClients.length > 1
+      ? ` (throughput runs at each of ${o.peakConnections.join(', ')}; pgbench at -c ${o.pgbenchClients.join(', ')})`
+      : '';
   const header =
     `${cores} CPUs, load average ${loadavg()
       .map((l) => l.toFixed(1))
       .join(' ')} at the start; server: node dist/main.js (PROFILE=production, LOG_LEVEL=${process.env.BENCH_LOG_LEVEL ?? 'info'}, ` +
-    `pool ${o.poolSize}); load: autocannon, ${o.connections} connections, ${o.accounts} funded NGN accounts, amount 1.00, fresh Idempotency-Key per request`;
+    `pool ${o.poolSize}); load: autocannon, ${o.connections} connections${sweeps}, ${o.accounts} funded NGN accounts, amount 1.00, fresh Idempotency-Key per request`;
 
   let pgSpread: LoadResult | undefined;
   let mainRss = NaN;
@@ -159,17 +191,21 @@ export async function runBench(o: BenchOptions): Promise<{ rows: Row[]; reconcil
         pgSpread = await transferLoad(loadOpts(server, key), pairs(ids));
       }
       if (has('spread') && pgSpread) {
+        const first = pgSpread;
+        const peak = await atPeak((connections) =>
+          connections === o.connections ? Promise.resolve(first) : transferLoad(loadOpts(server, key, { connections }), pairs(ids)),
+        );
         const ref = await reference(10, 'tpcb', [server]);
-        const r = pgSpread.perSecond / ref.tps;
+        const r = peak.run.perSecond / ref.tps;
         rows.push({
           name: `transfers/s over HTTP, ${o.accounts} accounts`,
-          measured: `${fmt(pgSpread.perSecond)}/s, p50 ${pgSpread.p50} ms, p99 ${pgSpread.p99} ms${failures(pgSpread)}`,
+          measured: `${fmt(peak.run.perSecond)}/s, p50 ${peak.run.p50} ms, p99 ${peak.run.p99} ms${failures(peak.run)}${peak.label}`,
           reference: `pgbench TPC-B -s 10 (${ref.command}): ${fmt(ref.tps)} tps`,
           ratio: r,
           target: '≥ 2.0×',
           met: r >= 2,
         });
-        const rate = Math.max(1, Math.floor(pgSpread.perSecond / 2));
+        const rate = Math.max(1, Math.floor(peak.run.perSecond / 2));
         log(`half load: ${rate} transfers/s`);
         const half = await steadyTransfers({ base: server.base, key, seconds: o.loadSeconds, rate }, pairs(ids));
         rows.push({
@@ -184,12 +220,14 @@ export async function runBench(o: BenchOptions): Promise<{ rows: Row[]; reconcil
         log('hot account: every transfer debits the same account');
         const hot = ids[0]!;
         const others = ids.slice(1);
-        const run = await transferLoad(loadOpts(server, key), () => [hot, others[Math.floor(Math.random() * others.length)]!]);
+        const { run, label } = await atPeak((connections) =>
+          transferLoad(loadOpts(server, key, { connections }), () => [hot, others[Math.floor(Math.random() * others.length)]!]),
+        );
         const ref = await reference(1, 'tpcb', [server]);
         const r = run.perSecond / ref.tps;
         rows.push({
           name: 'hot-account transfers/s',
-          measured: `${fmt(run.perSecond)}/s, p50 ${run.p50} ms, p99 ${run.p99} ms${failures(run)}`,
+          measured: `${fmt(run.perSecond)}/s, p50 ${run.p50} ms, p99 ${run.p99} ms${failures(run)}${label}`,
           reference: `pgbench TPC-B -s 1: ${fmt(ref.tps)} tps`,
           ratio: r,
           target: '≥ 1.0×',
@@ -200,12 +238,12 @@ export async function runBench(o: BenchOptions): Promise<{ rows: Row[]; reconcil
         log('reads: GET /v1/accounts/{id}');
         const pick = () => ids[Math.floor(Math.random() * ids.length)]!;
         await accountReadLoad(loadOpts(server, key, { seconds: Math.min(2, o.loadSeconds) }), pick);
-        const run = await accountReadLoad(loadOpts(server, key), pick);
+        const { run, label } = await atPeak((connections) => accountReadLoad(loadOpts(server, key, { connections }), pick));
         const ref = await reference(10, 'select-only', [server]);
         const r = run.perSecond / ref.tps;
         rows.push({
           name: 'GET /v1/accounts/{id} req/s',
-          measured: `${fmt(run.perSecond)}/s, p50 ${run.p50} ms, p99 ${run.p99} ms${failures(run)}`,
+          measured: `${fmt(run.perSecond)}/s, p50 ${run.p50} ms, p99 ${run.p99} ms${failures(run)}${label}`,
           reference: `pgbench select-only -S -s 10: ${fmt(ref.tps)} tps`,
           ratio: r,
           target: '≥ 0.5×',
