@@ -101,18 +101,7 @@ export class PostingBatch {
    * accepted posting used it: a refused one leaves nothing behind, as it would alone.
    */
   addFresh(scope: LedgerScope, id: string, role: SystemRole, currency: string): void {
-    if (this.balances.has(id)) throw new LedgerInvariantError(`ledger account ${id} is already in this batch`);
-    this.balances.set(id, {
-      scope,
-      currency,
-      allowNegative: true,
-      posted: 0n,
-      pendingDebits: 0n,
-      delta: 0n,
-      pendingDebitsDelta: 0n,
-      pendingCreditsDelta: 0n,
-      fresh: { role, used: false },
-    });
+    this.addUnwritten(id, { scope, currency, allowNegative: true, fresh: { role, used: false } });
   }
 
   /**
@@ -123,18 +112,13 @@ export class PostingBatch {
    * flush, which then adds its deltas as for any other account; otherwise nothing is written.
    */
   addReserved(scope: LedgerScope, id: string, currency: string): void {
+    this.addUnwritten(id, { scope, currency, allowNegative: false, reserved: { used: false } });
+  }
+
+  /** An account with no row yet (addFresh, addReserved): empty, nothing to lock. */
+  private addUnwritten(id: string, account: Pick<Working, 'scope' | 'currency' | 'allowNegative' | 'fresh' | 'reserved'>): void {
     if (this.balances.has(id)) throw new LedgerInvariantError(`ledger account ${id} is already in this batch`);
-    this.balances.set(id, {
-      scope,
-      currency,
-      allowNegative: false,
-      posted: 0n,
-      pendingDebits: 0n,
-      delta: 0n,
-      pendingDebitsDelta: 0n,
-      pendingCreditsDelta: 0n,
-      reserved: { used: false },
-    });
+    this.balances.set(id, { ...account, posted: 0n, pendingDebits: 0n, delta: 0n, pendingDebitsDelta: 0n, pendingCreditsDelta: 0n });
   }
 
   /** Whether an accepted posting or hold of this batch uses the account (addReserved, addFresh). */
