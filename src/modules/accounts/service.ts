@@ -1,12 +1,13 @@
 import type { Config } from '../../config.js';
 import { Batcher } from '../../db/batcher.js';
 import type { Queryable, Trx } from '../../db/client.js';
-import { groupByScope, type RequestContext } from '../../core/context.js';
+import { groupByScope, scopeKey, type RequestContext } from '../../core/context.js';
 import { AppError, notFound } from '../../core/errors.js';
 import type { Page } from '../../db/pagination.js';
 import { omitNulls } from '../../lib/absent.js';
 import { generateBankDetails } from '../../lib/bank-details.js';
 import { newId } from '../../lib/ids.js';
+import { keyedOnce } from '../../lib/memo.js';
 import { formatAmount, isKnownCurrency } from '../../lib/money.js';
 import * as ledger from '../../ledger/index.js';
 import { requireCustomer } from '../customers/service.js';
@@ -265,7 +266,7 @@ export async function findBusinessFeeAccount(db: Queryable, ctx: Scope, currency
  * An advisory lock per business and currency, held until the commit, makes concurrent first fees
  * create exactly one.
  */
-export async function feeAccountOrReservation(trx: Trx, ctx: Scope, currency: string): Promise<{ row: AccountRow } | { reserved: string }> {
+async function feeAccountOrReservation(trx: Trx, ctx: Scope, currency: string): Promise<{ row: AccountRow } | { reserved: string }> {
   const existing = await findBusinessFeeAccount(trx, ctx, currency);
   if (existing) return { row: existing };
   await repo.lockBusinessCurrency(trx, ctx, currency);
@@ -274,7 +275,7 @@ export async function feeAccountOrReservation(trx: Trx, ctx: Scope, currency: st
 }
 
 /** Creates the business's "Fees" account in `currency` under the id feeAccountOrReservation reserved. */
-export async function createFeeAccount(trx: Trx, ctx: Scope, currency: string, id: string): Promise<AccountRow> {
+async function createFeeAccount(trx: Trx, ctx: Scope, currency: string, id: string): Promise<AccountRow> {
   const accountName = (await getTenant(trx, ctx.tenantId))?.name ?? 'Business account';
   const row = await insertWithBankDetails(trx, ctx, {
     id,
@@ -293,4 +294,36 @@ export async function createFeeAccount(trx: Trx, ctx: Scope, currency: string, i
 export async function businessFeeAccount(trx: Trx, ctx: Scope, currency: string): Promise<AccountRow> {
   const found = await feeAccountOrReservation(trx, ctx, currency);
   return 'row' in found ? found.row : createFeeAccount(trx, ctx, currency, found.reserved);
+}
+
+/** A Fees account a batch reserved: created by createUsed only if an accepted movement pays into it. */
+export interface ReservedFeeAccount {
+  ctx: Scope;
+  currency: string;
+  id: string;
+}
+
+/**
+ * The fee accounts of one batch of money movements, one per business and currency, looked up once
+ * (`of`). A business without one gets an id reserved for it (`reserved`, to be posted to in memory
+ * like an empty account: ledger PostingBatch.addReserved); after the decisions, `createUsed`
+ * creates those an accepted movement paid a fee into, before the batch's writes. A refused
+ * movement so leaves no empty account and no `account.created` event behind.
+ */
+export function batchFeeAccounts(trx: Trx) {
+  const found = keyedOnce<{ id: string }>();
+  const reserved: ReservedFeeAccount[] = [];
+  return {
+    reserved,
+    of: (ctx: Scope, currency: string) =>
+      found(`${scopeKey(ctx)}:${currency}`, async () => {
+        const account = await feeAccountOrReservation(trx, ctx, currency);
+        if ('row' in account) return account.row;
+        reserved.push({ ctx, currency, id: account.reserved });
+        return { id: account.reserved };
+      }),
+    async createUsed(used: (id: string) => boolean): Promise<void> {
+      for (const r of reserved) if (used(r.id)) await createFeeAccount(trx, r.ctx, r.currency, r.id);
+    },
+  };
 }

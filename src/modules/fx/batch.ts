@@ -175,16 +175,8 @@ export async function orderBatch(trx: Trx, reqs: OrderRequest[], writes?: WriteS
   // The accounts every posting needs beyond its own, found once per business and currency. A
   // missing fx_position account gets an id now and is created with the batch's writes only if an
   // accepted order used it (PostingBatch.addFresh): a refused order leaves nothing behind. So does
-  // a missing Fees account (accounts.feeAccountOrReservation, created before the writes if used).
-  const feeAccounts = keyedOnce<{ id: string }>();
-  const reservedFees: { ctx: Scope; id: string; currency: string }[] = [];
-  const feeAccount = (ctx: Scope, currency: string) =>
-    feeAccounts(`${scopeKey(ctx)}:${currency}`, async () => {
-      const found = await accounts.feeAccountOrReservation(trx, ctx, currency);
-      if ('row' in found) return found.row;
-      reservedFees.push({ ctx, id: found.reserved, currency });
-      return { id: found.reserved };
-    });
+  // a missing Fees account (accounts.batchFeeAccounts, created before the writes if used).
+  const feeAccounts = accounts.batchFeeAccounts(trx);
   const positions = keyedOnce<string | undefined>();
   const fresh = new Map<string, { ctx: Scope; id: string; currency: string }>();
   const position = async (ctx: Scope, currency: string) => {
@@ -198,20 +190,24 @@ export async function orderBatch(trx: Trx, reqs: OrderRequest[], writes?: WriteS
   for (const c of checked) {
     const { ctx } = c.req;
     const [given, received] = [sourceCurrency(c.terms), destinationCurrency(c.terms)];
-    const parties = { source: c.source, destination: c.destination, feeAccount: c.p.fee > 0n ? await feeAccount(ctx, given) : undefined };
+    const parties = {
+      source: c.source,
+      destination: c.destination,
+      feeAccount: c.p.fee > 0n ? await feeAccounts.of(ctx, given) : undefined,
+    };
     const legs = legsThrough({ given: await position(ctx, given), received: await position(ctx, received) }, conversionInput(parties, c.p));
     planned.push({ ...c, parties, legs });
   }
 
-  const unwritten = new Set([...fresh.values(), ...reservedFees].map((f) => f.id));
+  const unwritten = new Set([...fresh.values(), ...feeAccounts.reserved].map((f) => f.id));
   const book = await ledger.PostingBatch.open(
     trx,
     planned.flatMap((x) => x.legs.map((l) => l.accountId)).filter((id) => !unwritten.has(id)),
   );
   for (const f of fresh.values()) book.addFresh(f.ctx, f.id, 'fx_position', f.currency);
-  for (const f of reservedFees) book.addReserved(f.ctx, f.id, f.currency);
+  for (const f of feeAccounts.reserved) book.addReserved(f.ctx, f.id, f.currency);
   const accepted = decide(planned, book, refuse);
-  for (const f of reservedFees) if (book.used(f.id)) await accounts.createFeeAccount(trx, f.ctx, f.currency, f.id);
+  await feeAccounts.createUsed((id) => book.used(id));
   const answers = await inOneStatement(writes ?? trx, (set) => record(set, book, accepted));
   accepted.forEach((a, k) => (outcomes[a.i] = { ok: true, data: answers[k]! }));
   return outcomes.map((o) => o!);

@@ -3,7 +3,6 @@ import { inOneStatement, type WriteSet } from '../../db/write-set.js';
 import { AppError, refusalOf } from '../../core/errors.js';
 import { scopeKey } from '../../core/context.js';
 import { newId } from '../../lib/ids.js';
-import { keyedOnce } from '../../lib/memo.js';
 import { lockBalances, PostingBatch, type Hold, type PostedTransaction } from '../../ledger/index.js';
 import * as accounts from '../accounts/service.js';
 import * as transactions from '../transactions/service.js';
@@ -59,37 +58,22 @@ export async function lockAhead(trx: Trx, reqs: MovementRequest[]): Promise<void
   }
 }
 
-/** A Fees account the batch creates if an accepted movement charges a fee into it (accounts.feeAccountOrReservation). */
-interface ReservedFeeAccount {
-  ctx: MovementRequest['ctx'];
-  currency: string;
-  id: string;
-}
-
 /**
- * The business's fee account per business and currency that charges a fee. A business without
- * one gets an id reserved for it, returned here: the account is created only if a movement that
- * charges its fee is accepted, so a refused one leaves no empty account (and no event) behind.
+ * The business's fee account per business and currency that charges a fee, or the id reserved
+ * for its first one (accounts.batchFeeAccounts: created only if an accepted movement pays a fee).
  */
-async function attachFeeAccounts(trx: Trx, prepared: Prepared[]): Promise<ReservedFeeAccount[]> {
-  const reserved: ReservedFeeAccount[] = [];
-  const feeAccounts = keyedOnce<{ id: string }>();
+async function attachFeeAccounts(trx: Trx, prepared: Prepared[]) {
+  const feeAccounts = accounts.batchFeeAccounts(trx);
   for (const p of prepared) {
     if (p.fee === 0n) continue;
-    const { ctx } = p.req;
-    p.feeAccount = await feeAccounts(`${scopeKey(ctx)}:${p.currency}`, async () => {
-      const found = await accounts.feeAccountOrReservation(trx, ctx, p.currency);
-      if ('row' in found) return found.row;
-      reserved.push({ ctx, currency: p.currency, id: found.reserved });
-      return { id: found.reserved };
-    });
+    p.feeAccount = await feeAccounts.of(p.req.ctx, p.currency);
     // The business paying out from its own fee account owes itself nothing (a hold needs two accounts).
-    if (isPayout(p) && p.feeAccount!.id === p.source.id) {
+    if (isPayout(p) && p.feeAccount.id === p.source.id) {
       p.fee = 0n;
       p.feeAccount = undefined;
     }
   }
-  return reserved;
+  return feeAccounts;
 }
 
 /** The ledger accounts whose balances a movement changes: source, where the amount goes, fee account. */
@@ -159,16 +143,16 @@ export async function movementBatch(trx: Trx, reqs: MovementRequest[], writes?: 
   );
   const gate = await SpendingGate.open(trx, reqs[0]!.config, senders);
   // After the spending locks, as a lone payout does (its fee account comes after its limits).
-  const reserved = await attachFeeAccounts(
+  const feeAccounts = await attachFeeAccounts(
     trx,
     prepared.map((x) => x.p),
   );
-  const unwritten = new Set(reserved.map((r) => r.id));
+  const unwritten = new Set(feeAccounts.reserved.map((r) => r.id));
   const book = await PostingBatch.open(
     trx,
     prepared.flatMap(({ p }) => ledgerAccountsOf(p)).filter((id) => !unwritten.has(id)),
   );
-  for (const r of reserved) book.addReserved(r.ctx, r.id, r.currency);
+  for (const r of feeAccounts.reserved) book.addReserved(r.ctx, r.id, r.currency);
 
   const decided = decide(
     prepared.map((x) => x.p),
@@ -182,7 +166,7 @@ export async function movementBatch(trx: Trx, reqs: MovementRequest[], writes?: 
     else accepted.push({ i, ...d } as Accepted);
   });
   // A reserved Fees account an accepted movement pays into exists before the writes add its fee.
-  for (const r of reserved) if (book.used(r.id)) await accounts.createFeeAccount(trx, r.ctx, r.currency, r.id);
+  await feeAccounts.createUsed((id) => book.used(id));
   const rows = await inOneStatement(writes ?? trx, (set) => record(set, book, gate, accepted));
   accepted.forEach((a, k) => (outcomes[a.i] = { ok: true, row: rows[k]! }));
   return outcomes.map((o) => o!);
