@@ -211,7 +211,7 @@ for (const scenario of scenarios) {
                + (select count(*) from collections where tenant_id = '${t}' and status = 'pending')
                + (select count(*) from card_authorizations where tenant_id = '${t}' and status = 'approved')
                + (select count(*) from fx_orders where tenant_id = '${t}' and status = 'pending')
-               + (select count(*) from events where tenant_id = '${t}' and fanned_out_at is null)
+               + (select count(*) from event_fanout_queue q join events e on e.id = q.event_id where e.tenant_id = '${t}')
                + (select count(*) from webhook_deliveries where tenant_id = '${t}' and status <> 'sent') as n`);
           return open === 0;
         },

@@ -91,8 +91,8 @@ function queueReader(db: Db) {
              extract(epoch from now() - min(next_attempt_at))::text as age
         from webhook_deliveries where status in ('pending', 'retrying') and next_attempt_at <= now()
       union all
-      select 'webhook_fanout', count(*)::text, extract(epoch from now() - min(created_at))::text
-        from events where fanned_out_at is null
+      select 'webhook_fanout', count(*)::text, extract(epoch from now() - min(e.created_at))::text
+        from event_fanout_queue q join events e on e.id = q.event_id
       union all
       select 'rail_settlement', count(*)::text, extract(epoch from now() - min(settle_after))::text
         from rail_payouts where state = 'submitted' and settle_after is not null and settle_after <= now()

@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { deliveryTick, fanOutTick, runWebhookTick, type DeliveryOptions } from '../../src/modules/webhooks/delivery.js';
@@ -451,6 +452,46 @@ describe('filters and environments', () => {
     const calls = (await api.get(`/v1/webhooks/calls/${d.id}`)).body.data.items;
     expect(calls[0].error).toBe('refused: metadata.example.test resolves to a link-local address');
     await api.delete(`/v1/webhooks/endpoints/${ep.id}`);
+  });
+});
+
+describe('fan-out', () => {
+  /** The event's row version (xmin changes when PostgreSQL writes a new version of the row). */
+  const version = async (eventId: string) =>
+    (await sql<{ v: string }>`select xmin::text as v from events where id = ${eventId}`.execute(t.db)).rows[0]?.v;
+  const queued = async (eventId: string) =>
+    (await sql`select 1 from event_fanout_queue where event_id = ${eventId}`.execute(t.db)).rows.length === 1;
+
+  it('creates the deliveries of a queued event without rewriting the event', async () => {
+    const { api } = await business();
+    const rx = await receiver();
+    const ep = await endpoint(api, rx.url);
+    const customerId = await customer(api);
+    const [event] = (
+      await sql<{ id: string; event_type: string }>`select id, event_type from events where event_group_id = ${customerId}`.execute(t.db)
+    ).rows;
+    expect(event!.event_type).toBe('customer.created');
+    expect(await queued(event!.id)).toBe(true);
+    const before = await version(event!.id);
+
+    while (await fanOutTick(t.db));
+
+    // Before the queue table, the fan-out set events.fanned_out_at: a new version of every event
+    // (its payload and index entries written again, since a partial index's predicate used it).
+    expect(await version(event!.id)).toBe(before);
+    expect(await queued(event!.id)).toBe(false);
+    const deliveries = await sql<{ endpoint_id: string }>`select endpoint_id from webhook_deliveries where event_id = ${event!.id}`.execute(
+      t.db,
+    );
+    expect(deliveries.rows).toEqual([{ endpoint_id: ep.id }]);
+    await api.delete(`/v1/webhooks/endpoints/${ep.id}`);
+  });
+
+  it('drops a queue row whose event is missing instead of taking it again on every tick', async () => {
+    const orphan = '01900000-0000-7000-8000-000000000001';
+    await sql`insert into event_fanout_queue (event_id) values (${orphan})`.execute(t.db);
+    while (await fanOutTick(t.db));
+    expect(await queued(orphan)).toBe(false);
   });
 });
 

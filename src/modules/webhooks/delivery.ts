@@ -85,8 +85,8 @@ const withDefaults = (options: Partial<DeliveryOptions>): DeliveryOptions => ({ 
 export async function fanOutTick(db: Db, partial: Partial<DeliveryOptions> = {}): Promise<boolean> {
   const options = withDefaults(partial);
   return db.transaction().execute(async (trx) => {
-    const events = await queue.claimNewEvents(trx, options.fanoutBatch);
-    if (events.length === 0) return false;
+    const { queued, events } = await queue.claimNewEvents(trx, options.fanoutBatch);
+    if (queued.length === 0) return false;
     const scopes = [...new Map(events.map((e) => [`${e.tenant_id}:${e.environment}`, e])).values()];
     const endpoints = await queue.enabledEndpointsOf(trx, scopes);
     const rows = events.flatMap((event) =>
@@ -111,11 +111,8 @@ export async function fanOutTick(db: Db, partial: Partial<DeliveryOptions> = {})
         })),
     );
     await queue.insertDeliveries(trx, rows);
-    await queue.markFannedOut(
-      trx,
-      events.map((e) => e.id),
-    );
-    return events.length === options.fanoutBatch;
+    await queue.markFannedOut(trx, queued);
+    return queued.length === options.fanoutBatch;
   });
 }
 

@@ -48,8 +48,9 @@ export async function eventsOfGroups(db: Queryable, ctx: Scope, groupIds: string
 }
 
 /**
- * A test event for one endpoint: the event is stored already fanned out (so no other endpoint
- * receives it) with a single delivery due now, which the delivery worker sends like any other.
+ * A test event for one endpoint: the event is stored without a fan-out queue row (so no other
+ * endpoint receives it) with a single delivery due now, which the delivery worker sends like any
+ * other.
  */
 export async function insertTestEvent(
   trx: Queryable,
@@ -58,9 +59,9 @@ export async function insertTestEvent(
   payload: EventPayload,
 ): Promise<void> {
   await sql`
-    insert into events (id, tenant_id, environment, event_type, event_category, event_group_id, payload, fanned_out_at)
+    insert into events (id, tenant_id, environment, event_type, event_category, event_group_id, payload)
     values (${ids.eventId}, ${ctx.tenantId}, ${ctx.environment}, ${payload.event_type}, ${payload.event_category},
-      ${payload.event_group_id}, ${JSON.stringify(payload)}::jsonb, now())`.execute(trx);
+      ${payload.event_group_id}, ${JSON.stringify(payload)}::jsonb)`.execute(trx);
   await trx
     .insertInto('webhook_deliveries')
     .values({

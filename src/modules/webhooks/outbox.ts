@@ -1,5 +1,5 @@
 import type { ColumnType } from 'kysely';
-import { write, type Writer } from '../../db/write-set.js';
+import { writeTogether, type Writer } from '../../db/write-set.js';
 import type { RequestContext } from '../../core/context.js';
 import { newId } from '../../lib/ids.js';
 
@@ -46,13 +46,17 @@ export interface EventsTable {
   event_group_id: string;
   payload: ColumnType<EventPayload, string, never>;
   created_at: ColumnType<Date, never, never>;
-  /** Set by the webhook fan-out once the event's deliveries exist (migration 0300). */
-  fanned_out_at: ColumnType<Date | null, never, Date>;
+}
+
+/** Events whose webhook deliveries are not created yet (migration 1100): the fan-out's queue. */
+export interface EventFanoutQueueTable {
+  event_id: string;
 }
 
 declare module '../../db/types.js' {
   interface Database {
     events: EventsTable;
+    event_fanout_queue: EventFanoutQueueTable;
   }
 }
 
@@ -98,14 +102,17 @@ export async function recordEvent(
   return (await recordEvents(to, [{ ctx, eventType, data, ...(groupId ? { groupId } : {}) }]))[0]!;
 }
 
-/** Many events in one statement (a batch of money movements), same rule as recordEvent. */
+/**
+ * Many events in one statement (a batch of money movements), same rule as recordEvent. Each is
+ * queued for the webhook fan-out in the same statement.
+ */
 export async function recordEvents(
   to: Writer,
   list: { ctx: EventScope; eventType: EventType; data: { id?: string } & object; groupId?: string }[],
 ): Promise<EventPayload[]> {
   const payloads = list.map((e) => eventOf(e.ctx, e.eventType, e.data, e.groupId));
   if (payloads.length === 0) return payloads;
-  await write(to, (db) =>
+  await writeTogether(to, (db) => [
     db.insertInto('events').values(
       payloads.map((p) => ({
         id: p.event_id,
@@ -117,6 +124,7 @@ export async function recordEvents(
         payload: JSON.stringify(p),
       })),
     ),
-  );
+    db.insertInto('event_fanout_queue').values(payloads.map((p) => ({ event_id: p.event_id }))),
+  ]);
   return payloads;
 }

@@ -18,15 +18,19 @@ export interface NewEvent {
   created_at: Date;
 }
 
-/** Events not fanned out yet, locked for this transaction (others skip them). */
-export async function claimNewEvents(trx: Queryable, limit: number): Promise<NewEvent[]> {
-  const { rows } = await sql<NewEvent>`
-    select id, tenant_id, environment, event_type, created_at,
-      payload->'event_data'->>'transaction_id' as transaction_id
-    from events where fanned_out_at is null
-    order by id limit ${limit}
-    for update skip locked`.execute(trx);
-  return rows;
+/**
+ * Events not fanned out yet, oldest first: their queue rows are locked for this transaction
+ * (other workers skip them). A queue row whose event is missing (none is written without its
+ * event) comes back as an id only, so the caller drops it with the rest.
+ */
+export async function claimNewEvents(trx: Queryable, limit: number): Promise<{ queued: string[]; events: NewEvent[] }> {
+  const { rows } = await sql<{ queued: string } & Partial<NewEvent>>`
+    select q.event_id as queued, e.id, e.tenant_id, e.environment, e.event_type, e.created_at,
+      e.payload->'event_data'->>'transaction_id' as transaction_id
+    from (select event_id from event_fanout_queue order by event_id limit ${limit} for update skip locked) q
+    left join events e on e.id = q.event_id
+    order by q.event_id`.execute(trx);
+  return { queued: rows.map((r) => r.queued), events: rows.filter((r): r is typeof r & NewEvent => typeof r.id === 'string') };
 }
 
 export interface FanoutEndpoint {
@@ -62,9 +66,10 @@ export async function insertDeliveries(trx: Queryable, rows: Insertable<WebhookD
     .execute();
 }
 
+/** Takes these events off the fan-out queue (their deliveries were created in this transaction). */
 export async function markFannedOut(trx: Queryable, ids: string[]) {
   if (ids.length === 0) return;
-  await trx.updateTable('events').set({ fanned_out_at: new Date() }).where('id', 'in', ids).execute();
+  await trx.deleteFrom('event_fanout_queue').where('event_id', 'in', ids).execute();
 }
 
 export interface ClaimLimits {
