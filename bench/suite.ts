@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { sql } from 'kysely';
 import { openPGlite, openPostgres, type DatabaseHandle } from '../src/db/client.js';
 import { reconcile } from '../src/ledger/index.js';
 import { seedHistory } from './history.js';
@@ -58,6 +59,32 @@ export interface Row {
 const fmt = (n: number, digits = 0) => n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
 const ratio = (n: number) => `${n.toFixed(2)}×`;
 const failures = (r: LoadResult) => (r.failed > 0 ? ` (failed ${r.failed}: ${r.failures})` : '');
+
+/** The WAL position, WAL records (pg_stat_wal, server-wide) and transfers so far: what a load wrote. */
+async function walAndTransfers(handle: DatabaseHandle) {
+  const { rows } = await sql<{ lsn: string; records: string; transfers: string }>`
+    select pg_current_wal_lsn()::text as lsn, (select wal_records from pg_stat_wal)::text as records,
+      (select count(*) from transfers)::text as transfers`.execute(handle.db);
+  return rows[0]!;
+}
+
+/**
+ * WAL bytes and records per transfer between two readings. Server-wide (other databases' writes
+ * count too, none run during a load): what sets how often PostgreSQL switches WAL segments.
+ */
+function walPerTransfer(a: Awaited<ReturnType<typeof walAndTransfers>>, b: Awaited<ReturnType<typeof walAndTransfers>>) {
+  const lsn = (t: string) => {
+    const [hi, lo] = t.split('/');
+    return BigInt(`0x${hi}`) * 2n ** 32n + BigInt(`0x${lo}`);
+  };
+  const transfers = Number(b.transfers) - Number(a.transfers);
+  if (transfers <= 0) return undefined;
+  return {
+    bytes: Number(lsn(b.lsn) - lsn(a.lsn)) / transfers,
+    records: (Number(b.records) - Number(a.records)) / transfers,
+    transfers,
+  };
+}
 
 /** Runs the selected scenarios; every database it creates is dropped at the end. */
 export async function runBench(o: BenchOptions): Promise<{ rows: Row[]; reconciled: boolean; header: string }> {
@@ -175,6 +202,7 @@ export async function runBench(o: BenchOptions): Promise<{ rows: Row[]; reconcil
     `pool ${o.poolSize}); load: autocannon, ${o.connections} connections${sweeps}, ${o.accounts} funded NGN accounts, amount 1.00, fresh Idempotency-Key per request`;
 
   let pgSpread: LoadResult | undefined;
+  let wal: { bytes: number; records: number; transfers: number } | undefined;
   let mainRss = NaN;
   try {
     log('building dist/ (npm run build)');
@@ -188,7 +216,9 @@ export async function runBench(o: BenchOptions): Promise<{ rows: Row[]; reconcil
 
       if (has('spread') || has('pglite') || has('requestlog') || has('fx')) {
         log('spread: transfers among all accounts, as fast as they go');
+        const before = await walAndTransfers(handle);
         pgSpread = await transferLoad(loadOpts(server, key), pairs(ids));
+        wal = walPerTransfer(before, await walAndTransfers(handle));
       }
       if (has('spread') && pgSpread) {
         const first = pgSpread;
@@ -205,6 +235,13 @@ export async function runBench(o: BenchOptions): Promise<{ rows: Row[]; reconcil
           target: '≥ 2.0×',
           met: r >= 2,
         });
+        if (wal)
+          rows.push({
+            name: 'WAL written per transfer (the spread load, API only)',
+            measured: `${fmt(wal.bytes / 1024, 1)} KiB, ${fmt(wal.records, 1)} records (${fmt(wal.transfers)} transfers)`,
+            reference: '',
+            target: '',
+          });
         const rate = Math.max(1, Math.floor(peak.run.perSecond / 2));
         log(`half load: ${rate} transfers/s`);
         const half = await steadyTransfers({ base: server.base, key, seconds: o.loadSeconds, rate }, pairs(ids));
