@@ -54,10 +54,6 @@ export async function findTransaction(db: Queryable, ctx: Scope, id: string) {
   return scoped(db, 'transactions', ctx).selectAll().where('id', '=', id).executeTakeFirst();
 }
 
-export async function findByReference(db: Queryable, ctx: Scope, reference: string) {
-  return scoped(db, 'transactions', ctx).selectAll().where('reference', '=', reference).orderBy('id').execute();
-}
-
 /** Every filter of the reference, scoped to the business and environment. */
 function filtered(db: Queryable, ctx: Scope, f: Filters) {
   let q = scoped(db, 'transactions', ctx);
