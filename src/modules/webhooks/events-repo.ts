@@ -48,9 +48,9 @@ export async function eventsOfGroups(db: Queryable, ctx: Scope, groupIds: string
 }
 
 /**
- * A test event for one endpoint: the event is stored without a fan-out queue row (so no other
- * endpoint receives it) with a single delivery due now, which the delivery worker sends like any
- * other.
+ * A test event for one endpoint: the event is stored and taken off the fan-out queue at once
+ * (so no other endpoint receives it) with a single delivery due now, which the delivery worker
+ * sends like any other.
  */
 export async function insertTestEvent(
   trx: Queryable,
@@ -62,6 +62,7 @@ export async function insertTestEvent(
     insert into events (id, tenant_id, environment, event_type, event_category, event_group_id, payload)
     values (${ids.eventId}, ${ctx.tenantId}, ${ctx.environment}, ${payload.event_type}, ${payload.event_category},
       ${payload.event_group_id}, ${JSON.stringify(payload)}::jsonb)`.execute(trx);
+  await trx.deleteFrom('event_fanout_queue').where('event_id', '=', ids.eventId).execute();
   await trx
     .insertInto('webhook_deliveries')
     .values({

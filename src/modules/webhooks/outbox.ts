@@ -1,5 +1,5 @@
 import type { ColumnType } from 'kysely';
-import { writeTogether, type Writer } from '../../db/write-set.js';
+import { write, type Writer } from '../../db/write-set.js';
 import type { RequestContext } from '../../core/context.js';
 import { newId } from '../../lib/ids.js';
 
@@ -48,7 +48,7 @@ export interface EventsTable {
   created_at: ColumnType<Date, never, never>;
 }
 
-/** Events whose webhook deliveries are not created yet (migration 1100): the fan-out's queue. */
+/** Events whose webhook deliveries are not created yet: the fan-out's queue, filled by a trigger on events (migration 1100). */
 export interface EventFanoutQueueTable {
   event_id: string;
 }
@@ -103,8 +103,8 @@ export async function recordEvent(
 }
 
 /**
- * Many events in one statement (a batch of money movements), same rule as recordEvent. Each is
- * queued for the webhook fan-out in the same statement.
+ * Many events in one statement (a batch of money movements), same rule as recordEvent. The
+ * database queues each for the webhook fan-out in the same statement (migration 1100's trigger).
  */
 export async function recordEvents(
   to: Writer,
@@ -112,7 +112,7 @@ export async function recordEvents(
 ): Promise<EventPayload[]> {
   const payloads = list.map((e) => eventOf(e.ctx, e.eventType, e.data, e.groupId));
   if (payloads.length === 0) return payloads;
-  await writeTogether(to, (db) => [
+  await write(to, (db) =>
     db.insertInto('events').values(
       payloads.map((p) => ({
         id: p.event_id,
@@ -124,7 +124,6 @@ export async function recordEvents(
         payload: JSON.stringify(p),
       })),
     ),
-    db.insertInto('event_fanout_queue').values(payloads.map((p) => ({ event_id: p.event_id }))),
-  ]);
+  );
   return payloads;
 }
