@@ -297,7 +297,7 @@ export async function businessFeeAccount(trx: Trx, ctx: Scope, currency: string)
 }
 
 /** A Fees account a batch reserved: created by createUsed only if an accepted movement pays into it. */
-export interface ReservedFeeAccount {
+interface ReservedFeeAccount {
   ctx: Scope;
   currency: string;
   id: string;
@@ -305,16 +305,16 @@ export interface ReservedFeeAccount {
 
 /**
  * The fee accounts of one batch of money movements, one per business and currency, looked up once
- * (`of`). A business without one gets an id reserved for it (`reserved`, to be posted to in memory
- * like an empty account: ledger PostingBatch.addReserved); after the decisions, `createUsed`
- * creates those an accepted movement paid a fee into, before the batch's writes. A refused
- * movement so leaves no empty account and no `account.created` event behind.
+ * (`of`). A business without one gets an id reserved for it, posted to in memory like an empty
+ * account: `openBook` adds those to the batch's ledger book unwritten (PostingBatch.addReserved)
+ * and locks the rest; after the decisions, `createUsed` creates those an accepted movement paid a
+ * fee into, before the batch's writes. A refused movement so leaves no empty account and no
+ * `account.created` event behind.
  */
 export function batchFeeAccounts(trx: Trx) {
   const found = keyedOnce<{ id: string }>();
   const reserved: ReservedFeeAccount[] = [];
   return {
-    reserved,
     of: (ctx: Scope, currency: string) =>
       found(`${scopeKey(ctx)}:${currency}`, async () => {
         const account = await feeAccountOrReservation(trx, ctx, currency);
@@ -322,8 +322,18 @@ export function batchFeeAccounts(trx: Trx) {
         reserved.push({ ctx, currency, id: account.reserved });
         return { id: account.reserved };
       }),
-    async createUsed(used: (id: string) => boolean): Promise<void> {
-      for (const r of reserved) if (used(r.id)) await createFeeAccount(trx, r.ctx, r.currency, r.id);
+    /** The batch's book over `accountIds`, locked but for the reserved ones and `alsoUnwritten` (the caller adds those). */
+    async openBook(accountIds: string[], alsoUnwritten: string[] = []): Promise<ledger.PostingBatch> {
+      const unwritten = new Set([...alsoUnwritten, ...reserved.map((r) => r.id)]);
+      const book = await ledger.PostingBatch.open(
+        trx,
+        accountIds.filter((id) => !unwritten.has(id)),
+      );
+      for (const r of reserved) book.addReserved(r.ctx, r.id, r.currency);
+      return book;
+    },
+    async createUsed(book: ledger.PostingBatch): Promise<void> {
+      for (const r of reserved) if (book.used(r.id)) await createFeeAccount(trx, r.ctx, r.currency, r.id);
     },
   };
 }

@@ -199,15 +199,13 @@ export async function orderBatch(trx: Trx, reqs: OrderRequest[], writes?: WriteS
     planned.push({ ...c, parties, legs });
   }
 
-  const unwritten = new Set([...fresh.values(), ...feeAccounts.reserved].map((f) => f.id));
-  const book = await ledger.PostingBatch.open(
-    trx,
-    planned.flatMap((x) => x.legs.map((l) => l.accountId)).filter((id) => !unwritten.has(id)),
+  const book = await feeAccounts.openBook(
+    planned.flatMap((x) => x.legs.map((l) => l.accountId)),
+    [...fresh.values()].map((f) => f.id),
   );
   for (const f of fresh.values()) book.addFresh(f.ctx, f.id, 'fx_position', f.currency);
-  for (const f of feeAccounts.reserved) book.addReserved(f.ctx, f.id, f.currency);
   const accepted = decide(planned, book, refuse);
-  await feeAccounts.createUsed((id) => book.used(id));
+  await feeAccounts.createUsed(book);
   const answers = await inOneStatement(writes ?? trx, (set) => record(set, book, accepted));
   accepted.forEach((a, k) => (outcomes[a.i] = { ok: true, data: answers[k]! }));
   return outcomes.map((o) => o!);

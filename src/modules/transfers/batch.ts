@@ -147,13 +147,7 @@ export async function movementBatch(trx: Trx, reqs: MovementRequest[], writes?: 
     trx,
     prepared.map((x) => x.p),
   );
-  const unwritten = new Set(feeAccounts.reserved.map((r) => r.id));
-  const book = await PostingBatch.open(
-    trx,
-    prepared.flatMap(({ p }) => ledgerAccountsOf(p)).filter((id) => !unwritten.has(id)),
-  );
-  for (const r of feeAccounts.reserved) book.addReserved(r.ctx, r.id, r.currency);
-
+  const book = await feeAccounts.openBook(prepared.flatMap(({ p }) => ledgerAccountsOf(p)));
   const decided = decide(
     prepared.map((x) => x.p),
     book,
@@ -166,7 +160,7 @@ export async function movementBatch(trx: Trx, reqs: MovementRequest[], writes?: 
     else accepted.push({ i, ...d } as Accepted);
   });
   // A reserved Fees account an accepted movement pays into exists before the writes add its fee.
-  await feeAccounts.createUsed((id) => book.used(id));
+  await feeAccounts.createUsed(book);
   const rows = await inOneStatement(writes ?? trx, (set) => record(set, book, gate, accepted));
   accepted.forEach((a, k) => (outcomes[a.i] = { ok: true, row: rows[k]! }));
   return outcomes.map((o) => o!);
