@@ -61,10 +61,12 @@ const ratio = (n: number) => `${n.toFixed(2)}×`;
 const failures = (r: LoadResult) => (r.failed > 0 ? ` (failed ${r.failed}: ${r.failures})` : '');
 
 /** The WAL position, WAL records (pg_stat_wal, server-wide) and transfers so far: what a load wrote. */
-async function walAndTransfers(handle: DatabaseHandle) {
-  const { rows } = await sql<{ lsn: string; records: string; transfers: string }>`
-    select pg_current_wal_lsn()::text as lsn, (select wal_records from pg_stat_wal)::text as records,
-      (select count(*) from transfers)::text as transfers`.execute(handle.db);
+/** A WAL position with the counts to read against it; `since` (an earlier reading) adds the bytes written since. */
+async function walAndTransfers(handle: DatabaseHandle, since?: { lsn: string }) {
+  const { rows } = await sql<{ lsn: string; bytes: string; records: string; transfers: string }>`
+    select pg_current_wal_lsn()::text as lsn,
+      coalesce(pg_wal_lsn_diff(pg_current_wal_lsn(), ${since?.lsn ?? null}::pg_lsn), 0)::text as bytes,
+      (select wal_records from pg_stat_wal)::text as records, (select count(*) from transfers)::text as transfers`.execute(handle.db);
   return rows[0]!;
 }
 
@@ -73,17 +75,9 @@ async function walAndTransfers(handle: DatabaseHandle) {
  * count too, none run during a load): what sets how often PostgreSQL switches WAL segments.
  */
 function walPerTransfer(a: Awaited<ReturnType<typeof walAndTransfers>>, b: Awaited<ReturnType<typeof walAndTransfers>>) {
-  const lsn = (t: string) => {
-    const [hi, lo] = t.split('/');
-    return BigInt(`0x${hi}`) * 2n ** 32n + BigInt(`0x${lo}`);
-  };
   const transfers = Number(b.transfers) - Number(a.transfers);
   if (transfers <= 0) return undefined;
-  return {
-    bytes: Number(lsn(b.lsn) - lsn(a.lsn)) / transfers,
-    records: (Number(b.records) - Number(a.records)) / transfers,
-    transfers,
-  };
+  return { bytes: Number(b.bytes) / transfers, records: (Number(b.records) - Number(a.records)) / transfers, transfers };
 }
 
 /** Runs the selected scenarios; every database it creates is dropped at the end. */
@@ -218,7 +212,7 @@ export async function runBench(o: BenchOptions): Promise<{ rows: Row[]; reconcil
         log('spread: transfers among all accounts, as fast as they go');
         const before = await walAndTransfers(handle);
         pgSpread = await transferLoad(loadOpts(server, key), pairs(ids));
-        wal = walPerTransfer(before, await walAndTransfers(handle));
+        wal = walPerTransfer(before, await walAndTransfers(handle, before));
       }
       if (has('spread') && pgSpread) {
         const first = pgSpread;
