@@ -30,14 +30,17 @@ export interface RequestOptions {
 export type TestApp = Awaited<ReturnType<typeof startTestApp>>;
 
 /**
- * A new PostgreSQL database cloned from the run's migrated template (DATABASE_URL's server):
- * its URL, and `drop` to remove it.
+ * A new PostgreSQL database cloned from the run's migrated template (DATABASE_URL's server), or
+ * from `template` (`template1`: an empty database): its URL, and `drop` to remove it.
  */
-export async function cloneTemplateDatabase(url: string): Promise<{ url: string; drop: () => Promise<void> }> {
+export async function cloneTemplateDatabase(
+  url: string,
+  template: string = inject('pgTemplate'),
+): Promise<{ url: string; drop: () => Promise<void> }> {
   const name = `fsapi_${inject('runId')}_${newId().replace(/-/g, '').slice(-16)}`;
   const admin = new pg.Client({ connectionString: url });
   await admin.connect();
-  await admin.query(`create database ${name} template ${inject('pgTemplate')}`);
+  await admin.query(`create database ${name} template ${template}`);
   await admin.end();
   return {
     url: withDatabase(url, name),
@@ -50,11 +53,15 @@ export async function cloneTemplateDatabase(url: string): Promise<{ url: string;
   };
 }
 
-/** A fresh database for this test file: a clone of the run's migrated template. */
-export async function openTestDatabase(): Promise<DatabaseHandle> {
+/**
+ * A fresh database for this test file: a clone of the run's migrated template, or with
+ * `{ migrated: false }` an empty one (an upgrade test applies the migrations it wants).
+ */
+export async function openTestDatabase(options: { migrated?: boolean } = {}): Promise<DatabaseHandle> {
+  const migrated = options.migrated ?? true;
   const url = process.env.DATABASE_URL;
   if (url) {
-    const clone = await cloneTemplateDatabase(url);
+    const clone = await cloneTemplateDatabase(url, migrated ? undefined : 'template1');
     const handle = openPostgres(clone.url, 10);
     const close = handle.close;
     return {
@@ -65,6 +72,7 @@ export async function openTestDatabase(): Promise<DatabaseHandle> {
       },
     };
   }
+  if (!migrated) return openPGlite();
   const dump = readFileSync(inject('pgliteDump'));
   return openPGlite({ loadDataDir: new Blob([dump]) });
 }

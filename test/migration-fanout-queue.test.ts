@@ -1,12 +1,8 @@
-import { readdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { sql } from 'kysely';
-import pg from 'pg';
-import { afterAll, expect, inject, it } from 'vitest';
-import { openPGlite, openPostgres, type DatabaseHandle } from '../src/db/client.js';
+import { expect, it, onTestFinished } from 'vitest';
 import { migrate } from '../src/db/migrate.js';
 import { newId } from '../src/lib/ids.js';
-import { withDatabase } from './global-setup.js';
+import { openTestDatabase } from './harness.js';
 
 /**
  * Upgrading a database whose events wait for the webhook fan-out (migration 1100 replaced the
@@ -14,38 +10,10 @@ import { withDatabase } from './global-setup.js';
  * already fanned out may be sent again, and events written by a process of the previous version
  * after the migration are queued too.
  */
-const DIR = join(import.meta.dirname, '../src/db/migrations');
-const cleanups: (() => Promise<void>)[] = [];
-afterAll(async () => {
-  for (const c of cleanups.reverse()) await c();
-});
-
-/** An empty database (no migrations applied). */
-async function emptyDatabase(): Promise<DatabaseHandle> {
-  const url = process.env.DATABASE_URL;
-  if (!url) return openPGlite();
-  const name = `fsapi_${inject('runId')}_upgrade_${newId().replace(/-/g, '').slice(-12)}`;
-  const admin = async (q: string) => {
-    const c = new pg.Client({ connectionString: url });
-    await c.connect();
-    await c.query(q).finally(() => c.end());
-  };
-  await admin(`create database ${name}`);
-  cleanups.push(() => admin(`drop database if exists ${name} with (force)`));
-  return openPostgres(withDatabase(url, name), 2);
-}
-
 it('queues the events still waiting for the fan-out and every event written after, and only those', async () => {
-  const handle = await emptyDatabase();
-  cleanups.push(() => handle.close());
-  // The schema as it was before 1100, recorded as applied the way migrate() records it.
-  await handle.exec('create table schema_migrations (name text primary key, applied_at timestamptz not null default now())');
-  for (const file of readdirSync(DIR)
-    .filter((f) => f.endsWith('.sql') && f < '1100')
-    .sort()) {
-    await handle.exec(readFileSync(join(DIR, file), 'utf8'));
-    await sql`insert into schema_migrations (name) values (${file})`.execute(handle.db);
-  }
+  const handle = await openTestDatabase({ migrated: false });
+  onTestFinished(() => handle.close());
+  await migrate(handle, { before: '1100' }); // the schema as it was before 1100
   const [waiting, sent, tenant] = [newId(), newId(), newId()];
   await sql`
     insert into events (id, tenant_id, environment, event_type, event_category, event_group_id, payload, fanned_out_at)

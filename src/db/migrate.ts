@@ -13,11 +13,12 @@ const MIGRATION_LOCK = 72_310_001;
  * transaction. Files are plain SQL written for PostgreSQL 15 (and so PGlite's 18 too).
  * Module ranges keep parallel work from colliding: 0001-0099 foundation, 0100 ledger and
  * accounts, 0200 KYC and features, 0300 webhooks, 0400 payouts and collections, 0500 cards,
- * 0600 dashboard.
+ * 0600 dashboard. `options.before`: only the files whose names sort before it (an upgrade test
+ * builds the schema a previous version left).
  */
-export async function migrate(handle: DatabaseHandle): Promise<string[]> {
+export async function migrate(handle: DatabaseHandle, options: { before?: string } = {}): Promise<string[]> {
   const files = readdirSync(MIGRATIONS_DIR)
-    .filter((f) => f.endsWith('.sql'))
+    .filter((f) => f.endsWith('.sql') && (options.before === undefined || f < options.before))
     .sort();
   const createTable = `create table if not exists schema_migrations (
     name text primary key, applied_at timestamptz not null default now())`;
