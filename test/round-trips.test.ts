@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { createServer, connect, type Server, type Socket } from 'node:net';
+import { createServer, connect, Socket, type Server } from 'node:net';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../src/app.js';
@@ -61,13 +61,15 @@ describe.skipIf(!url)('round trips on the wire (PostgreSQL)', () => {
   let clone: { url: string; drop: () => Promise<void> };
   let proxy: ReturnType<typeof turnCounter>;
   let handle: DatabaseHandle;
+  let proxyPort: number;
 
   beforeAll(async () => {
     clone = await cloneTemplateDatabase(url!);
     const direct = new URL(clone.url);
     proxy = turnCounter({ host: direct.hostname, port: Number(direct.port || 5432) });
     const proxied = new URL(clone.url);
-    proxied.host = `127.0.0.1:${await proxy.listen()}`;
+    proxyPort = await proxy.listen();
+    proxied.host = `127.0.0.1:${proxyPort}`;
     // LISTEN goes direct: its heartbeat is no unit's round trip.
     handle = openPostgres(proxied.toString(), 4, clone.url);
   });
@@ -88,6 +90,25 @@ describe.skipIf(!url)('round trips on the wire (PostgreSQL)', () => {
     await sql`select 1`.execute(handle.db); // the connection is open
     expect(await turnsOf(() => handle.db.transaction().execute((trx) => sql`select 1`.execute(trx)))).toBe(2);
     expect(await turnsOf(() => handle.db.transaction().execute(async () => {}))).toBe(1);
+  });
+
+  it('BEGIN leaves in one write with the first statement: one system call and one wake-up of the server', async () => {
+    await sql`select 1`.execute(handle.db); // the connection is open
+    // Each write the app's connections hand the kernel (a corked stream's buffered chunks go as one _writev).
+    let writes = 0;
+    const proto = Socket.prototype as unknown as Record<'_write' | '_writev', (...a: unknown[]) => unknown>;
+    const originals = { _write: proto._write, _writev: proto._writev };
+    for (const k of ['_write', '_writev'] as const)
+      proto[k] = function (this: Socket, ...a: unknown[]) {
+        if (this.remotePort === proxyPort) writes++;
+        return originals[k].apply(this, a);
+      };
+    try {
+      await handle.db.transaction().execute((trx) => sql`select 1`.execute(trx));
+    } finally {
+      Object.assign(proto, originals);
+    }
+    expect(writes).toBe(2); // BEGIN with the statement, then COMMIT
   });
 
   it('a failed statement after BEGIN fails the transaction, which leaves nothing behind', async () => {

@@ -126,6 +126,12 @@ export class PreparedNames {
   }
 }
 
+/** The socket under a pg client (pg's own Query corks it around each statement's messages). */
+function socketOf(client: pg.PoolClient): { cork(): void; uncork(): void } | undefined {
+  const stream = (client as unknown as { connection?: { stream?: { cork?: () => void; uncork?: () => void } } }).connection?.stream;
+  return stream?.cork && stream.uncork ? (stream as { cork(): void; uncork(): void }) : undefined;
+}
+
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
@@ -152,35 +158,45 @@ function resilientPool(pool: pg.Pool, prepared: boolean): PostgresPool {
       const named = prepared ? new PreparedNames((name) => void client.query(`deallocate ${name}`).catch(() => {})) : null;
       // A BEGIN sent but not yet answered (see below): the next statement reports its failure.
       let beginning: Promise<unknown> | undefined;
+      const send = (args: [string, unknown[]], begun: Promise<unknown> | undefined) => {
+        // Statements with parameters only: BEGIN, COMMIT and migrations' scripts stay simple queries.
+        const name =
+          named && typeof args[0] === 'string' && Array.isArray(args[1]) && args[1].length > 0 ? named.nameOf(args[0]) : undefined;
+        const result = name
+          ? client.query({ name, text: args[0], values: args[1] })
+          : (client.query as (...a: unknown[]) => unknown)(...args);
+        if (result instanceof Promise) {
+          const answered = result.catch((err: unknown) => {
+            // A table changed under a cached plan (a migration by a newer process): prepare anew;
+            // the entry point's retry runs the rolled-back unit again (db/retry.ts).
+            if (isStalePlan(err)) named?.reset();
+            return Promise.reject(tagConnectionError(err));
+          });
+          return begun ? Promise.all([begun, answered]).then(([, r]) => r) : answered;
+        }
+        return result; // a cursor (streamed query): its reads reject on their own
+      };
       w = {
         query: ((...args: [string, unknown[]]) => {
-          // BEGIN goes on the wire at once and is answered as done: the connection is pipelined,
-          // so the transaction's first statement follows it without waiting for its answer, and a
-          // transaction costs one round trip less. Nothing can run between the two, and should
-          // BEGIN fail, that statement fails with BEGIN's error.
+          // BEGIN goes on the wire with the transaction's first statement and is answered as done
+          // at once: the connection is pipelined, so that statement does not wait for BEGIN's
+          // answer, and a transaction costs one round trip less. The socket is corked in between,
+          // so both leave in one write (one system call and one wake-up of the server, not two).
+          // Nothing can run between the two, and should BEGIN fail, that statement fails with
+          // BEGIN's error.
           if (args[0] === 'begin') {
+            socketOf(client)?.cork();
             beginning = client.query('begin').catch((err: unknown) => Promise.reject(tagConnectionError(err)));
             beginning.catch(() => {}); // reported by the next statement
             return Promise.resolve({ command: 'BEGIN', rowCount: null, rows: [] });
           }
           const begun = beginning;
           beginning = undefined;
-          // Statements with parameters only: BEGIN, COMMIT and migrations' scripts stay simple queries.
-          const name =
-            named && typeof args[0] === 'string' && Array.isArray(args[1]) && args[1].length > 0 ? named.nameOf(args[0]) : undefined;
-          const result = name
-            ? client.query({ name, text: args[0], values: args[1] })
-            : (client.query as (...a: unknown[]) => unknown)(...args);
-          if (result instanceof Promise) {
-            const answered = result.catch((err: unknown) => {
-              // A table changed under a cached plan (a migration by a newer process): prepare anew;
-              // the entry point's retry runs the rolled-back unit again (db/retry.ts).
-              if (isStalePlan(err)) named?.reset();
-              return Promise.reject(tagConnectionError(err));
-            });
-            return begun ? Promise.all([begun, answered]).then(([, r]) => r) : answered;
+          try {
+            return send(args, begun);
+          } finally {
+            if (begun) socketOf(client)?.uncork();
           }
-          return result; // a cursor (streamed query): its reads reject on their own
         }) as PostgresPoolClient['query'],
         release: () => client.release(),
       };
