@@ -1,6 +1,6 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -51,6 +51,8 @@ export interface Server {
   resume(): void;
   /** Peak resident set size so far (VmHWM), in MiB; NaN where /proc is missing. */
   peakRssMiB(): number;
+  /** CPU time the server process has used so far (user + system), in ms; NaN where /proc is missing. */
+  cpuMs(): number;
   stop(): Promise<void>;
 }
 
@@ -106,6 +108,7 @@ export async function startServer(options: {
         return NaN;
       }
     },
+    cpuMs: () => processCpuMs(child.pid!),
     async stop() {
       if (child.exitCode !== null || child.signalCode !== null) return;
       const exited = new Promise((resolve) => child.once('exit', resolve));
@@ -127,6 +130,54 @@ export async function startServer(options: {
   }
   await server.stop();
   throw new Error('server did not start within 120 s');
+}
+
+/** Clock ticks per second of /proc/<pid>/stat's CPU times (getconf CLK_TCK; 100 on Linux). */
+const TICKS_PER_SECOND = (() => {
+  try {
+    return Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+  } catch {
+    return 100;
+  }
+})();
+
+/** A process's CPU time so far (utime + stime, /proc/<pid>/stat fields 14 and 15), in ms; NaN when unreadable. */
+function processCpuMs(pid: number): number {
+  try {
+    // The command name (field 2) may hold spaces: the fields after it start past its ')'.
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / TICKS_PER_SECOND;
+  } catch {
+    return NaN;
+  }
+}
+
+/**
+ * CPU time all PostgreSQL processes of this machine have used so far, in ms (NaN without /proc):
+ * its backends, WAL writer and checkpointer. During a load nothing else uses the server.
+ */
+export function postgresCpuMs(): number {
+  let total = 0;
+  let seen = 0;
+  let pids: string[];
+  try {
+    pids = readdirSync('/proc').filter((d) => /^\d+$/.test(d));
+  } catch {
+    return NaN;
+  }
+  for (const pid of pids) {
+    try {
+      if (readFileSync(`/proc/${pid}/comm`, 'utf8').trim() !== 'postgres') continue;
+    } catch {
+      continue; // ended meanwhile
+    }
+    const ms = processCpuMs(Number(pid));
+    if (Number.isFinite(ms)) {
+      total += ms;
+      seen++;
+    }
+  }
+  return seen > 0 ? total : NaN;
 }
 
 /** A migrated database with one business whose rate limit is out of the way; returns its secret key. */

@@ -17,6 +17,7 @@ import {
   prepareDatabase,
   preparePGlite,
   startServer,
+  postgresCpuMs,
   withDatabase,
   type Server,
 } from './server.js';
@@ -79,6 +80,21 @@ function walPerTransfer(a: Awaited<ReturnType<typeof walAndTransfers>>, b: Await
   if (transfers <= 0) return undefined;
   return { bytes: Number(b.bytes) / transfers, records: (Number(b.records) - Number(a.records)) / transfers, transfers };
 }
+
+/**
+ * CPU the server process and PostgreSQL use from now until the returned function is called, per
+ * transfer: what a transfer costs each side, which throughput on a machine's few cores is bound by.
+ */
+function cpuMeter(server: Server) {
+  const start = { server: server.cpuMs(), postgres: postgresCpuMs() };
+  return (transfers: number) => ({
+    server: (server.cpuMs() - start.server) / transfers,
+    postgres: (postgresCpuMs() - start.postgres) / transfers,
+  });
+}
+
+const cpuText = (c: ReturnType<ReturnType<typeof cpuMeter>>, transfers: number) =>
+  `server ${fmt(c.server, 2)} ms, PostgreSQL ${fmt(c.postgres, 2)} ms (${fmt(transfers)} transfers)`;
 
 /** Runs the selected scenarios; every database it creates is dropped at the end. */
 export async function runBench(o: BenchOptions): Promise<{ rows: Row[]; reconciled: boolean; header: string }> {
@@ -197,6 +213,7 @@ export async function runBench(o: BenchOptions): Promise<{ rows: Row[]; reconcil
 
   let pgSpread: LoadResult | undefined;
   let wal: { bytes: number; records: number; transfers: number } | undefined;
+  let spreadCpu: ReturnType<ReturnType<typeof cpuMeter>> | undefined;
   let mainRss = NaN;
   try {
     log('building dist/ (npm run build)');
@@ -211,8 +228,10 @@ export async function runBench(o: BenchOptions): Promise<{ rows: Row[]; reconcil
       if (has('spread') || has('pglite') || has('requestlog') || has('fx')) {
         log('spread: transfers among all accounts, as fast as they go');
         const before = await walAndTransfers(handle);
+        const cpu = cpuMeter(server);
         pgSpread = await transferLoad(loadOpts(server, key), pairs(ids));
         wal = walPerTransfer(before, await walAndTransfers(handle, before));
+        if (wal) spreadCpu = cpu(wal.transfers);
       }
       if (has('spread') && pgSpread) {
         const first = pgSpread;
@@ -236,6 +255,8 @@ export async function runBench(o: BenchOptions): Promise<{ rows: Row[]; reconcil
             reference: '',
             target: '',
           });
+        if (wal && spreadCpu)
+          rows.push({ name: 'CPU per transfer (the spread load)', measured: cpuText(spreadCpu, wal.transfers), reference: '', target: '' });
         const rate = Math.max(1, Math.floor(peak.run.perSecond / 2));
         log(`half load: ${rate} transfers/s`);
         const half = await steadyTransfers({ base: server.base, key, seconds: o.loadSeconds, rate }, pairs(ids));
@@ -294,13 +315,21 @@ export async function runBench(o: BenchOptions): Promise<{ rows: Row[]; reconcil
       if (has('steady')) {
         const seconds = Math.max(o.loadSeconds, Math.min(10, o.loadSeconds * 2));
         log(`steady: 100 transfers/s for ${seconds} s`);
+        const cpu = cpuMeter(server);
         const run = await steadyTransfers({ base: server.base, key, seconds, rate: 100 }, pairs(ids));
+        const steadyCpu = cpu(run.ok);
         rows.push({
           name: 'latency at a steady 100 transfers/s',
           measured: `${fmt(run.perSecond)}/s served of 100/s offered: p50 ${run.p50} ms, p99 ${run.p99} ms${failures(run)}`,
           reference: '',
           target: 'p50 < 5 ms',
           met: run.p50 < 5 && run.failed === 0,
+        });
+        rows.push({
+          name: 'CPU per transfer at a steady 100/s (batches of one)',
+          measured: cpuText(steadyCpu, run.ok),
+          reference: '',
+          target: '',
         });
       }
       if (has('bulk')) rows.push(await bulk(server, key, ids));
