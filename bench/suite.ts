@@ -214,6 +214,7 @@ export async function runBench(o: BenchOptions): Promise<{ rows: Row[]; reconcil
   let pgSpread: LoadResult | undefined;
   let wal: { bytes: number; records: number; transfers: number } | undefined;
   let spreadCpu: ReturnType<ReturnType<typeof cpuMeter>> | undefined;
+  let reads: LoadResult | undefined;
   let mainRss = NaN;
   try {
     log('building dist/ (npm run build)');
@@ -291,6 +292,7 @@ export async function runBench(o: BenchOptions): Promise<{ rows: Row[]; reconcil
         const pick = () => ids[Math.floor(Math.random() * ids.length)]!;
         await accountReadLoad(loadOpts(server, key, { seconds: Math.min(2, o.loadSeconds) }), pick);
         const { run, label } = await atPeak((connections) => accountReadLoad(loadOpts(server, key, { connections }), pick));
+        reads = run;
         const ref = await reference(10, 'select-only', [server]);
         const r = run.perSecond / ref.tps;
         rows.push({
@@ -363,6 +365,20 @@ export async function runBench(o: BenchOptions): Promise<{ rows: Row[]; reconcil
         ratio: r,
         target: '',
       });
+      if (reads) {
+        // A read writes a log row too (bodies and all, as #14 asks): what that costs the reads.
+        log('requestlog: the account reads with REQUEST_LOG=off');
+        const pick = () => app.ids[Math.floor(Math.random() * app.ids.length)]!;
+        await accountReadLoad(loadOpts(app.server, app.key, { seconds: Math.min(2, o.loadSeconds) }), pick);
+        const { run: offReads } = await atPeak((connections) => accountReadLoad(loadOpts(app.server, app.key, { connections }), pick));
+        rows.push({
+          name: 'GET /v1/accounts/{id} req/s with the request log on (the default)',
+          measured: `${fmt(reads.perSecond)}/s, p50 ${reads.p50} ms, p99 ${reads.p99} ms`,
+          reference: `REQUEST_LOG=off: ${fmt(offReads.perSecond)}/s, p50 ${offReads.p50} ms, p99 ${offReads.p99} ms`,
+          ratio: reads.perSecond / offReads.perSecond,
+          target: '',
+        });
+      }
       await app.server.stop();
       await checkLedger('request log off database', app.handle);
     }
