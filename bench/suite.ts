@@ -16,8 +16,8 @@ import {
   post,
   prepareDatabase,
   preparePGlite,
-  startServer,
   postgresCpuMs,
+  startServer,
   withDatabase,
   type Server,
 } from './server.js';
@@ -61,8 +61,10 @@ const fmt = (n: number, digits = 0) => n.toLocaleString('en-US', { maximumFracti
 const ratio = (n: number) => `${n.toFixed(2)}×`;
 const failures = (r: LoadResult) => (r.failed > 0 ? ` (failed ${r.failed}: ${r.failures})` : '');
 
-/** The WAL position, WAL records (pg_stat_wal, server-wide) and transfers so far: what a load wrote. */
-/** A WAL position with the counts to read against it; `since` (an earlier reading) adds the bytes written since. */
+/**
+ * The WAL position, WAL records (pg_stat_wal, server-wide) and transfers so far: what a load wrote.
+ * `since` (an earlier reading) adds the WAL bytes written since.
+ */
 async function walAndTransfers(handle: DatabaseHandle, since?: { lsn: string }) {
   const { rows } = await sql<{ lsn: string; bytes: string; records: string; transfers: string }>`
     select pg_current_wal_lsn()::text as lsn,
@@ -159,6 +161,12 @@ export async function runBench(o: BenchOptions): Promise<{ rows: Row[]; reconcil
     const best = runs.reduce((a, b) => (b.run.perSecond > a.run.perSecond ? b : a));
     const sweep = runs.map((r) => `${r.connections}: ${fmt(r.run.perSecond)}/s`).join(', ');
     return { ...best, runs, label: runs.length > 1 ? `, best at ${best.connections} connections (${sweep})` : '' };
+  };
+  /** GET /v1/accounts/{id} of random accounts among `ids`, after a short warm-up, at each peak connection count. */
+  const readsAtPeak = async (server: Server, key: string, ids: string[]) => {
+    const pick = () => ids[Math.floor(Math.random() * ids.length)]!;
+    await accountReadLoad(loadOpts(server, key, { seconds: Math.min(2, o.loadSeconds) }), pick);
+    return atPeak((connections) => accountReadLoad(loadOpts(server, key, { connections }), pick));
   };
 
   /** pgbench references, measured while our server is paused (SIGSTOP) so it has the CPU. */
@@ -289,9 +297,7 @@ export async function runBench(o: BenchOptions): Promise<{ rows: Row[]; reconcil
       }
       if (has('reads')) {
         log('reads: GET /v1/accounts/{id}');
-        const pick = () => ids[Math.floor(Math.random() * ids.length)]!;
-        await accountReadLoad(loadOpts(server, key, { seconds: Math.min(2, o.loadSeconds) }), pick);
-        const { run, label } = await atPeak((connections) => accountReadLoad(loadOpts(server, key, { connections }), pick));
+        const { run, label } = await readsAtPeak(server, key, ids);
         reads = run;
         const ref = await reference(10, 'select-only', [server]);
         const r = run.perSecond / ref.tps;
@@ -368,9 +374,7 @@ export async function runBench(o: BenchOptions): Promise<{ rows: Row[]; reconcil
       if (reads) {
         // A read writes a log row too (bodies and all, as #14 asks): what that costs the reads.
         log('requestlog: the account reads with REQUEST_LOG=off');
-        const pick = () => app.ids[Math.floor(Math.random() * app.ids.length)]!;
-        await accountReadLoad(loadOpts(app.server, app.key, { seconds: Math.min(2, o.loadSeconds) }), pick);
-        const { run: offReads } = await atPeak((connections) => accountReadLoad(loadOpts(app.server, app.key, { connections }), pick));
+        const { run: offReads } = await readsAtPeak(app.server, app.key, app.ids);
         rows.push({
           name: 'GET /v1/accounts/{id} req/s with the request log on (the default)',
           measured: `${fmt(reads.perSecond)}/s, p50 ${reads.p50} ms, p99 ${reads.p99} ms`,

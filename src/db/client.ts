@@ -158,6 +158,7 @@ function resilientPool(pool: pg.Pool, prepared: boolean): PostgresPool {
       const named = prepared ? new PreparedNames((name) => void client.query(`deallocate ${name}`).catch(() => {})) : null;
       // A BEGIN sent but not yet answered (see below): the next statement reports its failure.
       let beginning: Promise<unknown> | undefined;
+      const socket = socketOf(client);
       const send = (args: [string, unknown[]], begun: Promise<unknown> | undefined) => {
         // Statements with parameters only: BEGIN, COMMIT and migrations' scripts stay simple queries.
         const name =
@@ -185,7 +186,7 @@ function resilientPool(pool: pg.Pool, prepared: boolean): PostgresPool {
           // Nothing can run between the two, and should BEGIN fail, that statement fails with
           // BEGIN's error.
           if (args[0] === 'begin') {
-            socketOf(client)?.cork();
+            socket?.cork();
             beginning = client.query('begin').catch((err: unknown) => Promise.reject(tagConnectionError(err)));
             beginning.catch(() => {}); // reported by the next statement
             return Promise.resolve({ command: 'BEGIN', rowCount: null, rows: [] });
@@ -195,7 +196,7 @@ function resilientPool(pool: pg.Pool, prepared: boolean): PostgresPool {
           try {
             return send(args, begun);
           } finally {
-            if (begun) socketOf(client)?.uncork();
+            if (begun) socket?.uncork();
           }
         }) as PostgresPoolClient['query'],
         release: () => client.release(),
