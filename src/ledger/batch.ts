@@ -32,6 +32,25 @@ interface Pending {
   posting: PostedTransaction;
 }
 
+/**
+ * Balance rows a caller locked before the batch opened, with the statement that locks its other
+ * rows (balanceLockAhead, sent in the same round trip): `ids` are the accounts it asked for.
+ */
+export interface LockedAhead {
+  ids: ReadonlySet<string>;
+  rows: repo.LockedBalanceRow[];
+}
+
+/**
+ * The statement that locks and reads the balance rows of `accountIds` in `scope`, ascending, for
+ * a caller that sends it together with the statements that must come before it (db/pipeline.ts);
+ * PostingBatch.open then takes its rows instead of locking them itself.
+ */
+export function balanceLockAhead(db: Queryable, scope: LedgerScope, accountIds: string[]) {
+  const ids = [...new Set(accountIds)].sort();
+  return { ids: new Set(ids), statement: repo.lockScopedBalancesStatement(db, scope, ids) };
+}
+
 const availableOf = (w: Working) => w.posted + w.delta - w.pendingDebits - w.pendingDebitsDelta;
 
 /** An accepted posting or hold touched this account: a fresh or reserved one is created. */
@@ -75,8 +94,10 @@ export class PostingBatch {
     private readonly createdAt: Date,
   ) {}
 
-  static async open(trx: Queryable, accountIds: string[]): Promise<PostingBatch> {
-    const rows = await repo.lockBalancesReturning(trx, [...new Set(accountIds)].sort());
+  static async open(trx: Queryable, accountIds: string[], ahead?: LockedAhead): Promise<PostingBatch> {
+    const missing = ahead && accountIds.find((id) => !ahead.ids.has(id));
+    if (missing) throw new LedgerInvariantError(`the balance row of ${missing} was not locked ahead`);
+    const rows = ahead?.rows ?? (await repo.lockBalancesReturning(trx, [...new Set(accountIds)].sort()));
     const map = new Map<string, Working>();
     const createdAt = rows[0]?.tx_now ?? new Date();
     for (const r of rows) {

@@ -32,7 +32,8 @@
  * - getHold, getTransaction(db, scope, id) for reads; reconcile(db, tenantId?) proves zero-sum
  *   per transaction, posted = sum(entries) and pending = open holds (CLI: `ledger reconcile`).
  *
- * - PostingBatch.open(trx, accountIds) locks and reads the balance rows of a batch in one statement;
+ * - PostingBatch.open(trx, accountIds, ahead?) locks and reads the balance rows of a batch in one
+ *   statement, or takes them from `ahead` (balanceLockAhead: sent with the statements before it);
  *   batch.tryPost(scope, input) -> {ok: true, posting} | {ok: false, reason: 'insufficient_funds',
  *   accountId} decides in memory (a refusal is a value, not an exception, and changes nothing);
  *   batch.tryHolds(scope, holds) reserves several holds together (a payout's principal and fee), all
@@ -62,7 +63,7 @@ export {
   findSystemAccount,
   LedgerInvariantError,
 } from './service.js';
-export { PostingBatch, type PostRefusal, type PostResult } from './batch.js';
+export { PostingBatch, balanceLockAhead, type LockedAhead, type PostRefusal, type PostResult } from './batch.js';
 export type { HoldResult } from './service.js';
 export { reconcile, type ReconcileReport } from './reconcile.js';
 export { SYSTEM_ROLES } from './types.js';

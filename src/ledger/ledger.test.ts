@@ -192,6 +192,33 @@ describe('ledger posting', () => {
     expect(await ledger.getBalance(handle.db, scope, a)).toMatchObject({ posted: 100n, pendingDebits: 0n, available: 100n });
   });
 
+  it('a batch opens on balance rows locked ahead, and refuses one that was not instead of locking it out of order', async () => {
+    const a = await fundedAccount(1_000n);
+    const b = await fundedAccount(0n);
+    const other = await fundedAccount(0n);
+    const foreign = { tenantId: newId(), environment: 'sandbox' as const };
+    await tx(async (trx) => {
+      // Another business's account named among them is not locked: the rows are of `scope` only.
+      const ahead = ledger.balanceLockAhead(trx, scope, [b, a, a]);
+      const rows = (await trx.executeQuery(ahead.statement)).rows;
+      expect(rows.map((r) => r.account_id)).toEqual([a, b].sort());
+      expect((await trx.executeQuery(ledger.balanceLockAhead(trx, foreign, [a]).statement)).rows).toEqual([]);
+      await expect(ledger.PostingBatch.open(trx, [a, other], { ids: ahead.ids, rows })).rejects.toThrow(ledger.LedgerInvariantError);
+      const book = await ledger.PostingBatch.open(trx, [a, b], { ids: ahead.ids, rows });
+      expect(book.available(a)).toBe(1_000n);
+      const posted = book.tryPost(scope, {
+        kind: 't',
+        legs: [
+          { accountId: a, amount: -400n, currency: 'NGN' },
+          { accountId: b, amount: 400n, currency: 'NGN' },
+        ],
+      });
+      expect(posted.ok).toBe(true);
+      await book.flush(trx);
+    });
+    expect((await ledger.getBalance(handle.db, scope, b))?.posted).toBe(400n);
+  });
+
   it('reconciles', async () => {
     const report = await ledger.reconcile(handle.db, scope.tenantId);
     expect(report.ok).toBe(true);

@@ -1,4 +1,4 @@
-import { sql, type ColumnType, type Selectable } from 'kysely';
+import { sql, type ColumnType, type CompiledQuery, type Selectable } from 'kysely';
 import type { Queryable } from '../db/client.js';
 import { scoped } from '../db/scoped.js';
 import { write, writeTogether, type Writer } from '../db/write-set.js';
@@ -78,6 +78,8 @@ declare module '../db/types.js' {
 }
 
 export type BalanceRow = Selectable<LedgerBalancesTable>;
+/** A locked balance row with its transaction's now() (the time the batch's ledger rows get). */
+export type LockedBalanceRow = BalanceRow & { tx_now: Date };
 export type HoldRow = Selectable<LedgerHoldsTable>;
 export type EntryRow = Selectable<LedgerEntriesTable>;
 
@@ -243,11 +245,22 @@ export async function finishHold(
 
 /** Locks and reads balance rows in ascending id, in one statement (a posting batch's first step). */
 /** Locks and reads balance rows; each row also carries the transaction's time (now(), what the entries will be stamped with). */
-export async function lockBalancesReturning(db: Queryable, sortedIds: string[]): Promise<(BalanceRow & { tx_now: Date })[]> {
+export async function lockBalancesReturning(db: Queryable, sortedIds: string[]): Promise<LockedBalanceRow[]> {
   if (sortedIds.length === 0) return [];
-  const result = await sql<BalanceRow & { tx_now: Date }>`
+  const result = await sql<LockedBalanceRow>`
     select *, now() as tx_now from ledger_balances where account_id = any(${sortedIds}::uuid[]) order by account_id for update`.execute(db);
   return result.rows;
+}
+
+/** lockBalancesReturning of one business's accounts, as a statement its caller sends (db/pipeline.ts). */
+export function lockScopedBalancesStatement(db: Queryable, scope: LedgerScope, sortedIds: string[]): CompiledQuery<LockedBalanceRow> {
+  return scoped(db, 'ledger_balances', scope)
+    .selectAll()
+    .select(sql<Date>`now()`.as('tx_now'))
+    .where('account_id', 'in', sortedIds)
+    .orderBy('account_id')
+    .forUpdate()
+    .compile();
 }
 
 /** Adds each account's net deltas of a batch (posted, pending debits and credits): one statement for the batch. */

@@ -78,8 +78,16 @@ export async function findAccountsWithBalance(db: Queryable, ctx: Scope, ids: st
  * (freeze, close at zero) cannot slip in between its checks and its commit.
  */
 export async function lockAccountsShared(db: Queryable, ctx: Scope, ids: string[]) {
-  return scoped(db, 'accounts', ctx).selectAll().where('id', 'in', ids).orderBy('id').forShare().execute();
+  return lockAccountsSharedQuery(db, ctx, ids).execute();
 }
+
+/** lockAccountsShared as a statement its caller sends (db/pipeline.ts). */
+export function lockAccountsSharedStatement(db: Queryable, ctx: Scope, ids: string[]) {
+  return lockAccountsSharedQuery(db, ctx, ids).compile();
+}
+
+const lockAccountsSharedQuery = (db: Queryable, ctx: Scope, ids: string[]) =>
+  scoped(db, 'accounts', ctx).selectAll().where('id', 'in', ids).orderBy('id').forShare();
 
 /** The business's own oldest open account in a currency (where fees go). */
 export async function findBusinessAccount(db: Queryable, ctx: Scope, currency: string) {

@@ -4,6 +4,7 @@ import type { Queryable, Trx } from '../../db/client.js';
 import { groupByScope, scopeKey, type RequestContext } from '../../core/context.js';
 import { AppError, notFound } from '../../core/errors.js';
 import type { Page } from '../../db/pagination.js';
+import { pipelined } from '../../db/pipeline.js';
 import { omitNulls } from '../../lib/absent.js';
 import { generateBankDetails } from '../../lib/bank-details.js';
 import { newId } from '../../lib/ids.js';
@@ -218,8 +219,53 @@ export async function updateStatus(trx: Trx, ctx: Scope, id: string, status: Acc
  */
 export async function lockForMovement(trx: Queryable, ctx: Scope, ids: string[]): Promise<Map<string, AccountRow>> {
   const unique = [...new Set(ids)].sort();
-  const rows = await repo.lockAccountsShared(trx, ctx, unique);
+  return remember(ctx, await repo.lockAccountsShared(trx, ctx, unique));
+}
+
+/**
+ * lockForMovement, and the balance rows of `balanceIds` locked right after the accounts, in the
+ * same round trip: the two statements leave together (db/pipeline.ts) and run in that order, the
+ * lock order of every movement. For a caller that knows, before the rows are read, that nothing
+ * else is locked in between (no spending lock, no fee account): transfers/batch.ts decides it
+ * from knownAccount.
+ */
+export async function lockForMovementWithBalances(trx: Queryable, ctx: Scope, ids: string[], balanceIds: string[]) {
+  const balances = ledger.balanceLockAhead(trx, ctx, balanceIds);
+  const [rows, balanceRows] = await pipelined(
+    trx,
+    repo.lockAccountsSharedStatement(trx, ctx, [...new Set(ids)].sort()),
+    balances.statement,
+  );
+  return { locked: remember(ctx, rows), balances: { ids: balances.ids, rows: balanceRows } satisfies ledger.LockedAhead };
+}
+
+/** What never changes about an account: its business and environment, its owner and currency. */
+export interface KnownAccount {
+  scope: string;
+  customerId: string | null;
+  currency: string;
+}
+const known = new Map<string, KnownAccount>();
+/** Enough for every account that moves money often; the oldest are forgotten first. */
+const KNOWN_MAX = 100_000;
+
+/** Remembers what never changes about the accounts a movement locked (knownAccount). */
+function remember(ctx: Scope, rows: AccountRow[]): Map<string, AccountRow> {
+  const scope = scopeKey(ctx);
+  for (const r of rows) {
+    if (known.size >= KNOWN_MAX && !known.has(r.id)) known.delete(known.keys().next().value!);
+    known.set(r.id, { scope, customerId: r.customer_id, currency: r.currency });
+  }
   return new Map(rows.map((r) => [r.id, r]));
+}
+
+/**
+ * The owner and currency of an account of `ctx` that this process locked for a movement before,
+ * if it did. A hint for deciding what to lock before the row is read; every check uses the row.
+ */
+export function knownAccount(ctx: Scope, id: string): KnownAccount | undefined {
+  const account = known.get(id);
+  return account?.scope === scopeKey(ctx) ? account : undefined;
 }
 
 /**
@@ -323,11 +369,12 @@ export function batchFeeAccounts(trx: Trx) {
         return { id: account.reserved };
       }),
     /** The batch's book over `accountIds`, locked but for the reserved ones and `alsoUnwritten` (the caller adds those). */
-    async openBook(accountIds: string[], alsoUnwritten: string[] = []): Promise<ledger.PostingBatch> {
+    async openBook(accountIds: string[], alsoUnwritten: string[] = [], ahead?: ledger.LockedAhead): Promise<ledger.PostingBatch> {
       const unwritten = new Set([...alsoUnwritten, ...reserved.map((r) => r.id)]);
       const book = await ledger.PostingBatch.open(
         trx,
         accountIds.filter((id) => !unwritten.has(id)),
+        ahead,
       );
       for (const r of reserved) book.addReserved(r.ctx, r.id, r.currency);
       return book;

@@ -11,7 +11,17 @@ import { refusalError } from './errors.js';
 import { toTransferResponse } from './format.js';
 import { fundingEvent, fundingMovement, fundingRow, isCardFunding, prepareFunding } from './card.js';
 import { isPayout, payoutHolds, payoutMovement, payoutRow, preparePayout, requestPayoutApproval } from './external.js';
-import { accountsNamed, checkShape, legsOf, movementOf, prepare, transferRow, type MovementRequest, type Prepared } from './internal.js';
+import {
+  accountsNamed,
+  checkShape,
+  legsOf,
+  locksOnlyItsAccounts,
+  movementOf,
+  prepare,
+  transferRow,
+  type MovementRequest,
+  type Prepared,
+} from './internal.js';
 import { SpendingGate } from './limits.js';
 import * as repo from './repo.js';
 
@@ -30,6 +40,22 @@ const lockAccounts = (trx: Trx, reqs: MovementRequest[]) =>
     trx,
     reqs.map((req) => ({ ctx: req.ctx, ids: accountsNamed(req.body) })),
   );
+
+/**
+ * The batch's first locks: its account rows, and, when nothing else is locked between them and the
+ * balance rows, those too, in the same round trip (one business, internal transfers from its own
+ * accounts, no fee: `locksOnlyItsAccounts`). Otherwise the spending locks and the fee accounts come
+ * first, and the balance rows are locked later, when the book opens.
+ */
+async function lockAccountsFirst(trx: Trx, reqs: MovementRequest[]) {
+  const ctx = reqs[0]?.ctx;
+  if (ctx && reqs.every((req) => scopeKey(req.ctx) === scopeKey(ctx) && locksOnlyItsAccounts(req))) {
+    const ids = reqs.flatMap((req) => accountsNamed(req.body));
+    const { locked, balances } = await accounts.lockForMovementWithBalances(trx, ctx, ids, ids);
+    return { locked: new Map([[scopeKey(ctx), locked]]), balances };
+  }
+  return { locked: await lockAccounts(trx, reqs), balances: undefined };
+}
 
 /**
  * Takes, before the first chunk of a bulk, every lock its chunks will take, in movementBatch's
@@ -126,7 +152,7 @@ export async function movementBatch(trx: Trx, reqs: MovementRequest[], writes?: 
   const live = reqs.flatMap((r, i) => (shaped[i] instanceof AppError ? [] : [i]));
   shaped.forEach((s, i) => s instanceof AppError && (outcomes[i] = { ok: false, error: s }));
 
-  const locked = await lockAccounts(
+  const { locked, balances } = await lockAccountsFirst(
     trx,
     live.map((i) => reqs[i]!),
   );
@@ -147,7 +173,11 @@ export async function movementBatch(trx: Trx, reqs: MovementRequest[], writes?: 
     trx,
     prepared.map((x) => x.p),
   );
-  const book = await feeAccounts.openBook(prepared.flatMap(({ p }) => ledgerAccountsOf(p)));
+  const book = await feeAccounts.openBook(
+    prepared.flatMap(({ p }) => ledgerAccountsOf(p)),
+    [],
+    balances,
+  );
   const decided = decide(
     prepared.map((x) => x.p),
     book,

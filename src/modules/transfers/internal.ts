@@ -109,8 +109,30 @@ export async function prepare(trx: Trx, req: MovementRequest, id: string, locked
   }
   accounts.assertCanDebit(source);
   accounts.assertCanCredit(destination);
-  const fee = computeFee(ctx.settings, 'internal_transfer', currency, amount);
-  return { req, id, kind: 'internal_transfer', source, destination, currency, amount, fee };
+  return { req, id, kind: 'internal_transfer', source, destination, currency, amount, fee: internalFee(req, currency, amount) };
+}
+
+/** The fee of an internal transfer of `amount` in `currency` (the business's pricing). */
+export const internalFee = (req: MovementRequest, currency: string, amount: bigint) =>
+  computeFee(req.ctx.settings, 'internal_transfer', currency, amount);
+
+/**
+ * Whether the account rows `accountsNamed` are all an internal transfer locks besides their
+ * balance rows, told before any row is read: its source is a business's own account (no
+ * customer: no spending lock, no KYC read) and it charges no fee (no fee account). From what this
+ * process knows of the source (accounts.knownAccount); false when it does not know it yet.
+ */
+export function locksOnlyItsAccounts(req: MovementRequest): boolean {
+  if (!ACCOUNT_DESTINATIONS.includes(req.body.destination.destination_type)) return false;
+  const source = accounts.knownAccount(req.ctx, req.body.source.id);
+  if (!source || source.customerId !== null) return false;
+  let amount: bigint;
+  try {
+    amount = parseAmount(req.body.amount, source.currency);
+  } catch {
+    return true; // refused before it posts: its rows are locked for nothing, which is harmless
+  }
+  return internalFee(req, source.currency, amount) === 0n;
 }
 
 /** Source pays amount + fee, destination receives amount, the business's own account the fee. */

@@ -1,0 +1,19 @@
+import type { CompiledQuery } from 'kysely';
+import type { Queryable } from './client.js';
+
+type RowsOf<T extends readonly CompiledQuery<unknown>[]> = { [K in keyof T]: T[K] extends CompiledQuery<infer R> ? R[] : never };
+
+/**
+ * Sends a transaction's statements back to back: each leaves before the one before it is
+ * answered, so n statements cost one round trip (PostgreSQL connections are pipelined,
+ * db/client.ts; PGlite runs them one after another as before). Kysely runs a transaction's
+ * statements one at a time, each after the previous answer; this hands them to its connection in
+ * one turn. PostgreSQL still runs them in the order given, so locks are taken in that order. Should
+ * one fail, the transaction is aborted and the ones after it fail too; the first failure is thrown.
+ */
+export async function pipelined<T extends readonly CompiledQuery<unknown>[]>(db: Queryable, ...queries: T): Promise<RowsOf<T>> {
+  const results = await db
+    .getExecutor()
+    .provideConnection((connection) => Promise.all(queries.map((query) => connection.executeQuery(query))));
+  return results.map((result) => result.rows) as RowsOf<T>;
+}
