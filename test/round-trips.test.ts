@@ -8,7 +8,7 @@ import { openPostgres, type DatabaseHandle } from '../src/db/client.js';
 import { Sealer } from '../src/lib/crypto.js';
 import { newId } from '../src/lib/ids.js';
 import { createTenant } from '../src/modules/tenants/service.js';
-import { cloneTemplateDatabase } from './harness.js';
+import { cloneTemplateDatabase, johnDoe } from './harness.js';
 
 /**
  * Round trips to PostgreSQL, counted on the wire: a proxy between the app and the server counts
@@ -122,9 +122,9 @@ describe.skipIf(!url)('round trips on the wire (PostgreSQL)', () => {
     expect((await sql<{ n: number }>`select count(*)::int as n from rt_probe`.execute(handle.db)).rows[0]!.n).toBe(0);
   });
 
-  // The accounts and their balance rows leave together once the process knows the source is the
-  // business's own account and no fee applies (transfers/batch.ts, lockAccountsFirst); it was four.
-  it('a batch of transfers is three round trips: BEGIN with the claim, the accounts with their balances, the writes with COMMIT', async () => {
+  // What a batch locks after its accounts leaves with them once the process knows the sources and
+  // no fee applies (transfers/batch.ts, lockFirst); a business's transfer was four round trips.
+  it('a batch of transfers is three round trips: BEGIN with the claim, the accounts with all they lock after them, the writes with COMMIT', async () => {
     const config = loadConfig({}, { LOG_LEVEL: 'silent', DEMO_TENANT: false, REQUEST_LOG: 'off' });
     const app = await buildApp({
       config,
@@ -158,6 +158,17 @@ describe.skipIf(!url)('round trips on the wire (PostgreSQL)', () => {
       expect(handle.changes!.live).toBe(true);
       await transfer(); // the key is cached under the live feed's lifetime from here on
       expect(await turnsOf(transfer)).toBe(3);
+
+      // A customer's transfer also reads the KYC levels, takes the spending lock and reads the day's
+      // counter: those leave with the accounts too once the source is known (seven turns before).
+      const customer = (await post('/v1/customers', johnDoe())).id;
+      await post(`/v1/simulations/kyc/${customer}`, { outcome: 'approved', level: 'basic' });
+      const own = (await post('/v1/accounts', { currency: 'NGN', label: 'own', customer_id: customer })).id;
+      await post(`/v1/simulations/accounts/${own}/fund`, { amount: '10.00' });
+      const spend = () =>
+        post('/v1/transfers', { source: { id: own }, destination: { destination_type: 'internal_account', id: to }, amount: '1.00' });
+      await spend(); // the source is known from here on
+      expect(await turnsOf(spend)).toBe(3);
     } finally {
       await app.close();
     }

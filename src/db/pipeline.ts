@@ -1,4 +1,4 @@
-import type { CompiledQuery } from 'kysely';
+import type { CompiledQuery, QueryResult, UnknownRow } from 'kysely';
 import type { Queryable } from './client.js';
 
 type RowsOf<T extends readonly CompiledQuery<unknown>[]> = { [K in keyof T]: T[K] extends CompiledQuery<infer R> ? R[] : never };
@@ -10,10 +10,17 @@ type RowsOf<T extends readonly CompiledQuery<unknown>[]> = { [K in keyof T]: T[K
  * statements one at a time, each after the previous answer; this hands them to its connection in
  * one turn. PostgreSQL still runs them in the order given, so locks are taken in that order. Should
  * one fail, the transaction is aborted and the ones after it fail too; the first failure is thrown.
+ * Each result then passes the plugins, as Kysely's own executeQuery passes them.
  */
 export async function pipelined<T extends readonly CompiledQuery<unknown>[]>(db: Queryable, ...queries: T): Promise<RowsOf<T>> {
-  const results = await db
-    .getExecutor()
-    .provideConnection((connection) => Promise.all(queries.map((query) => connection.executeQuery(query))));
-  return results.map((result) => result.rows) as RowsOf<T>;
+  const executor = db.getExecutor();
+  const results = await executor.provideConnection((connection) => Promise.all(queries.map((query) => connection.executeQuery(query))));
+  const rows = [];
+  for (const [i, result] of results.entries()) {
+    let transformed = result as QueryResult<UnknownRow>;
+    for (const plugin of executor.plugins)
+      transformed = await plugin.transformResult({ result: transformed, queryId: queries[i]!.queryId });
+    rows.push(transformed.rows);
+  }
+  return rows as RowsOf<T>;
 }

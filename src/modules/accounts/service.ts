@@ -1,3 +1,4 @@
+import type { CompiledQuery } from 'kysely';
 import type { Config } from '../../config.js';
 import { Batcher } from '../../db/batcher.js';
 import type { Queryable, Trx } from '../../db/client.js';
@@ -223,20 +224,14 @@ export async function lockForMovement(trx: Queryable, ctx: Scope, ids: string[])
 }
 
 /**
- * lockForMovement, and the balance rows of `balanceIds` locked right after the accounts, in the
- * same round trip: the two statements leave together (db/pipeline.ts) and run in that order, the
- * lock order of every movement. For a caller that knows, before the rows are read, that nothing
- * else is locked in between (no spending lock, no fee account): transfers/batch.ts decides it
- * from knownAccount.
+ * lockForMovement, and the statements `then` right after it in the same round trip: they leave
+ * together (db/pipeline.ts) and run in that order. For a caller that knows what it locks after
+ * the accounts before it has read them (transfers/batch.ts, from knownAccount): the lock order
+ * of every movement still holds. Returns the accounts and the rows of each statement of `then`.
  */
-export async function lockForMovementWithBalances(trx: Queryable, ctx: Scope, ids: string[], balanceIds: string[]) {
-  const balances = ledger.balanceLockAhead(trx, ctx, balanceIds);
-  const [rows, balanceRows] = await pipelined(
-    trx,
-    repo.lockAccountsSharedStatement(trx, ctx, [...new Set(ids)].sort()),
-    balances.statement,
-  );
-  return { locked: remember(ctx, rows), balances: { ids: balances.ids, rows: balanceRows } satisfies ledger.LockedAhead };
+export async function lockForMovementThen(trx: Queryable, ctx: Scope, ids: string[], then: CompiledQuery<unknown>[]) {
+  const [rows, ...after] = await pipelined(trx, repo.lockAccountsSharedStatement(trx, ctx, [...new Set(ids)].sort()), ...then);
+  return { locked: remember(ctx, rows), after: after as unknown[][] };
 }
 
 /** What never changes about an account: its business and environment, its owner and currency. */

@@ -47,8 +47,15 @@ export async function approvedLevel(db: Queryable, ctx: Scope, customerId: strin
 
 /** The best approved level of each customer among `customerIds` (absent: none), in one query. */
 export async function approvedLevels(db: Queryable, ctx: Scope, customerIds: string[]): Promise<Map<string, KycLevel>> {
+  return approvedLevelsOf(await repo.casesOf(db, ctx, customerIds));
+}
+
+/** approvedLevels (of at least one customer) as a statement its caller sends; approvedLevelsOf reads its rows. */
+export const approvedLevelsStatement = (db: Queryable, ctx: Scope, customerIds: string[]) => repo.casesOfStatement(db, ctx, customerIds);
+
+export function approvedLevelsOf(cases: repo.CaseRow[]): Map<string, KycLevel> {
   const out = new Map<string, KycLevel>();
-  for (const c of await repo.casesOf(db, ctx, customerIds)) {
+  for (const c of cases) {
     const have = out.get(c.customer_id);
     if (c.status === 'approved' && (!have || LEVEL_RANK[c.level] > LEVEL_RANK[have])) out.set(c.customer_id, c.level);
   }

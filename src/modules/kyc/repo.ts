@@ -90,13 +90,14 @@ export async function findCase(db: Queryable, ctx: Scope, customerId: string, le
 /** Every case of these customers (at most one per level each), most recently changed first. */
 export async function casesOf(db: Queryable, ctx: Scope, customerIds: string[]): Promise<CaseRow[]> {
   if (customerIds.length === 0) return [];
-  return scoped(db, 'kyc_cases', ctx)
-    .selectAll()
-    .where('customer_id', 'in', customerIds)
-    .orderBy('updated_at', 'desc')
-    .orderBy('id', 'desc')
-    .execute();
+  return casesOfQuery(db, ctx, customerIds).execute();
 }
+
+/** casesOf (of at least one customer) as a statement its caller sends (db/pipeline.ts). */
+export const casesOfStatement = (db: Queryable, ctx: Scope, customerIds: string[]) => casesOfQuery(db, ctx, customerIds).compile();
+
+const casesOfQuery = (db: Queryable, ctx: Scope, customerIds: string[]) =>
+  scoped(db, 'kyc_cases', ctx).selectAll().where('customer_id', 'in', customerIds).orderBy('updated_at', 'desc').orderBy('id', 'desc');
 
 export async function findCaseByTokenHash(db: Queryable, hash: Buffer) {
   return db.selectFrom('kyc_cases').selectAll().where('web_token_hash', '=', hash).executeTakeFirst();

@@ -16,6 +16,8 @@ export { recheckAfterCustomerChange, reviewCase, simulateKyc, submitKyc } from '
 export {
   approvedLevel,
   approvedLevels,
+  approvedLevelsOf,
+  approvedLevelsStatement,
   assertNotCompleted,
   levelSatisfies,
   missingDocuments,

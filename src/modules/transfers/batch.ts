@@ -3,7 +3,7 @@ import { inOneStatement, type WriteSet } from '../../db/write-set.js';
 import { AppError, refusalOf } from '../../core/errors.js';
 import { scopeKey } from '../../core/context.js';
 import { newId } from '../../lib/ids.js';
-import { lockBalances, PostingBatch, type Hold, type PostedTransaction } from '../../ledger/index.js';
+import { balanceLockAhead, lockBalances, PostingBatch, type Hold, type LockedAhead, type PostedTransaction } from '../../ledger/index.js';
 import * as accounts from '../accounts/service.js';
 import * as transactions from '../transactions/service.js';
 import { recordEvents } from '../webhooks/service.js';
@@ -15,7 +15,7 @@ import {
   accountsNamed,
   checkShape,
   legsOf,
-  locksOnlyItsAccounts,
+  knownSource,
   movementOf,
   prepare,
   transferRow,
@@ -42,19 +42,28 @@ const lockAccounts = (trx: Trx, reqs: MovementRequest[]) =>
   );
 
 /**
- * The batch's first locks: its account rows, and, when nothing else is locked between them and the
- * balance rows, those too, in the same round trip (one business, internal transfers from its own
- * accounts, no fee: `locksOnlyItsAccounts`). Otherwise the spending locks and the fee accounts come
- * first, and the balance rows are locked later, when the book opens.
+ * The batch's first locks. When it knows, before reading a row, everything it locks after the
+ * account rows (one business, internal transfers, no fee: `knownSource`), it sends those
+ * statements with the accounts, in one round trip and in the lock order: the senders' KYC levels,
+ * spending locks and counters (the gate), then the balance rows. Otherwise it locks the accounts
+ * alone; the gate, the fee accounts and the balance rows follow once the rows are read.
  */
-async function lockAccountsFirst(trx: Trx, reqs: MovementRequest[]) {
+async function lockFirst(trx: Trx, reqs: MovementRequest[]) {
   const ctx = reqs[0]?.ctx;
-  if (ctx && reqs.every((req) => scopeKey(req.ctx) === scopeKey(ctx) && locksOnlyItsAccounts(req))) {
-    const ids = reqs.flatMap((req) => accountsNamed(req.body));
-    const { locked, balances } = await accounts.lockForMovementWithBalances(trx, ctx, ids, ids);
-    return { locked: new Map([[scopeKey(ctx), locked]]), balances };
+  const sources = reqs.map(knownSource);
+  if (!ctx || reqs.some((req, k) => scopeKey(req.ctx) !== scopeKey(ctx) || !sources[k])) {
+    return { locked: await lockAccounts(trx, reqs), ahead: undefined };
   }
-  return { locked: await lockAccounts(trx, reqs), balances: undefined };
+  const senders = sources.flatMap((s) => (s!.customerId ? [{ ctx, customerId: s!.customerId, currency: s!.currency }] : []));
+  const gate = SpendingGate.plan(trx, reqs[0]!.config, senders);
+  const ids = reqs.flatMap((req) => accountsNamed(req.body));
+  const balances = balanceLockAhead(trx, ctx, ids);
+  const { locked, after } = await accounts.lockForMovementThen(trx, ctx, ids, [...gate.statements, balances.statement]);
+  const balanceRows = after.pop() as LockedAhead['rows'];
+  return {
+    locked: new Map([[scopeKey(ctx), locked]]),
+    ahead: { gate: gate.open(after), balances: { ids: balances.ids, rows: balanceRows } },
+  };
 }
 
 /**
@@ -152,7 +161,7 @@ export async function movementBatch(trx: Trx, reqs: MovementRequest[], writes?: 
   const live = reqs.flatMap((r, i) => (shaped[i] instanceof AppError ? [] : [i]));
   shaped.forEach((s, i) => s instanceof AppError && (outcomes[i] = { ok: false, error: s }));
 
-  const { locked, balances } = await lockAccountsFirst(
+  const { locked, ahead } = await lockFirst(
     trx,
     live.map((i) => reqs[i]!),
   );
@@ -167,7 +176,7 @@ export async function movementBatch(trx: Trx, reqs: MovementRequest[], writes?: 
   const senders = prepared.flatMap(({ p }) =>
     p.source.customer_id ? [{ ctx: p.req.ctx, customerId: p.source.customer_id, currency: p.currency }] : [],
   );
-  const gate = await SpendingGate.open(trx, reqs[0]!.config, senders);
+  const gate = ahead?.gate ?? (await SpendingGate.open(trx, reqs[0]!.config, senders));
   // After the spending locks, as a lone payout does (its fee account comes after its limits).
   const feeAccounts = await attachFeeAccounts(
     trx,
@@ -176,7 +185,7 @@ export async function movementBatch(trx: Trx, reqs: MovementRequest[], writes?: 
   const book = await feeAccounts.openBook(
     prepared.flatMap(({ p }) => ledgerAccountsOf(p)),
     [],
-    balances,
+    ahead?.balances,
   );
   const decided = decide(
     prepared.map((x) => x.p),

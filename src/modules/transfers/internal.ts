@@ -117,22 +117,23 @@ export const internalFee = (req: MovementRequest, currency: string, amount: bigi
   computeFee(req.ctx.settings, 'internal_transfer', currency, amount);
 
 /**
- * Whether the account rows `accountsNamed` are all an internal transfer locks besides their
- * balance rows, told before any row is read: its source is a business's own account (no
- * customer: no spending lock, no KYC read) and it charges no fee (no fee account). From what this
- * process knows of the source (accounts.knownAccount); false when it does not know it yet.
+ * What an internal transfer locks after its account rows, told before any row is read: its
+ * source as this process knows it (accounts.knownAccount: the owner, whose spending lock and
+ * counter it takes, and the currency), when no fee applies (no fee account to find or create).
+ * Undefined when the process does not know the source yet, a fee applies, or the destination is
+ * not an account.
  */
-export function locksOnlyItsAccounts(req: MovementRequest): boolean {
-  if (!ACCOUNT_DESTINATIONS.includes(req.body.destination.destination_type)) return false;
+export function knownSource(req: MovementRequest): accounts.KnownAccount | undefined {
+  if (!ACCOUNT_DESTINATIONS.includes(req.body.destination.destination_type)) return undefined;
   const source = accounts.knownAccount(req.ctx, req.body.source.id);
-  if (!source || source.customerId !== null) return false;
+  if (!source) return undefined;
   let amount: bigint;
   try {
     amount = parseAmount(req.body.amount, source.currency);
   } catch {
-    return true; // refused before it posts: its rows are locked for nothing, which is harmless
+    return source; // refused before it posts: what it locks is locked for nothing, which is harmless
   }
-  return internalFee(req, source.currency, amount) === 0n;
+  return internalFee(req, source.currency, amount) === 0n ? source : undefined;
 }
 
 /** Source pays amount + fee, destination receives amount, the business's own account the fee. */

@@ -1,15 +1,18 @@
+import type { CompiledQuery } from 'kysely';
 import type { Config } from '../../config.js';
 import type { Queryable, Trx } from '../../db/client.js';
 import type { Writer } from '../../db/write-set.js';
 import type { RequestContext } from '../../core/context.js';
 import type { AppError } from '../../core/errors.js';
 import { requireFeature, transactionLimitRefusal } from '../features/service.js';
-import { approvedLevels } from '../kyc/service.js';
+import { approvedLevelsOf, approvedLevelsStatement } from '../kyc/service.js';
 import type { KycLevel } from '../kyc/schema.js';
 import * as repo from './repo.js';
-import { addSpend, readSpend, spendKeyString, utcDay, type SpendKey } from './spend-repo.js';
+import { addSpend, readSpendStatement, spendKeyString, spendOf, utcDay, type SpendKey } from './spend-repo.js';
 
 type Scope = Pick<RequestContext, 'tenantId' | 'environment'>;
+/** A movement out of a customer's account, as the gate sees it. */
+export type Move = { ctx: Scope; customerId: string; currency: string };
 const scopeKey = (s: Scope) => `${s.tenantId}:${s.environment}`;
 
 /**
@@ -67,9 +70,28 @@ export class SpendingGate {
     private readonly levels: Map<string, KycLevel>,
     private readonly spent: Map<string, bigint>,
     private readonly day: string,
+    /** The customers it was opened for: checking another would judge it with no level and no spending. */
+    private readonly customers: ReadonlySet<string>,
   ) {}
 
-  static async open(trx: Queryable, config: Config, moves: { ctx: Scope; customerId: string; currency: string }[]): Promise<SpendingGate> {
+  static async open(trx: Queryable, config: Config, moves: Move[]): Promise<SpendingGate> {
+    const plan = SpendingGate.plan(trx, config, moves);
+    const rows: unknown[][] = [];
+    for (const statement of plan.statements) rows.push((await trx.executeQuery(statement)).rows);
+    return plan.open(rows);
+  }
+
+  /**
+   * The statements that open a gate for `moves`, in lock order (none without a customer): each
+   * business's KYC levels, the spending locks, today's counters; `open` builds the gate from their
+   * rows. SpendingGate.open sends them one by one. A batch that knows its senders before it reads
+   * their accounts sends them with its other first locks, in one round trip (transfers/batch.ts).
+   */
+  static plan(
+    db: Queryable,
+    config: Config,
+    moves: Move[],
+  ): { statements: CompiledQuery<unknown>[]; open(rows: unknown[][]): SpendingGate } {
     const day = utcDay(new Date());
     const byScope = new Map<string, { scope: Scope; customers: Set<string> }>();
     for (const m of moves) {
@@ -77,19 +99,28 @@ export class SpendingGate {
       entry.customers.add(m.customerId);
       byScope.set(scopeKey(m.ctx), entry);
     }
-    const levels = new Map<string, KycLevel>();
-    for (const { scope, customers } of byScope.values()) {
-      for (const [customer, level] of await approvedLevels(trx, scope, [...customers])) levels.set(customer, level);
-    }
-    await repo.lockSpendingKeys(
-      trx,
-      moves.map((m) => repo.spendingKey(m.ctx, m.customerId)),
-    );
-    const spent = await readSpend(
-      trx,
-      moves.map((m) => ({ scope: m.ctx, customerId: m.customerId, currency: m.currency, day })),
-    );
-    return new SpendingGate(config, levels, spent, day);
+    const customers = new Set(moves.map((m) => `${scopeKey(m.ctx)}:${m.customerId}`));
+    if (moves.length === 0) return { statements: [], open: () => new SpendingGate(config, new Map(), new Map(), day, customers) };
+    const levelStatements = [...byScope.values()].map(({ scope, customers }) => approvedLevelsStatement(db, scope, [...customers]));
+    const keys = moves.map((m) => ({ scope: m.ctx, customerId: m.customerId, currency: m.currency, day }));
+    return {
+      statements: [
+        ...levelStatements,
+        repo.lockSpendingKeysStatement(
+          db,
+          moves.map((m) => repo.spendingKey(m.ctx, m.customerId)),
+        ),
+        readSpendStatement(db, keys),
+      ],
+      open(rows) {
+        const levels = new Map<string, KycLevel>();
+        for (const cases of rows.slice(0, levelStatements.length)) {
+          for (const [customer, level] of approvedLevelsOf(cases as Parameters<typeof approvedLevelsOf>[0])) levels.set(customer, level);
+        }
+        const spent = spendOf(rows[levelStatements.length + 1] as Parameters<typeof spendOf>[0]);
+        return new SpendingGate(config, levels, spent, day, customers);
+      },
+    };
   }
 
   private key(ctx: Scope, customerId: string, currency: string): SpendKey {
@@ -97,15 +128,22 @@ export class SpendingGate {
   }
 
   check(ctx: RequestContext, customerId: string, currency: string, amount: bigint): AppError | undefined {
+    this.assertOpenedFor(ctx, customerId);
     const id = spendKeyString(this.key(ctx, customerId, currency));
     const spent = (this.spent.get(id) ?? 0n) + (this.added.get(id)?.amount ?? 0n);
     return transactionLimitRefusal(ctx, this.config, this.levels.get(customerId), currency, amount, spent);
   }
 
   add(ctx: Scope, customerId: string, currency: string, amount: bigint): void {
+    this.assertOpenedFor(ctx, customerId);
     const key = this.key(ctx, customerId, currency);
     const id = spendKeyString(key);
     this.added.set(id, { key, amount: (this.added.get(id)?.amount ?? 0n) + amount });
+  }
+
+  private assertOpenedFor(ctx: Scope, customerId: string): void {
+    if (!this.customers.has(`${scopeKey(ctx)}:${customerId}`))
+      throw new Error(`the spending gate was not opened for customer ${customerId}`);
   }
 
   async flush(to: Writer): Promise<void> {

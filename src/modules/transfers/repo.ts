@@ -118,7 +118,11 @@ export const spendingKey = (ctx: Scope, customerId: string) => `transfer-limits:
 
 /** Takes the spending locks of `keys` in one statement, in key order (batches cannot deadlock on them). */
 export async function lockSpendingKeys(db: Queryable, keys: string[]) {
+  if (keys.length > 0) await db.executeQuery(lockSpendingKeysStatement(db, keys));
+}
+
+/** lockSpendingKeys (of at least one key) as a statement its caller sends (db/pipeline.ts). */
+export function lockSpendingKeysStatement(db: Queryable, keys: string[]) {
   const sorted = [...new Set(keys)].sort();
-  if (sorted.length === 0) return;
-  await sql`select pg_advisory_xact_lock(hashtextextended(k, 0)) from (select unnest(${sorted}::text[]) as k order by k) s`.execute(db);
+  return sql`select pg_advisory_xact_lock(hashtextextended(k, 0)) from (select unnest(${sorted}::text[]) as k order by k) s`.compile(db);
 }

@@ -38,18 +38,28 @@ export const spendKeyString = (k: SpendKey) => `${k.scope.tenantId}:${k.scope.en
  * locks, so no concurrent transfer of theirs can change them before the caller commits.
  */
 export async function readSpend(db: Queryable, keys: SpendKey[]): Promise<Map<string, bigint>> {
-  const out = new Map<string, bigint>();
-  if (keys.length === 0) return out;
+  return keys.length === 0 ? new Map() : spendOf((await db.executeQuery(readSpendStatement(db, keys))).rows);
+}
+
+type SpendRow = { tenant_id: string; environment: string; customer_id: string; currency: string; day: string; amount: bigint };
+
+/** readSpend (of at least one key) as a statement its caller sends (db/pipeline.ts); spendOf reads its rows. */
+export function readSpendStatement(db: Queryable, keys: SpendKey[]) {
   // eslint-disable-next-line no-restricted-syntax -- set-based over a batch's customers, each key with its own business and environment
-  const rows = await sql<{ tenant_id: string; environment: string; customer_id: string; currency: string; day: string; amount: bigint }>`
+  return sql<SpendRow>`
     select s.tenant_id, s.environment, s.customer_id, s.currency, s.day::text as day, s.amount
     from customer_daily_spend s
     join unnest(${keys.map((k) => k.scope.tenantId)}::uuid[], ${keys.map((k) => k.scope.environment)}::text[],
                 ${keys.map((k) => k.customerId)}::uuid[], ${keys.map((k) => k.currency)}::text[], ${keys.map((k) => k.day)}::date[])
       as k(tenant_id, environment, customer_id, currency, day)
       on s.tenant_id = k.tenant_id and s.environment = k.environment and s.customer_id = k.customer_id
-        and s.currency = k.currency and s.day = k.day`.execute(db);
-  for (const r of rows.rows) {
+        and s.currency = k.currency and s.day = k.day`.compile(db);
+}
+
+/** The counters of readSpend's rows, by spendKeyString. */
+export function spendOf(rows: SpendRow[]): Map<string, bigint> {
+  const out = new Map<string, bigint>();
+  for (const r of rows) {
     const key = {
       scope: { tenantId: r.tenant_id, environment: r.environment as Scope['environment'] },
       customerId: r.customer_id,
