@@ -184,7 +184,11 @@ export function postgresCpuMs(): number {
 export async function prepareDatabase(handle: DatabaseHandle): Promise<{ tenantId: string; key: string }> {
   await migrate(handle);
   const tenant = await handle.db.transaction().execute((trx) => createTenant(trx, 'Bench'));
-  await setSettings(handle.db, tenant.tenant_id, { rate_limit_per_minute: 1_000_000 });
+  await setSettings(handle.db, tenant.tenant_id, {
+    rate_limit_per_minute: 1_000_000,
+    // Customers' transfers are judged against these (customerAccounts): high enough never to refuse one.
+    kyc_limits: { basic: { NGN: { per_transaction: '1000000.00', daily: '1000000000.00' } } },
+  });
   return { tenantId: tenant.tenant_id, key: tenant.sandbox.secret_key };
 }
 
@@ -212,6 +216,28 @@ async function call(base: string, key: string, path: string, body: unknown): Pro
 /** `count` NGN accounts of the business, each funded through the API; returns their ids. */
 export function fundedAccounts(base: string, key: string, count: number): Promise<string[]> {
   return openAccounts(base, key, count, 'NGN', (id) => call(base, key, `/v1/simulations/accounts/${id}/fund`, { amount: '100000000.00' }));
+}
+
+/** `count` customers with approved KYC (sandbox), each with a funded NGN account; returns the accounts' ids. */
+export async function customerAccounts(base: string, key: string, count: number): Promise<string[]> {
+  const ids: string[] = [];
+  for (let i = 0; i < count; i++) {
+    const customer = await call(base, key, '/v1/customers', {
+      first_name: 'Ada',
+      last_name: `Bench${i}`,
+      email: `bench-${i}-${randomUUID().slice(0, 8)}@example.com`,
+      phone: '+2348012345678',
+      type: 'individual',
+      gender: 'female',
+      date_of_birth: '1990-01-15',
+      address: { address_line1: '12 Marina Road', city: 'Lagos', country: 'NG', postal_code: '101001', state: 'NG-LA' },
+    });
+    await call(base, key, `/v1/simulations/kyc/${customer.id}`, { outcome: 'approved', level: 'basic' });
+    const account = await call(base, key, '/v1/accounts', { currency: 'NGN', label: `bench-customer-${i}`, customer_id: customer.id });
+    await call(base, key, `/v1/simulations/accounts/${account.id}/fund`, { amount: '100000000.00' });
+    ids.push(account.id);
+  }
+  return ids;
 }
 
 /** `count` accounts of the business in `currency`, ten opened at a time, `then` run on each; returns their ids. */

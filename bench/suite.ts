@@ -11,6 +11,7 @@ import { pgbenchInit, pgbenchRun, type PgbenchResult } from './pgbench.js';
 import {
   admin,
   build,
+  customerAccounts,
   fundedAccounts,
   openAccounts,
   post,
@@ -336,6 +337,21 @@ export async function runBench(o: BenchOptions): Promise<{ rows: Row[]; reconcil
         rows.push({
           name: 'CPU per transfer at a steady 100/s (batches of one)',
           measured: cpuText(steadyCpu, run.ok),
+          reference: '',
+          target: '',
+        });
+        // The same load from customers' accounts: each transfer also reads the sender's KYC level,
+        // takes their spending lock and reads their day's counter (docs/money-path.md).
+        const customers = await customerAccounts(server.base, key, 20);
+        const fromCustomers = (): [string, string] => [
+          customers[Math.floor(Math.random() * customers.length)]!,
+          ids[Math.floor(Math.random() * ids.length)]!,
+        ];
+        await steadyTransfers({ base: server.base, key, seconds: 2, rate: 100 }, fromCustomers);
+        const own = await steadyTransfers({ base: server.base, key, seconds, rate: 100 }, fromCustomers);
+        rows.push({
+          name: "latency at a steady 100 transfers/s from customers' accounts (KYC limits, daily counters)",
+          measured: `${fmt(own.perSecond)}/s served of 100/s offered: p50 ${own.p50} ms, p99 ${own.p99} ms${failures(own)}`,
           reference: '',
           target: '',
         });
