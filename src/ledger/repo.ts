@@ -243,8 +243,10 @@ export async function finishHold(
     .executeTakeFirst();
 }
 
-/** Locks and reads balance rows in ascending id, in one statement (a posting batch's first step). */
-/** Locks and reads balance rows; each row also carries the transaction's time (now(), what the entries will be stamped with). */
+/**
+ * Locks and reads balance rows in ascending id, in one statement (a posting batch's first step);
+ * each row also carries the transaction's time (now(), what the entries will be stamped with).
+ */
 export async function lockBalancesReturning(db: Queryable, sortedIds: string[]): Promise<LockedBalanceRow[]> {
   if (sortedIds.length === 0) return [];
   const result = await sql<LockedBalanceRow>`
