@@ -3,6 +3,8 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BusinessSettings } from '../src/core/settings.js';
 import * as ledger from '../src/ledger/index.js';
+import * as accounts from '../src/modules/accounts/service.js';
+import { newId } from '../src/lib/ids.js';
 import { createMovements } from '../src/modules/transfers/service.js';
 import { setSettings } from '../src/modules/tenants/service.js';
 import { clientFor, johnDoe, startTestApp, type Client, type TestApp, countStatements } from './harness.js';
@@ -124,6 +126,35 @@ describe('batch posting: each transfer on its own', () => {
     // transactions, transfers, events, counters.
     expect(one).toBe(6);
     expect(fifty).toBe(one);
+  });
+
+  it('knows the owner and currency of the accounts it locked, per business; a known account whose transfer has a fee takes the usual path', async () => {
+    const { tenant, customer, open } = await setup('Known Ltd', '1000.00');
+    const fees = await open(null); // the business's oldest account: where its fees go
+    const own = await open(customer, '50.00');
+    const business = await open(null, '50.00');
+    const sink = await open(null);
+    const ctx = contextOf(tenant.tenant_id, { kyc_limits: { basic: { NGN: { per_transaction: '20.00', daily: '1000.00' } } } });
+    await t.db.transaction().execute((trx) => accounts.lockForMovement(trx, ctx, [own, business]));
+    expect(accounts.knownAccount(ctx, own)).toEqual({ scope: `${tenant.tenant_id}:sandbox`, customerId: customer, currency: 'NGN' });
+    expect(accounts.knownAccount(ctx, business)?.customerId).toBeNull();
+    // Another business, or the other environment, is told nothing about it.
+    expect(accounts.knownAccount({ ...ctx, environment: 'live' }, own)).toBeUndefined();
+    expect(accounts.knownAccount(contextOf(newId(), {}), own)).toBeUndefined();
+
+    // Known sources and a fee: the fee account is found (or created) after the spending locks and
+    // before the balance rows, as always; the batch still posts every fee.
+    const charged = { ...ctx, settings: { ...ctx.settings, fees: { internal_transfer: { NGN: { flat: '0.50' } } } } };
+    const req = (from: string) => ({ ctx: charged, config: t.config, body: transfer(from, sink, '1.00') as never });
+    const outcomes = await t.db.transaction().execute((trx) => createMovements(trx, [req(own), req(business), req(own)]));
+    expect(outcomes.map((o) => o.ok)).toEqual([true, true, true]);
+    const api = clientFor(t, tenant.sandbox.secret_key);
+    const after = await balances(api, [own, business, sink, fees]);
+    expect(after.get(own)).toBe(5_000n - 2n * 150n);
+    expect(after.get(business)).toBe(5_000n - 150n);
+    expect(after.get(sink)).toBe(300n);
+    expect(after.get(fees)).toBe(150n);
+    expect((await ledger.reconcile(t.db, tenant.tenant_id)).ok).toBe(true);
   });
 
   it('card fundings take the same path: mixed with internal transfers in one batch, each decided alone', async () => {

@@ -241,14 +241,15 @@ export interface KnownAccount {
   currency: string;
 }
 const known = new Map<string, KnownAccount>();
-/** Enough for every account that moves money often; the oldest are forgotten first. */
-const KNOWN_MAX = 100_000;
+/** About 200 bytes each, 10 MB in all; the least recently locked are forgotten first. */
+const KNOWN_MAX = 50_000;
 
 /** Remembers what never changes about the accounts a movement locked (knownAccount). */
 function remember(ctx: Scope, rows: AccountRow[]): Map<string, AccountRow> {
   const scope = scopeKey(ctx);
   for (const r of rows) {
-    if (known.size >= KNOWN_MAX && !known.has(r.id)) known.delete(known.keys().next().value!);
+    // Deleted and set again: a Map keeps insertion order, so the first key is the least recently locked.
+    if (!known.delete(r.id) && known.size >= KNOWN_MAX) known.delete(known.keys().next().value!);
     known.set(r.id, { scope, customerId: r.customer_id, currency: r.currency });
   }
   return new Map(rows.map((r) => [r.id, r]));
