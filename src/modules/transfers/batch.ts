@@ -50,11 +50,11 @@ const lockAccounts = (trx: Trx, reqs: MovementRequest[]) =>
  */
 async function lockFirst(trx: Trx, reqs: MovementRequest[]) {
   const ctx = reqs[0]?.ctx;
-  const sources = reqs.map(knownSource);
-  if (!ctx || reqs.some((req, k) => scopeKey(req.ctx) !== scopeKey(ctx) || !sources[k])) {
+  const sources = reqs.map(knownSource).filter((source) => source !== undefined);
+  if (!ctx || sources.length < reqs.length || reqs.some((req) => scopeKey(req.ctx) !== scopeKey(ctx))) {
     return { locked: await lockAccounts(trx, reqs), ahead: undefined };
   }
-  const senders = sources.flatMap((s) => (s!.customerId ? [{ ctx, customerId: s!.customerId, currency: s!.currency }] : []));
+  const senders = sources.flatMap((s) => (s.customerId ? [{ ctx, customerId: s.customerId, currency: s.currency }] : []));
   const gate = SpendingGate.plan(trx, reqs[0]!.config, senders);
   const ids = reqs.flatMap((req) => accountsNamed(req.body));
   const balances = balanceLockAhead(trx, ctx, ids);
