@@ -256,13 +256,16 @@ export async function lockBalancesReturning(db: Queryable, sortedIds: string[]):
 
 /** lockBalancesReturning of one business's accounts, as a statement its caller sends (db/pipeline.ts). */
 export function lockScopedBalancesStatement(db: Queryable, scope: LedgerScope, sortedIds: string[]): CompiledQuery<LockedBalanceRow> {
-  return scoped(db, 'ledger_balances', scope)
-    .selectAll()
-    .select(sql<Date>`now()`.as('tx_now'))
-    .where('account_id', 'in', sortedIds)
-    .orderBy('account_id')
-    .forUpdate()
-    .compile();
+  return (
+    scoped(db, 'ledger_balances', scope)
+      .selectAll()
+      .select(sql<Date>`now()`.as('tx_now'))
+      // One text whatever the number of ids (an IN list has one per count): prepared once per connection.
+      .where('account_id', '=', sql<string>`any(${sortedIds}::uuid[])`)
+      .orderBy('account_id')
+      .forUpdate()
+      .compile()
+  );
 }
 
 /** Adds each account's net deltas of a batch (posted, pending debits and credits): one statement for the batch. */
