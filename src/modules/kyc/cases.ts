@@ -45,12 +45,10 @@ export async function approvedLevel(db: Queryable, ctx: Scope, customerId: strin
   return best ? { level: best.level, approvedAt: best.reviewed_at ?? best.updated_at } : undefined;
 }
 
-/** The best approved level of each customer among `customerIds` (absent: none), in one query. */
-export async function approvedLevels(db: Queryable, ctx: Scope, customerIds: string[]): Promise<Map<string, KycLevel>> {
-  return approvedLevelsOf(await repo.casesOf(db, ctx, customerIds));
-}
-
-/** approvedLevels (of at least one customer) as a statement its caller sends; approvedLevelsOf reads its rows. */
+/**
+ * The cases of `customerIds` (at least one) as a statement its caller sends (db/pipeline.ts);
+ * approvedLevelsOf reads its rows: the best approved level of each customer (absent: none).
+ */
 export const approvedLevelsStatement = (db: Queryable, ctx: Scope, customerIds: string[]) => repo.casesOfStatement(db, ctx, customerIds);
 
 export function approvedLevelsOf(cases: repo.CaseRow[]): Map<string, KycLevel> {

@@ -15,7 +15,6 @@ import type { KycDocument, KycLevel, KycStatusResponse, StartKycBody, UploadDocu
 export { recheckAfterCustomerChange, reviewCase, simulateKyc, submitKyc } from './review.js';
 export {
   approvedLevel,
-  approvedLevels,
   approvedLevelsOf,
   approvedLevelsStatement,
   assertNotCompleted,

@@ -2,7 +2,7 @@ import type { CompiledQuery } from 'kysely';
 import type { Config } from '../../config.js';
 import type { Queryable, Trx } from '../../db/client.js';
 import type { Writer } from '../../db/write-set.js';
-import type { RequestContext } from '../../core/context.js';
+import { scopeKey, type RequestContext } from '../../core/context.js';
 import type { AppError } from '../../core/errors.js';
 import { requireFeature, transactionLimitRefusal } from '../features/service.js';
 import { approvedLevelsOf, approvedLevelsStatement } from '../kyc/service.js';
@@ -13,7 +13,6 @@ import { addSpend, readSpendStatement, spendKeyString, spendOf, utcDay, type Spe
 type Scope = Pick<RequestContext, 'tenantId' | 'environment'>;
 /** A movement out of a customer's account, as the gate sees it. */
 export type Move = { ctx: Scope; customerId: string; currency: string };
-const scopeKey = (s: Scope) => `${s.tenantId}:${s.environment}`;
 
 /**
  * The KYC gates of money leaving a customer's account, for one movement (payouts): the
@@ -99,8 +98,8 @@ export class SpendingGate {
       entry.customers.add(m.customerId);
       byScope.set(scopeKey(m.ctx), entry);
     }
-    const customers = new Set(moves.map((m) => `${scopeKey(m.ctx)}:${m.customerId}`));
-    if (moves.length === 0) return { statements: [], open: () => new SpendingGate(config, new Map(), new Map(), day, customers) };
+    const opened = new Set(moves.map((m) => `${scopeKey(m.ctx)}:${m.customerId}`));
+    if (moves.length === 0) return { statements: [], open: () => new SpendingGate(config, new Map(), new Map(), day, opened) };
     const levelStatements = [...byScope.values()].map(({ scope, customers }) => approvedLevelsStatement(db, scope, [...customers]));
     const keys = moves.map((m) => ({ scope: m.ctx, customerId: m.customerId, currency: m.currency, day }));
     return {
@@ -118,7 +117,7 @@ export class SpendingGate {
           for (const [customer, level] of approvedLevelsOf(cases as Parameters<typeof approvedLevelsOf>[0])) levels.set(customer, level);
         }
         const spent = spendOf(rows[levelStatements.length + 1] as Parameters<typeof spendOf>[0]);
-        return new SpendingGate(config, levels, spent, day, customers);
+        return new SpendingGate(config, levels, spent, day, opened);
       },
     };
   }

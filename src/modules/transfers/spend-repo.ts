@@ -33,17 +33,13 @@ export interface SpendKey {
 export const utcDay = (at: Date) => at.toISOString().slice(0, 10);
 export const spendKeyString = (k: SpendKey) => `${k.scope.tenantId}:${k.scope.environment}:${k.customerId}:${k.currency}:${k.day}`;
 
-/**
- * The counters of `keys` in one statement (missing = 0). Read under the customers' spending
- * locks, so no concurrent transfer of theirs can change them before the caller commits.
- */
-export async function readSpend(db: Queryable, keys: SpendKey[]): Promise<Map<string, bigint>> {
-  return keys.length === 0 ? new Map() : spendOf((await db.executeQuery(readSpendStatement(db, keys))).rows);
-}
-
 type SpendRow = { tenant_id: string; environment: string; customer_id: string; currency: string; day: string; amount: bigint };
 
-/** readSpend (of at least one key) as a statement its caller sends (db/pipeline.ts); spendOf reads its rows. */
+/**
+ * The counters of `keys` (at least one) as a statement its caller sends (db/pipeline.ts); spendOf
+ * reads its rows (missing = 0). Read under the customers' spending locks, so no concurrent
+ * transfer of theirs can change them before the caller commits.
+ */
 export function readSpendStatement(db: Queryable, keys: SpendKey[]) {
   // eslint-disable-next-line no-restricted-syntax -- set-based over a batch's customers, each key with its own business and environment
   return sql<SpendRow>`
@@ -56,7 +52,7 @@ export function readSpendStatement(db: Queryable, keys: SpendKey[]) {
         and s.currency = k.currency and s.day = k.day`.compile(db);
 }
 
-/** The counters of readSpend's rows, by spendKeyString. */
+/** The counters of readSpendStatement's rows, by spendKeyString. */
 export function spendOf(rows: SpendRow[]): Map<string, bigint> {
   const out = new Map<string, bigint>();
   for (const r of rows) {
