@@ -87,6 +87,8 @@ function assertBalanced(input: PostingInput): void {
 export class PostingBatch {
   private readonly pending: Pending[] = [];
   private readonly holds: { scope: LedgerScope; input: HoldInput; hold: Hold }[] = [];
+  /** Pending holds this batch voids (releaseHolds, tryPost releasing them): set voided at flush. */
+  private readonly released = new Set<string>();
 
   private constructor(
     private readonly balances: Map<string, Working>,
@@ -173,14 +175,58 @@ export class PostingBatch {
     return undefined;
   }
 
-  tryPost(scope: LedgerScope, input: PostingInput): PostResult {
+  /** The transaction's now(): what this batch's ledger rows are stamped with. */
+  get now(): Date {
+    return this.createdAt;
+  }
+
+  /**
+   * Checks and applies a posting against the working balances. `releasing`: pending holds (locked
+   * with ledger.lockPendingHolds) voided with it, both or neither: what they reserved is available
+   * to the posting, and on a refusal they stay as they were.
+   */
+  tryPost(scope: LedgerScope, input: PostingInput, releasing: Hold[] = []): PostResult {
     assertBalanced(input);
     const net = new Map<string, bigint>();
     for (const leg of input.legs) {
       this.working(scope, leg.accountId, leg.currency);
       net.set(leg.accountId, (net.get(leg.accountId) ?? 0n) - leg.amount);
     }
-    return this.overdrawn(net) ?? { ok: true, posting: this.apply(scope, input) };
+    this.releaseHolds(scope, releasing);
+    const refusal = this.overdrawn(net);
+    if (!refusal) return { ok: true, posting: this.apply(scope, input) };
+    this.restore(releasing);
+    return refusal;
+  }
+
+  /**
+   * Voids pending holds, locked with ledger.lockPendingHolds in this transaction: what each
+   * reserved on its debit account is available again, and its credit account's pending credit
+   * goes. Written at flush. A hold can be released once.
+   */
+  releaseHolds(scope: LedgerScope, holds: Hold[]): void {
+    const ids = new Set<string>();
+    for (const hold of holds) {
+      if (hold.status !== 'pending') throw new LedgerInvariantError(`hold ${hold.id} is ${hold.status}`);
+      if (this.released.has(hold.id) || ids.has(hold.id)) throw new LedgerInvariantError(`hold ${hold.id} is released twice`);
+      ids.add(hold.id);
+      this.working(scope, hold.debitAccountId, hold.currency);
+      this.working(scope, hold.creditAccountId, hold.currency);
+    }
+    for (const hold of holds) {
+      this.balances.get(hold.debitAccountId)!.pendingDebitsDelta -= hold.amount;
+      this.balances.get(hold.creditAccountId)!.pendingCreditsDelta -= hold.amount;
+      this.released.add(hold.id);
+    }
+  }
+
+  /** Undoes releaseHolds (a posting that released them was refused). */
+  private restore(holds: Hold[]): void {
+    for (const hold of holds) {
+      this.balances.get(hold.debitAccountId)!.pendingDebitsDelta += hold.amount;
+      this.balances.get(hold.creditAccountId)!.pendingCreditsDelta += hold.amount;
+      this.released.delete(hold.id);
+    }
   }
 
   /**
@@ -249,7 +295,7 @@ export class PostingBatch {
    * size; on a transaction now, or deferred into the caller's WriteSet (db/write-set.ts).
    */
   async flush(to: Writer): Promise<void> {
-    if (this.pending.length === 0 && this.holds.length === 0) return;
+    if (this.pending.length === 0 && this.holds.length === 0 && this.released.size === 0) return;
     // One statement for all of it, even alone (ledger.post): the parts touch different rows.
     await inOneStatement(to, async (set) => {
       const deltas = [...this.balances].filter(
@@ -294,6 +340,7 @@ export class PostingBatch {
           transaction_id: null,
         })),
       );
+      await repo.voidHolds(set, [...this.released]);
       await repo.insertTransactionsWithEntries(
         set,
         this.pending.map((p) => ({
@@ -317,6 +364,7 @@ export class PostingBatch {
       }
       this.pending.length = 0;
       this.holds.length = 0;
+      this.released.clear();
     });
   }
 }

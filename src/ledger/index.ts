@@ -27,6 +27,7 @@
  * - postHold(trx, scope, holdId, amount?) -> {hold, transaction}. Posts all or part (cards) of a
  *   pending hold and releases the rest. voidHold(trx, scope, holdId) -> Hold releases it.
  *   Each hold finishes at most once: a second post/void is 409 invalid_state_transition.
+ *   lockPendingHolds(trx, scope, ids) -> Map of the pending ones, locked, for a batch that voids them.
  * - getBalance / getBalances(db, scope, ids) -> Balance(s); lockBalances(trx, scope, ids) locks
  *   rows (ascending id) for decisions that must not race postings (closing at zero balance).
  * - getHold, getTransaction(db, scope, id) for reads; reconcile(db, tenantId?) proves zero-sum
@@ -37,7 +38,10 @@
  *   batch.tryPost(scope, input) -> {ok: true, posting} | {ok: false, reason: 'insufficient_funds',
  *   accountId} decides in memory (a refusal is a value, not an exception, and changes nothing);
  *   batch.tryHolds(scope, holds) reserves several holds together (a payout's principal and fee), all
- *   or none; batch.flush(writer) writes every accepted posting and hold as one statement
+ *   or none; batch.releaseHolds(scope, holds) voids locked pending holds, and tryPost(scope, input,
+ *   holds) voids them and posts together or does neither (a limit order executing: its hold is
+ *   released and the conversion booked); batch.flush(writer) writes every accepted posting, hold
+ *   and release as one statement
  *   (docs/money-path.md).
  *
  * Concurrency: a posting (or batch) first locks its balance rows FOR UPDATE in ascending account id
@@ -54,6 +58,7 @@ export {
   tryHold,
   postHold,
   voidHold,
+  lockPendingHolds,
   getHold,
   getBalance,
   getBalances,

@@ -219,6 +219,48 @@ describe('ledger posting', () => {
     expect((await ledger.getBalance(handle.db, scope, b))?.posted).toBe(400n);
   });
 
+  it('a batch voids locked holds, alone or with a posting they paid for: both or neither, once', async () => {
+    const a = await fundedAccount(1_000n);
+    const b = await fundedAccount(0n);
+    const sink = await tx((trx) => ledger.systemAccount(trx, scope, 'fx_position', 'NGN'));
+    const hold = (amount: bigint) =>
+      tx((trx) => ledger.hold(trx, scope, { debitAccountId: a, creditAccountId: sink, amount, currency: 'NGN', kind: 'fx_limit' }));
+    const [h1, h2, h3] = [await hold(600n), await hold(300n), await hold(50n)];
+    expect((await ledger.getBalance(handle.db, scope, a))?.available).toBe(50n);
+    const pay = (amount: bigint) => ({
+      kind: 'fx',
+      legs: [
+        { accountId: a, amount: -amount, currency: 'NGN' },
+        { accountId: b, amount, currency: 'NGN' },
+      ],
+    });
+    await tx(async (trx) => {
+      const holds = await ledger.lockPendingHolds(trx, scope, [h2.id, h1.id, h3.id, newId()]);
+      expect([...holds.keys()]).toEqual([h1.id, h2.id, h3.id].sort());
+      // Another business's holds are not locked.
+      expect((await ledger.lockPendingHolds(trx, { ...scope, tenantId: newId() }, [h1.id])).size).toBe(0);
+      const book = await ledger.PostingBatch.open(trx, [a, b, sink]);
+      // 700 is more than the 600 the hold frees with the 50 unheld: refused, and the hold stays.
+      expect(book.tryPost(scope, pay(700n), [holds.get(h1.id)!])).toEqual({ ok: false, reason: 'insufficient_funds', accountId: a });
+      expect(book.available(a)).toBe(50n);
+      expect(book.tryPost(scope, pay(650n), [holds.get(h1.id)!]).ok).toBe(true);
+      expect(book.available(a)).toBe(0n);
+      book.releaseHolds(scope, [holds.get(h2.id)!]);
+      expect(book.available(a)).toBe(300n);
+      expect(() => book.releaseHolds(scope, [holds.get(h2.id)!])).toThrow(ledger.LedgerInvariantError);
+      expect(() => book.releaseHolds(scope, [holds.get(h3.id)!, holds.get(h3.id)!])).toThrow(ledger.LedgerInvariantError);
+      await book.flush(trx);
+    });
+    expect(await ledger.getBalance(handle.db, scope, a)).toMatchObject({ posted: 350n, pendingDebits: 50n, available: 300n });
+    expect((await ledger.getBalance(handle.db, scope, sink))?.pendingCredits).toBe(50n);
+    expect((await ledger.getHold(handle.db, scope, h1.id))?.status).toBe('voided');
+    expect((await ledger.getHold(handle.db, scope, h2.id))?.status).toBe('voided');
+    expect((await ledger.getHold(handle.db, scope, h3.id))?.status).toBe('pending');
+    // Finished holds are not pending any more: a later batch does not see them.
+    expect((await tx((trx) => ledger.lockPendingHolds(trx, scope, [h1.id, h2.id]))).size).toBe(0);
+    await tx((trx) => ledger.voidHold(trx, scope, h3.id));
+  });
+
   it('reconciles', async () => {
     const report = await ledger.reconcile(handle.db, scope.tenantId);
     expect(report.ok).toBe(true);

@@ -226,6 +226,30 @@ export async function findHold(db: Queryable, scope: LedgerScope, id: string) {
   return scoped(db, 'ledger_holds', scope).selectAll().where('id', '=', id).executeTakeFirst();
 }
 
+/** Pending holds of `scope` among `ids`, locked in ascending id (a batch voiding them; finished ones are left out). */
+export async function lockPendingHolds(db: Queryable, scope: LedgerScope, ids: string[]) {
+  if (ids.length === 0) return [];
+  return scoped(db, 'ledger_holds', scope)
+    .selectAll()
+    .where('id', 'in', [...new Set(ids)].sort())
+    .where('status', '=', 'pending')
+    .orderBy('id')
+    .forUpdate()
+    .execute();
+}
+
+/** Voids many pending holds in one statement (a batch that locked them with lockPendingHolds). */
+export async function voidHolds(to: Writer, ids: string[]): Promise<void> {
+  if (ids.length === 0) return;
+  await write(to, (db) =>
+    db
+      .updateTable('ledger_holds')
+      .set({ status: 'voided', updated_at: sql<Date>`now()` })
+      .where('id', 'in', ids)
+      .where('status', '=', 'pending'),
+  );
+}
+
 /** Moves a pending hold to its final state; only a pending hold changes (at most once). */
 export async function finishHold(
   db: Queryable,

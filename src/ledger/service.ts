@@ -180,6 +180,15 @@ export async function voidHold(trx: Queryable, scope: LedgerScope, holdId: strin
   return toHold(finished);
 }
 
+/**
+ * The pending holds among `ids` in `scope`, locked (ascending id) for a batch that voids them
+ * (PostingBatch.releaseHolds, or tryPost releasing them): finished or unknown ones are absent.
+ */
+export async function lockPendingHolds(trx: Queryable, scope: LedgerScope, ids: string[]): Promise<Map<string, Hold>> {
+  const rows = await repo.lockPendingHolds(trx, scope, ids);
+  return new Map(rows.map((row) => [row.id, toHold(row)]));
+}
+
 export async function getHold(db: Queryable, scope: LedgerScope, holdId: string): Promise<Hold | undefined> {
   const row = await repo.findHold(db, scope, holdId);
   return row ? toHold(row) : undefined;

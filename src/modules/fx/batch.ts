@@ -172,10 +172,28 @@ export async function orderBatch(trx: Trx, reqs: OrderRequest[], writes?: WriteS
     else checked.push(c);
   }
 
-  // The accounts every posting needs beyond its own, found once per business and currency. A
-  // missing fx_position account gets an id now and is created with the batch's writes only if an
-  // accepted order used it (PostingBatch.addFresh): a refused order leaves nothing behind. So does
-  // a missing Fees account (accounts.batchFeeAccounts, created before the writes if used).
+  const others = conversionAccounts(trx);
+  const planned: Planned[] = [];
+  for (const c of checked) {
+    const currencies = { given: sourceCurrency(c.terms), received: destinationCurrency(c.terms) };
+    planned.push({ ...c, ...(await others.plan(c.req.ctx, c, currencies, c.p)) });
+  }
+  const book = await others.openBook(planned.flatMap((x) => x.legs.map((l) => l.accountId)));
+  const accepted = decide(planned, book, refuse);
+  await others.createUsed(book);
+  const answers = await inOneStatement(writes ?? trx, (set) => record(set, book, accepted));
+  accepted.forEach((a, k) => (outcomes[a.i] = { ok: true, data: answers[k]! }));
+  return outcomes.map((o) => o!);
+}
+
+/**
+ * The accounts a batch's conversions need beyond their own, found once per business and currency
+ * (market orders here, due limit orders in limit-batch.ts). A missing fx_position account gets an
+ * id now and is created with the batch's writes only if an accepted conversion used it
+ * (PostingBatch.addFresh): a refused one leaves nothing behind. So does a missing Fees account
+ * (accounts.batchFeeAccounts, created before the writes if used).
+ */
+export function conversionAccounts(trx: Trx) {
   const feeAccounts = accounts.batchFeeAccounts(trx);
   const positions = keyedOnce<string | undefined>();
   const fresh = new Map<string, { ctx: Scope; id: string; currency: string }>();
@@ -186,29 +204,30 @@ export async function orderBatch(trx: Trx, reqs: OrderRequest[], writes?: WriteS
     if (!fresh.has(key)) fresh.set(key, { ctx, id: newId(), currency });
     return fresh.get(key)!.id;
   };
-  const planned: Planned[] = [];
-  for (const c of checked) {
-    const { ctx } = c.req;
-    const [given, received] = [sourceCurrency(c.terms), destinationCurrency(c.terms)];
-    const parties = {
-      source: c.source,
-      destination: c.destination,
-      feeAccount: c.p.fee > 0n ? await feeAccounts.of(ctx, given) : undefined,
-    };
-    const legs = legsThrough({ given: await position(ctx, given), received: await position(ctx, received) }, conversionInput(parties, c.p));
-    planned.push({ ...c, parties, legs });
-  }
-
-  const book = await feeAccounts.openBook(
-    planned.flatMap((x) => x.legs.map((l) => l.accountId)),
-    [...fresh.values()].map((f) => f.id),
-  );
-  for (const f of fresh.values()) book.addFresh(f.ctx, f.id, 'fx_position', f.currency);
-  const accepted = decide(planned, book, refuse);
-  await feeAccounts.createUsed(book);
-  const answers = await inOneStatement(writes ?? trx, (set) => record(set, book, accepted));
-  accepted.forEach((a, k) => (outcomes[a.i] = { ok: true, data: answers[k]! }));
-  return outcomes.map((o) => o!);
+  return {
+    /** A conversion's parties (with the fee account when it pays a fee) and its legs through the positions. */
+    async plan(
+      ctx: Scope,
+      between: Pick<Parties, 'source' | 'destination'>,
+      currencies: { given: string; received: string },
+      p: Executed,
+    ): Promise<{ parties: Parties; legs: ledger.Leg[] }> {
+      const parties = { ...between, feeAccount: p.fee > 0n ? await feeAccounts.of(ctx, currencies.given) : undefined };
+      const through = { given: await position(ctx, currencies.given), received: await position(ctx, currencies.received) };
+      return { parties, legs: legsThrough(through, conversionInput(parties, p)) };
+    },
+    /** The batch's book over `accountIds` (locked), with the accounts found missing added unwritten. */
+    async openBook(accountIds: string[]): Promise<ledger.PostingBatch> {
+      const book = await feeAccounts.openBook(
+        accountIds,
+        [...fresh.values()].map((f) => f.id),
+      );
+      for (const f of fresh.values()) book.addFresh(f.ctx, f.id, 'fx_position', f.currency);
+      return book;
+    },
+    /** Creates the Fees accounts an accepted conversion paid into (before the writes). */
+    createUsed: (book: ledger.PostingBatch) => feeAccounts.createUsed(book),
+  };
 }
 
 /** Which customers the batch's bodies name exist, one read per business, by scopeKey. */

@@ -263,6 +263,54 @@ export async function claimPendingOrder(db: Queryable, id: string): Promise<Orde
     .executeTakeFirst();
 }
 
+/** Waiting orders among `ids`, locked for settling in ascending id; those no longer pending or held by another worker are absent. */
+export async function claimPendingOrders(db: Queryable, ids: string[]): Promise<OrderRow[]> {
+  if (ids.length === 0) return [];
+  return db
+    .selectFrom('fx_orders')
+    .selectAll()
+    .where('id', 'in', ids)
+    .where('status', '=', 'pending')
+    .orderBy('id')
+    .forUpdate()
+    .skipLocked()
+    .execute();
+}
+
+/** How a waiting order ends (limit-batch.ts): executed, expired or rejected. */
+export type OrderEnding = Pick<
+  OrderRow,
+  'id' | 'status' | 'rejection_reason' | 'rate' | 'mid_rate' | 'converted_amount' | 'fee' | 'ledger_transaction_id' | 'transaction_id'
+>;
+
+/**
+ * Ends many orders claimed in this transaction (claimPendingOrders) in one statement, each with its
+ * own columns; an executed one is stamped executed_at = now(). One part of a batch's writes.
+ */
+export async function endOrders(to: Writer, endings: OrderEnding[]): Promise<void> {
+  if (endings.length === 0) return;
+  const column = (pick: (e: OrderEnding) => string | bigint | null) =>
+    endings.map((e) => {
+      const value = pick(e);
+      return value === null ? null : String(value);
+    });
+  await write(
+    to,
+    () => sql`
+    update fx_orders o set status = e.status, rejection_reason = e.rejection_reason, rate = e.rate, mid_rate = e.mid_rate,
+      converted_amount = e.converted_amount, fee = e.fee, ledger_transaction_id = e.ledger_transaction_id,
+      transaction_id = e.transaction_id, executed_at = case when e.status = 'completed' then now() end, updated_at = now()
+    from (select unnest(${column((e) => e.id)}::uuid[]) as id, unnest(${column((e) => e.status)}::text[]) as status,
+                 unnest(${column((e) => e.rejection_reason)}::text[]) as rejection_reason,
+                 unnest(${column((e) => e.rate)}::numeric[]) as rate, unnest(${column((e) => e.mid_rate)}::numeric[]) as mid_rate,
+                 unnest(${column((e) => e.converted_amount)}::bigint[]) as converted_amount,
+                 unnest(${column((e) => e.fee)}::bigint[]) as fee,
+                 unnest(${column((e) => e.ledger_transaction_id)}::uuid[]) as ledger_transaction_id,
+                 unnest(${column((e) => e.transaction_id)}::uuid[]) as transaction_id) e
+    where o.id = e.id`,
+  );
+}
+
 /** The database clock, so the worker compares checked_at with the clock that wrote it. */
 export async function databaseNow(db: Queryable): Promise<Date> {
   const { rows } = await sql<{ now: Date }>`select now() as now`.execute(db);

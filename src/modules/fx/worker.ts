@@ -1,13 +1,32 @@
 import type { Config } from '../../config.js';
 import type { Db, Trx } from '../../db/client.js';
-import type { Environment } from '../../core/context.js';
+import { inOneStatement } from '../../db/write-set.js';
+import { groupByScope, scopeKey, type Environment } from '../../core/context.js';
 import { AppError } from '../../core/errors.js';
 import * as ledger from '../../ledger/index.js';
 import type { Job } from '../../core/job.js';
+import { keyedOnce } from '../../lib/memo.js';
 import * as accounts from '../accounts/service.js';
+import * as transactions from '../transactions/service.js';
+import { recordEvents } from '../webhooks/service.js';
 import { rateFromDb } from '../../lib/decimal.js';
 import { fxCustomerRate } from '../pricing/service.js';
-import { creditedAccountId, destinationCurrency, executeConversion, priceOrder, type Priced } from './execution.js';
+import { conversionAccounts } from './batch.js';
+import {
+  conversionSides,
+  conversionTerms,
+  creditedAccountId,
+  destinationCurrency,
+  executedColumns,
+  executeConversion,
+  priceOrder,
+  sourceCurrency,
+  toOrderResponse,
+  type ConversionTerms,
+  type Executed,
+  type Parties,
+  type Priced,
+} from './execution.js';
 import { closePendingOrder } from './orders.js';
 import * as repo from './repo.js';
 import type { RateBook } from '../../rails/fx.js';
@@ -15,6 +34,19 @@ import { rateBook } from './service.js';
 import { recheckInstruction } from './ssi.js';
 
 export type LimitOutcome = 'idle' | 'waiting' | 'completed' | 'expired' | 'rejected';
+
+/** Why an order's accounts no longer let it execute (gone, frozen, deleted), if they don't. */
+function accountsBlock(source: accounts.AccountRow | undefined, destination: accounts.AccountRow | undefined): string | null {
+  if (!source || !destination) return 'account_not_found';
+  try {
+    accounts.assertCanDebit(source, 'source_id');
+    accounts.assertCanCredit(destination, 'destination_id');
+  } catch (err) {
+    if (err instanceof AppError) return err.code;
+    throw err;
+  }
+  return null;
+}
 
 /**
  * Why a limit order can no longer execute (its accounts, or its settlement instruction, changed
@@ -26,11 +58,10 @@ async function blocked(
   source: accounts.AccountRow | undefined,
   destination: accounts.AccountRow | undefined,
 ): Promise<string | null> {
-  if (!source || !destination) return 'account_not_found';
+  const reason = accountsBlock(source, destination);
+  if (reason || order.destination_type !== 'ssi') return reason;
   try {
-    accounts.assertCanDebit(source, 'source_id');
-    accounts.assertCanCredit(destination, 'destination_id');
-    if (order.destination_type === 'ssi') await recheckInstruction(trx, scopeOf(order), order, destinationCurrency(order));
+    await recheckInstruction(trx, scopeOf(order), order, destinationCurrency(order));
   } catch (err) {
     if (err instanceof AppError) return err.code;
     throw err;
@@ -83,25 +114,171 @@ const scopeOf = (o: repo.OrderRow) => ({ tenantId: o.tenant_id, environment: o.e
 /**
  * One cheap scan transaction: claims up to `limit` waiting orders not checked since `since`
  * (FOR UPDATE SKIP LOCKED, so workers split the queue), notes them all checked, and returns the
- * ids of those that are due. Each due order is then settled in its own transaction, so one
- * failure never rolls back the others (a failed one is simply due again on the next pass).
+ * ids of those that are due: `due` settle together (settleDueOrders), `alone` each in its own
+ * transaction (an order settling to an instruction pays out in the same transaction).
  */
-export async function scanWaitingOrders(db: Db, since: Date, limit: number): Promise<{ claimed: number; due: string[] }> {
+export async function scanWaitingOrders(db: Db, since: Date, limit: number): Promise<{ claimed: number; due: string[]; alone: string[] }> {
   return db.transaction().execute(async (trx) => {
     const orders = await repo.claimWaitingOrders(trx, since, limit);
-    const books = new Map<string, RateBook>();
+    const books = keyedOnce<RateBook>();
     const due: string[] = [];
+    const alone: string[] = [];
     for (const order of orders) {
-      const key = `${order.tenant_id}:${order.environment}`;
-      if (!books.has(key)) books.set(key, await rateBook(trx, scopeOf(order)));
-      if (dueAction(order, books.get(key)!, Date.now())) due.push(order.id);
+      const book = await books(scopeKey(scopeOf(order)), () => rateBook(trx, scopeOf(order)));
+      if (dueAction(order, book, Date.now())) (order.destination_type === 'ssi' ? alone : due).push(order.id);
     }
     await repo.markChecked(
       trx,
       orders.map((o) => o.id),
     );
-    return { claimed: orders.length, due };
+    return { claimed: orders.length, due, alone };
   });
+}
+
+/** A due order decided under its lock: expired, rejected (why), or executing at its price. */
+type Decision = { order: repo.OrderRow; hold: ledger.Hold | undefined } & (
+  | { status: 'expired' }
+  | { status: 'rejected'; reason: string }
+  | { status: 'completed'; p: Executed; between: Pick<Parties, 'source' | 'destination'> }
+);
+
+/** An order the batch ends, with the columns it ends with and the event that says so (none for a rejection). */
+interface Closing {
+  order: repo.OrderRow;
+  ending: repo.OrderEnding;
+  event?: 'fx.order.completed' | 'fx.order.expired';
+}
+
+const UNEXECUTED = { rate: null, mid_rate: null, converted_amount: null, fee: null, ledger_transaction_id: null, transaction_id: null };
+
+/**
+ * Settles due limit orders together, in ONE transaction (docs/money-path.md), each re-checked
+ * under its row lock as settleLimitOrder checks one: expired after expires_at, executed when the
+ * customer rate reached its target, rejected when its accounts changed or the price outgrew the
+ * limits, or left waiting (the rate moved back). The holds are voided and the conversions posted
+ * in memory against the locked balances (ledger PostingBatch: a hold's release and its
+ * conversion go together or not at all), and everything is written in one statement: balances,
+ * holds, ledger rows, account transactions, the orders and their events. Orders settling to an
+ * instruction are not for this path (scanWaitingOrders sets them apart). Lock order: orders →
+ * accounts (share) → holds → (fee and fx_position accounts found) → balance rows, each
+ * ascending, as a lone order and a cancel (order → hold → balance rows). Returns each order's
+ * outcome by id (absent: no longer pending, or another worker holds it).
+ */
+export async function settleDueOrders(trx: Trx, ids: string[]): Promise<Map<string, LimitOutcome>> {
+  const outcomes = new Map<string, LimitOutcome>();
+  const orders = await repo.claimPendingOrders(trx, ids);
+  const books = keyedOnce<RateBook>();
+  const due: { order: repo.OrderRow; action: Exclude<Due, null> }[] = [];
+  for (const order of orders) {
+    if (order.destination_type === 'ssi') throw new ledger.LedgerInvariantError(`order ${order.id} settles alone`);
+    const action = dueAction(order, await books(scopeKey(scopeOf(order)), () => rateBook(trx, scopeOf(order))), Date.now());
+    if (action) due.push({ order, action });
+    else outcomes.set(order.id, 'waiting');
+  }
+  const locked = await accounts.lockForMovements(
+    trx,
+    due.flatMap(({ order, action }) =>
+      action === 'expire' ? [] : [{ ctx: scopeOf(order), ids: [order.source_id, creditedAccountId(order)] }],
+    ),
+  );
+  const holds = new Map<string, ledger.Hold>();
+  for (const { ctx, values } of groupByScope(
+    due.map(({ order }) => ({ ctx: scopeOf(order), values: order.hold_id ? [order.hold_id] : [] })),
+  )) {
+    for (const [id, hold] of await ledger.lockPendingHolds(trx, ctx, values)) holds.set(id, hold);
+  }
+  const decisions = due.map(({ order, action }) => decide(order, holds, locked, action));
+
+  const others = conversionAccounts(trx);
+  const planned = new Map<Decision, { parties: Parties; legs: ledger.Leg[] }>();
+  for (const d of decisions) {
+    if (d.status !== 'completed') continue;
+    const currencies = { given: sourceCurrency(d.order), received: destinationCurrency(d.order) };
+    planned.set(d, await others.plan(scopeOf(d.order), d.between, currencies, d.p));
+  }
+  const book = await others.openBook([
+    ...[...planned.values()].flatMap((x) => x.legs.map((l) => l.accountId)),
+    ...decisions.flatMap(({ hold }) => (hold ? [hold.debitAccountId, hold.creditAccountId] : [])),
+  ]);
+  const closings: Closing[] = [];
+  const executed: { order: repo.OrderRow; p: Executed; parties: Parties; terms: ConversionTerms; posting: ledger.PostedTransaction }[] = [];
+  for (const d of decisions) {
+    const release = d.hold ? [d.hold] : [];
+    if (d.status !== 'completed') {
+      book.releaseHolds(scopeOf(d.order), release);
+      const ending = { id: d.order.id, status: d.status, rejection_reason: d.status === 'rejected' ? d.reason : null, ...UNEXECUTED };
+      closings.push({ order: d.order, ending, ...(d.status === 'expired' ? { event: 'fx.order.expired' as const } : {}) });
+      outcomes.set(d.order.id, d.status);
+      continue;
+    }
+    const { parties, legs } = planned.get(d)!;
+    const terms = conversionTerms(d.order, parties.source.currency, d.p);
+    // The hold reserved the most this order can cost (sell: amount; buy: the cost at the target
+    // rate, which the current better-or-equal rate never exceeds), so this is not refused; were it,
+    // the order would keep its hold and wait for the next pass.
+    const result = book.tryPost(scopeOf(d.order), { kind: 'fx', reference: d.order.id, metadata: terms, legs }, release);
+    if (!result.ok) {
+      outcomes.set(d.order.id, 'waiting');
+      continue;
+    }
+    executed.push({ order: d.order, p: d.p, parties, terms, posting: result.posting });
+    outcomes.set(d.order.id, 'completed');
+  }
+  await others.createUsed(book);
+
+  await inOneStatement(trx, async (set) => {
+    await book.flush(set);
+    const txs = await transactions.recordMovements(
+      set,
+      executed.map((x) => ({
+        ctx: scopeOf(x.order),
+        movement: { reference: x.order.id, posting: x.posting, sides: conversionSides(x.order, x.parties, x.p, x.terms) },
+      })),
+    );
+    executed.forEach((x, k) => {
+      const columns = executedColumns(x.p, x.terms, x.posting.id, txs[k]![0]?.id ?? null);
+      closings.push({ order: x.order, ending: { id: x.order.id, rejection_reason: null, ...columns }, event: 'fx.order.completed' });
+    });
+    await repo.endOrders(
+      set,
+      closings.map((c) => c.ending),
+    );
+    // Each event carries the order as the database now holds it (stamped with the transaction's now()).
+    const at = book.now;
+    await recordEvents(
+      set,
+      closings.flatMap(({ order, ending, event }) => {
+        if (!event) return [];
+        const row = { ...order, ...ending, executed_at: ending.status === 'completed' ? at : null, updated_at: at };
+        return [{ ctx: scopeOf(order), eventType: event, data: toOrderResponse(row) }];
+      }),
+    );
+  });
+  return outcomes;
+}
+
+/** How a due order ends, judged as settleLimitOrder judges it alone (its ssi recheck aside). */
+function decide(
+  order: repo.OrderRow,
+  holds: Map<string, ledger.Hold>,
+  locked: Map<string, Map<string, accounts.AccountRow>>,
+  action: Exclude<Due, null>,
+): Decision {
+  const hold = order.hold_id ? holds.get(order.hold_id) : undefined;
+  if (order.hold_id && !hold) throw new ledger.LedgerInvariantError(`the hold of order ${order.id} is not pending`);
+  if (action === 'expire') return { order, hold, status: 'expired' };
+  const rows = locked.get(scopeKey(scopeOf(order)));
+  const [source, destination] = [rows?.get(order.source_id), rows?.get(creditedAccountId(order))];
+  const reason = accountsBlock(source, destination);
+  if (reason) return { order, hold, status: 'rejected', reason };
+  try {
+    const p = { ...priceOrder(order, action.rate, order.fee_bps), mid: action.mid, rate: action.rate };
+    return { order, hold, status: 'completed', p, between: { source: source!, destination: destination! } };
+  } catch (err) {
+    // A much better rate than the target can push the proceeds past the amount limit.
+    if (err instanceof AppError) return { order, hold, status: 'rejected', reason: err.code };
+    throw err;
+  }
 }
 
 /**
@@ -141,8 +318,28 @@ async function refuseSettlement(db: Db, id: string, err: AppError): Promise<Limi
     return 'rejected';
   });
 }
-
 const BATCH = 200;
+
+/**
+ * Settles the due orders of one scan: those that can together (settleDueOrders), then each of
+ * the others alone. Should the batch fail (a deadlock, a hold in an unexpected state), its orders
+ * are settled one by one instead, so one order's trouble never holds back the rest, and the
+ * failing one reports its own error (the worker logs it).
+ */
+export async function settleDue(db: Db, config: Config, due: string[], alone: string[]): Promise<void> {
+  let one = alone;
+  if (due.length > 0) {
+    try {
+      await db.transaction().execute((trx) => settleDueOrders(trx, due));
+    } catch {
+      one = [...due, ...alone];
+    }
+  }
+  // An order that fails alone does not stop the ones after it; the first failure is reported.
+  const failures: unknown[] = [];
+  for (const id of one) await settleLimitOrder(db, config, id).catch((err: unknown) => failures.push(err));
+  if (failures.length > 0) throw failures[0];
+}
 
 /**
  * The background job: each pass looks at every waiting order once, BATCH per scan (a full batch
@@ -156,8 +353,8 @@ export function limitOrderJob(db: Db, config: Config): Job {
     async tick() {
       // A continuing pass keeps its start time, so a long queue is walked once, not re-read.
       since ??= await repo.databaseNow(db);
-      const { claimed, due } = await scanWaitingOrders(db, since, BATCH);
-      for (const id of due) await settleLimitOrder(db, config, id);
+      const { claimed, due, alone } = await scanWaitingOrders(db, since, BATCH);
+      await settleDue(db, config, due, alone);
       if (claimed < BATCH) since = undefined;
       return claimed === BATCH;
     },
