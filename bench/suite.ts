@@ -4,7 +4,9 @@ import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sql } from 'kysely';
 import { openPGlite, openPostgres, type DatabaseHandle } from '../src/db/client.js';
+import { loadConfig } from '../src/config.js';
 import { reconcile } from '../src/ledger/index.js';
+import { scanWaitingOrders, settleDue, settleLimitOrder } from '../src/modules/fx/worker.js';
 import { seedHistory } from './history.js';
 import { accountReadLoad, fxOrderLoad, healthzLoad, transferLoad, VIA_PROXY, type LoadResult } from './load.js';
 import { pgbenchInit, pgbenchRun, type PgbenchResult } from './pgbench.js';
@@ -358,7 +360,7 @@ export async function runBench(o: BenchOptions): Promise<{ rows: Row[]; reconcil
       }
       if (has('bulk')) rows.push(await bulk(server, key, ids));
       // Last on this server, and before it stops: the reconcile below then covers the FX postings too.
-      if (has('fx') && pgSpread) rows.push(await fx(server, key, ids, pgSpread));
+      if (has('fx') && pgSpread) rows.push(...(await fx(server, handle, key, ids, pgSpread)));
       const rss = server.peakRssMiB();
       mainRss = rss;
       rows.push({
@@ -524,18 +526,75 @@ export async function runBench(o: BenchOptions): Promise<{ rows: Row[]; reconcil
   }
 
   /** POST /v1/fx/orders, market orders from the funded NGN accounts to as many USD accounts of the business. */
-  async function fx(server: Server, key: string, ngn: string[], spread: LoadResult): Promise<Row> {
+  async function fx(server: Server, handle: DatabaseHandle, key: string, ngn: string[], spread: LoadResult): Promise<Row[]> {
     log(`fx: market orders, 100.00 NGN sold for USD, ${o.accounts} NGN + ${o.accounts} USD accounts`);
     const usd = await openAccounts(server.base, key, o.accounts, 'USD');
     const pick = () => [ngn[Math.floor(Math.random() * ngn.length)]!, usd[Math.floor(Math.random() * usd.length)]!] as [string, string];
     // A route the server has not served yet: its first requests pay for compiling its code.
     await fxOrderLoad(loadOpts(server, key, { seconds: Math.min(3, o.loadSeconds) }), pick);
     const run = await fxOrderLoad(loadOpts(server, key), pick);
-    return {
+    const market: Row = {
       name: `FX market orders/s over HTTP, ${o.accounts} + ${o.accounts} accounts`,
       measured: `${fmt(run.perSecond)}/s, p50 ${run.p50} ms, p99 ${run.p99} ms${failures(run)}`,
       reference: `spread transfers on the same server: ${fmt(spread.perSecond)}/s`,
       ratio: run.perSecond / spread.perSecond,
+      target: '',
+    };
+    return [market, await dueLimitOrders(server, handle, key, pick)];
+  }
+
+  /**
+   * Limit orders whose target the rate has reached, settled by the worker's pass (fx/worker.ts,
+   * run here on the bench's own connections: the server runs no workers), together as the worker
+   * settles them, against the same pass settling each order alone (as before #16).
+   */
+  async function dueLimitOrders(server: Server, handle: DatabaseHandle, key: string, pick: () => [string, string]): Promise<Row> {
+    const [aloneCount, togetherCount] = o.loadSeconds < 10 ? [200, 1000] : [500, 2000];
+    const place = async (count: number) => {
+      for (let i = 0; i < count; i += 25) {
+        await Promise.all(
+          Array.from({ length: Math.min(25, count - i) }, async () => {
+            const [from, to] = pick();
+            // The bid (about 0.00064 USD per NGN) is above the target: due at the worker's first look.
+            const body = {
+              order_type: 'limit',
+              side: 'sell',
+              pair: { base: 'NGN', quote: 'USD' },
+              amount: '100.00',
+              target_rate: '0.0005',
+            };
+            const res = await post(server.base, key, '/v1/fx/orders', { ...body, source_id: from, destination_id: to });
+            if (res.status !== 200) throw new Error(`limit order: ${res.status} ${JSON.stringify(res.body)}`);
+          }),
+        );
+      }
+    };
+    const config = loadConfig({ ...process.env, DATABASE_URL: undefined, PROFILE: 'development' });
+    /** One pass of the worker over every waiting order; settled orders per second. */
+    const pass = async (settle: (due: string[]) => Promise<void>) => {
+      const since = new Date(Date.now() + 60_000);
+      let settled = 0;
+      const start = performance.now();
+      for (;;) {
+        const { claimed, due } = await scanWaitingOrders(handle.db, since, 200);
+        await settle(due);
+        settled += due.length;
+        if (claimed < 200) break;
+      }
+      return { settled, perSecond: settled / ((performance.now() - start) / 1000) };
+    };
+    log(`fx: ${aloneCount} due limit orders settled one by one, then ${togetherCount} as the worker settles them`);
+    await place(aloneCount);
+    const alone = await pass(async (due) => {
+      for (const id of due) await settleLimitOrder(handle.db, config, id);
+    });
+    await place(togetherCount);
+    const together = await pass((due) => settleDue(handle.db, config, due, []));
+    return {
+      name: 'due FX limit orders settled/s by the worker (batches of up to 200)',
+      measured: `${fmt(together.perSecond)}/s (${fmt(together.settled)} orders)`,
+      reference: `the same pass settling each order alone: ${fmt(alone.perSecond)}/s (${fmt(alone.settled)} orders)`,
+      ratio: together.perSecond / alone.perSecond,
       target: '',
     };
   }
