@@ -3,6 +3,7 @@ import { sql } from 'kysely';
 import { Batcher, type BatcherOptions } from '../db/batcher.js';
 import type { Db, Trx } from '../db/client.js';
 import { write, WriteSet } from '../db/write-set.js';
+import { valuesOf } from '../db/values.js';
 import { canonicalJson } from '../lib/json.js';
 import { sha256Hex, type Sealer } from '../lib/crypto.js';
 import { newId } from '../lib/ids.js';
@@ -230,9 +231,11 @@ export class BatchedIdempotency<I, T> {
       // eslint-disable-next-line no-restricted-syntax -- set-based over a batch's keys, each with its own business and environment
       () => sql`
       update idempotency_keys k set state = 'completed', response_status = u.s, response_body = u.b, response_sealed = false
-      from unnest(${stored.map((s) => s.item.tenantId)}::uuid[], ${stored.map((s) => s.item.environment)}::text[],
-                  ${stored.map((s) => s.item.key)}::text[], ${stored.map((s) => s.item.token)}::uuid[],
-                  ${stored.map((s) => s.status)}::int[], ${stored.map((s) => s.text)}::text[]) as u(t, e, k, c, s, b)
+      from ${valuesOf(
+        'u',
+        { t: 'uuid', e: 'text', k: 'text', c: 'uuid', s: 'int', b: 'text' },
+        stored.map((s) => [s.item.tenantId, s.item.environment, s.item.key, s.item.token, s.status, s.text]),
+      )}
       where k.tenant_id = u.t and k.environment = u.e and k.key = u.k and k.claim_token = u.c`,
     );
   }
@@ -245,8 +248,11 @@ export class BatchedIdempotency<I, T> {
       // eslint-disable-next-line no-restricted-syntax -- set-based over a batch's keys, each with its own business and environment
       () => sql`
       delete from idempotency_keys k
-      using unnest(${dropped.map((d) => d.tenantId)}::uuid[], ${dropped.map((d) => d.environment)}::text[],
-                   ${dropped.map((d) => d.key)}::text[], ${dropped.map((d) => d.token)}::uuid[]) as u(t, e, k, c)
+      using ${valuesOf(
+        'u',
+        { t: 'uuid', e: 'text', k: 'text', c: 'uuid' },
+        dropped.map((d) => [d.tenantId, d.environment, d.key, d.token]),
+      )}
       where k.tenant_id = u.t and k.environment = u.e and k.key = u.k and k.claim_token = u.c`,
     );
   }

@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DatabaseHandle } from '../db/client.js';
 import { AppError } from '../core/errors.js';
@@ -260,6 +261,54 @@ describe('ledger posting', () => {
     expect((await tx((trx) => ledger.lockPendingHolds(trx, scope, [h1.id, h2.id]))).size).toBe(0);
     await tx((trx) => ledger.voidHold(trx, scope, h3.id));
   });
+
+  it.runIf(process.env.DATABASE_URL)(
+    'a batch write of a repeated shape runs on a cached generic plan, not planned anew on every call',
+    async () => {
+      const a = await fundedAccount(1_000n);
+      const b = await fundedAccount(0n);
+      // A ledger of some size, as PostgreSQL's statistics see it: on a handful of rows any plan is cheap.
+      const other = newId();
+      await sql`insert into ledger_accounts (id, tenant_id, environment, currency, kind)
+        select gen_random_uuid(), ${other}::uuid, 'sandbox', 'NGN', 'account' from generate_series(1, 20000)`.execute(handle.db);
+      await sql`insert into ledger_balances (account_id, tenant_id, environment, currency, allow_negative)
+        select id, tenant_id, environment, currency, false from ledger_accounts where tenant_id = ${other}::uuid`.execute(handle.db);
+      await sql`analyze ledger_balances`.execute(handle.db);
+      const plans = await handle.db.connection().execute(async (conn) => {
+        // One connection: its prepared statements are its own (earlier tests may have used it too).
+        const counts = async () => {
+          const { rows } = await sql<{ name: string; generic_plans: string; custom_plans: string }>`
+          select name, generic_plans::text, custom_plans::text from pg_prepared_statements
+          where statement like '%update ledger_balances b set posted%'`.execute(conn);
+          return new Map(rows.map((r) => [r.name, { generic: Number(r.generic_plans), custom: Number(r.custom_plans) }]));
+        };
+        const before = await counts();
+        for (let i = 0; i < 10; i++) {
+          await conn.transaction().execute(async (trx) => {
+            const book = await ledger.PostingBatch.open(trx, [a, b]);
+            const legs = [
+              { accountId: a, amount: -1n, currency: 'NGN' },
+              { accountId: b, amount: 1n, currency: 'NGN' },
+            ];
+            expect(book.tryPost(scope, { kind: 't', legs }).ok).toBe(true);
+            await book.flush(trx);
+          });
+        }
+        const after = await counts();
+        return [...after].map(([name, n]) => ({
+          generic: n.generic - (before.get(name)?.generic ?? 0),
+          custom: n.custom - (before.get(name)?.custom ?? 0),
+        }));
+      });
+      // Ten calls of one statement text: prepared by the second at the latest (db/client.ts), planned
+      // for each of its first five runs (PostgreSQL's rule), then run on the generic plan. With
+      // unnest(array parameters) the generic plan was never chosen: 9 custom plans, 0 generic.
+      const ours = plans.filter((p) => p.generic + p.custom > 0);
+      expect(ours).toHaveLength(1);
+      expect(ours[0]!.generic).toBeGreaterThan(0);
+      expect(ours[0]!.custom).toBeLessThanOrEqual(5);
+    },
+  );
 
   it('reconciles', async () => {
     const report = await ledger.reconcile(handle.db, scope.tenantId);

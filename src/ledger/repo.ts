@@ -2,6 +2,7 @@ import { sql, type ColumnType, type CompiledQuery, type Selectable } from 'kysel
 import type { Queryable } from '../db/client.js';
 import { scoped } from '../db/scoped.js';
 import { write, writeTogether, type Writer } from '../db/write-set.js';
+import { valuesOf } from '../db/values.js';
 import type { LedgerScope, SystemRole } from './types.js';
 
 /** Ledger tables: touched only by this file (src/ledger is the only writer of entries and balances). */
@@ -298,16 +299,13 @@ export async function addBalanceDeltas(
   deltas: { accountId: string; posted: bigint; pendingDebits: bigint; pendingCredits: bigint }[],
 ) {
   if (deltas.length === 0) return;
-  const column = (pick: (d: (typeof deltas)[number]) => bigint) => deltas.map((d) => pick(d).toString());
-  const ids = deltas.map((d) => d.accountId);
+  const rows = deltas.map((d) => [d.accountId, d.posted.toString(), d.pendingDebits.toString(), d.pendingCredits.toString()]);
   await write(
     to,
     () => sql`
     update ledger_balances b set posted = b.posted + d.posted, pending_debits = b.pending_debits + d.debits,
       pending_credits = b.pending_credits + d.credits, version = b.version + 1
-    from (select unnest(${ids}::uuid[]) as id, unnest(${column((d) => d.posted)}::bigint[]) as posted,
-                 unnest(${column((d) => d.pendingDebits)}::bigint[]) as debits,
-                 unnest(${column((d) => d.pendingCredits)}::bigint[]) as credits) d
+    from ${valuesOf('d', { id: 'uuid', posted: 'bigint', debits: 'bigint', credits: 'bigint' }, rows)}
     where b.account_id = d.id`,
   );
 }

@@ -1,6 +1,7 @@
 import { sql, type ColumnType, type Insertable, type Selectable, type Updateable } from 'kysely';
 import type { Queryable } from '../../db/client.js';
 import { write, writeTogether, type Writer } from '../../db/write-set.js';
+import { valuesOf } from '../../db/values.js';
 import type { RequestContext } from '../../core/context.js';
 import { paginate, type Page } from '../../db/pagination.js';
 import { isUuid } from '../../lib/ids.js';
@@ -289,24 +290,36 @@ export type OrderEnding = Pick<
  */
 export async function endOrders(to: Writer, endings: OrderEnding[]): Promise<void> {
   if (endings.length === 0) return;
-  const column = (pick: (e: OrderEnding) => string | bigint | null) =>
-    endings.map((e) => {
-      const value = pick(e);
-      return value === null ? null : String(value);
-    });
+  const text = (value: string | bigint | null) => (value === null ? null : String(value));
+  const rows = endings.map((e) => [
+    e.id,
+    e.status,
+    e.rejection_reason,
+    e.rate,
+    e.mid_rate,
+    text(e.converted_amount),
+    text(e.fee),
+    e.ledger_transaction_id,
+    e.transaction_id,
+  ]);
+  const columns = {
+    id: 'uuid',
+    status: 'text',
+    rejection_reason: 'text',
+    rate: 'numeric',
+    mid_rate: 'numeric',
+    converted_amount: 'bigint',
+    fee: 'bigint',
+    ledger_transaction_id: 'uuid',
+    transaction_id: 'uuid',
+  };
   await write(
     to,
     () => sql`
     update fx_orders o set status = e.status, rejection_reason = e.rejection_reason, rate = e.rate, mid_rate = e.mid_rate,
       converted_amount = e.converted_amount, fee = e.fee, ledger_transaction_id = e.ledger_transaction_id,
       transaction_id = e.transaction_id, executed_at = case when e.status = 'completed' then now() end, updated_at = now()
-    from (select unnest(${column((e) => e.id)}::uuid[]) as id, unnest(${column((e) => e.status)}::text[]) as status,
-                 unnest(${column((e) => e.rejection_reason)}::text[]) as rejection_reason,
-                 unnest(${column((e) => e.rate)}::numeric[]) as rate, unnest(${column((e) => e.mid_rate)}::numeric[]) as mid_rate,
-                 unnest(${column((e) => e.converted_amount)}::bigint[]) as converted_amount,
-                 unnest(${column((e) => e.fee)}::bigint[]) as fee,
-                 unnest(${column((e) => e.ledger_transaction_id)}::uuid[]) as ledger_transaction_id,
-                 unnest(${column((e) => e.transaction_id)}::uuid[]) as transaction_id) e
+    from ${valuesOf('e', columns, rows)}
     where o.id = e.id`,
   );
 }

@@ -2,6 +2,7 @@ import type { ColumnType } from 'kysely';
 import { sql } from 'kysely';
 import type { Queryable } from '../../db/client.js';
 import { write, type Writer } from '../../db/write-set.js';
+import { valuesOf } from '../../db/values.js';
 import type { RequestContext } from '../../core/context.js';
 
 export interface CustomerDailySpendTable {
@@ -86,23 +87,21 @@ export async function addSpend(to: Writer, changes: { key: SpendKey; amount: big
   );
 }
 
-const cols = (list: { key: SpendKey }[]) => ({
-  t: list.map((x) => x.key.scope.tenantId),
-  e: list.map((x) => x.key.scope.environment),
-  c: list.map((x) => x.key.customerId),
-  cur: list.map((x) => x.key.currency),
-  d: list.map((x) => x.key.day),
-});
+/** Counters and amounts as rows (db/values.ts): u(t, e, c, cur, d, a). */
+const counterRows = (list: { key: SpendKey; amount: bigint }[]) =>
+  valuesOf(
+    'u',
+    { t: 'uuid', e: 'text', c: 'uuid', cur: 'text', d: 'date', a: 'bigint' },
+    list.map(({ key, amount }) => [key.scope.tenantId, key.scope.environment, key.customerId, key.currency, key.day, amount.toString()]),
+  );
 
 async function upsertAdd(to: Writer, list: { key: SpendKey; amount: bigint }[]) {
   if (list.length === 0) return;
-  const k = cols(list);
   await write(
     to,
     () => sql`
     insert into customer_daily_spend as s (tenant_id, environment, customer_id, currency, day, amount)
-    select * from unnest(${k.t}::uuid[], ${k.e}::text[], ${k.c}::uuid[], ${k.cur}::text[], ${k.d}::date[],
-      ${list.map((c) => c.amount.toString())}::bigint[])
+    select * from ${counterRows(list)}
     on conflict (tenant_id, environment, customer_id, currency, day) do update set amount = s.amount + excluded.amount`,
   );
 }
@@ -110,14 +109,12 @@ async function upsertAdd(to: Writer, list: { key: SpendKey; amount: bigint }[]) 
 /** Gives amounts back (failed payouts); a counter never goes below zero (a day before the backfill). */
 async function subtract(to: Writer, list: { key: SpendKey; amount: bigint }[]) {
   if (list.length === 0) return;
-  const k = cols(list);
   await write(
     to,
     // eslint-disable-next-line no-restricted-syntax -- set-based over a batch's customers, each key with its own business and environment
     () => sql`
     update customer_daily_spend s set amount = greatest(0, s.amount + u.a)
-    from unnest(${k.t}::uuid[], ${k.e}::text[], ${k.c}::uuid[], ${k.cur}::text[], ${k.d}::date[],
-      ${list.map((c) => c.amount.toString())}::bigint[]) as u(t, e, c, cur, d, a)
+    from ${counterRows(list)}
     where s.tenant_id = u.t and s.environment = u.e and s.customer_id = u.c and s.currency = u.cur and s.day = u.d`,
   );
 }
