@@ -15,11 +15,23 @@ import { cloneTemplateDatabase, johnDoe } from './harness.js';
  * the client's turns (it sends, then waits for an answer before it sends again). Bytes from the
  * client reach the server 20 ms late, so statements the client writes one after the other without
  * waiting for an answer are one turn, as they are for PostgreSQL. Not counted: a connection's
- * start-up and the process heartbeat (db/instance.ts), which run beside any unit of work. PGlite
+ * start-up and the process heartbeat (db/instance.ts, by its text or, once prepared, by its
+ * statement's name), which run beside any unit of work. PGlite
  * has no wire: PostgreSQL only.
  */
 function turnCounter(target: { host: string; port: number }) {
   const state = { turns: 0 };
+  /** Per connection (the app side's port): the names its heartbeat statement was prepared under. */
+  const heartbeats = new Map<number, Set<string>>();
+  /** Whether what the app sent on the connection from `port` is the process heartbeat (db/instance.ts). */
+  const isHeartbeat = (port: number, text: string) => {
+    const names = heartbeats.get(port) ?? new Set<string>();
+    heartbeats.set(port, names);
+    const parsed = /P[\s\S]{4}([a-z_0-9]+)\0insert into process_instances/.exec(text);
+    if (parsed) names.add(parsed[1]!);
+    const bound = /^B[\s\S]{4}\0([a-z_0-9]+)\0/.exec(text);
+    return text.includes('insert into process_instances') || (bound !== null && names.has(bound[1]!));
+  };
   const sockets = new Set<Socket>();
   const server: Server = createServer((client) => {
     const upstream = connect(target.port, target.host);
@@ -27,7 +39,7 @@ function turnCounter(target: { host: string; port: number }) {
     let clientSpokeLast = false;
     let started = false;
     client.on('data', (chunk) => {
-      const counted = started && !chunk.includes('insert into process_instances');
+      const counted = started && !isHeartbeat(client.remotePort!, chunk.toString('latin1'));
       started = true;
       if (!clientSpokeLast && counted) state.turns++;
       clientSpokeLast = true;
@@ -46,6 +58,7 @@ function turnCounter(target: { host: string; port: number }) {
   });
   return {
     state,
+    isHeartbeat,
     listen: () =>
       new Promise<number>((resolve) => server.listen(0, '127.0.0.1', () => resolve((server.address() as { port: number }).port))),
     close: () => {
@@ -92,23 +105,30 @@ describe.skipIf(!url)('round trips on the wire (PostgreSQL)', () => {
     expect(await turnsOf(() => handle.db.transaction().execute(async () => {}))).toBe(1);
   });
 
-  it('BEGIN leaves in one write with the first statement: one system call and one wake-up of the server', async () => {
-    await sql`select 1`.execute(handle.db); // the connection is open
-    // Each write the app's connections hand the kernel (a corked stream's buffered chunks go as one _writev).
+  /** Writes the app's connections hand the kernel during `work` (a corked stream's buffered chunks go as one _writev). */
+  async function writesOf(work: () => Promise<unknown>): Promise<number> {
     let writes = 0;
     const proto = Socket.prototype as unknown as Record<'_write' | '_writev', (...a: unknown[]) => unknown>;
     const originals = { _write: proto._write, _writev: proto._writev };
     for (const k of ['_write', '_writev'] as const)
       proto[k] = function (this: Socket, ...a: unknown[]) {
-        if (this.remotePort === proxyPort) writes++;
+        const chunks = k === '_writev' ? (a[0] as { chunk: Buffer | string }[]).map((c) => c.chunk) : [a[0] as Buffer | string];
+        const text = chunks.map((c) => (typeof c === 'string' ? c : c.toString('latin1'))).join('');
+        if (this.remotePort === proxyPort && !proxy.isHeartbeat(this.localPort!, text)) writes++;
         return originals[k].apply(this, a);
       };
     try {
-      await handle.db.transaction().execute((trx) => sql`select 1`.execute(trx));
+      await work();
     } finally {
       Object.assign(proto, originals);
     }
-    expect(writes).toBe(2); // BEGIN with the statement, then COMMIT
+    return writes;
+  }
+
+  it('BEGIN leaves in one write with the first statement: one system call and one wake-up of the server', async () => {
+    await sql`select 1`.execute(handle.db); // the connection is open
+    // BEGIN with the statement, then COMMIT
+    expect(await writesOf(() => handle.db.transaction().execute((trx) => sql`select 1`.execute(trx)))).toBe(2);
   });
 
   it('a failed statement after BEGIN fails the transaction, which leaves nothing behind', async () => {
@@ -158,6 +178,9 @@ describe.skipIf(!url)('round trips on the wire (PostgreSQL)', () => {
       expect(handle.changes!.live).toBe(true);
       await transfer(); // the key is cached under the live feed's lifetime from here on
       expect(await turnsOf(transfer)).toBe(3);
+      // The statements of a turn leave in one write: BEGIN with the claim, the accounts with the
+      // balance rows (two writes until they were corked together), the writes, COMMIT.
+      expect(await writesOf(transfer)).toBe(4);
 
       // A customer's transfer also reads the KYC levels, takes the spending lock and reads the day's
       // counter: those leave with the accounts too once the source is known (seven turns before).
@@ -169,6 +192,8 @@ describe.skipIf(!url)('round trips on the wire (PostgreSQL)', () => {
         post('/v1/transfers', { source: { id: own }, destination: { destination_type: 'internal_account', id: to }, amount: '1.00' });
       await spend(); // the source is known from here on
       expect(await turnsOf(spend)).toBe(3);
+      // The accounts, KYC levels, spending lock, counter and balance rows in one write (five before).
+      expect(await writesOf(spend)).toBe(4);
     } finally {
       await app.close();
     }

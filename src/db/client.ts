@@ -159,7 +159,21 @@ function resilientPool(pool: pg.Pool, prepared: boolean): PostgresPool {
       // A BEGIN sent but not yet answered (see below): the next statement reports its failure.
       let beginning: Promise<unknown> | undefined;
       const socket = socketOf(client);
+      // Statements issued in one synchronous run (a batch's first locks, db/pipeline.ts) leave in
+      // one write: the socket is corked at the first and uncorked once that run is over (a
+      // microtask), not written once per statement (pg corks each statement's own messages only).
+      let corked = false;
+      const corkThisRun = () => {
+        if (!socket || corked) return;
+        corked = true;
+        socket.cork();
+        queueMicrotask(() => {
+          corked = false;
+          socket.uncork();
+        });
+      };
       const send = (args: [string, unknown[]], begun: Promise<unknown> | undefined) => {
+        corkThisRun();
         // Statements with parameters only: BEGIN, COMMIT and migrations' scripts stay simple queries.
         const name =
           named && typeof args[0] === 'string' && Array.isArray(args[1]) && args[1].length > 0 ? named.nameOf(args[0]) : undefined;
