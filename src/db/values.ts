@@ -1,22 +1,34 @@
 import { sql, type RawBuilder } from 'kysely';
 
+/** Up to this many rows go as a VALUES list; more as unnest(arrays) (see valuesOf). */
+export const VALUES_ROWS_MAX = 8;
+
 /**
- * A batch's rows as a VALUES list of typed parameters, for a set-wise write (`UPDATE … FROM`,
- * `DELETE … USING`, `INSERT … SELECT`): `(values ($1::uuid, $2::bigint), …) as d(id, amount)`.
+ * A batch's rows as a relation for a set-wise write (`UPDATE … FROM`, `DELETE … USING`,
+ * `INSERT … SELECT`): `… as d(id, amount)`. `columns` maps each column's name to its SQL type,
+ * in row order.
  *
- * Not `unnest(array parameters)`: PostgreSQL cannot see how many elements a parameter holds, so
- * a prepared statement's generic plan counts on ten rows from each unnest, costs more than the
- * custom plan made for the actual one or two, and is never chosen. Every call then planned the
- * batch's whole write statement anew, 0.6 ms of a lone transfer's 1.5 ms in PostgreSQL at a
- * steady 100/s (docs/money-path.md). A VALUES list states its rows, so both plans cost the same
- * and, from the sixth call of a statement text, the generic one is reused. `columns` maps each
- * column's name to its SQL type, in row order.
+ * A few rows (a lone movement's, a small batch's) go as a VALUES list of typed parameters. Joined
+ * to `unnest(array parameters)` instead, a prepared statement's generic plan counts on ten rows
+ * from each array it cannot see into, costs more than the custom plan made for the actual one or
+ * two, and is never chosen: every lone transfer's write statement was planned anew, 0.6 ms of its
+ * 1.5 ms in PostgreSQL at a steady 100/s (docs/money-path.md). A VALUES list states its rows, so
+ * both plans cost the same and, from the sixth call of a statement text, the generic one is
+ * reused. More rows go as unnest(arrays): one parameter per column whatever the count, so the
+ * statement text does not change with the batch's size, and a large batch's planning is shared
+ * by its many movements anyway (a VALUES list there measured slower under the spread load).
  */
 export function valuesOf(alias: string, columns: Record<string, string>, rows: readonly (readonly unknown[])[]): RawBuilder<unknown> {
+  const names = Object.keys(columns);
   const types = Object.values(columns);
-  const list = rows.map((row) => {
+  for (const row of rows) {
     if (row.length !== types.length) throw new Error(`valuesOf(${alias}): a row of ${row.length} values for ${types.length} columns`);
-    return sql`(${sql.join(row.map((value, i) => sql`${value}::${sql.raw(types[i]!)}`))})`;
-  });
-  return sql`(values ${sql.join(list)}) as ${sql.raw(alias)}(${sql.raw(Object.keys(columns).join(', '))})`;
+  }
+  const relation = sql.raw(`${alias}(${names.join(', ')})`);
+  if (rows.length > VALUES_ROWS_MAX) {
+    const arrays = types.map((type, i) => sql`${rows.map((row) => row[i])}::${sql.raw(type)}[]`);
+    return sql`unnest(${sql.join(arrays)}) as ${relation}`;
+  }
+  const list = rows.map((row) => sql`(${sql.join(row.map((value, i) => sql`${value}::${sql.raw(types[i]!)}`))})`);
+  return sql`(values ${sql.join(list)}) as ${relation}`;
 }
