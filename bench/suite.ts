@@ -6,7 +6,7 @@ import { sql } from 'kysely';
 import { openPGlite, openPostgres, type DatabaseHandle } from '../src/db/client.js';
 import { loadConfig } from '../src/config.js';
 import { reconcile } from '../src/ledger/index.js';
-import { scanWaitingOrders, settleDue, settleLimitOrder } from '../src/modules/fx/worker.js';
+import { LIMIT_ORDER_SCAN, scanWaitingOrders, settleDue, settleLimitOrder } from '../src/modules/fx/worker.js';
 import { seedHistory } from './history.js';
 import { accountReadLoad, fxOrderLoad, healthzLoad, transferLoad, VIA_PROXY, type LoadResult } from './load.js';
 import { pgbenchInit, pgbenchRun, type PgbenchResult } from './pgbench.js';
@@ -576,10 +576,10 @@ export async function runBench(o: BenchOptions): Promise<{ rows: Row[]; reconcil
       let settled = 0;
       const start = performance.now();
       for (;;) {
-        const { claimed, due } = await scanWaitingOrders(handle.db, since, 200);
+        const { claimed, due } = await scanWaitingOrders(handle.db, since, LIMIT_ORDER_SCAN);
         await settle(due);
         settled += due.length;
-        if (claimed < 200) break;
+        if (claimed < LIMIT_ORDER_SCAN) break;
       }
       return { settled, perSecond: settled / ((performance.now() - start) / 1000) };
     };
@@ -591,7 +591,7 @@ export async function runBench(o: BenchOptions): Promise<{ rows: Row[]; reconcil
     await place(togetherCount);
     const together = await pass((due) => settleDue(handle.db, config, due, []));
     return {
-      name: 'due FX limit orders settled/s by the worker (batches of up to 200)',
+      name: `due FX limit orders settled/s by the worker (batches of up to ${LIMIT_ORDER_SCAN})`,
       measured: `${fmt(together.perSecond)}/s (${fmt(together.settled)} orders)`,
       reference: `the same pass settling each order alone: ${fmt(alone.perSecond)}/s (${fmt(alone.settled)} orders)`,
       ratio: together.perSecond / alone.perSecond,

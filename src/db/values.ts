@@ -1,7 +1,7 @@
 import { sql, type RawBuilder } from 'kysely';
 
 /** Up to this many rows go as a VALUES list; more as unnest(arrays) (see valuesOf). */
-export const VALUES_ROWS_MAX = 8;
+const VALUES_ROWS_MAX = 8;
 
 /**
  * A batch's rows as a relation for a set-wise write (`UPDATE … FROM`, `DELETE … USING`,

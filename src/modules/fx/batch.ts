@@ -188,7 +188,7 @@ export async function orderBatch(trx: Trx, reqs: OrderRequest[], writes?: WriteS
 
 /**
  * The accounts a batch's conversions need beyond their own, found once per business and currency
- * (market orders here, due limit orders in limit-batch.ts). A missing fx_position account gets an
+ * (market orders here, due limit orders in worker.ts). A missing fx_position account gets an
  * id now and is created with the batch's writes only if an accepted conversion used it
  * (PostingBatch.addFresh): a refused one leaves nothing behind. So does a missing Fees account
  * (accounts.batchFeeAccounts, created before the writes if used).

@@ -278,7 +278,7 @@ export async function claimPendingOrders(db: Queryable, ids: string[]): Promise<
     .execute();
 }
 
-/** How a waiting order ends (limit-batch.ts): executed, expired or rejected. */
+/** How a waiting order ends (worker.ts settleDueOrders): executed, expired or rejected. */
 export type OrderEnding = Pick<
   OrderRow,
   'id' | 'status' | 'rejection_reason' | 'rate' | 'mid_rate' | 'converted_amount' | 'fee' | 'ledger_transaction_id' | 'transaction_id'

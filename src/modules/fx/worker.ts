@@ -2,7 +2,7 @@ import type { Config } from '../../config.js';
 import type { Db, Trx } from '../../db/client.js';
 import { inOneStatement } from '../../db/write-set.js';
 import { groupByScope, scopeKey, type Environment } from '../../core/context.js';
-import { AppError } from '../../core/errors.js';
+import { AppError, refusalOf } from '../../core/errors.js';
 import * as ledger from '../../ledger/index.js';
 import type { Job } from '../../core/job.js';
 import { keyedOnce } from '../../lib/memo.js';
@@ -60,13 +60,8 @@ async function blocked(
 ): Promise<string | null> {
   const reason = accountsBlock(source, destination);
   if (reason || order.destination_type !== 'ssi') return reason;
-  try {
-    await recheckInstruction(trx, scopeOf(order), order, destinationCurrency(order));
-  } catch (err) {
-    if (err instanceof AppError) return err.code;
-    throw err;
-  }
-  return null;
+  const refused = await refusalOf(() => recheckInstruction(trx, scopeOf(order), order, destinationCurrency(order)));
+  return refused instanceof AppError ? refused.code : null;
 }
 
 /** Executes a limit order whose target was reached: the hold is voided and the conversion booked, together. */
@@ -111,6 +106,12 @@ function dueAction(order: repo.OrderRow, book: RateBook, now: number): Due {
 
 const scopeOf = (o: repo.OrderRow) => ({ tenantId: o.tenant_id, environment: o.environment as Environment });
 
+/** The rate book of each order's business, read once per business in `trx`. */
+function rateBooks(trx: Trx): (order: repo.OrderRow) => Promise<RateBook> {
+  const books = keyedOnce<RateBook>();
+  return (order) => books(scopeKey(scopeOf(order)), () => rateBook(trx, scopeOf(order)));
+}
+
 /**
  * One cheap scan transaction: claims up to `limit` waiting orders not checked since `since`
  * (FOR UPDATE SKIP LOCKED, so workers split the queue), notes them all checked, and returns the
@@ -120,12 +121,11 @@ const scopeOf = (o: repo.OrderRow) => ({ tenantId: o.tenant_id, environment: o.e
 export async function scanWaitingOrders(db: Db, since: Date, limit: number): Promise<{ claimed: number; due: string[]; alone: string[] }> {
   return db.transaction().execute(async (trx) => {
     const orders = await repo.claimWaitingOrders(trx, since, limit);
-    const books = keyedOnce<RateBook>();
+    const bookOf = rateBooks(trx);
     const due: string[] = [];
     const alone: string[] = [];
     for (const order of orders) {
-      const book = await books(scopeKey(scopeOf(order)), () => rateBook(trx, scopeOf(order)));
-      if (dueAction(order, book, Date.now())) (order.destination_type === 'ssi' ? alone : due).push(order.id);
+      if (dueAction(order, await bookOf(order), Date.now())) (order.destination_type === 'ssi' ? alone : due).push(order.id);
     }
     await repo.markChecked(
       trx,
@@ -167,11 +167,11 @@ const UNEXECUTED = { rate: null, mid_rate: null, converted_amount: null, fee: nu
 export async function settleDueOrders(trx: Trx, ids: string[]): Promise<Map<string, LimitOutcome>> {
   const outcomes = new Map<string, LimitOutcome>();
   const orders = await repo.claimPendingOrders(trx, ids);
-  const books = keyedOnce<RateBook>();
+  const bookOf = rateBooks(trx);
   const due: { order: repo.OrderRow; action: Exclude<Due, null> }[] = [];
   for (const order of orders) {
     if (order.destination_type === 'ssi') throw new ledger.LedgerInvariantError(`order ${order.id} settles alone`);
-    const action = dueAction(order, await books(scopeKey(scopeOf(order)), () => rateBook(trx, scopeOf(order))), Date.now());
+    const action = dueAction(order, await bookOf(order), Date.now());
     if (action) due.push({ order, action });
     else outcomes.set(order.id, 'waiting');
   }
@@ -318,7 +318,8 @@ async function refuseSettlement(db: Db, id: string, err: AppError): Promise<Limi
     return 'rejected';
   });
 }
-const BATCH = 200;
+/** Waiting orders per scan, and so the most one batch settles. */
+export const LIMIT_ORDER_SCAN = 200;
 
 /**
  * Settles the due orders of one scan: those that can together (settleDueOrders), then each of
@@ -342,7 +343,7 @@ export async function settleDue(db: Db, config: Config, due: string[], alone: st
 }
 
 /**
- * The background job: each pass looks at every waiting order once, BATCH per scan (a full batch
+ * The background job: each pass looks at every waiting order once, LIMIT_ORDER_SCAN per scan (a full batch
  * says "more", so the loop continues at once), and settles the due ones.
  */
 export function limitOrderJob(db: Db, config: Config): Job {
@@ -353,10 +354,10 @@ export function limitOrderJob(db: Db, config: Config): Job {
     async tick() {
       // A continuing pass keeps its start time, so a long queue is walked once, not re-read.
       since ??= await repo.databaseNow(db);
-      const { claimed, due, alone } = await scanWaitingOrders(db, since, BATCH);
+      const { claimed, due, alone } = await scanWaitingOrders(db, since, LIMIT_ORDER_SCAN);
       await settleDue(db, config, due, alone);
-      if (claimed < BATCH) since = undefined;
-      return claimed === BATCH;
+      if (claimed < LIMIT_ORDER_SCAN) since = undefined;
+      return claimed === LIMIT_ORDER_SCAN;
     },
   };
 }
