@@ -126,7 +126,7 @@ describe('payouts above the threshold with approvals on', () => {
     await drain();
     expect((await api.get(`/v1/transfers/${res.body.data.id}`)).body.data.transfer_status).toBe('completed');
     expect(res.body.data).not.toHaveProperty('approval_status');
-    expect(
+    await expect(
       t.db.selectFrom('approvals').select('id').where('subject_id', '=', res.body.data.id).executeTakeFirst(),
     ).resolves.toBeUndefined();
   });

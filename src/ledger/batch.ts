@@ -89,6 +89,8 @@ export class PostingBatch {
   private readonly holds: { scope: LedgerScope; input: HoldInput; hold: Hold }[] = [];
   /** Pending holds this batch voids (releaseHolds, tryPost releasing them): set voided at flush. */
   private readonly released = new Set<string>();
+  /** Pending holds this batch posts (postHolds): set posted, with their transactions, at flush. */
+  private readonly posted = new Map<string, { postedAmount: bigint; transactionId: string }>();
 
   private constructor(
     private readonly balances: Map<string, Working>,
@@ -205,10 +207,41 @@ export class PostingBatch {
    * goes. Written at flush. A hold can be released once.
    */
   releaseHolds(scope: LedgerScope, holds: Hold[]): void {
+    this.takePending(scope, holds);
+    for (const hold of holds) this.released.add(hold.id);
+  }
+
+  /**
+   * Posts pending holds in full, locked with ledger.lockPendingHolds in this transaction, as
+   * ledger.postHold posts one: each becomes a ledger transaction of the hold's kind and reference
+   * (its metadata plus hold_id), what it reserved becomes the posted movement, and it is marked
+   * posted at flush. Never refused: the hold reserved the funds when it was taken.
+   */
+  postHolds(scope: LedgerScope, holds: Hold[]): PostedTransaction[] {
+    this.takePending(scope, holds);
+    return holds.map((hold) => {
+      const posting = this.apply(scope, {
+        kind: hold.kind,
+        reference: hold.reference,
+        metadata: { ...hold.metadata, hold_id: hold.id },
+        legs: [
+          { accountId: hold.debitAccountId, amount: -hold.amount, currency: hold.currency },
+          { accountId: hold.creditAccountId, amount: hold.amount, currency: hold.currency },
+        ],
+      });
+      this.posted.set(hold.id, { postedAmount: hold.amount, transactionId: posting.id });
+      return posting;
+    });
+  }
+
+  /** Takes pending holds off the working balances' pending sides (each once per batch), after checking them all. */
+  private takePending(scope: LedgerScope, holds: Hold[]): void {
     const ids = new Set<string>();
     for (const hold of holds) {
       if (hold.status !== 'pending') throw new LedgerInvariantError(`hold ${hold.id} is ${hold.status}`);
-      if (this.released.has(hold.id) || ids.has(hold.id)) throw new LedgerInvariantError(`hold ${hold.id} is released twice`);
+      if (this.released.has(hold.id) || this.posted.has(hold.id) || ids.has(hold.id)) {
+        throw new LedgerInvariantError(`hold ${hold.id} is finished twice`);
+      }
       ids.add(hold.id);
       this.working(scope, hold.debitAccountId, hold.currency);
       this.working(scope, hold.creditAccountId, hold.currency);
@@ -216,7 +249,6 @@ export class PostingBatch {
     for (const hold of holds) {
       this.balances.get(hold.debitAccountId)!.pendingDebitsDelta -= hold.amount;
       this.balances.get(hold.creditAccountId)!.pendingCreditsDelta -= hold.amount;
-      this.released.add(hold.id);
     }
   }
 
@@ -260,6 +292,7 @@ export class PostingBatch {
         postedAmount: null,
         kind: input.kind,
         reference: input.reference ?? null,
+        metadata: input.metadata ?? {},
         transactionId: null,
       };
       this.holds.push({ scope, input, hold });
@@ -295,7 +328,7 @@ export class PostingBatch {
    * size; on a transaction now, or deferred into the caller's WriteSet (db/write-set.ts).
    */
   async flush(to: Writer): Promise<void> {
-    if (this.pending.length === 0 && this.holds.length === 0 && this.released.size === 0) return;
+    if (this.pending.length === 0 && this.holds.length === 0 && this.released.size === 0 && this.posted.size === 0) return;
     // One statement for all of it, even alone (ledger.post): the parts touch different rows.
     await inOneStatement(to, async (set) => {
       const deltas = [...this.balances].filter(
@@ -341,6 +374,10 @@ export class PostingBatch {
         })),
       );
       await repo.voidHolds(set, [...this.released]);
+      await repo.postHolds(
+        set,
+        [...this.posted].map(([id, p]) => ({ id, ...p })),
+      );
       await repo.insertTransactionsWithEntries(
         set,
         this.pending.map((p) => ({
@@ -365,6 +402,7 @@ export class PostingBatch {
       this.pending.length = 0;
       this.holds.length = 0;
       this.released.clear();
+      this.posted.clear();
     });
   }
 }

@@ -262,6 +262,55 @@ describe('ledger posting', () => {
     await tx((trx) => ledger.voidHold(trx, scope, h3.id));
   });
 
+  it('a batch posts locked holds in full, as postHold posts one, each once', async () => {
+    const a = await fundedAccount(1_000n);
+    const sink = await tx((trx) => ledger.systemAccount(trx, scope, 'settlement', 'NGN'));
+    const hold = (amount: bigint, kind: string) =>
+      tx((trx) =>
+        ledger.hold(trx, scope, {
+          debitAccountId: a,
+          creditAccountId: sink,
+          amount,
+          currency: 'NGN',
+          kind,
+          reference: 'r',
+          metadata: { n: 1 },
+        }),
+      );
+    const [h1, h2, h3] = [await hold(600n, 'payout'), await hold(100n, 'payout_fee'), await hold(50n, 'payout')];
+    const sinkBefore = (await ledger.getBalance(handle.db, scope, sink))!;
+    const postings = await tx(async (trx) => {
+      const holds = await ledger.lockPendingHolds(trx, scope, [h1.id, h2.id]);
+      const book = await ledger.PostingBatch.open(trx, [a, sink]);
+      const posted = book.postHolds(scope, [holds.get(h1.id)!, holds.get(h2.id)!]);
+      // What they reserved is spent, not available again: the 50 still held stays held.
+      expect(book.available(a)).toBe(250n);
+      expect(() => book.postHolds(scope, [holds.get(h1.id)!])).toThrow(ledger.LedgerInvariantError);
+      expect(() => book.releaseHolds(scope, [holds.get(h2.id)!])).toThrow(ledger.LedgerInvariantError);
+      await book.flush(trx);
+      return posted;
+    });
+    // Entries in lock order with their balances after, chained through the batch.
+    expect(postings.map((p) => [p.kind, p.entries.find((e) => e.accountId === a)?.balanceAfter])).toEqual([
+      ['payout', 400n],
+      ['payout_fee', 300n],
+    ]);
+    expect(await ledger.getBalance(handle.db, scope, a)).toMatchObject({ posted: 300n, pendingDebits: 50n, available: 250n });
+    expect(await ledger.getBalance(handle.db, scope, sink)).toMatchObject({
+      posted: sinkBefore.posted + 700n,
+      pendingCredits: sinkBefore.pendingCredits - 700n,
+    });
+    expect(await ledger.getHold(handle.db, scope, h1.id)).toMatchObject({
+      status: 'posted',
+      postedAmount: 600n,
+      transactionId: postings[0]!.id,
+    });
+    const stored = await ledger.getTransaction(handle.db, scope, postings[1]!.id);
+    expect(stored).toMatchObject({ kind: 'payout_fee', reference: 'r', metadata: { n: 1, hold_id: h2.id } });
+    await tx((trx) => ledger.voidHold(trx, scope, h3.id));
+    expect((await ledger.reconcile(handle.db, scope.tenantId)).ok).toBe(true);
+  });
+
   it.runIf(process.env.DATABASE_URL)(
     'a batch write of a repeated shape runs on a cached generic plan, not planned anew on every call',
     async () => {

@@ -251,6 +251,22 @@ export async function voidHolds(to: Writer, ids: string[]): Promise<void> {
   );
 }
 
+/** Posts many pending holds in full in one statement (a batch that locked them with lockPendingHolds). */
+export async function postHolds(to: Writer, holds: { id: string; postedAmount: bigint; transactionId: string }[]): Promise<void> {
+  if (holds.length === 0) return;
+  await write(
+    to,
+    () => sql`
+    update ledger_holds h set status = 'posted', posted_amount = u.a, transaction_id = u.t, updated_at = now()
+    from ${valuesOf(
+      'u',
+      { id: 'uuid', a: 'bigint', t: 'uuid' },
+      holds.map((x) => [x.id, x.postedAmount, x.transactionId]),
+    )}
+    where h.id = u.id and h.status = 'pending'`,
+  );
+}
+
 /** Moves a pending hold to its final state; only a pending hold changes (at most once). */
 export async function finishHold(
   db: Queryable,

@@ -80,6 +80,7 @@ function toHold(row: repo.HoldRow): Hold {
     postedAmount: row.posted_amount,
     kind: row.kind,
     reference: row.reference,
+    metadata: row.metadata,
     transactionId: row.transaction_id,
   };
 }

@@ -70,5 +70,7 @@ export interface Hold {
   postedAmount: bigint | null;
   kind: string;
   reference: string | null;
+  /** What the hold was taken with; its posting carries it (with hold_id). */
+  metadata: Record<string, unknown>;
   transactionId: string | null;
 }

@@ -3,6 +3,7 @@ import type { Queryable } from '../db/client.js';
 import { scoped, scopedUpdate } from '../db/scoped.js';
 import { newId } from '../lib/ids.js';
 import type { RequestContext } from '../core/context.js';
+import { valuesOf } from '../db/values.js';
 
 type LedgerScope = Pick<RequestContext, 'tenantId' | 'environment'>;
 import type { PayeeDetails, PayoutInstruction, PayoutState } from './payouts.js';
@@ -81,6 +82,25 @@ export async function movePayout(
     .where('state', 'in', from)
     .returningAll()
     .executeTakeFirst();
+}
+
+/**
+ * Moves the rail payouts of many transfers (locked in this transaction) from `submitted` to
+ * `settled` in one statement, as movePayout does one; returns the transfer ids it moved.
+ */
+export async function settlePayouts(db: Queryable, payouts: { scope: LedgerScope; transferId: string }[]): Promise<Set<string>> {
+  if (payouts.length === 0) return new Set();
+  // eslint-disable-next-line no-restricted-syntax -- set-based over payouts of several businesses, each row matched on its own scope
+  const result = await sql<{ transfer_id: string }>`
+    update rail_payouts r set state = 'settled', reason = null, updated_at = now()
+    from ${valuesOf(
+      'u',
+      { t: 'uuid', e: 'text', id: 'uuid' },
+      payouts.map((p) => [p.scope.tenantId, p.scope.environment, p.transferId]),
+    )}
+    where r.tenant_id = u.t and r.environment = u.e and r.transfer_id = u.id and r.state = 'submitted'
+    returning r.transfer_id`.execute(db);
+  return new Set(result.rows.map((r) => r.transfer_id));
 }
 
 /**

@@ -1,6 +1,7 @@
 import { sql, type ColumnType, type Insertable, type Selectable, type SelectQueryBuilder } from 'kysely';
 import type { Queryable } from '../../db/client.js';
 import { write, type Writer } from '../../db/write-set.js';
+import { valuesOf } from '../../db/values.js';
 import type { Database } from '../../db/types.js';
 import type { Scope } from '../../core/context.js';
 import { dateRange, paginate, type Page, type PageQuery } from '../../db/pagination.js';
@@ -111,6 +112,38 @@ export async function exportPage(db: Queryable, ctx: Scope, query: VolumeQuery, 
   let q = withDates(filtered(db, ctx, query), query).selectAll();
   if (beforeId) q = q.where('id', '<', beforeId);
   return q.orderBy('id', 'desc').limit(size).execute();
+}
+
+/** The accounts of pending transactions among `ids` (of any business, named by rows locked in this transaction). */
+export async function pendingAccounts(db: Queryable, ids: string[]): Promise<Map<string, string>> {
+  if (ids.length === 0) return new Map();
+  const rows = await db
+    .selectFrom('transactions')
+    .select(['id', 'account_id'])
+    .where('id', 'in', ids)
+    .where('status', '=', 'pending')
+    .execute();
+  return new Map(rows.map((r) => [r.id, r.account_id]));
+}
+
+/** Completes many pending transactions in one statement, each with its balances, as finishPending does one. */
+export async function completePending(
+  to: Writer,
+  rows: { id: string; balance_before: bigint | null; balance_after: bigint | null; ledger_transaction_id: string }[],
+): Promise<void> {
+  if (rows.length === 0) return;
+  await write(
+    to,
+    () => sql`
+    update transactions t set status = 'completed', balance_before = coalesce(u.b, t.balance_before),
+      balance_after = coalesce(u.a, t.balance_after), ledger_transaction_id = u.l, updated_at = now()
+    from ${valuesOf(
+      'u',
+      { id: 'uuid', b: 'bigint', a: 'bigint', l: 'uuid' },
+      rows.map((r) => [r.id, r.balance_before, r.balance_after, r.ledger_transaction_id]),
+    )}
+    where t.id = u.id and t.status = 'pending'`,
+  );
 }
 
 /** A pending transaction's outcome (two-phase movements: payouts, collections). */

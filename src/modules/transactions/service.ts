@@ -49,9 +49,9 @@ export interface MovementRecord {
   sides: AccountSide[];
 }
 
-/** The account's posted balance around a posting: after its last entry, before its first. */
-function balancesAround(posting: PostedTransaction | undefined, accountId: string) {
-  const entries = posting?.entries.filter((e) => e.accountId === accountId) ?? [];
+/** The account's posted balance around postings (in order): after its last entry, before its first. */
+function balancesAround(postings: (PostedTransaction | undefined)[], accountId: string) {
+  const entries = postings.flatMap((p) => p?.entries.filter((e) => e.accountId === accountId) ?? []);
   const last = entries[entries.length - 1];
   if (!last) return { before: null, after: null };
   const total = entries.reduce((sum, e) => sum + e.amount, 0n);
@@ -61,7 +61,7 @@ function balancesAround(posting: PostedTransaction | undefined, accountId: strin
 /** The per-account transaction rows of one movement (not yet written). */
 function movementRows(ctx: Scope, movement: MovementRecord, now: Date) {
   return movement.sides.map((side) => {
-    const { before, after } = balancesAround(movement.posting, side.accountId);
+    const { before, after } = balancesAround([movement.posting], side.accountId);
     return {
       id: newId(),
       tenant_id: ctx.tenantId,
@@ -212,9 +212,28 @@ export async function finishPending(
 ): Promise<TransactionRow | undefined> {
   const row = await repo.findTransaction(trx, ctx, id);
   if (!row) return undefined;
-  const entries = postings.flatMap((p) => p.entries.filter((e) => e.accountId === row.account_id));
-  const last = entries[entries.length - 1];
-  const total = entries.reduce((sum, e) => sum + e.amount, 0n);
-  const balances = last ? { balance_before: last.balanceAfter - total, balance_after: last.balanceAfter } : {};
+  const { before, after } = balancesAround(postings, row.account_id);
+  const balances = after === null ? {} : { balance_before: before, balance_after: after };
   return repo.finishPending(trx, ctx, id, { status, ...balances, ledger_transaction_id: postings[0]?.id ?? null });
+}
+
+/**
+ * Completes many pending transactions, whose owners (payouts) this transaction locked, as
+ * finishPending completes one: their accounts are read with `db`, and the update is written to
+ * `to` (a batch's one write statement). Ids that are not pending are left alone, as alone.
+ */
+export async function completePending(db: Queryable, to: Writer, list: { id: string; postings: PostedTransaction[] }[]): Promise<void> {
+  const accounts = await repo.pendingAccounts(
+    db,
+    list.map((x) => x.id),
+  );
+  await repo.completePending(
+    to,
+    list.flatMap(({ id, postings }) => {
+      const accountId = accounts.get(id);
+      if (accountId === undefined) return [];
+      const { before, after } = balancesAround(postings, accountId);
+      return [{ id, balance_before: before, balance_after: after, ledger_transaction_id: postings[0]!.id }];
+    }),
+  );
 }

@@ -1,12 +1,14 @@
 import type { Config } from '../../config.js';
-import type { Db, Queryable } from '../../db/client.js';
-import type { Environment, RequestContext } from '../../core/context.js';
+import type { Db, Queryable, Trx } from '../../db/client.js';
+import { inOneStatement } from '../../db/write-set.js';
+import { keyedOnce } from '../../lib/memo.js';
+import { groupByScope, scopeKey, type Environment, type RequestContext } from '../../core/context.js';
 import { AppError, notFound } from '../../core/errors.js';
 import * as ledger from '../../ledger/index.js';
 import { payoutConnector, type PayoutState, type Rail } from '../../rails/index.js';
 import * as rails from '../../rails/repo.js';
 import * as transactions from '../transactions/service.js';
-import { recordEvent } from '../webhooks/service.js';
+import { recordEvent, recordEvents } from '../webhooks/service.js';
 import { refundSpend } from './limits.js';
 import type { PayoutMetadata } from './external.js';
 import { toTransferResponse } from './format.js';
@@ -74,31 +76,44 @@ async function submit(db: Queryable, ctx: Scope, config: ConnectorConfig, row: r
   });
 }
 
+/** An international payout: its rail is paid in another currency, through the FX positions. */
+const hasFxLeg = (row: repo.TransferRow) => Boolean(row.rate && row.local_amount !== null && row.local_currency);
+
+/** The FX leg of a completed international payout: the local currency leaves the FX position for the rail's settlement account. */
+function fxLeg(row: repo.TransferRow, position: string, settlement: string): ledger.PostingInput {
+  const payout = payoutOf(row);
+  return {
+    kind: 'payout_fx',
+    reference: row.id,
+    metadata: {
+      transfer_id: row.id,
+      rate: row.rate,
+      mid_rate: payout.mid_rate,
+      spread_bps: payout.spread_bps,
+      source_amount: String(row.amount),
+      source_currency: row.currency,
+    },
+    legs: [
+      { accountId: position, amount: -row.local_amount!, currency: row.local_currency! },
+      { accountId: settlement, amount: row.local_amount!, currency: row.local_currency! },
+    ],
+  };
+}
+
+/** The holds a payout took: its principal, and its fee when it pays one. */
+function holdIdsOf(row: repo.TransferRow): string[] {
+  const fee = payoutOf(row).fee_hold_id;
+  return fee ? [row.hold_id!, fee] : [row.hold_id!];
+}
+
 /** The source account's side of a completed payout, and of the FX leg when there is one. */
 async function settle(trx: Queryable, ctx: Scope, row: repo.TransferRow) {
-  const payout = payoutOf(row);
-  const postings = [(await ledger.postHold(trx, ctx, row.hold_id!)).transaction];
-  if (payout.fee_hold_id) postings.push((await ledger.postHold(trx, ctx, payout.fee_hold_id)).transaction);
-  if (row.rate && row.local_amount !== null && row.local_currency) {
-    // The FX leg: the local currency leaves the FX position for the rail's settlement account.
-    const position = await ledger.systemAccount(trx, ctx, 'fx_position', row.local_currency);
-    const settlement = await ledger.systemAccount(trx, ctx, 'settlement', row.local_currency);
-    await ledger.post(trx, ctx, {
-      kind: 'payout_fx',
-      reference: row.id,
-      metadata: {
-        transfer_id: row.id,
-        rate: row.rate,
-        mid_rate: payout.mid_rate,
-        spread_bps: payout.spread_bps,
-        source_amount: String(row.amount),
-        source_currency: row.currency,
-      },
-      legs: [
-        { accountId: position, amount: -row.local_amount, currency: row.local_currency },
-        { accountId: settlement, amount: row.local_amount, currency: row.local_currency },
-      ],
-    });
+  const postings: ledger.PostedTransaction[] = [];
+  for (const id of holdIdsOf(row)) postings.push((await ledger.postHold(trx, ctx, id)).transaction);
+  if (hasFxLeg(row)) {
+    const position = await ledger.systemAccount(trx, ctx, 'fx_position', row.local_currency!);
+    const settlement = await ledger.systemAccount(trx, ctx, 'settlement', row.local_currency!);
+    await ledger.post(trx, ctx, fxLeg(row, position, settlement));
   }
   if (row.transaction_id) await transactions.finishPending(trx, ctx, row.transaction_id, 'completed', postings);
   return repo.moveTransfer(trx, ctx, row.id, ['processing'], { status: 'completed', ledger_transaction_id: postings[0]!.id });
@@ -215,16 +230,124 @@ export async function forceRailOutcome(
   return applyRailOutcome(trx, ctx, transferId, outcome, reason);
 }
 
-/** The sandbox settlement job: payouts whose delay has passed settle on their own. */
-export async function settleDueSandboxPayouts(db: Db, batch = 20): Promise<boolean> {
+/** A due sandbox payout, as rails.claimDuePayouts claims it. */
+export interface DuePayout {
+  tenant_id: string;
+  environment: string;
+  transfer_id: string;
+}
+
+const scopeOfRow = (row: repo.TransferRow): Scope => ({ tenantId: row.tenant_id, environment: row.environment as Environment });
+
+/**
+ * Settles due payouts together, in ONE transaction whatever their number (docs/money-path.md),
+ * each as applyRailOutcome settles one: the transfers locked (ascending id), their rail payouts
+ * moved to `settled`, their holds locked, the FX accounts of international ones found, every
+ * balance row locked in one statement; in memory each payout's holds are posted (ledger
+ * PostingBatch.postHolds) with its FX leg; then one statement writes balances, holds, ledger
+ * rows, the account transactions completed, the transfers completed and their
+ * `transfer.status.completed` events. Lock order: transfers → rail payouts → holds → balance
+ * rows, as alone. A payout still `pending` (dispatch has not recorded `processing` yet) is left
+ * for the next claim, as alone. What a lone settlement would refuse (its rail payout not
+ * `submitted`, a hold not pending) fails the whole batch: the caller then settles its payouts
+ * one by one. Returns the ids of the payouts it completed.
+ */
+export async function settlePayouts(trx: Trx, due: DuePayout[]): Promise<string[]> {
+  const claimed = new Map(due.map((d) => [d.transfer_id, `${d.tenant_id}:${d.environment}`]));
+  const rows = (await repo.lockTransfers(trx, [...claimed.keys()])).filter((row) => row.status === 'processing');
+  const stranger = rows.find((row) => claimed.get(row.id) !== scopeKey(scopeOfRow(row)) || row.destination_type !== 'external_account');
+  if (stranger) throw new ledger.LedgerInvariantError(`transfer ${stranger.id} is not the payout claimed`);
+  if (rows.length === 0) return [];
+  const moved = await rails.settlePayouts(
+    trx,
+    rows.map((row) => ({ scope: scopeOfRow(row), transferId: row.id })),
+  );
+  const stuck = rows.find((row) => !moved.has(row.id));
+  if (stuck) throw invalidTransition(stuck.status, 'settled');
+  const holds = new Map<string, ledger.Hold>();
+  for (const { ctx, values } of groupByScope(rows.map((row) => ({ ctx: scopeOfRow(row), values: holdIdsOf(row) })))) {
+    for (const [id, hold] of await ledger.lockPendingHolds(trx, ctx, values)) holds.set(id, hold);
+  }
+  const systemAccount = keyedOnce<string>();
+  const fxAccounts = new Map<string, { position: string; settlement: string }>();
+  for (const row of rows.filter(hasFxLeg)) {
+    const ctx = scopeOfRow(row);
+    const of = (role: 'fx_position' | 'settlement') =>
+      systemAccount(`${scopeKey(ctx)}:${role}:${row.local_currency}`, () => ledger.systemAccount(trx, ctx, role, row.local_currency!));
+    fxAccounts.set(row.id, { position: await of('fx_position'), settlement: await of('settlement') });
+  }
+  const book = await ledger.PostingBatch.open(trx, [
+    ...[...holds.values()].flatMap((h) => [h.debitAccountId, h.creditAccountId]),
+    ...[...fxAccounts.values()].flatMap((a) => [a.position, a.settlement]),
+  ]);
+  const settled = rows.map((row) => {
+    const ctx = scopeOfRow(row);
+    const own = holdIdsOf(row).map((id) => holds.get(id) ?? missingHold(row, id));
+    const postings = book.postHolds(ctx, own);
+    const fx = fxAccounts.get(row.id);
+    // The FX accounts are system accounts that may go negative: this is never refused.
+    if (fx && !book.tryPost(ctx, fxLeg(row, fx.position, fx.settlement)).ok)
+      throw new ledger.LedgerInvariantError(`the FX leg of ${row.id}`);
+    return { row, postings };
+  });
+  await inOneStatement(trx, async (set) => {
+    await book.flush(set);
+    await transactions.completePending(
+      trx,
+      set,
+      settled.flatMap(({ row, postings }) => (row.transaction_id ? [{ id: row.transaction_id, postings }] : [])),
+    );
+    const completed = settled.map(({ row, postings }) => ({
+      ...row,
+      status: 'completed' as const,
+      ledger_transaction_id: postings[0]!.id,
+    }));
+    await repo.completePayouts(set, completed);
+    // Each event carries the transfer as the database now holds it (stamped with the transaction's now()).
+    await recordEvents(
+      set,
+      completed.map((row) => ({
+        ctx: scopeOfRow(row),
+        eventType: 'transfer.status.completed' as const,
+        data: toTransferResponse({ ...row, updated_at: book.now }),
+      })),
+    );
+  });
+  return rows.map((row) => row.id);
+}
+
+function missingHold(row: repo.TransferRow, id: string): never {
+  throw new ledger.LedgerInvariantError(`hold ${id} of payout ${row.id} is not pending`);
+}
+
+/** One due payout in its own transaction, as before the batch (and when a batch fails). */
+async function settleAlone(db: Db, p: DuePayout): Promise<void> {
+  const ctx = { tenantId: p.tenant_id, environment: p.environment as Environment };
+  await db.transaction().execute(async (trx) => {
+    const row = await repo.findTransferForUpdate(trx, ctx, p.transfer_id);
+    // Still pending here means dispatch has not recorded `processing` yet: the next claim retries.
+    if (row?.status === 'processing') await applyRailOutcome(trx, ctx, p.transfer_id, 'settled', null);
+  });
+}
+
+/** Due sandbox payouts claimed per pass of the settlement job, and so the most one batch settles. */
+export const SANDBOX_SETTLEMENT_BATCH = 100;
+
+/**
+ * The sandbox settlement job: payouts whose delay has passed settle on their own, together
+ * (settlePayouts). Should the batch fail (a deadlock, a payout in a state it should not be in),
+ * its payouts are settled one by one instead, so one payout's trouble never holds back the
+ * others; the first failure is rethrown (the worker logs it).
+ */
+export async function settleDueSandboxPayouts(db: Db, batch = SANDBOX_SETTLEMENT_BATCH): Promise<boolean> {
   const due = await rails.claimDuePayouts(db, batch, 60);
-  for (const p of due) {
-    const ctx = { tenantId: p.tenant_id, environment: p.environment as Environment };
-    await db.transaction().execute(async (trx) => {
-      const row = await repo.findTransferForUpdate(trx, ctx, p.transfer_id);
-      // Still pending here means dispatch has not recorded `processing` yet: the next claim retries.
-      if (row?.status === 'processing') await applyRailOutcome(trx, ctx, p.transfer_id, 'settled', null);
-    });
+  if (due.length === 0) return false;
+  try {
+    await db.transaction().execute((trx) => settlePayouts(trx, due));
+  } catch {
+    const failures: unknown[] = [];
+    for (const p of due) await settleAlone(db, p).catch((err: unknown) => failures.push(err));
+    if (failures.length > 0) throw failures[0];
   }
   return due.length === batch;
 }

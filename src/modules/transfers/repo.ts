@@ -2,6 +2,7 @@ import type { ColumnType, Insertable, Selectable } from 'kysely';
 import { sql } from 'kysely';
 import type { Queryable } from '../../db/client.js';
 import { write, type Writer } from '../../db/write-set.js';
+import { valuesOf } from '../../db/values.js';
 import type { Scope } from '../../core/context.js';
 import { paginate, type Page } from '../../db/pagination.js';
 import type { ListTransfersQuery, TransferStatus } from './schema.js';
@@ -76,6 +77,37 @@ export async function listTransfers(db: Queryable, ctx: Scope, query: ListTransf
 /** The transfer, row-locked until the caller commits (payout outcomes serialize on it). */
 export async function findTransferForUpdate(db: Queryable, ctx: Scope, id: string) {
   return findScoped(db, 'transfers', ctx, id, 'update');
+}
+
+/** Transfers among `ids` (claimed by a job, of any business), locked in ascending id for a batch that ends them. */
+export async function lockTransfers(db: Queryable, ids: string[]): Promise<TransferRow[]> {
+  if (ids.length === 0) return [];
+  return db
+    .selectFrom('transfers')
+    .selectAll()
+    .where('id', 'in', [...new Set(ids)].sort())
+    .orderBy('id')
+    .forUpdate()
+    .execute();
+}
+
+/**
+ * Completes many processing payouts locked in this transaction (lockTransfers) in one statement,
+ * each with its ledger transaction, as moveTransfer does one. One part of a batch's writes.
+ */
+export async function completePayouts(to: Writer, rows: { id: string; ledger_transaction_id: string }[]): Promise<void> {
+  if (rows.length === 0) return;
+  await write(
+    to,
+    () => sql`
+    update transfers t set status = 'completed', ledger_transaction_id = u.l, updated_at = now()
+    from ${valuesOf(
+      'u',
+      { id: 'uuid', l: 'uuid' },
+      rows.map((r) => [r.id, r.ledger_transaction_id]),
+    )}
+    where t.id = u.id and t.status = 'processing'`,
+  );
 }
 
 /** Moves a transfer from `from` to a new status, at most once (the status condition guards it). */
