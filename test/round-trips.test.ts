@@ -143,8 +143,9 @@ describe.skipIf(!url)('round trips on the wire (PostgreSQL)', () => {
   });
 
   // What a batch locks after its accounts leaves with them once the process knows the sources and
-  // no fee applies (transfers/batch.ts, lockFirst); a business's transfer was four round trips.
-  it('a batch of transfers is three round trips: BEGIN with the claim, the accounts with all they lock after them, the writes with COMMIT', async () => {
+  // no fee applies (transfers/batch.ts, planFirstLocks), and all of it right behind the claim
+  // (http/idempotency-batch.ts); a business's transfer was four round trips, then three.
+  it('a batch of transfers is two round trips: BEGIN with the claim and the first locks, the writes with COMMIT', async () => {
     const config = loadConfig({}, { LOG_LEVEL: 'silent', DEMO_TENANT: false, REQUEST_LOG: 'off' });
     const app = await buildApp({
       config,
@@ -177,10 +178,10 @@ describe.skipIf(!url)('round trips on the wire (PostgreSQL)', () => {
       for (let i = 0; i < 100 && !handle.changes!.live; i++) await new Promise((r) => setTimeout(r, 50));
       expect(handle.changes!.live).toBe(true);
       await transfer(); // the key is cached under the live feed's lifetime from here on
-      expect(await turnsOf(transfer)).toBe(3);
-      // The statements of a turn leave in one write: BEGIN with the claim, the accounts with the
-      // balance rows (two writes until they were corked together), the writes, COMMIT.
-      expect(await writesOf(transfer)).toBe(4);
+      expect(await turnsOf(transfer)).toBe(2);
+      // The statements of a turn leave in one write: BEGIN with the claim, the accounts and the
+      // balance rows (three writes until they were corked together); the writes; COMMIT.
+      expect(await writesOf(transfer)).toBe(3);
 
       // A customer's transfer also reads the KYC levels, takes the spending lock and reads the day's
       // counter: those leave with the accounts too once the source is known (seven turns before).
@@ -191,9 +192,9 @@ describe.skipIf(!url)('round trips on the wire (PostgreSQL)', () => {
       const spend = () =>
         post('/v1/transfers', { source: { id: own }, destination: { destination_type: 'internal_account', id: to }, amount: '1.00' });
       await spend(); // the source is known from here on
-      expect(await turnsOf(spend)).toBe(3);
-      // The accounts, KYC levels, spending lock, counter and balance rows in one write (five before).
-      expect(await writesOf(spend)).toBe(4);
+      expect(await turnsOf(spend)).toBe(2);
+      // The claim, accounts, KYC levels, spending lock, counter and balance rows in one write (six before).
+      expect(await writesOf(spend)).toBe(3);
     } finally {
       await app.close();
     }

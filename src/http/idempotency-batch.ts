@@ -1,7 +1,8 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { sql } from 'kysely';
+import { sql, type CompiledQuery } from 'kysely';
 import { Batcher, type BatcherOptions } from '../db/batcher.js';
 import type { Db, Trx } from '../db/client.js';
+import { pipelined } from '../db/pipeline.js';
 import { write, WriteSet } from '../db/write-set.js';
 import { valuesOf } from '../db/values.js';
 import { canonicalJson } from '../lib/json.js';
@@ -19,6 +20,12 @@ import type { Deps } from './deps.js';
 const LEASE_SECONDS = 60;
 /** Stored business outcomes, as in idempotency.ts: anything else (400, 403, 5xx) is not stored. */
 const STORED_ERROR_STATUSES = new Set([404, 409, 412, 422]);
+
+/** Statements sent right behind the claim, and how to read their rows (BatchedIdempotency's `lockAhead`). */
+export interface LockPlan<A> {
+  statements: CompiledQuery<unknown>[];
+  read(rows: unknown[][]): A;
+}
 
 /** What the batch's work returns per item: its data, or the error that item alone gets. */
 export type ItemOutcome<T> = { ok: true; data: T } | { ok: false; error: AppError };
@@ -60,7 +67,7 @@ type Settlement = { text: string } | { err: unknown };
  * schema and stored as is, so a replay is byte for byte the same (same fingerprint as
  * idempotency.ts, so both paths recognize each other's keys).
  */
-export class BatchedIdempotency<I, T> {
+export class BatchedIdempotency<I, T, A = never> {
   private readonly batcher: Batcher<Item<I>>;
 
   constructor(
@@ -68,9 +75,25 @@ export class BatchedIdempotency<I, T> {
     private readonly sealer: Sealer,
     private readonly ttlHours: number,
     private readonly operation: string,
-    /** Writes it can defer go into `writes`: sent with the idempotency records, as one statement, before the commit. */
-    private readonly work: (trx: Trx, inputs: { request: FastifyRequest; input: I }[], writes: WriteSet) => Promise<ItemOutcome<T>[]>,
+    /**
+     * Writes it can defer go into `writes`: sent with the idempotency records, as one statement,
+     * before the commit. `ahead`: what `lockAhead` locked (when given).
+     */
+    private readonly work: (
+      trx: Trx,
+      inputs: { request: FastifyRequest; input: I }[],
+      writes: WriteSet,
+      ahead?: A,
+    ) => Promise<ItemOutcome<T>[]>,
     options: BatcherOptions,
+    /**
+     * The work's first locks, for every item of the batch (or none: undefined), sent right behind
+     * the claim in the same round trip (db/pipeline.ts: PostgreSQL runs them after it, so the
+     * lock order is that of the claim and then the work). For an item that turns out not to be
+     * claimed (a replay, a key in progress) its rows are locked for nothing until the commit,
+     * which is harmless.
+     */
+    private readonly lockAhead?: (trx: Trx, inputs: { request: FastifyRequest; input: I }[]) => LockPlan<A> | undefined,
   ) {
     this.batcher = new Batcher((batch) => this.execute(batch), options);
   }
@@ -130,7 +153,14 @@ export class BatchedIdempotency<I, T> {
    * back (and reports no error), so a failed write still means nothing committed.
    */
   private async runBatch(trx: Trx, batch: Item<I>[], owner: string): Promise<{ settled: Settlement[]; written: Promise<void> }> {
-    const claimed = await this.claim(trx, batch, owner);
+    const plan = this.lockAhead?.(
+      trx,
+      batch.map((item) => ({ request: item.request, input: item.input })),
+    );
+    // A failed claim aborts the transaction: the statements behind it fail too, and so the batch.
+    const [claims, ...locked] = await pipelined(trx, this.claim(trx, batch, owner), ...(plan?.statements ?? []));
+    const claimed = new Set(claims.map((r) => r.claim_token));
+    const ahead = plan?.read(locked);
     const settled: (Settlement | undefined)[] = batch.map(() => undefined);
     const mine = batch.flatMap((item, i) => (claimed.has(item.token) ? [i] : []));
     await this.answerUnclaimed(trx, batch, claimed, settled);
@@ -141,6 +171,7 @@ export class BatchedIdempotency<I, T> {
             trx,
             mine.map((i) => ({ request: batch[i]!.request, input: batch[i]!.input })),
             writes,
+            ahead,
           )
         : [];
     const stored: { item: Item<I>; status: number; text: string }[] = [];
@@ -168,14 +199,14 @@ export class BatchedIdempotency<I, T> {
   }
 
   /**
-   * One INSERT for every key, in key order (two batches sharing keys cannot deadlock on them),
+   * The claim: one INSERT for every key, in key order (two batches sharing keys cannot deadlock on them),
    * under the same takeover rule as a lone claim (idempotency.ts). A batch's own claims commit
    * with its work or not at all, so only a lone claim can leave one in progress.
    */
-  private async claim(trx: Trx, batch: Item<I>[], owner: string): Promise<Set<string>> {
+  private claim(trx: Trx, batch: Item<I>[], owner: string): CompiledQuery<{ claim_token: string }> {
     const items = [...batch].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
     const col = (f: (i: Item<I>) => string) => items.map(f);
-    const result = await sql<{ claim_token: string }>`
+    return sql<{ claim_token: string }>`
       insert into idempotency_keys (tenant_id, environment, key, fingerprint, state, locked_until, claim_token, owner_id, expires_at)
       select t, e, k, f, 'in_progress', now() + make_interval(secs => ${LEASE_SECONDS}), c, ${owner}::uuid,
         now() + make_interval(hours => ${this.ttlHours})
@@ -183,8 +214,7 @@ export class BatchedIdempotency<I, T> {
                   ${col((i) => i.fingerprint)}::text[], ${col((i) => i.token)}::uuid[]) as u(t, e, k, f, c)
       on conflict (tenant_id, environment, key) do update set ${CLAIM_TAKEOVER_SET}
       where ${CLAIM_TAKEOVER_WHERE}
-      returning claim_token`.execute(trx);
-    return new Set(result.rows.map((r) => r.claim_token));
+      returning claim_token`.compile(trx);
   }
 
   /** Keys another request holds or finished: replay, 422 reused, or 409 in progress (as idempotency.ts). */
@@ -270,15 +300,24 @@ function errorText(request: FastifyRequest, err: AppError): string {
  * as the transfers' (`TRANSFER_BATCH_SIZE`; `TRANSFER_BATCH_LANES` on PostgreSQL, one lane on
  * PGlite, which has one connection). `name` labels its batch-size metric.
  */
-export function gathered<I, T>(
+export function gathered<I, T, A = never>(
   deps: Pick<Deps, 'db' | 'sealer' | 'config' | 'dbKind'>,
   operation: string,
   name: string,
-  work: (trx: Trx, inputs: { request: FastifyRequest; input: I }[], writes: WriteSet) => Promise<ItemOutcome<T>[]>,
-): BatchedIdempotency<I, T> {
-  return new BatchedIdempotency(deps.db, deps.sealer, deps.config.IDEMPOTENCY_TTL_HOURS, operation, work, {
-    maxBatch: deps.config.TRANSFER_BATCH_SIZE,
-    lanes: deps.dbKind === 'postgres' ? deps.config.TRANSFER_BATCH_LANES : 1,
-    name,
-  });
+  work: (trx: Trx, inputs: { request: FastifyRequest; input: I }[], writes: WriteSet, ahead?: A) => Promise<ItemOutcome<T>[]>,
+  lockAhead?: (trx: Trx, inputs: { request: FastifyRequest; input: I }[]) => LockPlan<A> | undefined,
+): BatchedIdempotency<I, T, A> {
+  return new BatchedIdempotency(
+    deps.db,
+    deps.sealer,
+    deps.config.IDEMPOTENCY_TTL_HOURS,
+    operation,
+    work,
+    {
+      maxBatch: deps.config.TRANSFER_BATCH_SIZE,
+      lanes: deps.dbKind === 'postgres' ? deps.config.TRANSFER_BATCH_LANES : 1,
+      name,
+    },
+    lockAhead,
+  );
 }

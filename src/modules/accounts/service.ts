@@ -1,11 +1,9 @@
-import type { CompiledQuery } from 'kysely';
 import type { Config } from '../../config.js';
 import { Batcher } from '../../db/batcher.js';
 import type { Queryable, Trx } from '../../db/client.js';
 import { groupByScope, scopeKey, type RequestContext } from '../../core/context.js';
 import { AppError, notFound } from '../../core/errors.js';
 import type { Page } from '../../db/pagination.js';
-import { pipelined } from '../../db/pipeline.js';
 import { omitNulls } from '../../lib/absent.js';
 import { generateBankDetails } from '../../lib/bank-details.js';
 import { newId } from '../../lib/ids.js';
@@ -224,14 +222,16 @@ export async function lockForMovement(trx: Queryable, ctx: Scope, ids: string[])
 }
 
 /**
- * lockForMovement, and the statements `then` right after it in the same round trip: they leave
- * together (db/pipeline.ts) and run in that order. For a caller that knows what it locks after
- * the accounts before it has read them (transfers/batch.ts, from knownAccount): the lock order
- * of every movement still holds. Returns the accounts and the rows of each statement of `then`.
+ * lockForMovement as a statement, for a caller that sends it together with what it locks after
+ * the accounts, known before it has read them (transfers/batch.ts, from knownAccount): they leave
+ * together (db/pipeline.ts) and run in that order, so the lock order of every movement still
+ * holds. `read` takes the statement's rows.
  */
-export async function lockForMovementThen(trx: Queryable, ctx: Scope, ids: string[], then: CompiledQuery<unknown>[]) {
-  const [rows, ...after] = await pipelined(trx, repo.lockAccountsSharedStatement(trx, ctx, [...new Set(ids)].sort()), ...then);
-  return { locked: remember(ctx, rows), after: after as unknown[][] };
+export function lockForMovementStatement(trx: Queryable, ctx: Scope, ids: string[]) {
+  return {
+    statement: repo.lockAccountsSharedStatement(trx, ctx, [...new Set(ids)].sort()),
+    read: (rows: unknown[]) => remember(ctx, rows as AccountRow[]),
+  };
 }
 
 /** What never changes about an account: its business and environment, its owner and currency. */

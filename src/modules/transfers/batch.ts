@@ -1,4 +1,6 @@
+import type { CompiledQuery } from 'kysely';
 import type { Trx } from '../../db/client.js';
+import { pipelined } from '../../db/pipeline.js';
 import { inOneStatement, type WriteSet } from '../../db/write-set.js';
 import { AppError, refusalOf } from '../../core/errors.js';
 import { scopeKey } from '../../core/context.js';
@@ -41,29 +43,58 @@ const lockAccounts = (trx: Trx, reqs: MovementRequest[]) =>
     reqs.map((req) => ({ ctx: req.ctx, ids: accountsNamed(req.body) })),
   );
 
+/** The batch's first locks: the account rows by business, and what was locked with them (when known ahead). */
+export interface FirstLocks {
+  locked: Map<string, Map<string, accounts.AccountRow>>;
+  ahead: { gate: SpendingGate; balances: LockedAhead } | undefined;
+}
+
 /**
- * The batch's first locks. When it knows, before reading a row, everything it locks after the
- * account rows (one business, internal transfers, no fee: `knownSource`), it sends those
- * statements with the accounts, in one round trip and in the lock order: the senders' KYC levels,
- * spending locks and counters (the gate), then the balance rows. Otherwise it locks the accounts
- * alone; the gate, the fee accounts and the balance rows follow once the rows are read.
+ * The batch's first locks, when it knows before reading a row everything it locks after the
+ * account rows (one business, internal transfers, no fee: `knownSource`): the statements, in the
+ * lock order (the accounts, the senders' KYC levels, spending locks and counters, the balance
+ * rows), and how to read their rows. Undefined otherwise: the gate, the fee accounts and the
+ * balance rows then follow once the account rows are read. Requests refused by their shape lock
+ * nothing. The caller sends the statements in one round trip, after whatever must come first (the
+ * idempotency claim: http/idempotency-batch.ts).
  */
-async function lockFirst(trx: Trx, reqs: MovementRequest[]) {
+export function planFirstLocks(
+  trx: Trx,
+  all: MovementRequest[],
+): { statements: CompiledQuery<unknown>[]; read(rows: unknown[][]): FirstLocks } | undefined {
+  const reqs = all.filter((req) => {
+    try {
+      checkShape(req.body);
+      return true;
+    } catch {
+      return false;
+    }
+  });
   const ctx = reqs[0]?.ctx;
   const sources = reqs.map(knownSource).filter((source) => source !== undefined);
-  if (!ctx || sources.length < reqs.length || reqs.some((req) => scopeKey(req.ctx) !== scopeKey(ctx))) {
-    return { locked: await lockAccounts(trx, reqs), ahead: undefined };
-  }
+  if (!ctx || sources.length < reqs.length || reqs.some((req) => scopeKey(req.ctx) !== scopeKey(ctx))) return undefined;
   const senders = sources.flatMap((s) => (s.customerId ? [{ ctx, customerId: s.customerId, currency: s.currency }] : []));
   const gate = SpendingGate.plan(trx, reqs[0]!.config, senders);
   const ids = reqs.flatMap((req) => accountsNamed(req.body));
+  const accountLock = accounts.lockForMovementStatement(trx, ctx, ids);
   const balances = balanceLockAhead(trx, ctx, ids);
-  const { locked, after } = await accounts.lockForMovementThen(trx, ctx, ids, [...gate.statements, balances.statement]);
-  const balanceRows = after.pop() as LockedAhead['rows'];
   return {
-    locked: new Map([[scopeKey(ctx), locked]]),
-    ahead: { gate: gate.open(after), balances: { ids: balances.ids, rows: balanceRows } },
+    statements: [accountLock.statement, ...gate.statements, balances.statement],
+    read: ([rows, ...after]) => {
+      const balanceRows = after.pop() as LockedAhead['rows'];
+      return {
+        locked: new Map([[scopeKey(ctx), accountLock.read(rows!)]]),
+        ahead: { gate: gate.open(after), balances: { ids: balances.ids, rows: balanceRows } },
+      };
+    },
   };
+}
+
+/** The batch's first locks (planFirstLocks), in one round trip when known ahead; else the account rows alone. */
+async function lockFirst(trx: Trx, reqs: MovementRequest[]): Promise<FirstLocks> {
+  const plan = planFirstLocks(trx, reqs);
+  if (!plan) return { locked: await lockAccounts(trx, reqs), ahead: undefined };
+  return plan.read(await pipelined(trx, ...plan.statements));
 }
 
 /**
@@ -153,18 +184,21 @@ function decide(prepared: Prepared[], book: PostingBatch, gate: SpendingGate): (
  * arrival order; a refused one changes nothing, so it never fails its neighbours. Returns one
  * outcome per request, in order. The writes go into `writes` when the caller gives one (it sends
  * them with its own, in one statement, before it commits); otherwise they are sent here, as one
- * statement.
+ * statement. `first`: the first locks, when the caller took them (planFirstLocks, with its claim).
  */
-export async function movementBatch(trx: Trx, reqs: MovementRequest[], writes?: WriteSet): Promise<TransferOutcome[]> {
+export async function movementBatch(trx: Trx, reqs: MovementRequest[], writes?: WriteSet, first?: FirstLocks): Promise<TransferOutcome[]> {
   const outcomes: (TransferOutcome | undefined)[] = reqs.map(() => undefined);
   const shaped = await Promise.all(reqs.map((r) => refusalOf(() => checkShape(r.body))));
   const live = reqs.flatMap((r, i) => (shaped[i] instanceof AppError ? [] : [i]));
   shaped.forEach((s, i) => s instanceof AppError && (outcomes[i] = { ok: false, error: s }));
 
-  const { locked, ahead } = await lockFirst(
-    trx,
-    live.map((i) => reqs[i]!),
-  );
+  // `first`: taken for these requests (and maybe others) by the caller, before it knew which it runs.
+  const { locked, ahead } =
+    first ??
+    (await lockFirst(
+      trx,
+      live.map((i) => reqs[i]!),
+    ));
   const prepared: { i: number; p: Prepared }[] = [];
   for (const i of live) {
     const req = reqs[i]!;

@@ -22,16 +22,15 @@ export function transferRoutes(deps: Deps): FastifyPluginAsyncZod {
   // Every money movement from an account (internal, card funding, payout) goes through the batch path (docs/money-path.md): concurrent requests share
   // one transaction and a handful of multi-row statements, each still all-or-nothing with its own
   // idempotency record. PGlite has one connection: one lane, the batch is whatever queued meanwhile.
+  type Items = { request: FastifyRequest; input: CreateTransferBody }[];
+  const movements = (items: Items) => items.map((i) => ({ ctx: i.request.ctx, config: deps.config, body: i.input }));
   const internal = gathered(
     deps,
     'transfers.create',
     'transfers',
-    (trx, items: { request: FastifyRequest; input: CreateTransferBody }[], writes) =>
-      service.createMovements(
-        trx,
-        items.map((i) => ({ ctx: i.request.ctx, config: deps.config, body: i.input })),
-        writes,
-      ),
+    (trx, items: Items, writes, first?: service.FirstLocks) => service.createMovements(trx, movements(items), writes, first),
+    // The first locks leave with the claim (docs/money-path.md).
+    (trx, items: Items) => service.planFirstLocks(trx, movements(items)),
   );
   const create = (req: FastifyRequest<{ Body: CreateTransferBody }>, reply: FastifyReply) =>
     service.takesBatchPath(req.body)

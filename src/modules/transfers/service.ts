@@ -4,7 +4,7 @@ import type { WriteSet } from '../../db/write-set.js';
 import type { RequestContext } from '../../core/context.js';
 import { AppError, notFound, validationError } from '../../core/errors.js';
 import type { Page } from '../../db/pagination.js';
-import { movementBatch } from './batch.js';
+import { movementBatch, planFirstLocks, type FirstLocks } from './batch.js';
 import { takesBatchPath, type MovementRequest } from './internal.js';
 import type { PayoutOptions } from './payout-rules.js';
 import { toTransferResponse } from './format.js';
@@ -84,15 +84,20 @@ async function alone(trx: Trx, req: MovementRequest): Promise<TransferRow> {
 }
 
 export type MovementOutcome = { ok: true; data: TransferResponse } | { ok: false; error: AppError };
-export { takesBatchPath, type MovementRequest };
+export { planFirstLocks, takesBatchPath, type FirstLocks, type MovementRequest };
 
 /**
  * Internal transfers and card fundings as one batch in `trx` (the batched idempotency
  * transaction): one outcome per request, in order; a refused one never fails the others
  * (docs/money-path.md).
  */
-export async function createMovements(trx: Trx, reqs: MovementRequest[], writes?: WriteSet): Promise<MovementOutcome[]> {
-  const outcomes = await movementBatch(trx, reqs, writes);
+export async function createMovements(
+  trx: Trx,
+  reqs: MovementRequest[],
+  writes?: WriteSet,
+  first?: FirstLocks,
+): Promise<MovementOutcome[]> {
+  const outcomes = await movementBatch(trx, reqs, writes, first);
   return outcomes.map((o) => (o.ok ? { ok: true, data: toTransferResponse(o.row) } : o));
 }
 
