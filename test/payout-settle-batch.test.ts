@@ -3,7 +3,7 @@ import * as ledger from '../src/ledger/index.js';
 import { claimDuePayouts } from '../src/rails/repo.js';
 import { dispatchPendingPayouts, settleDueSandboxPayouts, settlePayouts } from '../src/modules/transfers/payout-lifecycle.js';
 import { clientFor, countStatements, johnDoe, startTestApp, type Client, type TestApp } from './harness.js';
-import { enableInternationalTransfers } from './kyc-helpers.js';
+import { approveKyc, enableInternationalTransfers } from './kyc-helpers.js';
 import { nubans, remitter, verifiedPayee } from './payout-fixtures.js';
 
 /**
@@ -191,6 +191,39 @@ describe('due sandbox payouts settle together', () => {
     expect((await transfer(ids[2]!)).transfer_status).toBe('completed');
     expect((await transfer(faulty)).transfer_status).toBe('processing');
     expect((await ledger.reconcile(t.db, tenantId)).ok).toBe(true);
+  });
+
+  it('payouts of two businesses share a batch, each on its own books', async () => {
+    const src = await account('NGN', '1000.00');
+    const [mine] = await payouts(src, '100.00', 1);
+    const other = await t.tenant('Other Settle Co');
+    const otherApi = clientFor(t, other.sandbox.secret_key);
+    const otherCustomer = (await otherApi.post('/v1/customers', johnDoe())).body.data.id;
+    await approveKyc(otherApi, otherCustomer);
+    const otherSrc = (await otherApi.post('/v1/accounts', { currency: 'NGN', label: 'o', customer_id: otherCustomer })).body.data.id;
+    expect((await otherApi.post(`/v1/simulations/accounts/${otherSrc}/fund`, { amount: '500.00' })).status).toBe(200);
+    const otherPayee = await verifiedPayee(t, otherApi, otherCustomer, nuban());
+    const res = await otherApi.post('/v1/transfers', {
+      source: { source_type: 'internal_account', id: otherSrc },
+      destination: { destination_type: 'external_account', id: otherPayee },
+      amount: '200.00',
+      description: 'rent',
+      customer_id: otherCustomer,
+      additional_information: remitter,
+    });
+    expect(res.status, res.text).toBe(200);
+    while (await dispatchPendingPayouts(t.db, cfg));
+
+    const [due] = await claimed([mine!, res.body.data.id]);
+    expect(due).toHaveLength(2);
+    const settled = await t.db.transaction().execute((trx) => settlePayouts(trx, due!));
+    expect(settled.sort()).toEqual([mine!, res.body.data.id].sort());
+    expect(await acct(src)).toMatchObject({ balance: '899.50', available_balance: '899.50' });
+    expect((await otherApi.get(`/v1/accounts/${otherSrc}`)).body.data).toMatchObject({ balance: '299.00', available_balance: '299.00' });
+    expect((await otherApi.get(`/v1/transfers/${res.body.data.id}`)).body.data.transfer_status).toBe('completed');
+    expect((await api.get(`/v1/transfers/${res.body.data.id}`)).status).toBe(404);
+    expect((await ledger.reconcile(t.db, tenantId)).ok).toBe(true);
+    expect((await ledger.reconcile(t.db, other.tenant_id)).ok).toBe(true);
   });
 
   it('a payout still pending (not yet dispatched) is left for the next claim', async () => {

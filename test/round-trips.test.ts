@@ -92,11 +92,20 @@ describe.skipIf(!url)('round trips on the wire (PostgreSQL)', () => {
     await clone?.drop();
   });
 
-  /** Turns taken by `work` on a connection that is already open. */
+  /**
+   * Turns taken by `work` on a connection that is already open: the fewest of three runs. A stall
+   * of this process longer than the proxy's delay (a loaded CI machine) lets the proxy see the
+   * answer to a statement before the next one the client sent without waiting for it, and count
+   * a turn too many; it never counts one too few.
+   */
   async function turnsOf(work: () => Promise<unknown>): Promise<number> {
-    const before = proxy.state.turns;
-    await work();
-    return proxy.state.turns - before;
+    let fewest = Infinity;
+    for (let run = 0; run < 3; run++) {
+      const before = proxy.state.turns;
+      await work();
+      fewest = Math.min(fewest, proxy.state.turns - before);
+    }
+    return fewest;
   }
 
   it('a transaction sends BEGIN with its first statement: one statement and COMMIT are two round trips', async () => {

@@ -331,7 +331,7 @@ async function settleAlone(db: Db, p: DuePayout): Promise<void> {
 }
 
 /** Due sandbox payouts claimed per pass of the settlement job, and so the most one batch settles. */
-export const SANDBOX_SETTLEMENT_BATCH = 100;
+const SANDBOX_SETTLEMENT_BATCH = 100;
 
 /**
  * The sandbox settlement job: payouts whose delay has passed settle on their own, together
