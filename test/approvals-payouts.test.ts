@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { reconcile } from '../src/ledger/index.js';
 import { newId } from '../src/lib/ids.js';
-import { gtbPayee, nubans, remitter } from './payout-fixtures.js';
+import { gtbPayee, nubans, payoutBody } from './payout-fixtures.js';
 import { verifyDuePayees } from '../src/modules/external-accounts/service.js';
 import { dispatchPendingPayouts, settleDueSandboxPayouts } from '../src/modules/transfers/payout-lifecycle.js';
 import { setSettings } from '../src/modules/tenants/service.js';
@@ -60,14 +60,7 @@ async function activePayee() {
 }
 
 const pay = (payee: string, amount: string) =>
-  api.post('/v1/transfers', {
-    source: { source_type: 'internal_account', id: ngn },
-    destination: { destination_type: 'external_account', id: payee },
-    amount,
-    description: 'supplier',
-    customer_id: customerId,
-    additional_information: remitter,
-  });
+  api.post('/v1/transfers', payoutBody(ngn, payee, amount, { description: 'supplier', customer_id: customerId }));
 
 async function drain() {
   while (await dispatchPendingPayouts(t.db, cfg));

@@ -15,6 +15,20 @@ export const remitter = {
   remitter_nationality: 'US',
 };
 
+/**
+ * The body of a payout (`POST /v1/transfers`) from an account to a payee, with the sender details a
+ * cross-border payout needs; `details` adds or overrides fields (description, customer_id, …).
+ */
+export function payoutBody(source: string, payee: string, amount: unknown, details: Record<string, unknown> = {}) {
+  return {
+    source: { source_type: 'internal_account', id: source },
+    destination: { destination_type: 'external_account', id: payee },
+    amount,
+    additional_information: remitter,
+    ...details,
+  };
+}
+
 /** Valid GTBank (058) NUBANs, a new one per call, from `start` on (each file its own range). */
 export function nubans(start: number): () => string {
   let serial = start;

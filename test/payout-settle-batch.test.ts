@@ -4,7 +4,7 @@ import { claimDuePayouts } from '../src/rails/repo.js';
 import { dispatchPendingPayouts, settleDueSandboxPayouts, settlePayouts } from '../src/modules/transfers/payout-lifecycle.js';
 import { clientFor, countStatements, johnDoe, startTestApp, type Client, type TestApp } from './harness.js';
 import { approveKyc, enableInternationalTransfers } from './kyc-helpers.js';
-import { nubans, remitter, verifiedPayee } from './payout-fixtures.js';
+import { nubans, payoutBody, verifiedPayee } from './payout-fixtures.js';
 
 /**
  * Due sandbox payouts settle together (transfers/payout-lifecycle.ts settlePayouts,
@@ -41,14 +41,7 @@ async function payouts(source: string, amount: string, count: number): Promise<s
   const payee = await verifiedPayee(t, api, customerId, nuban());
   const ids: string[] = [];
   for (let i = 0; i < count; i++) {
-    const res = await api.post('/v1/transfers', {
-      source: { source_type: 'internal_account', id: source },
-      destination: { destination_type: 'external_account', id: payee },
-      amount,
-      description: 'supplier',
-      customer_id: customerId,
-      additional_information: remitter,
-    });
+    const res = await api.post('/v1/transfers', payoutBody(source, payee, amount, { description: 'supplier', customer_id: customerId }));
     expect(res.status, res.text).toBe(200);
     ids.push(res.body.data.id);
   }
@@ -203,14 +196,10 @@ describe('due sandbox payouts settle together', () => {
     const otherSrc = (await otherApi.post('/v1/accounts', { currency: 'NGN', label: 'o', customer_id: otherCustomer })).body.data.id;
     expect((await otherApi.post(`/v1/simulations/accounts/${otherSrc}/fund`, { amount: '500.00' })).status).toBe(200);
     const otherPayee = await verifiedPayee(t, otherApi, otherCustomer, nuban());
-    const res = await otherApi.post('/v1/transfers', {
-      source: { source_type: 'internal_account', id: otherSrc },
-      destination: { destination_type: 'external_account', id: otherPayee },
-      amount: '200.00',
-      description: 'rent',
-      customer_id: otherCustomer,
-      additional_information: remitter,
-    });
+    const res = await otherApi.post(
+      '/v1/transfers',
+      payoutBody(otherSrc, otherPayee, '200.00', { description: 'rent', customer_id: otherCustomer }),
+    );
     expect(res.status, res.text).toBe(200);
     while (await dispatchPendingPayouts(t.db, cfg));
 

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as ledger from '../src/ledger/index.js';
 import { listInstitutions } from '../src/lib/institutions.js';
-import { gtbPayee, nubans, remitter } from './payout-fixtures.js';
+import { gtbPayee, nubans, payoutBody, remitter } from './payout-fixtures.js';
 import { verifyDuePayees } from '../src/modules/external-accounts/service.js';
 import { dispatchPendingPayouts, settleDueSandboxPayouts } from '../src/modules/transfers/payout-lifecycle.js';
 import { setSettings } from '../src/modules/tenants/service.js';
@@ -46,15 +46,8 @@ async function payee(body: Record<string, unknown> = {}, verify = true) {
   return res.body.data.id as string;
 }
 
-const payout = (source: string, destination: string, amount: unknown, extra: Record<string, unknown> = {}) => ({
-  source: { source_type: 'internal_account', id: source },
-  destination: { destination_type: 'external_account', id: destination },
-  amount,
-  description: 'supplier',
-  customer_id: customerId,
-  additional_information: remitter,
-  ...extra,
-});
+const payout = (source: string, destination: string, amount: unknown, extra: Record<string, unknown> = {}) =>
+  payoutBody(source, destination, amount, { description: 'supplier', customer_id: customerId, ...extra });
 
 const acct = async (id: string) => (await api.get(`/v1/accounts/${id}`)).body.data;
 const txOf = async (accountId: string) => (await api.get(`/v1/transactions?account_id=${accountId}`)).body.data.items;

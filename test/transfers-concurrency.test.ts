@@ -3,7 +3,7 @@ import { reconcile } from '../src/ledger/index.js';
 import { setSettings } from '../src/modules/tenants/service.js';
 import { clientFor, johnDoe, startTestApp, type Client, type TestApp } from './harness.js';
 import { approveKyc } from './kyc-helpers.js';
-import { nubans, remitter, verifiedPayee } from './payout-fixtures.js';
+import { nubans, payoutBody, verifiedPayee } from './payout-fixtures.js';
 
 /**
  * Many transfers race for one balance. On PostgreSQL they really run in parallel (pool of 10);
@@ -60,12 +60,7 @@ describe('concurrent transfers', () => {
     const hot = (await api.post('/v1/accounts', { currency: 'NGN', label: 'payroll', customer_id: customer })).body.data.id;
     await api.post(`/v1/simulations/accounts/${hot}/fund`, { amount: '1000.00' });
     const sink = (await api.post('/v1/accounts', { currency: 'NGN', label: 'sink' })).body.data.id;
-    const payout = {
-      source: { source_type: 'internal_account', id: hot },
-      destination: { destination_type: 'external_account', id: payee },
-      amount: '100.00',
-      additional_information: remitter,
-    };
+    const payout = payoutBody(hot, payee, '100.00');
     // 20 payouts of 110.00 (with the fee) and 20 transfers of 50.00 race for 1,000.00.
     const results = await Promise.all(
       Array.from({ length: 40 }, (_, i) => api.post('/v1/transfers', i % 2 === 0 ? payout : body(hot, sink, '50.00'))),

@@ -21,7 +21,7 @@ const LEASE_SECONDS = 60;
 /** Stored business outcomes, as in idempotency.ts: anything else (400, 403, 5xx) is not stored. */
 const STORED_ERROR_STATUSES = new Set([404, 409, 412, 422]);
 
-/** Statements sent right behind the claim, and how to read their rows (BatchedIdempotency's `lockAhead`). */
+/** Statements sent right behind the claim, and how to read their rows (BatchedIdempotency's `planFirstLocks`). */
 export interface LockPlan<A> {
   statements: CompiledQuery<unknown>[];
   read(rows: unknown[][]): A;
@@ -77,7 +77,7 @@ export class BatchedIdempotency<I, T, A = never> {
     private readonly operation: string,
     /**
      * Writes it can defer go into `writes`: sent with the idempotency records, as one statement,
-     * before the commit. `ahead`: what `lockAhead` locked (when given).
+     * before the commit. `ahead`: what the statements of `planFirstLocks` locked (when given).
      */
     private readonly work: (
       trx: Trx,
@@ -93,7 +93,7 @@ export class BatchedIdempotency<I, T, A = never> {
      * claimed (a replay, a key in progress) its rows are locked for nothing until the commit,
      * which is harmless.
      */
-    private readonly lockAhead?: (trx: Trx, inputs: { request: FastifyRequest; input: I }[]) => LockPlan<A> | undefined,
+    private readonly planFirstLocks?: (trx: Trx, inputs: { request: FastifyRequest; input: I }[]) => LockPlan<A> | undefined,
   ) {
     this.batcher = new Batcher((batch) => this.execute(batch), options);
   }
@@ -153,7 +153,7 @@ export class BatchedIdempotency<I, T, A = never> {
    * back (and reports no error), so a failed write still means nothing committed.
    */
   private async runBatch(trx: Trx, batch: Item<I>[], owner: string): Promise<{ settled: Settlement[]; written: Promise<void> }> {
-    const plan = this.lockAhead?.(
+    const plan = this.planFirstLocks?.(
       trx,
       batch.map((item) => ({ request: item.request, input: item.input })),
     );
@@ -305,7 +305,7 @@ export function gathered<I, T, A = never>(
   operation: string,
   name: string,
   work: (trx: Trx, inputs: { request: FastifyRequest; input: I }[], writes: WriteSet, ahead?: A) => Promise<ItemOutcome<T>[]>,
-  lockAhead?: (trx: Trx, inputs: { request: FastifyRequest; input: I }[]) => LockPlan<A> | undefined,
+  planFirstLocks?: (trx: Trx, inputs: { request: FastifyRequest; input: I }[]) => LockPlan<A> | undefined,
 ): BatchedIdempotency<I, T, A> {
   return new BatchedIdempotency(
     deps.db,
@@ -318,6 +318,6 @@ export function gathered<I, T, A = never>(
       lanes: deps.dbKind === 'postgres' ? deps.config.TRANSFER_BATCH_LANES : 1,
       name,
     },
-    lockAhead,
+    planFirstLocks,
   );
 }

@@ -4,7 +4,7 @@ import { inOneStatement } from '../../db/write-set.js';
 import { groupByScope, scopeKey, type Environment } from '../../core/context.js';
 import { AppError, refusalOf } from '../../core/errors.js';
 import * as ledger from '../../ledger/index.js';
-import type { Job } from '../../core/job.js';
+import { eachOnItsOwn, type Job } from '../../core/job.js';
 import { keyedOnce } from '../../lib/memo.js';
 import * as accounts from '../accounts/service.js';
 import * as transactions from '../transactions/service.js';
@@ -337,9 +337,7 @@ export async function settleDue(db: Db, config: Config, due: string[], alone: st
     }
   }
   // An order that fails alone does not stop the ones after it; the first failure is reported.
-  const failures: unknown[] = [];
-  for (const id of one) await settleLimitOrder(db, config, id).catch((err: unknown) => failures.push(err));
-  if (failures.length > 0) throw failures[0];
+  await eachOnItsOwn(one, (id) => settleLimitOrder(db, config, id));
 }
 
 /**

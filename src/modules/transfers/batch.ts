@@ -43,6 +43,17 @@ const lockAccounts = (trx: Trx, reqs: MovementRequest[]) =>
     reqs.map((req) => ({ ctx: req.ctx, ids: accountsNamed(req.body) })),
   );
 
+/** Whether a request passes checkShape: one it refuses locks nothing (its refusal is movementBatch's to report). */
+function isShaped(req: MovementRequest): boolean {
+  try {
+    checkShape(req.body);
+    return true;
+  } catch (err) {
+    if (err instanceof AppError) return false;
+    throw err;
+  }
+}
+
 /** The batch's first locks: the account rows by business, and what was locked with them (when known ahead). */
 export interface FirstLocks {
   locked: Map<string, Map<string, accounts.AccountRow>>;
@@ -62,14 +73,7 @@ export function planFirstLocks(
   trx: Trx,
   all: MovementRequest[],
 ): { statements: CompiledQuery<unknown>[]; read(rows: unknown[][]): FirstLocks } | undefined {
-  const reqs = all.filter((req) => {
-    try {
-      checkShape(req.body);
-      return true;
-    } catch {
-      return false;
-    }
-  });
+  const reqs = all.filter(isShaped);
   const ctx = reqs[0]?.ctx;
   const sources = reqs.map(knownSource).filter((source) => source !== undefined);
   if (!ctx || sources.length < reqs.length || reqs.some((req) => scopeKey(req.ctx) !== scopeKey(ctx))) return undefined;
@@ -105,8 +109,7 @@ async function lockFirst(trx: Trx, reqs: MovementRequest[]): Promise<FirstLocks>
  * an earlier chunk: two bulks over the same accounts deadlocked (a 503 once the retries ran out).
  */
 export async function lockAhead(trx: Trx, reqs: MovementRequest[]): Promise<void> {
-  const live: MovementRequest[] = [];
-  for (const req of reqs) if (!((await refusalOf(() => checkShape(req.body))) instanceof AppError)) live.push(req);
+  const live = reqs.filter(isShaped);
   const locked = await lockAccounts(trx, live);
   const spending = live.flatMap((req) => {
     const customerId = locked.get(scopeKey(req.ctx))?.get(req.body.source.id)?.customer_id;

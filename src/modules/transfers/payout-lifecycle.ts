@@ -4,6 +4,7 @@ import { inOneStatement } from '../../db/write-set.js';
 import { keyedOnce } from '../../lib/memo.js';
 import { groupByScope, scopeKey, type Environment, type RequestContext } from '../../core/context.js';
 import { AppError, notFound } from '../../core/errors.js';
+import { eachOnItsOwn } from '../../core/job.js';
 import * as ledger from '../../ledger/index.js';
 import { payoutConnector, type PayoutState, type Rail } from '../../rails/index.js';
 import * as rails from '../../rails/repo.js';
@@ -24,6 +25,13 @@ import * as repo from './repo.js';
  * exactly once however many workers, simulations or operators race for it.
  */
 type Scope = Pick<RequestContext, 'tenantId' | 'environment'>;
+
+/** The business and environment a row belongs to (a transfer, a claimed rail payout). */
+const scopeOfRow = (row: { tenant_id: string; environment: string }): Scope => ({
+  tenantId: row.tenant_id,
+  environment: row.environment as Environment,
+});
+
 export type RailOutcome = 'settled' | 'failed' | 'returned';
 type ConnectorConfig = Pick<Config, 'SANDBOX_RAIL_DELAY_MS'>;
 
@@ -53,7 +61,7 @@ async function markProcessing(db: Queryable, ctx: Scope, row: repo.TransferRow) 
 export async function dispatchPendingPayouts(db: Db, config: ConnectorConfig, batch = 20): Promise<boolean> {
   const pending = await repo.pendingPayouts(db, batch);
   for (const p of pending) {
-    const ctx = { tenantId: p.tenant_id, environment: p.environment as Environment };
+    const ctx = scopeOfRow(p);
     const row = await repo.findTransfer(db, ctx, p.id);
     if (!row || row.status !== 'pending' || awaitsApproval(row)) continue;
     await submit(db, ctx, config, row);
@@ -120,9 +128,7 @@ async function settle(trx: Queryable, ctx: Scope, row: repo.TransferRow) {
 }
 
 export async function release(trx: Queryable, ctx: Scope, row: repo.TransferRow, status: 'failed' | 'returned', reason: string) {
-  const payout = payoutOf(row);
-  await ledger.voidHold(trx, ctx, row.hold_id!);
-  if (payout.fee_hold_id) await ledger.voidHold(trx, ctx, payout.fee_hold_id);
+  for (const id of holdIdsOf(row)) await ledger.voidHold(trx, ctx, id);
   if (row.transaction_id) await transactions.finishPending(trx, ctx, row.transaction_id, 'failed');
   return repo.moveTransfer(trx, ctx, row.id, ['pending', 'processing'], { status, failure_reason: reason });
 }
@@ -134,12 +140,12 @@ export async function release(trx: Queryable, ctx: Scope, row: repo.TransferRow,
  */
 async function reverse(trx: Queryable, ctx: Scope, row: repo.TransferRow, reason: string) {
   const legs: ledger.Leg[] = [{ accountId: row.source_id, amount: row.amount, currency: row.currency }];
-  if (row.rate && row.local_amount !== null && row.local_currency) {
-    const localSettlement = await ledger.systemAccount(trx, ctx, 'settlement', row.local_currency);
-    const localPosition = await ledger.systemAccount(trx, ctx, 'fx_position', row.local_currency);
+  if (hasFxLeg(row)) {
+    const localSettlement = await ledger.systemAccount(trx, ctx, 'settlement', row.local_currency!);
+    const localPosition = await ledger.systemAccount(trx, ctx, 'fx_position', row.local_currency!);
     legs.push(
-      { accountId: localSettlement, amount: -row.local_amount, currency: row.local_currency },
-      { accountId: localPosition, amount: row.local_amount, currency: row.local_currency },
+      { accountId: localSettlement, amount: -row.local_amount!, currency: row.local_currency! },
+      { accountId: localPosition, amount: row.local_amount!, currency: row.local_currency! },
       { accountId: payoutOf(row).principal_account_id, amount: -row.amount, currency: row.currency },
     );
   } else {
@@ -237,8 +243,6 @@ export interface DuePayout {
   transfer_id: string;
 }
 
-const scopeOfRow = (row: repo.TransferRow): Scope => ({ tenantId: row.tenant_id, environment: row.environment as Environment });
-
 /**
  * Settles due payouts together, in ONE transaction whatever their number (docs/money-path.md),
  * each as applyRailOutcome settles one: the transfers locked (ascending id), their rail payouts
@@ -253,7 +257,7 @@ const scopeOfRow = (row: repo.TransferRow): Scope => ({ tenantId: row.tenant_id,
  * one by one. Returns the ids of the payouts it completed.
  */
 export async function settlePayouts(trx: Trx, due: DuePayout[]): Promise<string[]> {
-  const claimed = new Map(due.map((d) => [d.transfer_id, `${d.tenant_id}:${d.environment}`]));
+  const claimed = new Map(due.map((d) => [d.transfer_id, scopeKey(scopeOfRow(d))]));
   const rows = (await repo.lockTransfers(trx, [...claimed.keys()])).filter((row) => row.status === 'processing');
   const stranger = rows.find((row) => claimed.get(row.id) !== scopeKey(scopeOfRow(row)) || row.destination_type !== 'external_account');
   if (stranger) throw new ledger.LedgerInvariantError(`transfer ${stranger.id} is not the payout claimed`);
@@ -322,7 +326,7 @@ function missingHold(row: repo.TransferRow, id: string): never {
 
 /** One due payout in its own transaction, as before the batch (and when a batch fails). */
 async function settleAlone(db: Db, p: DuePayout): Promise<void> {
-  const ctx = { tenantId: p.tenant_id, environment: p.environment as Environment };
+  const ctx = scopeOfRow(p);
   await db.transaction().execute(async (trx) => {
     const row = await repo.findTransferForUpdate(trx, ctx, p.transfer_id);
     // Still pending here means dispatch has not recorded `processing` yet: the next claim retries.
@@ -345,9 +349,7 @@ export async function settleDueSandboxPayouts(db: Db, batch = SANDBOX_SETTLEMENT
   try {
     await db.transaction().execute((trx) => settlePayouts(trx, due));
   } catch {
-    const failures: unknown[] = [];
-    for (const p of due) await settleAlone(db, p).catch((err: unknown) => failures.push(err));
-    if (failures.length > 0) throw failures[0];
+    await eachOnItsOwn(due, (p) => settleAlone(db, p));
   }
   return due.length === batch;
 }
