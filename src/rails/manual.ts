@@ -2,7 +2,7 @@ import type { Queryable } from '../db/client.js';
 import type { RequestContext } from '../core/context.js';
 
 type LedgerScope = Pick<RequestContext, 'tenantId' | 'environment'>;
-import type { PayeeDetails, PayoutConnector, PayoutInstruction, VerifyResult } from './payouts.js';
+import type { PayeeDetails, PayoutConnector, ScopedPayout, VerifyResult } from './payouts.js';
 import * as repo from './repo.js';
 
 /**
@@ -18,9 +18,8 @@ export class ManualPayouts implements PayoutConnector {
     return { verified: true, accountName: payee.accountName };
   }
 
-  async submit(db: Queryable, scope: LedgerScope, payout: PayoutInstruction) {
-    const row = await repo.insertPayout(db, scope, this.name, payout, null);
-    return { providerReference: row.id };
+  async submit(db: Queryable, payouts: ScopedPayout[]) {
+    await repo.insertPayouts(db, this.name, payouts, null);
   }
 
   async status(db: Queryable, scope: LedgerScope, transferId: string) {

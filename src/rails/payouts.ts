@@ -37,6 +37,12 @@ export interface PayoutInstruction {
   payee: PayeeDetails;
 }
 
+/** A payout instruction and the business and environment it is paid for. */
+export interface ScopedPayout {
+  scope: LedgerScope;
+  payout: PayoutInstruction;
+}
+
 export type PayoutState = 'submitted' | 'settled' | 'failed' | 'returned';
 
 export interface PayoutStatus {
@@ -48,8 +54,12 @@ export interface PayoutConnector {
   readonly name: 'sandbox' | 'manual';
   /** Name enquiry: does the account exist, and whose is it? */
   verifyAccount(payee: PayeeDetails): Promise<VerifyResult>;
-  /** Hands a payout to the rail. Idempotent per transfer: a second submit returns the first. */
-  submit(db: Queryable, scope: LedgerScope, payout: PayoutInstruction): Promise<{ providerReference: string }>;
+  /**
+   * Hands payouts to the rail, together where the rail takes a batch (the dispatch job hands it
+   * up to a pass's worth at once). Idempotent per transfer: a payout submitted again is the one
+   * submitted before.
+   */
+  submit(db: Queryable, payouts: ScopedPayout[]): Promise<void>;
   status(db: Queryable, scope: LedgerScope, transferId: string): Promise<PayoutStatus | undefined>;
 }
 

@@ -6,7 +6,7 @@ import type { RequestContext } from '../core/context.js';
 import { valuesOf } from '../db/values.js';
 
 type LedgerScope = Pick<RequestContext, 'tenantId' | 'environment'>;
-import type { PayeeDetails, PayoutInstruction, PayoutState } from './payouts.js';
+import type { PayeeDetails, PayoutState, ScopedPayout } from './payouts.js';
 
 export interface RailPayoutsTable {
   id: string;
@@ -33,31 +33,30 @@ declare module '../db/types.js' {
 
 export type RailPayoutRow = Selectable<RailPayoutsTable>;
 
-/** Records a submitted payout once per transfer; returns the row (the existing one on a repeat). */
-export async function insertPayout(
-  db: Queryable,
-  scope: LedgerScope,
-  connector: string,
-  payout: PayoutInstruction,
-  settleAfter: Date | null,
-): Promise<RailPayoutRow> {
+/**
+ * Records submitted payouts in one statement, once per transfer: a payout submitted again keeps
+ * the row it has (the unique transfer_id).
+ */
+export async function insertPayouts(db: Queryable, connector: string, payouts: ScopedPayout[], settleAfter: Date | null): Promise<void> {
+  if (payouts.length === 0) return;
   await db
     .insertInto('rail_payouts')
-    .values({
-      id: newId(),
-      tenant_id: scope.tenantId,
-      environment: scope.environment,
-      transfer_id: payout.transferId,
-      connector,
-      rail: payout.rail,
-      amount: payout.amount,
-      currency: payout.currency,
-      payee: JSON.stringify(payout.payee),
-      settle_after: settleAfter,
-    })
+    .values(
+      payouts.map(({ scope, payout }) => ({
+        id: newId(),
+        tenant_id: scope.tenantId,
+        environment: scope.environment,
+        transfer_id: payout.transferId,
+        connector,
+        rail: payout.rail,
+        amount: payout.amount,
+        currency: payout.currency,
+        payee: JSON.stringify(payout.payee),
+        settle_after: settleAfter,
+      })),
+    )
     .onConflict((oc) => oc.doNothing())
     .execute();
-  return (await findPayout(db, scope, payout.transferId))!;
 }
 
 export async function findPayout(db: Queryable, scope: LedgerScope, transferId: string) {

@@ -2,7 +2,7 @@ import type { Queryable } from '../db/client.js';
 import type { RequestContext } from '../core/context.js';
 
 type LedgerScope = Pick<RequestContext, 'tenantId' | 'environment'>;
-import { payeeIdentifier, type PayeeDetails, type PayoutConnector, type PayoutInstruction, type VerifyResult } from './payouts.js';
+import { payeeIdentifier, type PayeeDetails, type PayoutConnector, type ScopedPayout, type VerifyResult } from './payouts.js';
 import * as repo from './repo.js';
 
 /**
@@ -22,9 +22,8 @@ export class SandboxPayouts implements PayoutConnector {
     return { verified: true, accountName: payee.accountName };
   }
 
-  async submit(db: Queryable, scope: LedgerScope, payout: PayoutInstruction) {
-    const row = await repo.insertPayout(db, scope, this.name, payout, new Date(Date.now() + this.delayMs));
-    return { providerReference: row.id };
+  async submit(db: Queryable, payouts: ScopedPayout[]) {
+    await repo.insertPayouts(db, this.name, payouts, new Date(Date.now() + this.delayMs));
   }
 
   async status(db: Queryable, scope: LedgerScope, transferId: string) {

@@ -6,7 +6,7 @@ import { groupByScope, scopeKey, type Environment, type RequestContext } from '.
 import { AppError, notFound } from '../../core/errors.js';
 import { eachOnItsOwn } from '../../core/job.js';
 import * as ledger from '../../ledger/index.js';
-import { payoutConnector, type PayoutState, type Rail } from '../../rails/index.js';
+import { payoutConnector, type PayoutState, type Rail, type ScopedPayout } from '../../rails/index.js';
 import * as rails from '../../rails/repo.js';
 import * as transactions from '../transactions/service.js';
 import { recordEvent, recordEvents } from '../webhooks/service.js';
@@ -46,42 +46,72 @@ function invalidTransition(status: string, action: string): AppError {
   return new AppError('invalid_state_transition', `A ${status} transfer cannot be ${action}`);
 }
 
-/** Hands a pending payout to its rail (inside `db`: the sandbox and manual connectors are DB-backed). */
-async function markProcessing(db: Queryable, ctx: Scope, row: repo.TransferRow) {
-  const moved = await repo.moveTransfer(db, ctx, row.id, ['pending'], { status: 'processing' });
-  if (moved) await recordEvent(db, ctx, 'transfer.status.processing', toTransferResponse(moved));
-  return moved;
-}
+/** Pending payouts the dispatch job hands to their rails per pass. */
+const DISPATCH_BATCH = 100;
 
 /**
- * The dispatch job: submits pending payouts to their connector (outside any transaction, as a
- * real connector calls a partner), then records `processing`. Submitting twice is harmless:
- * connectors are idempotent per transfer.
+ * The dispatch job: hands pending payouts to their connectors (outside any transaction, as a real
+ * connector calls a partner), then records `processing` for them all in one transaction: the
+ * transfers locked in ascending id, and one statement that moves those still pending and records
+ * their `transfer.status.processing` events. A pass costs the same few statements for one payout
+ * or a hundred. Submitting twice is harmless (connectors are idempotent per transfer), so a
+ * payout that is no longer pending once locked is simply left. Should the batch fail, its
+ * payouts are handed over one by one (the first failure rethrown), so one payout never holds
+ * back the others.
  */
-export async function dispatchPendingPayouts(db: Db, config: ConnectorConfig, batch = 20): Promise<boolean> {
+export async function dispatchPendingPayouts(db: Db, config: ConnectorConfig, batch = DISPATCH_BATCH): Promise<boolean> {
   const pending = await repo.pendingPayouts(db, batch);
-  for (const p of pending) {
-    const ctx = scopeOfRow(p);
-    const row = await repo.findTransfer(db, ctx, p.id);
-    if (!row || row.status !== 'pending' || awaitsApproval(row)) continue;
-    await submit(db, ctx, config, row);
-    await db.transaction().execute(async (trx) => {
-      const locked = await repo.findTransferForUpdate(trx, ctx, p.id);
-      if (locked?.status === 'pending' && !awaitsApproval(locked)) await markProcessing(trx, ctx, locked);
-    });
+  if (pending.length === 0) return false;
+  const dispatch = async (rows: repo.TransferRow[]) => {
+    for (const environment of new Set(rows.map((row) => row.environment as Environment))) {
+      const own = rows.filter((row) => row.environment === environment);
+      await payoutConnector(environment, config).submit(db, own.map(instructionOf));
+    }
+    await db.transaction().execute((trx) => markProcessing(trx, rows));
+  };
+  try {
+    await dispatch(pending);
+  } catch {
+    await eachOnItsOwn(pending, (row) => dispatch([row]));
   }
   return pending.length === batch;
 }
 
-async function submit(db: Queryable, ctx: Scope, config: ConnectorConfig, row: repo.TransferRow) {
-  const payout = payoutOf(row);
-  await payoutConnector(ctx.environment, config).submit(db, ctx, {
-    transferId: row.id,
-    rail: row.rail as Rail,
-    amount: row.local_amount ?? row.amount,
-    currency: row.local_currency ?? row.currency,
-    payee: payout.payee,
+/** Records that `rows` were handed to their rail: those still pending (locked here) move to `processing`, with their events. */
+async function markProcessing(trx: Queryable, rows: repo.TransferRow[]) {
+  const locked = await repo.lockTransfers(
+    trx,
+    rows.map((row) => row.id),
+  );
+  const moving = locked.filter((row) => row.status === 'pending' && !awaitsApproval(row));
+  if (moving.length === 0) return;
+  // The rows and their events carry the same time.
+  const at = new Date();
+  await inOneStatement(trx, async (set) => {
+    await repo.markProcessing(set, moving, at);
+    await recordEvents(
+      set,
+      moving.map((row) => ({
+        ctx: scopeOfRow(row),
+        eventType: 'transfer.status.processing' as const,
+        data: toTransferResponse({ ...row, status: 'processing', updated_at: at }),
+      })),
+    );
   });
+}
+
+/** What the rail is asked to pay for a payout (in the payee's currency for an international one). */
+function instructionOf(row: repo.TransferRow): ScopedPayout {
+  return {
+    scope: scopeOfRow(row),
+    payout: {
+      transferId: row.id,
+      rail: row.rail as Rail,
+      amount: row.local_amount ?? row.amount,
+      currency: row.local_currency ?? row.currency,
+      payee: payoutOf(row).payee,
+    },
+  };
 }
 
 /** An international payout: its rail is paid in another currency, through the FX positions. */
@@ -230,8 +260,8 @@ export async function forceRailOutcome(
     throw new AppError('invalid_state_transition', 'The transfer is waiting for approval; it goes to its rail only once approved');
   }
   if (row.status === 'pending') {
-    await submit(trx, ctx, config, row);
-    await markProcessing(trx, ctx, row);
+    await payoutConnector(ctx.environment, config).submit(trx, [instructionOf(row)]);
+    await markProcessing(trx, [row]);
   }
   return applyRailOutcome(trx, ctx, transferId, outcome, reason);
 }

@@ -110,6 +110,25 @@ export async function completePayouts(to: Writer, rows: { id: string; ledger_tra
   );
 }
 
+/**
+ * Moves many pending payouts locked in this transaction (lockTransfers) to `processing` in one
+ * statement, stamped `at`, as moveTransfer does one. One part of the dispatch job's writes.
+ */
+export async function markProcessing(to: Writer, rows: { id: string }[], at: Date): Promise<void> {
+  if (rows.length === 0) return;
+  await write(
+    to,
+    () => sql`
+    update transfers t set status = 'processing', updated_at = ${at}
+    from ${valuesOf(
+      'u',
+      { id: 'uuid' },
+      rows.map((r) => [r.id]),
+    )}
+    where t.id = u.id and t.status = 'pending'`,
+  );
+}
+
 /** Moves a transfer from `from` to a new status, at most once (the status condition guards it). */
 export async function moveTransfer(
   db: Queryable,
@@ -129,7 +148,7 @@ export async function moveTransfer(
 export async function pendingPayouts(db: Queryable, limit: number) {
   return db
     .selectFrom('transfers')
-    .select(['id', 'tenant_id', 'environment'])
+    .selectAll()
     .where('status', '=', 'pending')
     .where('destination_type', '=', 'external_account')
     .where(sql<boolean>`coalesce(metadata->'payout'->>'approval', '') <> 'waiting_approval'`)
