@@ -65,12 +65,18 @@ describe('FX orders in batches', () => {
     await statements([b.req(sell(usd, ngn, '1.00'))]);
     const one = await statements([b.req(sell(usd, ngn, '1.00'))]);
     const fifty = await statements(Array.from({ length: 50 }, () => b.req(sell(usd, ngn, '1.00'))));
-    // The sandbox rate, accounts (share lock), the two fx_position accounts, balance rows (lock),
-    // and one statement for every write: balances, ledger transactions and entries, account
-    // transactions, orders, events.
-    expect(one).toBe(6);
+    // The sandbox rates, accounts (share lock), the fx_position accounts, balance rows (lock, the
+    // positions' found by the statement itself), sent in one round trip (planFirstLocks); and one
+    // statement for every write: balances, ledger transactions and entries, account transactions,
+    // orders, events. Before, the two fx_position accounts were a statement each, after the
+    // accounts' answer, and the balance rows after theirs.
+    expect(one).toBe(5);
     expect(fifty).toBe(one);
-    expect(await minor(b.api, usd)).toBe(100000n - 52n * 100n);
+    // With a fee, the Fees account is found once the orders are priced: the statements follow each other.
+    const feeCtx = { ...b.req({}).ctx, settings: { fx_fee_bps: 10 } };
+    const withFee = await statements([{ ...b.req(sell(usd, ngn, '1.00')), ctx: feeCtx }]);
+    expect(withFee).toBeGreaterThan(one);
+    expect(await minor(b.api, usd)).toBe(100000n - 53n * 100n);
     expect((await reconcile(t.db, b.tenant.tenant_id)).ok).toBe(true);
   });
 
@@ -107,6 +113,35 @@ describe('FX orders in batches', () => {
     for (const o of done) expect((await api.get(`/v1/fx/orders/${o.id}`)).body.data).toEqual(o);
     const events = await t.db.selectFrom('events').select('event_group_id').where('event_type', '=', 'fx.order.completed').execute();
     expect(done.every((o) => events.some((e) => e.event_group_id === o.id))).toBe(true);
+    expect((await reconcile(t.db, tenant.tenant_id)).ok).toBe(true);
+  });
+
+  it('planned ahead (market orders naming their accounts), a refusal still never fails its neighbours', async () => {
+    const { tenant, api, req } = await business('FX Planned Neighbours Ltd');
+    const rich = await openAccount(api, 'USD', null, '100.00');
+    const poor = await openAccount(api, 'USD', null, '5.00');
+    const ngn = await openAccount(api, 'NGN', null);
+    const other = await business('FX Planned Stranger Ltd');
+    const theirs = await openAccount(other.api, 'USD', null, '100.00');
+    const reqs = [
+      req(sell(rich, ngn, '10.00')),
+      req(sell(poor, ngn, '6.00')),
+      // Another business's account is locked ahead with the rest, and still not found here.
+      req(sell(theirs, ngn, '1.00')),
+      req(sell(ngn, rich, '1000000.00', { pair: { base: 'NGN', quote: 'USD' } })),
+      req(sell(poor, ngn, '5.00')),
+    ];
+    const outcomes = await t.db.transaction().execute((trx) => orderBatch(trx, reqs));
+    expect(outcomes.map((o) => (o.ok ? 'ok' : o.error.code))).toEqual([
+      'ok',
+      'insufficient_funds',
+      'not_found',
+      'insufficient_funds',
+      'ok',
+    ]);
+    expect(await minor(api, rich)).toBe(10000n - 1000n);
+    expect(await minor(api, poor)).toBe(0n);
+    expect(await minor(other.api, theirs)).toBe(10000n);
     expect((await reconcile(t.db, tenant.tenant_id)).ok).toBe(true);
   });
 

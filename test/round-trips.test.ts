@@ -154,7 +154,7 @@ describe.skipIf(!url)('round trips on the wire (PostgreSQL)', () => {
   // What a batch locks after its accounts leaves with them once the process knows the sources and
   // no fee applies (transfers/batch.ts, planFirstLocks), and all of it right behind the claim
   // (http/idempotency-batch.ts); a business's transfer was four round trips, then three.
-  it('a batch of transfers is two round trips: BEGIN with the claim and the first locks, the writes with COMMIT', async () => {
+  it('a batch of transfers, or of FX market orders, is two round trips: BEGIN with the claim and the first locks, the writes with COMMIT', async () => {
     const config = loadConfig({}, { LOG_LEVEL: 'silent', DEMO_TENANT: false, REQUEST_LOG: 'off' });
     const app = await buildApp({
       config,
@@ -204,6 +204,23 @@ describe.skipIf(!url)('round trips on the wire (PostgreSQL)', () => {
       expect(await turnsOf(spend)).toBe(2);
       // The claim, accounts, KYC levels, spending lock, counter and balance rows in one write (six before).
       expect(await writesOf(spend)).toBe(3);
+      // An FX market order naming its accounts: the rates, accounts, fx_position accounts and
+      // balance rows leave with the claim (planFirstLocks in fx/batch.ts; seven turns before).
+      const usd = (await post('/v1/accounts', { currency: 'USD', label: 'usd' })).id;
+      await post('/v1/simulations/fx/rates', { base: 'USD', quote: 'NGN', rate: '1500' });
+      await post(`/v1/simulations/accounts/${from}/fund`, { amount: '100000.00' });
+      const order = () =>
+        post('/v1/fx/orders', {
+          order_type: 'market',
+          side: 'sell',
+          pair: { base: 'NGN', quote: 'USD' },
+          amount: '150.00',
+          source_id: from,
+          destination_id: usd,
+        });
+      await order(); // the first creates the fx_position accounts
+      expect(await turnsOf(order)).toBe(2);
+      expect(await writesOf(order)).toBe(3);
     } finally {
       await app.close();
     }

@@ -1,3 +1,4 @@
+import type { CompiledQuery } from 'kysely';
 import type { Queryable } from '../db/client.js';
 import { inOneStatement, type Writer } from '../db/write-set.js';
 import { newId } from '../lib/ids.js';
@@ -49,6 +50,29 @@ export interface LockedAhead {
 export function balanceLockAhead(db: Queryable, scope: LedgerScope, accountIds: string[]) {
   const ids = [...new Set(accountIds)].sort();
   return { ids: new Set(ids), statement: repo.lockScopedBalancesStatement(db, scope, ids) };
+}
+
+/**
+ * balanceLockAhead for a batch that also moves the business's system accounts of `role` in
+ * `currencies` (the FX positions) before it knows their ids: two statements for the caller to
+ * send together, after whatever must come before them: the system accounts found, and every
+ * balance row locked (the system accounts' found again by the statement itself). `read` answers
+ * the system accounts found, by currency (a currency without one has none yet), and the rows
+ * locked, for PostingBatch.open.
+ */
+export function systemBalancesAhead(db: Queryable, scope: LedgerScope, accountIds: string[], role: SystemRole, currencies: string[]) {
+  const ids = [...new Set(accountIds)].sort();
+  const wanted = [...new Set(currencies)].sort();
+  return {
+    statements: [
+      repo.findSystemAccountsStatement(db, scope, role, wanted),
+      repo.lockScopedBalancesWithSystemStatement(db, scope, ids, role, wanted),
+    ] as CompiledQuery<unknown>[],
+    read([found, rows]: unknown[][]): { system: Map<string, string>; ahead: LockedAhead } {
+      const system = new Map((found as { id: string; currency: string }[]).map((r) => [r.currency, r.id]));
+      return { system, ahead: { ids: new Set([...ids, ...system.values()]), rows: rows as repo.LockedBalanceRow[] } };
+    },
+  };
 }
 
 const availableOf = (w: Working) => w.posted + w.delta - w.pendingDebits - w.pendingDebitsDelta;

@@ -68,7 +68,7 @@ export {
   findSystemAccount,
   LedgerInvariantError,
 } from './service.js';
-export { PostingBatch, balanceLockAhead, type LockedAhead, type PostRefusal, type PostResult } from './batch.js';
+export { PostingBatch, balanceLockAhead, systemBalancesAhead, type LockedAhead, type PostRefusal, type PostResult } from './batch.js';
 export type { HoldResult } from './service.js';
 export { reconcile, type ReconcileReport } from './reconcile.js';
 export { SYSTEM_ROLES } from './types.js';

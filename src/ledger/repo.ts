@@ -309,6 +309,45 @@ export function lockScopedBalancesStatement(db: Queryable, scope: LedgerScope, s
   );
 }
 
+/** The business's system accounts of `role` in `currencies` (id and currency), as a statement its caller sends (db/pipeline.ts). */
+export function findSystemAccountsStatement(
+  db: Queryable,
+  scope: LedgerScope,
+  role: SystemRole,
+  currencies: string[],
+): CompiledQuery<{ id: string; currency: string }> {
+  return scoped(db, 'ledger_accounts', scope)
+    .select(['id', 'currency'])
+    .where('system_role', '=', role)
+    .where('currency', '=', sql<string>`any(${currencies}::text[])`)
+    .compile();
+}
+
+/**
+ * lockScopedBalancesStatement of `sortedIds` and of the business's system accounts of `role` in
+ * `currencies`, found by the statement itself: a batch locks the balance rows of the FX positions
+ * it moves in the same round trip as it learns their ids (findSystemAccountsStatement).
+ */
+export function lockScopedBalancesWithSystemStatement(
+  db: Queryable,
+  scope: LedgerScope,
+  sortedIds: string[],
+  role: SystemRole,
+  currencies: string[],
+): CompiledQuery<LockedBalanceRow> {
+  const system = scoped(db, 'ledger_accounts', scope)
+    .select('id')
+    .where('system_role', '=', role)
+    .where('currency', '=', sql<string>`any(${currencies}::text[])`);
+  return scoped(db, 'ledger_balances', scope)
+    .selectAll()
+    .select(sql<Date>`now()`.as('tx_now'))
+    .where((eb) => eb.or([eb('account_id', '=', sql<string>`any(${sortedIds}::uuid[])`), eb('account_id', 'in', system)]))
+    .orderBy('account_id')
+    .forUpdate()
+    .compile();
+}
+
 /** Adds each account's net deltas of a batch (posted, pending debits and credits): one statement for the batch. */
 export async function addBalanceDeltas(
   to: Writer,

@@ -1,3 +1,4 @@
+import type { CompiledQuery } from 'kysely';
 import type { Queryable } from '../db/client.js';
 import type { LedgerScope } from '../ledger/index.js';
 import { crossRate, invertRate, parseRate } from '../lib/decimal.js';
@@ -25,6 +26,22 @@ export interface RateSource {
    * here, so no transaction waits on the network.
    */
   book(db: Queryable, scope: LedgerScope): Promise<RateBook>;
+  /**
+   * The book as a statement its caller sends together with others (db/pipeline.ts), and how to
+   * read its rows; `statement` is undefined for a source that reads nothing.
+   */
+  plan(db: Queryable, scope: LedgerScope): RatePlan;
+}
+
+export interface RatePlan {
+  statement: CompiledQuery<unknown> | undefined;
+  read(rows: unknown[]): RateBook;
+}
+
+/** Where the sandbox keeps its simulated rates: the statement that reads a business's, and how to read its rows. */
+export interface OverrideStore {
+  statement(db: Queryable, scope: LedgerScope): CompiledQuery<unknown>;
+  read(rows: unknown[]): RateOverride[];
 }
 
 /** A rate set through `POST /v1/simulations/fx/rates` (sandbox). */
@@ -82,23 +99,32 @@ export function defaultMid(base: string, quote: string, now = new Date()): MidRa
  */
 export class SandboxRateSource implements RateSource {
   readonly name = 'sandbox';
-  constructor(private readonly overrides: (db: Queryable, scope: LedgerScope) => Promise<RateOverride[]>) {}
+  constructor(private readonly overrides: OverrideStore) {}
 
   async book(db: Queryable, scope: LedgerScope): Promise<RateBook> {
-    const set = new Map<string, RateOverride>();
-    for (const o of await this.overrides(db, scope)) set.set(`${o.base}/${o.quote}`, o);
-    const now = new Date();
-    return {
-      mid(base, quote) {
-        if (base === quote) return undefined;
-        const direct = set.get(`${base}/${quote}`);
-        if (direct) return { mid: direct.rate, timestamp: direct.updatedAt };
-        const reverse = set.get(`${quote}/${base}`);
-        if (reverse) return { mid: invertRate(reverse.rate), timestamp: reverse.updatedAt };
-        return defaultMid(base, quote, now);
-      },
-    };
+    const plan = this.plan(db, scope);
+    return plan.read((await db.executeQuery(plan.statement!)).rows);
   }
+
+  plan(db: Queryable, scope: LedgerScope): RatePlan {
+    return { statement: this.overrides.statement(db, scope), read: (rows) => sandboxBook(this.overrides.read(rows)) };
+  }
+}
+
+function sandboxBook(overrides: RateOverride[]): RateBook {
+  const set = new Map<string, RateOverride>();
+  for (const o of overrides) set.set(`${o.base}/${o.quote}`, o);
+  const now = new Date();
+  return {
+    mid(base, quote) {
+      if (base === quote) return undefined;
+      const direct = set.get(`${base}/${quote}`);
+      if (direct) return { mid: direct.rate, timestamp: direct.updatedAt };
+      const reverse = set.get(`${quote}/${base}`);
+      if (reverse) return { mid: invertRate(reverse.rate), timestamp: reverse.updatedAt };
+      return defaultMid(base, quote, now);
+    },
+  };
 }
 
 /**
@@ -108,7 +134,15 @@ export class SandboxRateSource implements RateSource {
 export class StaticRateSource implements RateSource {
   readonly name = 'static';
   async book(): Promise<RateBook> {
-    const now = new Date();
-    return { mid: (base, quote) => defaultMid(base, quote, now) };
+    return staticBook();
   }
+
+  plan(): RatePlan {
+    return { statement: undefined, read: staticBook };
+  }
+}
+
+function staticBook(): RateBook {
+  const now = new Date();
+  return { mid: (base, quote) => defaultMid(base, quote, now) };
 }

@@ -1,5 +1,7 @@
 import type { Config } from '../../config.js';
+import type { CompiledQuery } from 'kysely';
 import type { Trx } from '../../db/client.js';
+import { pipelined } from '../../db/pipeline.js';
 import { inOneStatement, type WriteSet } from '../../db/write-set.js';
 import { groupByScope, scopeKey, type RequestContext, type Scope } from '../../core/context.js';
 import { AppError, refusalOf } from '../../core/errors.js';
@@ -39,7 +41,8 @@ import {
 } from './orders.js';
 import * as repo from './repo.js';
 import type { CreateOrderBody, OrderResponse } from './schema.js';
-import { legsThrough, lockQuotes, quoteExpired, quoteNotFound, quoteUsed, rateBook, type QuoteState } from './service.js';
+import { fxPricing } from '../pricing/service.js';
+import { legsThrough, lockQuotes, quoteExpired, quoteNotFound, quoteUsed, rateBook, rateBookPlan, type QuoteState } from './service.js';
 
 /**
  * FX market orders on the batch path (docs/money-path.md): concurrent orders share one
@@ -102,6 +105,75 @@ interface Accepted extends Planned {
   posting: ledger.PostedTransaction;
 }
 
+/** What an FX batch reads and locks first, when it knows all of it before reading a row (planFirstLocks). */
+export interface FxFirstLocks {
+  /** The business's rate book. */
+  book: RateBook;
+  /** The accounts the orders name, share-locked, by scopeKey. */
+  locked: Map<string, Map<string, accounts.AccountRow>>;
+  /** The business and the currencies whose fx_position accounts were looked for; those found, by currency. */
+  ctx: Scope;
+  currencies: ReadonlySet<string>;
+  positions: Map<string, string>;
+  /** Every balance row the orders move, locked. */
+  balances: ledger.LockedAhead;
+}
+
+/**
+ * The batch's first reads and locks, when it knows before reading a row everything it touches:
+ * one business, market orders without a quote that name their pair and both accounts, no FX
+ * fee. The statements, in the lock order of orderBatch: the rate book (the sandbox's simulated
+ * rates), the accounts (share), the fx_position accounts of the pairs' currencies, and every
+ * balance row (the positions' found by the statement itself). Undefined otherwise: the batch then
+ * reads and locks them one after the other. The caller sends the statements in one round trip,
+ * behind the idempotency claim (http/idempotency-batch.ts), or orderBatch sends them itself.
+ */
+export function planFirstLocks(
+  trx: Trx,
+  reqs: OrderRequest[],
+): { statements: CompiledQuery<unknown>[]; read(rows: unknown[][]): FxFirstLocks } | undefined {
+  const first = reqs[0];
+  if (!first) return undefined;
+  const { ctx, config } = first;
+  const known = reqs.every(
+    ({ ctx: own, body }) =>
+      scopeKey(own) === scopeKey(ctx) &&
+      body.order_type === 'market' &&
+      body.quote_id === undefined &&
+      body.pair !== undefined &&
+      body.source_id !== undefined &&
+      body.destination_id !== undefined,
+  );
+  // A fee goes to the business's Fees account, found (or reserved) only once an order is priced.
+  if (!known || fxPricing(ctx.settings, config).feeBps > 0) return undefined;
+  const ids = reqs.flatMap(({ body }) => [body.source_id!, body.destination_id!]);
+  const currencies = new Set(reqs.flatMap(({ body }) => [body.pair!.base, body.pair!.quote]));
+  const rates = rateBookPlan(trx, ctx);
+  const accountLock = accounts.lockForMovementStatement(trx, ctx, ids);
+  const balances = ledger.systemBalancesAhead(trx, ctx, ids, 'fx_position', [...currencies]);
+  return {
+    statements: [...(rates.statement ? [rates.statement] : []), accountLock.statement, ...balances.statements],
+    read: (rows) => {
+      const [rateRows, accountRows, ...balanceRows] = rates.statement ? rows : [[], ...rows];
+      const { system, ahead } = balances.read(balanceRows);
+      return {
+        book: rates.read(rateRows!),
+        locked: new Map([[scopeKey(ctx), accountLock.read(accountRows!)]]),
+        ctx,
+        currencies,
+        positions: system,
+        balances: ahead,
+      };
+    },
+  };
+}
+
+/** The batch's first reads and locks (planFirstLocks) in one round trip, when known ahead. */
+async function firstLocks(trx: Trx, reqs: OrderRequest[]): Promise<FxFirstLocks | undefined> {
+  const plan = planFirstLocks(trx, reqs);
+  return plan && plan.read(await pipelined(trx, ...plan.statements));
+}
+
 /** Every quote the batch names, locked, one statement per business (ascending id), by scopeKey:id. */
 async function lockQuotesOf(trx: Trx, reqs: OrderRequest[]): Promise<Map<string, QuoteState>> {
   const states = new Map<string, QuoteState>();
@@ -130,12 +202,15 @@ function termsOfLockedQuote(body: CreateOrderBody, state: QuoteState | undefined
  * `writes` when the caller gives one (sent with its own before it commits), else here as one
  * statement.
  */
-export async function orderBatch(trx: Trx, reqs: OrderRequest[], writes?: WriteSet): Promise<OrderOutcome[]> {
+export async function orderBatch(trx: Trx, reqs: OrderRequest[], writes?: WriteSet, first?: FxFirstLocks): Promise<OrderOutcome[]> {
   const outcomes: (OrderOutcome | undefined)[] = reqs.map(() => undefined);
   const refuse = (i: number, error: AppError) => (outcomes[i] = { ok: false, error });
 
-  const quotes = await lockQuotesOf(trx, reqs);
+  const ahead = first ?? (await firstLocks(trx, reqs));
+  // A batch planned ahead names no quote.
+  const quotes = ahead ? new Map<string, QuoteState>() : await lockQuotesOf(trx, reqs);
   const books = keyedOnce<RateBook>();
+  if (ahead) await books(scopeKey(ahead.ctx), async () => ahead.book);
   const staged: Staged[] = [];
   for (const [i, req] of reqs.entries()) {
     const s = await refusalOf(async () => {
@@ -151,10 +226,12 @@ export async function orderBatch(trx: Trx, reqs: OrderRequest[], writes?: WriteS
     else staged.push(s);
   }
 
-  const locked = await accounts.lockForMovements(
-    trx,
-    staged.map((s) => ({ ctx: s.req.ctx, ids: [s.ids.sourceId, s.ids.destinationId] })),
-  );
+  const locked =
+    ahead?.locked ??
+    (await accounts.lockForMovements(
+      trx,
+      staged.map((s) => ({ ctx: s.req.ctx, ids: [s.ids.sourceId, s.ids.destinationId] })),
+    ));
   const customers = await customersNamed(trx, staged);
   const checked: Checked[] = [];
   for (const s of staged) {
@@ -172,13 +249,16 @@ export async function orderBatch(trx: Trx, reqs: OrderRequest[], writes?: WriteS
     else checked.push(c);
   }
 
-  const others = conversionAccounts(trx);
+  const others = conversionAccounts(trx, ahead);
   const planned: Planned[] = [];
   for (const c of checked) {
     const currencies = { given: sourceCurrency(c.terms), received: destinationCurrency(c.terms) };
     planned.push({ ...c, ...(await others.plan(c.req.ctx, c, currencies, c.p)) });
   }
-  const book = await others.openBook(planned.flatMap((x) => x.legs.map((l) => l.accountId)));
+  const book = await others.openBook(
+    planned.flatMap((x) => x.legs.map((l) => l.accountId)),
+    ahead?.balances,
+  );
   const accepted = decide(planned, book, refuse);
   await others.createUsed(book);
   const answers = await inOneStatement(writes ?? trx, (set) => record(set, book, accepted));
@@ -193,13 +273,17 @@ export async function orderBatch(trx: Trx, reqs: OrderRequest[], writes?: WriteS
  * (PostingBatch.addFresh): a refused one leaves nothing behind. So does a missing Fees account
  * (accounts.batchFeeAccounts, created before the writes if used).
  */
-export function conversionAccounts(trx: Trx) {
+export function conversionAccounts(trx: Trx, ahead?: Pick<FxFirstLocks, 'ctx' | 'currencies' | 'positions'>) {
   const feeAccounts = accounts.batchFeeAccounts(trx);
   const positions = keyedOnce<string | undefined>();
   const fresh = new Map<string, { ctx: Scope; id: string; currency: string }>();
+  const foundAhead = (ctx: Scope, currency: string) =>
+    ahead !== undefined && scopeKey(ahead.ctx) === scopeKey(ctx) && ahead.currencies.has(currency);
   const position = async (ctx: Scope, currency: string) => {
     const key = `${scopeKey(ctx)}:${currency}`;
-    const found = await positions(key, () => ledger.findSystemAccount(trx, ctx, 'fx_position', currency));
+    const found = await positions(key, async () =>
+      foundAhead(ctx, currency) ? ahead!.positions.get(currency) : ledger.findSystemAccount(trx, ctx, 'fx_position', currency),
+    );
     if (found) return found;
     if (!fresh.has(key)) fresh.set(key, { ctx, id: newId(), currency });
     return fresh.get(key)!.id;
@@ -216,11 +300,12 @@ export function conversionAccounts(trx: Trx) {
       const through = { given: await position(ctx, currencies.given), received: await position(ctx, currencies.received) };
       return { parties, legs: legsThrough(through, conversionInput(parties, p)) };
     },
-    /** The batch's book over `accountIds` (locked), with the accounts found missing added unwritten. */
-    async openBook(accountIds: string[]): Promise<ledger.PostingBatch> {
+    /** The batch's book over `accountIds` (locked, or their rows locked `ahead`), with the accounts found missing added unwritten. */
+    async openBook(accountIds: string[], lockedAhead?: ledger.LockedAhead): Promise<ledger.PostingBatch> {
       const book = await feeAccounts.openBook(
         accountIds,
         [...fresh.values()].map((f) => f.id),
+        lockedAhead,
       );
       for (const f of fresh.values()) book.addFresh(f.ctx, f.id, 'fx_position', f.currency);
       return book;

@@ -5,7 +5,7 @@ import { valuesOf } from '../../db/values.js';
 import type { RequestContext } from '../../core/context.js';
 import { paginate, type Page } from '../../db/pagination.js';
 import { isUuid } from '../../lib/ids.js';
-import type { RateOverride } from '../../rails/fx.js';
+import type { OverrideStore } from '../../rails/fx.js';
 import { rateFromDb } from '../../lib/decimal.js';
 import type { ListOrdersQuery } from './schema.js';
 import { findScoped, scoped, scopedDelete, scopedUpdate, type Lock } from '../../db/scoped.js';
@@ -98,10 +98,17 @@ export type QuoteRow = Selectable<FxQuotesTable>;
 export type OrderRow = Selectable<FxOrdersTable>;
 type Scope = Pick<RequestContext, 'tenantId' | 'environment'>;
 
-export async function sandboxRates(db: Queryable, ctx: Scope): Promise<RateOverride[]> {
-  const rows = await scoped(db, 'fx_sandbox_rates', ctx).selectAll().execute();
-  return rows.map((r) => ({ base: r.base, quote: r.quote, rate: rateFromDb(r.rate), updatedAt: r.updated_at }));
-}
+/** The business's simulated rates (sandbox): the statement that reads them, and how to read its rows. */
+export const sandboxRates: OverrideStore = {
+  statement: (db: Queryable, ctx: Scope) => scoped(db, 'fx_sandbox_rates', ctx).selectAll().compile(),
+  read: (rows) =>
+    (rows as Selectable<FxSandboxRatesTable>[]).map((r) => ({
+      base: r.base,
+      quote: r.quote,
+      rate: rateFromDb(r.rate),
+      updatedAt: r.updated_at,
+    })),
+};
 
 /** Sets a pair's simulated rate and drops a stored reverse pair, so the two never disagree. */
 export async function upsertSandboxRate(db: Queryable, ctx: Scope, base: string, quote: string, rate: string): Promise<Date> {

@@ -6,7 +6,7 @@ import { routes } from '../../http/route.js';
 import { pageSchema, PageQuery } from '../../db/pagination.js';
 import type { FastifyRequest } from 'fastify';
 import { gathered } from '../../http/idempotency-batch.js';
-import { orderBatch, takesBatchPath } from './batch.js';
+import { orderBatch, planFirstLocks, takesBatchPath, type FxFirstLocks } from './batch.js';
 import * as orders from './orders.js';
 import {
   CreateOrderBody,
@@ -32,16 +32,15 @@ export function fxRoutes(deps: Deps): FastifyPluginAsyncZod {
   // Market orders into an account take the batch path, as transfers do (docs/money-path.md):
   // concurrent orders share one transaction, each with its own idempotency record and outcome.
   // The same operation name as the lone path, so a key means the same request on either.
+  type Items = { request: FastifyRequest; input: CreateOrderBody }[];
+  const requests = (items: Items) => items.map((i) => ({ ctx: i.request.ctx, config: deps.config, body: i.input }));
   const batched = gathered(
     deps,
     'fx.orders.create',
     'fx_orders',
-    (trx, items: { request: FastifyRequest; input: CreateOrderBody }[], writes) =>
-      orderBatch(
-        trx,
-        items.map((i) => ({ ctx: i.request.ctx, config: deps.config, body: i.input })),
-        writes,
-      ),
+    (trx, items: Items, writes, first?: FxFirstLocks) => orderBatch(trx, requests(items), writes, first),
+    // The first reads and locks leave with the claim when known ahead (docs/money-path.md).
+    (trx, items: Items) => planFirstLocks(trx, requests(items)),
   );
   return async (app) => {
     const r = routes(app, tags);

@@ -5,7 +5,7 @@ import { AppError, notFound } from '../../core/errors.js';
 import * as ledger from '../../ledger/index.js';
 import { formatAmount, isKnownCurrency, parseAmount } from '../../lib/money.js';
 import { newId } from '../../lib/ids.js';
-import { SandboxRateSource, StaticRateSource, type RateBook, type RateSource } from '../../rails/fx.js';
+import { SandboxRateSource, StaticRateSource, type RateBook, type RatePlan, type RateSource } from '../../rails/fx.js';
 import { assertConvertible, convert, counterAmount, formatRate, invertRate, parseRate, rateFromDb } from '../../lib/decimal.js';
 import { fxCustomerRate, fxFee, fxPricing } from '../pricing/service.js';
 import { CURRENCY_NAMES } from './currencies.js';
@@ -32,6 +32,11 @@ const SOURCES: Record<RequestContext['environment'], RateSource> = {
 
 export function rateBook(db: Queryable, ctx: Scope): Promise<RateBook> {
   return SOURCES[ctx.environment].book(db, ctx);
+}
+
+/** rateBook as a statement sent with others (db/pipeline.ts; none when the source reads nothing), and how to read it. */
+export function rateBookPlan(db: Queryable, ctx: Scope): RatePlan {
+  return SOURCES[ctx.environment].plan(db, ctx);
 }
 
 /** The display name of a currency FX can price (e.g. `Nigerian Naira`). */
