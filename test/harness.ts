@@ -176,6 +176,13 @@ export function johnDoe(overrides: Record<string, unknown> = {}) {
  * other statement passes through a plugin's transformResult).
  */
 export async function countStatements<T>(db: Db, work: (trx: Trx) => Promise<T>): Promise<{ count: number; result: T }> {
+  const counted = countingStatements(db);
+  const result = await counted.db.transaction().execute(work);
+  return { count: counted.count(), result };
+}
+
+/** `db` counting the statements it runs, on its own connections and in its transactions (BEGIN and COMMIT aside). */
+export function countingStatements(db: Db): { db: Db; count: () => number } {
   let count = 0;
   const counted = db.withPlugin({
     transformQuery: (args) => args.node,
@@ -184,8 +191,7 @@ export async function countStatements<T>(db: Db, work: (trx: Trx) => Promise<T>)
       return args.result;
     },
   });
-  const result = await counted.transaction().execute(work);
-  return { count, result };
+  return { db: counted, count: () => count };
 }
 
 /**

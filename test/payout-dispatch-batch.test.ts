@@ -1,8 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'kysely';
-import type { Db } from '../src/db/client.js';
 import { dispatchPendingPayouts } from '../src/modules/transfers/payout-lifecycle.js';
-import { clientFor, johnDoe, startTestApp, type Client, type TestApp } from './harness.js';
+import { clientFor, countingStatements, johnDoe, startTestApp, type Client, type TestApp } from './harness.js';
 import { approveKyc } from './kyc-helpers.js';
 import { nubans, payoutBody, verifiedPayee } from './payout-fixtures.js';
 
@@ -30,19 +29,6 @@ beforeAll(async () => {
   await approveKyc(api, customerId);
 });
 afterAll(async () => t?.close());
-
-/** `db` counting the statements it runs (on its own connections and in its transactions). */
-function counting(db: Db) {
-  const counter = { count: 0 };
-  const counted = db.withPlugin({
-    transformQuery: (args) => args.node,
-    transformResult: async (args) => {
-      counter.count++;
-      return args.result;
-    },
-  });
-  return { db: counted, counter };
-}
 
 async function funded(client: Client, customer: string, amount: string) {
   const a = (await client.post('/v1/accounts', { currency: 'NGN', label: 'payouts', customer_id: customer })).body.data;
@@ -78,16 +64,16 @@ describe('the dispatch job hands pending payouts to their rails together', () =>
   it('costs the same statements for one payout as for fifty', async () => {
     const src = await funded(api, customerId, '10000.00');
     const one = await pendingPayouts(api, customerId, src, 1);
-    const first = counting(t.db);
+    const first = countingStatements(t.db);
     expect(await dispatchPendingPayouts(first.db, cfg)).toBe(false);
     const fifty = await pendingPayouts(api, customerId, src, 50);
-    const many = counting(t.db);
+    const many = countingStatements(t.db);
     expect(await dispatchPendingPayouts(many.db, cfg)).toBe(false);
     // The pending payouts read, the rail payouts inserted, the transfers locked, one statement
     // for the transfers moved and their events (BEGIN and COMMIT are not counted). Before, about
     // 6 per payout.
-    expect(first.counter.count).toBe(4);
-    expect(many.counter.count).toBe(first.counter.count);
+    expect(first.count()).toBe(4);
+    expect(many.count()).toBe(first.count());
 
     for (const id of [...one, fifty[0]!, fifty[49]!]) expect(await statusOf(id)).toBe('processing');
     const rails = await railPayouts([...one, ...fifty]);
