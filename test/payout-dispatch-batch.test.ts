@@ -89,6 +89,19 @@ describe('the dispatch job hands pending payouts to their rails together', () =>
     expect((await api.get(`/v1/transfers/${fifty[0]}`)).body.data).toEqual(data);
   });
 
+  it('two workers dispatching at once hand each payout over once, with one event', async () => {
+    const src = await funded(api, customerId, '10000.00');
+    const ids = await pendingPayouts(api, customerId, src, 30);
+    // Both read the same pending payouts; both submit them (the rail keeps one row per transfer);
+    // the second to lock the transfers finds them processing and leaves them.
+    await Promise.all([dispatchPendingPayouts(t.db, cfg), dispatchPendingPayouts(t.db, cfg)]);
+    for (const id of [ids[0]!, ids[29]!]) expect(await statusOf(id)).toBe('processing');
+    expect(await railPayouts(ids)).toHaveLength(30);
+    const events = await eventsOf(ids);
+    expect(events).toHaveLength(30);
+    expect(new Set(events.map((e) => e.event_group_id)).size).toBe(30);
+  });
+
   it('hands over payouts of both environments and several businesses in one pass, each to its own connector', async () => {
     const src = await funded(api, customerId, '1000.00');
     const [mine] = await pendingPayouts(api, customerId, src, 1);
