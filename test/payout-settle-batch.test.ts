@@ -215,15 +215,27 @@ describe('due sandbox payouts settle together', () => {
     expect((await ledger.reconcile(t.db, other.tenant_id)).ok).toBe(true);
   });
 
-  it('a payout still pending (not yet dispatched) is left for the next claim', async () => {
+  it('a payout still pending (handed to the rail, processing not yet recorded) is not claimed, so it waits no lease', async () => {
     const src = await account('NGN', '200.00');
     const [id] = await payouts(src, '100.00', 1);
     await t.db.updateTable('transfers').set({ status: 'pending' }).where('id', '=', id!).execute();
-    const [due] = await claimed([id!]);
-    const settled = await t.db.transaction().execute((trx) => settlePayouts(trx, due!));
+    const railRow = () =>
+      t.db.selectFrom('rail_payouts').select(['state', 'settle_after']).where('transfer_id', '=', id!).executeTakeFirstOrThrow();
+    const due = (await railRow()).settle_after!;
+    // Before, the claim took it and pushed its settle time a lease (60 s) ahead: once dispatch
+    // recorded `processing` a moment later, it still waited the whole minute.
+    const [claimedNow] = await claimed([id!]);
+    expect(claimedNow).toEqual([]);
+    expect(await railRow()).toEqual({ state: 'submitted', settle_after: due });
+    // Settling what a claim took is still guarded: a batch given it leaves it.
+    const settled = await t.db
+      .transaction()
+      .execute((trx) => settlePayouts(trx, [{ tenant_id: tenantId, environment: 'sandbox', transfer_id: id! }]));
     expect(settled).toEqual([]);
     expect((await transfer(id!)).transfer_status).toBe('pending');
-    const rail = await t.db.selectFrom('rail_payouts').select('state').where('transfer_id', '=', id!).executeTakeFirstOrThrow();
-    expect(rail.state).toBe('submitted');
+
+    await t.db.updateTable('transfers').set({ status: 'processing' }).where('id', '=', id!).execute();
+    expect(await settleDueSandboxPayouts(t.db)).toBe(false);
+    expect((await transfer(id!)).transfer_status).toBe('completed');
   });
 });

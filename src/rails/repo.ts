@@ -104,16 +104,23 @@ export async function settlePayouts(db: Queryable, payouts: { scope: LedgerScope
 
 /**
  * Due sandbox payouts, claimed for `leaseSeconds` by pushing settle_after forward (so another
- * worker skips them; FOR UPDATE SKIP LOCKED keeps concurrent claimers apart on PostgreSQL).
+ * worker skips them; FOR UPDATE SKIP LOCKED keeps concurrent claimers apart on PostgreSQL). Only
+ * those whose transfer the dispatch job has recorded `processing`: a payout handed to the rail
+ * whose transfer is still `pending` (dispatch submits, then records) cannot settle yet, and
+ * claimed it would wait out the whole lease.
  */
 export async function claimDuePayouts(db: Queryable, limit: number, leaseSeconds: number) {
+  // eslint-disable-next-line no-restricted-syntax -- a job's claim across businesses, each transfer matched on its own payout's scope
   const result = await sql<{ tenant_id: string; environment: string; transfer_id: string }>`
     update rail_payouts set settle_after = now() + make_interval(secs => ${leaseSeconds})
     where id in (
-      select id from rail_payouts
-      where state = 'submitted' and settle_after is not null and settle_after <= now()
-      order by settle_after limit ${limit}
-      for update skip locked)
+      select r.id from rail_payouts r
+      where r.state = 'submitted' and r.settle_after is not null and r.settle_after <= now()
+        and exists (
+          select 1 from transfers t
+          where t.id = r.transfer_id and t.tenant_id = r.tenant_id and t.environment = r.environment and t.status = 'processing')
+      order by r.settle_after limit ${limit}
+      for update of r skip locked)
     returning tenant_id, environment, transfer_id`.execute(db);
   return result.rows;
 }
