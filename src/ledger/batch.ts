@@ -62,11 +62,11 @@ export function balanceLockAhead(db: Queryable, scope: LedgerScope, accountIds: 
  */
 export function systemBalancesAhead(db: Queryable, scope: LedgerScope, accountIds: string[], role: SystemRole, currencies: string[]) {
   const ids = [...new Set(accountIds)].sort();
-  const wanted = [...new Set(currencies)].sort();
+  const system = { role, currencies: [...new Set(currencies)].sort() };
   return {
     statements: [
-      repo.findSystemAccountsStatement(db, scope, role, wanted),
-      repo.lockScopedBalancesWithSystemStatement(db, scope, ids, role, wanted),
+      repo.findSystemAccountsStatement(db, scope, system),
+      repo.lockScopedBalancesStatement(db, scope, ids, system),
     ] as CompiledQuery<unknown>[],
     read([found, rows]: unknown[][]): { system: Map<string, string>; ahead: LockedAhead } {
       const system = new Map((found as { id: string; currency: string }[]).map((r) => [r.currency, r.id]));

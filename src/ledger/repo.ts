@@ -295,14 +295,33 @@ export async function lockBalancesReturning(db: Queryable, sortedIds: string[]):
   return result.rows;
 }
 
-/** lockBalancesReturning of one business's accounts, as a statement its caller sends (db/pipeline.ts). */
-export function lockScopedBalancesStatement(db: Queryable, scope: LedgerScope, sortedIds: string[]): CompiledQuery<LockedBalanceRow> {
+/** The business's system accounts of `role` in `currencies`. */
+const systemAccountsOf = (db: Queryable, scope: LedgerScope, system: { role: SystemRole; currencies: string[] }) =>
+  scoped(db, 'ledger_accounts', scope)
+    .where('system_role', '=', system.role)
+    .where('currency', '=', sql<string>`any(${system.currencies}::text[])`);
+
+/**
+ * lockBalancesReturning of one business's accounts, as a statement its caller sends
+ * (db/pipeline.ts). With `system`, also the balance rows of the business's system accounts of
+ * that role in those currencies, found by the statement itself: a batch locks the rows of the FX
+ * positions it moves in the same round trip as it learns their ids (findSystemAccountsStatement).
+ */
+export function lockScopedBalancesStatement(
+  db: Queryable,
+  scope: LedgerScope,
+  sortedIds: string[],
+  system?: { role: SystemRole; currencies: string[] },
+): CompiledQuery<LockedBalanceRow> {
   return (
     scoped(db, 'ledger_balances', scope)
       .selectAll()
       .select(sql<Date>`now()`.as('tx_now'))
       // One text whatever the number of ids (an IN list has one per count): prepared once per connection.
-      .where('account_id', '=', sql<string>`any(${sortedIds}::uuid[])`)
+      .where((eb) => {
+        const named = eb('account_id', '=', sql<string>`any(${sortedIds}::uuid[])`);
+        return system ? eb.or([named, eb('account_id', 'in', systemAccountsOf(db, scope, system).select('id'))]) : named;
+      })
       .orderBy('account_id')
       .forUpdate()
       .compile()
@@ -313,39 +332,9 @@ export function lockScopedBalancesStatement(db: Queryable, scope: LedgerScope, s
 export function findSystemAccountsStatement(
   db: Queryable,
   scope: LedgerScope,
-  role: SystemRole,
-  currencies: string[],
+  system: { role: SystemRole; currencies: string[] },
 ): CompiledQuery<{ id: string; currency: string }> {
-  return scoped(db, 'ledger_accounts', scope)
-    .select(['id', 'currency'])
-    .where('system_role', '=', role)
-    .where('currency', '=', sql<string>`any(${currencies}::text[])`)
-    .compile();
-}
-
-/**
- * lockScopedBalancesStatement of `sortedIds` and of the business's system accounts of `role` in
- * `currencies`, found by the statement itself: a batch locks the balance rows of the FX positions
- * it moves in the same round trip as it learns their ids (findSystemAccountsStatement).
- */
-export function lockScopedBalancesWithSystemStatement(
-  db: Queryable,
-  scope: LedgerScope,
-  sortedIds: string[],
-  role: SystemRole,
-  currencies: string[],
-): CompiledQuery<LockedBalanceRow> {
-  const system = scoped(db, 'ledger_accounts', scope)
-    .select('id')
-    .where('system_role', '=', role)
-    .where('currency', '=', sql<string>`any(${currencies}::text[])`);
-  return scoped(db, 'ledger_balances', scope)
-    .selectAll()
-    .select(sql<Date>`now()`.as('tx_now'))
-    .where((eb) => eb.or([eb('account_id', '=', sql<string>`any(${sortedIds}::uuid[])`), eb('account_id', 'in', system)]))
-    .orderBy('account_id')
-    .forUpdate()
-    .compile();
+  return systemAccountsOf(db, scope, system).select(['id', 'currency']).compile();
 }
 
 /** Adds each account's net deltas of a batch (posted, pending debits and credits): one statement for the batch. */

@@ -21,14 +21,11 @@ export interface RateBook {
 export interface RateSource {
   readonly name: string;
   /**
-   * Called inside the caller's database transaction (`db` is that transaction): a live provider
-   * answers from rates it keeps fresh in the background (a worker job), never from a network call
-   * here, so no transaction waits on the network.
-   */
-  book(db: Queryable, scope: LedgerScope): Promise<RateBook>;
-  /**
-   * The book as a statement its caller sends together with others (db/pipeline.ts), and how to
-   * read its rows; `statement` is undefined for a source that reads nothing.
+   * The book of one business: the statement that reads it, which the caller runs inside its
+   * database transaction, alone or together with others (db/pipeline.ts), and how to read its
+   * rows; `statement` is undefined for a source that reads nothing. A live provider answers from
+   * rates it keeps fresh in the background (a worker job), never from a network call here, so no
+   * transaction waits on the network.
    */
   plan(db: Queryable, scope: LedgerScope): RatePlan;
 }
@@ -101,11 +98,6 @@ export class SandboxRateSource implements RateSource {
   readonly name = 'sandbox';
   constructor(private readonly overrides: OverrideStore) {}
 
-  async book(db: Queryable, scope: LedgerScope): Promise<RateBook> {
-    const plan = this.plan(db, scope);
-    return plan.read((await db.executeQuery(plan.statement!)).rows);
-  }
-
   plan(db: Queryable, scope: LedgerScope): RatePlan {
     return { statement: this.overrides.statement(db, scope), read: (rows) => sandboxBook(this.overrides.read(rows)) };
   }
@@ -133,10 +125,6 @@ function sandboxBook(overrides: RateOverride[]): RateBook {
  */
 export class StaticRateSource implements RateSource {
   readonly name = 'static';
-  async book(): Promise<RateBook> {
-    return staticBook();
-  }
-
   plan(): RatePlan {
     return { statement: undefined, read: staticBook };
   }

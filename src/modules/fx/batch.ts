@@ -111,10 +111,9 @@ export interface FxFirstLocks {
   book: RateBook;
   /** The accounts the orders name, share-locked, by scopeKey. */
   locked: Map<string, Map<string, accounts.AccountRow>>;
-  /** The business and the currencies whose fx_position accounts were looked for; those found, by currency. */
+  /** The business, and its fx_position account in each currency looked for (undefined: it has none yet). */
   ctx: Scope;
-  currencies: ReadonlySet<string>;
-  positions: Map<string, string>;
+  positions: Map<string, string | undefined>;
   /** Every balance row the orders move, locked. */
   balances: ledger.LockedAhead;
 }
@@ -160,8 +159,7 @@ export function planFirstLocks(
         book: rates.read(rateRows!),
         locked: new Map([[scopeKey(ctx), accountLock.read(accountRows!)]]),
         ctx,
-        currencies,
-        positions: system,
+        positions: new Map([...currencies].map((currency) => [currency, system.get(currency)])),
         balances: ahead,
       };
     },
@@ -273,12 +271,12 @@ export async function orderBatch(trx: Trx, reqs: OrderRequest[], writes?: WriteS
  * (PostingBatch.addFresh): a refused one leaves nothing behind. So does a missing Fees account
  * (accounts.batchFeeAccounts, created before the writes if used).
  */
-export function conversionAccounts(trx: Trx, ahead?: Pick<FxFirstLocks, 'ctx' | 'currencies' | 'positions'>) {
+export function conversionAccounts(trx: Trx, ahead?: Pick<FxFirstLocks, 'ctx' | 'positions'>) {
   const feeAccounts = accounts.batchFeeAccounts(trx);
   const positions = keyedOnce<string | undefined>();
   const fresh = new Map<string, { ctx: Scope; id: string; currency: string }>();
   const foundAhead = (ctx: Scope, currency: string) =>
-    ahead !== undefined && scopeKey(ahead.ctx) === scopeKey(ctx) && ahead.currencies.has(currency);
+    ahead !== undefined && scopeKey(ahead.ctx) === scopeKey(ctx) && ahead.positions.has(currency);
   const position = async (ctx: Scope, currency: string) => {
     const key = `${scopeKey(ctx)}:${currency}`;
     const found = await positions(key, async () =>

@@ -30,8 +30,10 @@ const SOURCES: Record<RequestContext['environment'], RateSource> = {
   live: new StaticRateSource(),
 };
 
-export function rateBook(db: Queryable, ctx: Scope): Promise<RateBook> {
-  return SOURCES[ctx.environment].book(db, ctx);
+/** The business's rate book, read in `db` (inside the caller's transaction). */
+export async function rateBook(db: Queryable, ctx: Scope): Promise<RateBook> {
+  const plan = rateBookPlan(db, ctx);
+  return plan.read(plan.statement ? (await db.executeQuery(plan.statement)).rows : []);
 }
 
 /** rateBook as a statement sent with others (db/pipeline.ts; none when the source reads nothing), and how to read it. */
