@@ -64,6 +64,14 @@ const ConfigSchema = z.object({
    */
   REDIS_URL: z.string().optional(),
   REDIS_KEY_PREFIX: z.string().default('fsapi:'),
+  /**
+   * Webhook requests a worker process keeps in flight, and of those at most how many to one
+   * endpoint (counted across every worker). The second bounds what one receiver gets at once and
+   * what a hanging one holds; a busy endpoint's throughput is about this many times one request's
+   * round (docs/reliability.md).
+   */
+  WEBHOOK_CONCURRENCY: z.coerce.number().int().min(1).max(1000).default(64),
+  WEBHOOK_ENDPOINT_CONCURRENCY: z.coerce.number().int().min(1).max(1000).default(8),
   /** Upper bound of every background job's idle wait (tests and small sandboxes shorten it). */
   JOB_INTERVAL_MAX_MS: z.coerce.number().int().min(10).max(3_600_000).optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),

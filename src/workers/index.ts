@@ -93,7 +93,10 @@ export function startWorkers(deps: WorkerDeps, options: WorkerOptions = {}) {
       intervalMs: 600_000,
       tick: () => requestLogRetention.tick(),
     },
-    ...webhookJobs({ db: deps.db, sealer: deps.sealer, log: deps.log }, options.webhooks),
+    ...webhookJobs(
+      { db: deps.db, sealer: deps.sealer, log: deps.log },
+      { maxInFlight: deps.config.WEBHOOK_CONCURRENCY, perEndpoint: deps.config.WEBHOOK_ENDPOINT_CONCURRENCY, ...options.webhooks },
+    ),
     limitOrderJob(deps.db, deps.config),
     approvalExpiryJob(deps.db, deps.config),
     { name: 'payee-verification', intervalMs: 1000, tick: () => verifyDuePayees(deps.db, unitOfWork, deps.config) },

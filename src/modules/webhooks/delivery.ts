@@ -1,6 +1,7 @@
 import type { FastifyBaseLogger } from 'fastify';
 import { sql } from 'kysely';
 import type { LookupFunction } from 'node:net';
+import { Batcher } from '../../db/batcher.js';
 import type { Db } from '../../db/client.js';
 import type { Environment } from '../../core/context.js';
 import type { Sealer } from '../../lib/crypto.js';
@@ -17,13 +18,14 @@ import { assertEndpointUrl, guardedLookup, systemResolver, type Resolver } from 
 /**
  * Webhook delivery. Fan-out turns each new outbox event into one delivery per matching endpoint
  * of its business and environment. A delivery pool per process then keeps up to `maxInFlight`
- * requests going: whenever slots are free it claims due deliveries in a short transaction (FOR
- * UPDATE SKIP LOCKED, marked processing under a lease, at most `perEndpoint` in flight per
- * endpoint across all workers, none of an endpoint whose circuit is open), POSTs each with no
- * transaction open (one held across network I/O would block PGlite's only connection), and
- * records each attempt in its own short transaction the moment it ends. There is no batch
- * barrier: a hanging receiver holds one slot of its own endpoint until its timeout, never anyone
- * else's delivery, and a retry is claimed as soon as it is due.
+ * requests going: whenever slots are free (and again the moment a request ends) it claims due
+ * deliveries in a short transaction (FOR UPDATE SKIP LOCKED, marked processing under a lease, at
+ * most `perEndpoint` in flight per endpoint across all workers, none of an endpoint whose circuit
+ * is open), POSTs each with no transaction open (one held across network I/O would block PGlite's
+ * only connection), and records each attempt as it ends: attempts that end while a record is
+ * being written share the next one. There is no batch barrier: a hanging receiver holds one slot
+ * of its own endpoint until its timeout, never anyone else's delivery, and a retry is claimed as
+ * soon as it is due.
  */
 
 /** The contract's retry schedule after a failed attempt (section 8). */
@@ -64,8 +66,8 @@ export const DEFAULT_DELIVERY_OPTIONS: DeliveryOptions = {
   maxResponseBytes: 4096,
   deliveryBatch: 20,
   fanoutBatch: 200,
-  maxInFlight: 32,
-  perEndpoint: 4,
+  maxInFlight: 64,
+  perEndpoint: 8,
   pollMs: 100,
   circuitThreshold: 10,
   circuitOpenMs: 30_000,
@@ -181,7 +183,7 @@ interface Attempted {
   outcome: Outcome;
 }
 
-type Claimed = queue.DeliveryWork & { due_at: Date };
+type Claimed = queue.ClaimedDelivery;
 
 /** Signs and sends one delivery; touches no database. */
 async function attempt(deps: DeliveryDeps, options: DeliveryOptions, work: Claimed, signal?: AbortSignal): Promise<Attempted> {
@@ -223,17 +225,31 @@ async function attempt(deps: DeliveryDeps, options: DeliveryOptions, work: Claim
   };
 }
 
-/** Records one attempt, its delivery's new state and its endpoint's circuit, in one short transaction. */
-async function record(deps: DeliveryDeps, options: DeliveryOptions, token: string, done: Attempted): Promise<void> {
+/**
+ * Records attempts, their deliveries' new states and their endpoints' circuits, in one short
+ * transaction whatever their number: the attempts and states in one statement, then a statement
+ * per endpoint whose circuit or status they change.
+ */
+async function record(deps: DeliveryDeps, options: DeliveryOptions, token: string, done: readonly Attempted[]): Promise<void> {
   await deps.db.transaction().execute(async (trx) => {
-    const held = await queue.recordAttempts(trx, token, [{ attempt: done.attempt, outcome: done.outcome }]);
-    if (!held.has(done.work.id)) return;
-    observeWebhookDelivery(new Date(done.work.payload.timestamp), done.outcome.status === 'sent');
-    if (done.outcome.disable) await disableEndpoint(trx, done.work.endpoint_id, done.outcome.disable);
-    // A manual resend's failure says nothing new about the endpoint; its success closes the circuit.
-    const success = done.outcome.status === 'sent';
-    if (success || !done.work.manual) {
-      await queue.noteEndpointOutcome(trx, done.work.endpoint_id, success, {
+    const held = await queue.recordAttempts(
+      trx,
+      token,
+      done.map((d) => ({ attempt: d.attempt, outcome: d.outcome })),
+    );
+    const outcomes = new Map<string, boolean[]>();
+    const disable = new Map<string, string>();
+    for (const d of done) {
+      if (!held.has(d.work.id)) continue;
+      observeWebhookDelivery(new Date(d.work.payload.timestamp), d.outcome.status === 'sent');
+      if (d.outcome.disable && !disable.has(d.work.endpoint_id)) disable.set(d.work.endpoint_id, d.outcome.disable);
+      // A manual resend's failure says nothing new about the endpoint; its success closes the circuit.
+      const success = d.outcome.status === 'sent';
+      if (success || !d.work.manual) outcomes.set(d.work.endpoint_id, [...(outcomes.get(d.work.endpoint_id) ?? []), success]);
+    }
+    for (const [endpointId, reason] of disable) await disableEndpoint(trx, endpointId, reason);
+    for (const [endpointId, run] of outcomes) {
+      await queue.noteEndpointOutcomes(trx, endpointId, run, {
         threshold: options.circuitThreshold,
         openMs: options.circuitOpenMs,
         maxOpenMs: options.circuitMaxOpenMs,
@@ -242,24 +258,57 @@ async function record(deps: DeliveryDeps, options: DeliveryOptions, token: strin
   });
 }
 
-/** Claims up to `limit` due deliveries and loads what sending them needs. */
-async function claim(
+/**
+ * Records attempts as they end, gathered: an attempt that ends while a record is being written
+ * joins the next one (`db/batcher.ts`), so a busy pool writes one short transaction for many
+ * attempts instead of one each. Should a gathered record fail, each attempt is recorded alone,
+ * so one attempt's trouble keeps no other from being recorded.
+ */
+function attemptRecorder(deps: DeliveryDeps, options: DeliveryOptions, token: string) {
+  const batcher = new Batcher<{ done: Attempted; settle: (err?: unknown) => void }>(
+    async (batch) => {
+      try {
+        await record(
+          deps,
+          options,
+          token,
+          batch.map((b) => b.done),
+        );
+        for (const b of batch) b.settle();
+      } catch {
+        for (const b of batch) {
+          await record(deps, options, token, [b.done]).then(
+            () => b.settle(),
+            (err: unknown) => b.settle(err),
+          );
+        }
+      }
+    },
+    { maxBatch: 100, lanes: 1, name: 'webhook_attempts' },
+  );
+  return (done: Attempted) =>
+    new Promise<void>((resolve, reject) => batcher.submit({ done, settle: (err) => (err === undefined ? resolve() : reject(err)) }));
+}
+
+/** Claims up to `limit` due deliveries with what sending them needs. */
+function claim(
   deps: DeliveryDeps,
   options: DeliveryOptions,
   limit: number,
   token: string,
   perEndpoint: number,
   local?: Map<string, number>,
-) {
+): Promise<Claimed[]> {
   // The lease outlives the slowest attempt, so only a crashed worker's deliveries are retaken.
   const leaseMs = options.timeoutMs + 60_000;
-  const claimed = await deps.db
-    .transaction()
-    .execute((trx) => queue.claimDue(trx, limit, leaseMs, token, { perEndpoint, ...(local ? { localInFlight: local } : {}) }));
-  if (claimed.length === 0) return [];
-  const due = new Map(claimed.map((c) => [c.id, c.due_at]));
-  const work = await queue.loadDeliveryWork(deps.db, [...due.keys()]);
-  return work.map((w) => ({ ...w, due_at: due.get(w.id)! }));
+  return deps.db.transaction().execute(async (trx) => {
+    // A claim is only a lease: should PostgreSQL crash before its commit reaches the disk, the
+    // deliveries are due again and sent again, as after a worker's crash (receivers deduplicate
+    // on webhook-id). So its commit does not wait for the WAL flush (several ms on a real disk,
+    // and every freed slot claims anew); the attempts are recorded durably.
+    await sql`set local synchronous_commit = off`.execute(trx);
+    return queue.claimDue(trx, limit, leaseMs, token, { perEndpoint, ...(local ? { localInFlight: local } : {}) });
+  });
 }
 
 /**
@@ -275,7 +324,7 @@ export async function deliveryTick(deps: DeliveryDeps, partial: Partial<Delivery
   await Promise.all(
     work.map((w) =>
       attempt(deps, options, w)
-        .then((done) => record(deps, options, token, done))
+        .then((done) => record(deps, options, token, [done]))
         // Only a broken stored secret gets here; that delivery is retaken when its lease ends.
         .catch((err: unknown) => deps.log?.error({ err, delivery_id: w.id }, 'webhook delivery could not be sent or recorded')),
     ),
@@ -295,10 +344,24 @@ export function deliveryPool(
 ): Job & { stop: (abort?: boolean) => Promise<void> } {
   const options = withDefaults(partial);
   const token = newId();
+  const recordSoon = attemptRecorder(deps, options, token);
   const inFlight = new Map<string, Promise<void>>();
   const perEndpoint = new Map<string, number>();
   const controllers = new Map<string, AbortController>();
   let stopping = false;
+  /** Requests ended so far, and the tick waiting for the next one to end. */
+  let finished = 0;
+  let wake: (() => void) | undefined;
+  const slotFreedOr = (ms: number) =>
+    new Promise<void>((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        wake = undefined;
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      wake = done;
+    });
 
   const launch = (w: Claimed) => {
     perEndpoint.set(w.endpoint_id, (perEndpoint.get(w.endpoint_id) ?? 0) + 1);
@@ -307,7 +370,7 @@ export function deliveryPool(
     const run = attempt(deps, options, w, controller.signal)
       // An attempt cut short by `stop` is recorded like any failed one: the receiver may already
       // have its body, so the history must show the attempt that a later retry duplicates.
-      .then((done) => record(deps, options, token, done))
+      .then(recordSoon)
       .catch((err: unknown) => deps.log?.error({ err, delivery_id: w.id }, 'webhook delivery could not be sent or recorded'))
       .finally(() => {
         inFlight.delete(w.id);
@@ -315,6 +378,8 @@ export function deliveryPool(
         const left = (perEndpoint.get(w.endpoint_id) ?? 1) - 1;
         if (left > 0) perEndpoint.set(w.endpoint_id, left);
         else perEndpoint.delete(w.endpoint_id);
+        finished++;
+        wake?.();
       });
     inFlight.set(w.id, run);
   };
@@ -324,12 +389,20 @@ export function deliveryPool(
     intervalMs: options.pollMs,
     async tick() {
       if (stopping) return false;
+      const before = finished;
       const free = options.maxInFlight - inFlight.size;
-      if (free <= 0) return false;
-      const work = await claim(deps, options, free, token, options.perEndpoint, perEndpoint);
-      for (const w of work) launch(w);
-      // A full claim means more may be due right now; otherwise look again after pollMs.
-      return work.length === free && inFlight.size < options.maxInFlight;
+      if (free > 0) {
+        const work = await claim(deps, options, free, token, options.perEndpoint, perEndpoint);
+        for (const w of work) launch(w);
+        // A full claim means more may be due right now.
+        if (work.length === free && inFlight.size < options.maxInFlight) return true;
+      }
+      if (inFlight.size === 0) return false; // nothing due and nothing in flight: look again after pollMs
+      // Requests are in flight. One that ends frees a slot, and its endpoint (held at perEndpoint)
+      // may take its next delivery at once: claim again then, not after pollMs, or a busy
+      // endpoint gets perEndpoint deliveries per pollMs (about 35/s) however fast it answers.
+      if (finished === before) await slotFreedOr(options.pollMs);
+      return !stopping;
     },
     async stop(abort = true) {
       stopping = true;

@@ -1,5 +1,6 @@
 import { sql, type Insertable } from 'kysely';
 import type { Queryable } from '../../db/client.js';
+import { valuesOf } from '../../db/values.js';
 import type { EventPayload } from './outbox.js';
 import type { WebhookAttemptsTable, WebhookDeliveriesTable } from './repo.js';
 
@@ -79,76 +80,98 @@ export interface ClaimLimits {
   localInFlight?: ReadonlyMap<string, number>;
 }
 
-export interface ClaimedDelivery {
-  id: string;
-  endpoint_id: string;
+/**
+ * Due deliveries a claim may take: each endpoint with open deliveries is visited once (a skip scan
+ * of the open index, one probe per endpoint), and only as many of its due deliveries as it has
+ * free slots are read, so an endpoint's backlog is neither read nor crowds other endpoints out of
+ * the claim; oldest first. Each row carries its endpoint's in-flight count.
+ */
+export function dueCandidates(limit: number, perEndpoint: number) {
+  return sql<{ id: string; endpoint_id: string; due_at: Date; busy: number }>`
+    with recursive open_endpoints as (
+      (select endpoint_id from webhook_deliveries
+        where status in ('pending', 'retrying', 'processing')
+        order by endpoint_id limit 1)
+      union all
+      select (select d.endpoint_id from webhook_deliveries d
+          where d.status in ('pending', 'retrying', 'processing') and d.endpoint_id > o.endpoint_id
+          order by d.endpoint_id limit 1)
+        from open_endpoints o where o.endpoint_id is not null),
+    ready as (
+      select e.id, (select count(*)::int from webhook_deliveries p
+          where p.endpoint_id = e.id and p.status = 'processing' and p.next_attempt_at > now()) as busy
+        from open_endpoints o join webhook_endpoints e on e.id = o.endpoint_id
+        where e.status = 'enabled' and e.deleted_at is null
+          and (e.circuit_open_until is null or e.circuit_open_until <= now()))
+    select d.id, d.endpoint_id, d.next_attempt_at as due_at, r.busy
+    from ready r
+    cross join lateral (
+      select id, endpoint_id, next_attempt_at from webhook_deliveries
+        where endpoint_id = r.id and status in ('pending', 'retrying', 'processing') and next_attempt_at <= now()
+        order by next_attempt_at
+        limit greatest(${perEndpoint}::int - r.busy, 0)) d
+    order by d.next_attempt_at
+    limit ${limit * 4}`;
+}
+
+/** A claimed delivery with what sending it needs: URL, sealed secrets and the event's payload. */
+export interface ClaimedDelivery extends DeliveryWork {
   /** When it was due: the schedule this attempt follows. */
   due_at: Date;
 }
 
 /**
- * Claims due deliveries of enabled endpoints whose circuit is closed: locks them (skipping rows
- * other workers hold; only the rows it takes), keeps at most `perEndpoint` of each endpoint in flight (counting the
- * processing rows of every worker whose lease still runs), marks them processing under a lease
- * token, and sets the lease expiry as next_attempt_at so a crashed worker's deliveries are taken
- * again when the lease runs out. Concurrent claims never wait for each other; workers claiming
- * the same endpoint at the same instant can each take its free slots (an overshoot bounded by the
- * number of workers claiming at once).
+ * Claims due deliveries of enabled endpoints whose circuit is closed, in two statements and no
+ * transaction of its own: the first reads candidates (without locks) with each endpoint's
+ * processing rows whose lease still runs, the second locks the picked rows (skipping rows other
+ * workers hold, rechecking that each is still due), marks them processing under a lease token
+ * with the lease expiry as next_attempt_at (a crashed worker's deliveries are taken again when it
+ * runs out), and returns them with their endpoints' URLs and secrets and their events' payloads.
+ * At most `perEndpoint` of each endpoint are in flight; workers claiming the same endpoint at the
+ * same instant can each take its free slots (an overshoot bounded by the number of workers
+ * claiming at once). Concurrent claims never wait for each other.
  */
 export async function claimDue(
-  trx: Queryable,
+  db: Queryable,
   limit: number,
   leaseMs: number,
   token: string,
   limits: ClaimLimits,
 ): Promise<ClaimedDelivery[]> {
   if (limit <= 0) return [];
-  // Endpoints already at their limit are left out in the query itself, so their backlog never
-  // crowds other endpoints' due deliveries out of the claim.
-  const { rows } = await sql<ClaimedDelivery>`
-    with busy as (
-      select endpoint_id from webhook_deliveries
-      where status = 'processing' and next_attempt_at > now()
-      group by endpoint_id having count(*) >= ${limits.perEndpoint})
-    select d.id, d.endpoint_id, d.next_attempt_at as due_at from webhook_deliveries d
-    join webhook_endpoints e on e.id = d.endpoint_id
-    where d.status in ('pending', 'retrying', 'processing') and d.next_attempt_at <= now()
-      and e.status = 'enabled' and e.deleted_at is null
-      and (e.circuit_open_until is null or e.circuit_open_until <= now())
-      and d.endpoint_id not in (select endpoint_id from busy)
-    order by d.next_attempt_at
-    limit ${limit * 4}`.execute(trx);
+  const { rows } = await dueCandidates(limit, limits.perEndpoint).execute(db);
   if (rows.length === 0) return [];
-  const endpoints = [...new Set(rows.map((r) => r.endpoint_id))];
-  const busy = await sql<{ endpoint_id: string; n: number }>`
-    select endpoint_id, count(*)::int as n from webhook_deliveries
-    where status = 'processing' and next_attempt_at > now() and endpoint_id in (${sql.join(endpoints)})
-    group by endpoint_id`.execute(trx);
-  const inFlight = new Map(busy.rows.map((b) => [b.endpoint_id, b.n]));
+  const inFlight = new Map<string, number>();
+  for (const row of rows) inFlight.set(row.endpoint_id, row.busy);
   for (const [id, n] of limits.localInFlight ?? []) inFlight.set(id, Math.max(inFlight.get(id) ?? 0, n));
-  const picked: ClaimedDelivery[] = [];
+  const picked = new Map<string, Date>();
   for (const row of rows) {
-    if (picked.length >= limit) break;
+    if (picked.size >= limit) break;
     const n = inFlight.get(row.endpoint_id) ?? 0;
     if (n >= limits.perEndpoint) continue;
     inFlight.set(row.endpoint_id, n + 1);
-    picked.push(row);
+    picked.set(row.id, row.due_at);
   }
-  if (picked.length === 0) return [];
+  if (picked.size === 0) return [];
   // Only the picked rows are locked (the candidates above were read without locks, so rows this
-  // claim does not take stay free for other workers); the lock rechecks that each is still due.
-  const locked = await sql<{ id: string }>`
-    select id from webhook_deliveries
-    where id in (${sql.join(picked.map((r) => r.id))})
-      and status in ('pending', 'retrying', 'processing') and next_attempt_at <= now()
-    for update skip locked`.execute(trx);
-  const ids = new Set(locked.rows.map((r) => r.id));
-  if (ids.size === 0) return [];
-  await sql`
-    update webhook_deliveries set status = 'processing', lease_token = ${token},
-      next_attempt_at = now() + make_interval(secs => ${leaseMs / 1000}), updated_at = now()
-    where id in (${sql.join([...ids])})`.execute(trx);
-  return picked.filter((r) => ids.has(r.id));
+  // claim does not take stay free for other workers).
+  const claimed = await sql<DeliveryWork>`
+    with claimed as (
+      update webhook_deliveries set status = 'processing', lease_token = ${token},
+        next_attempt_at = now() + make_interval(secs => ${leaseMs / 1000}), updated_at = now()
+      where id in (
+        select id from webhook_deliveries
+        where id = any(${[...picked.keys()]}::uuid[])
+          and status in ('pending', 'retrying', 'processing') and next_attempt_at <= now()
+        for update skip locked)
+      returning id, tenant_id, environment, event_id, endpoint_id, attempts, manual)
+    select c.id, c.tenant_id, c.environment, c.event_id, c.endpoint_id, c.attempts, c.manual,
+      e.url, e.secret_sealed, e.previous_secret_sealed, e.previous_secret_expires_at, ev.payload
+    from claimed c
+    join webhook_endpoints e on e.id = c.endpoint_id
+    join events ev on ev.id = c.event_id
+    order by c.id`.execute(db);
+  return claimed.rows.map((w) => ({ ...w, due_at: picked.get(w.id)! }));
 }
 
 /** The ids of claimed deliveries, with no per-endpoint limit beyond `limit` (tests, CLI). */
@@ -157,28 +180,37 @@ export async function claimDueDeliveries(trx: Queryable, limit: number, leaseMs:
 }
 
 /**
- * The endpoint's circuit after an attempt: a success closes it; a failure counts, and from
- * `threshold` failures in a row the circuit opens for `openMs` doubled per further failure, up
- * to `maxOpenMs`. While open, no delivery of the endpoint is claimed (none holds a worker).
+ * An endpoint's circuit after a run of attempts, in the order they ended (true: a success). A
+ * success closes it; a failure counts, and from `threshold` failures in a row the circuit opens
+ * for `openMs` doubled per further failure, up to `maxOpenMs`. While open, no delivery of the
+ * endpoint is claimed (none holds a worker). One statement for the whole run: the failures in a
+ * row after its last success (all of them when none succeeded, added to the endpoint's count)
+ * decide it as they would one at a time.
  */
-export async function noteEndpointOutcome(
+export async function noteEndpointOutcomes(
   trx: Queryable,
   endpointId: string,
-  success: boolean,
+  outcomes: readonly boolean[],
   circuit: { threshold: number; openMs: number; maxOpenMs: number },
 ) {
-  if (success) {
+  if (outcomes.length === 0) return;
+  const lastSuccess = outcomes.lastIndexOf(true);
+  const failuresAfter = outcomes.length - 1 - lastSuccess;
+  if (lastSuccess >= 0 && failuresAfter === 0) {
     await sql`
       update webhook_endpoints set consecutive_failures = 0, circuit_open_until = null
       where id = ${endpointId} and (consecutive_failures > 0 or circuit_open_until is not null)`.execute(trx);
     return;
   }
+  // Failures in a row: counted from zero after a success, else from the endpoint's count.
+  const failures = lastSuccess >= 0 ? sql`${failuresAfter}::int` : sql`consecutive_failures + ${failuresAfter}::int`;
+  const untilNow = lastSuccess >= 0 ? sql`null::timestamptz` : sql`circuit_open_until`;
   await sql`
-    update webhook_endpoints set consecutive_failures = consecutive_failures + 1,
-      circuit_open_until = case when consecutive_failures + 1 >= ${circuit.threshold}
+    update webhook_endpoints set consecutive_failures = ${failures},
+      circuit_open_until = case when ${failures} >= ${circuit.threshold}
         then now() + make_interval(secs => least(${circuit.maxOpenMs}::float8,
-          ${circuit.openMs}::float8 * power(2, least(consecutive_failures + 1 - ${circuit.threshold}, 30))) / 1000)
-        else circuit_open_until end
+          ${circuit.openMs}::float8 * power(2, least(${failures} - ${circuit.threshold}, 30))) / 1000)
+        else ${untilNow} end
     where id = ${endpointId}`.execute(trx);
 }
 
@@ -197,31 +229,6 @@ export interface DeliveryWork {
   payload: EventPayload;
 }
 
-/** What sending the claimed deliveries needs: URL, sealed secrets and the event's payload. */
-export async function loadDeliveryWork(db: Queryable, ids: string[]): Promise<DeliveryWork[]> {
-  if (ids.length === 0) return [];
-  return db
-    .selectFrom('webhook_deliveries as d')
-    .innerJoin('webhook_endpoints as e', 'e.id', 'd.endpoint_id')
-    .innerJoin('events as ev', 'ev.id', 'd.event_id')
-    .select([
-      'd.id',
-      'd.tenant_id',
-      'd.environment',
-      'd.event_id',
-      'd.endpoint_id',
-      'd.attempts',
-      'd.manual',
-      'e.url',
-      'e.secret_sealed',
-      'e.previous_secret_sealed',
-      'e.previous_secret_expires_at',
-      'ev.payload',
-    ])
-    .where('d.id', 'in', ids)
-    .execute();
-}
-
 export interface DeliveryOutcome {
   status: 'sent' | 'retrying' | 'failed';
   nextAttemptAt: Date | null;
@@ -231,39 +238,29 @@ export interface DeliveryOutcome {
 export type NewAttempt = Insertable<WebhookAttemptsTable>;
 
 /**
- * Records a batch's attempts and their deliveries' new states. A state changes only if this
- * worker still holds the lease (else another worker took it over after the lease ran out); the
- * attempt is kept either way, since the request was made. Returns the deliveries still held.
+ * Records a batch's attempts and their deliveries' new states, in one statement. A state changes
+ * only if this worker still holds the lease (else another worker took it over after the lease ran
+ * out); the attempt is kept either way, since the request was made. Returns the deliveries still
+ * held.
  */
 export async function recordAttempts(
   trx: Queryable,
   token: string,
   items: { attempt: NewAttempt; outcome: DeliveryOutcome }[],
 ): Promise<Set<string>> {
-  const held = new Set<string>();
-  if (items.length === 0) return held;
-  await trx
-    .insertInto('webhook_attempts')
-    .values(items.map((i) => i.attempt))
-    .execute();
-  for (const { attempt, outcome } of items) {
-    const result = await trx
-      .updateTable('webhook_deliveries')
-      .set({
-        status: outcome.status,
-        next_attempt_at: outcome.nextAttemptAt,
-        attempts: sql<number>`attempts + 1`,
-        manual: false,
-        lease_token: null,
-        last_attempt_at: new Date(),
-        last_status_code: outcome.statusCode,
-        updated_at: new Date(),
-      })
-      .where('id', '=', attempt.delivery_id)
-      .where('lease_token', '=', token)
-      .where('status', '=', 'processing')
-      .executeTakeFirst();
-    if (result.numUpdatedRows > 0n) held.add(attempt.delivery_id);
-  }
-  return held;
+  if (items.length === 0) return new Set();
+  const now = new Date();
+  const states = valuesOf(
+    'o',
+    { id: 'uuid', status: 'text', next_attempt_at: 'timestamptz', status_code: 'int' },
+    items.map(({ attempt, outcome }) => [attempt.delivery_id, outcome.status, outcome.nextAttemptAt, outcome.statusCode]),
+  );
+  const { rows } = await sql<{ id: string }>`
+    with attempts as (${trx.insertInto('webhook_attempts').values(items.map((i) => i.attempt))})
+    update webhook_deliveries d set status = o.status, next_attempt_at = o.next_attempt_at, attempts = d.attempts + 1,
+      manual = false, lease_token = null, last_attempt_at = ${now}, last_status_code = o.status_code, updated_at = ${now}
+    from ${states}
+    where d.id = o.id and d.lease_token = ${token} and d.status = 'processing'
+    returning d.id`.execute(trx);
+  return new Set(rows.map((r) => r.id));
 }
