@@ -4,7 +4,7 @@
  *   npm run bench                       all scenarios (a few minutes)
  *   npm run bench -- --quick            the same, 5 s runs and 100,000 entries of history (a couple of minutes)
  *   npm run bench -- spread reads       only these scenarios (spread hot reads steady pglite bulk history requestlog
- *                                       fx; "transfers" = spread hot)
+ *                                       fx core; "transfers" = spread hot)
  *   options: --duration S (each load run, default 10), --pgbench-duration S (default 20),
  *            --history-entries N (default 1000000), --json (the rows as JSON on stdout),
  *            --connections N (every load run, default 32), --peak-connections A,B,… (the throughput runs

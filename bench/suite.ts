@@ -25,8 +25,9 @@ import {
   type Server,
 } from './server.js';
 import { steadyTransfers } from './steady.js';
+import { coreTransfers } from './core.js';
 
-export const SCENARIOS = ['spread', 'hot', 'reads', 'steady', 'pglite', 'bulk', 'history', 'requestlog', 'fx'] as const;
+export const SCENARIOS = ['spread', 'hot', 'reads', 'steady', 'pglite', 'bulk', 'history', 'requestlog', 'fx', 'core'] as const;
 export type Scenario = (typeof SCENARIOS)[number];
 
 export interface BenchOptions {
@@ -230,10 +231,10 @@ export async function runBench(o: BenchOptions): Promise<{ rows: Row[]; reconcil
   try {
     log('building dist/ (npm run build)');
     build();
-    const needsMain = (['spread', 'hot', 'reads', 'steady', 'bulk', 'pglite', 'requestlog', 'fx'] as const).some(has);
+    const needsMain = (['spread', 'hot', 'reads', 'steady', 'bulk', 'pglite', 'requestlog', 'fx', 'core'] as const).some(has);
     if (needsMain) {
       const main = await appOnPostgres('app');
-      const { server, key, ids, handle } = main;
+      const { server, key, ids, handle, tenantId } = main;
       log(`main server up at ${server.base}; warming up`);
       await warmup(server, key, ids);
 
@@ -278,6 +279,24 @@ export async function runBench(o: BenchOptions): Promise<{ rows: Row[]; reconcil
           reference: '',
           target: 'p99 < 50 ms',
           met: half.p99 < 50 && half.failed === 0,
+        });
+      }
+      if (has('core')) {
+        // The same batch path, called in this process: what the HTTP layer, the Idempotency-Key
+        // claims and the request log add to a transfer shows in the distance to the spread load.
+        log('core: the batch path in the bench process, without HTTP or Idempotency-Keys');
+        server.pause();
+        const core = await coreTransfers(handle, tenantId, ids, o.loadSeconds).finally(() => server.resume());
+        const ref = await reference(10, 'tpcb', [server]);
+        const r = core.perSecond / ref.tps;
+        rows.push({
+          name: 'transfers/s in-process (the batch path alone: batches of 32, 2 in flight, no HTTP or Idempotency-Key)',
+          measured:
+            `${fmt(core.perSecond)}/s (${fmt(core.transfers)} transfers, ${fmt(core.refused)} refused); CPU per transfer: ` +
+            `this process ${fmt(core.cpu.process, 2)} ms, PostgreSQL ${fmt(core.cpu.postgres, 2)} ms`,
+          reference: `pgbench TPC-B -s 10: ${fmt(ref.tps)} tps`,
+          ratio: r,
+          target: '',
         });
       }
       if (has('hot')) {
