@@ -247,13 +247,19 @@ async function record(deps: DeliveryDeps, options: DeliveryOptions, token: strin
       const success = d.outcome.status === 'sent';
       if (success || !d.work.manual) outcomes.set(d.work.endpoint_id, [...(outcomes.get(d.work.endpoint_id) ?? []), success]);
     }
-    for (const [endpointId, reason] of disable) await disableEndpoint(trx, endpointId, reason);
-    for (const [endpointId, run] of outcomes) {
-      await queue.noteEndpointOutcomes(trx, endpointId, run, {
-        threshold: options.circuitThreshold,
-        openMs: options.circuitOpenMs,
-        maxOpenMs: options.circuitMaxOpenMs,
-      });
+    // Endpoint rows in ascending id: two workers recording attempts of the same endpoints at
+    // once lock them in the same order, so they wait for each other instead of deadlocking.
+    for (const endpointId of [...new Set([...disable.keys(), ...outcomes.keys()])].sort()) {
+      const reason = disable.get(endpointId);
+      if (reason) await disableEndpoint(trx, endpointId, reason);
+      const run = outcomes.get(endpointId);
+      if (run) {
+        await queue.noteEndpointOutcomes(trx, endpointId, run, {
+          threshold: options.circuitThreshold,
+          openMs: options.circuitOpenMs,
+          maxOpenMs: options.circuitMaxOpenMs,
+        });
+      }
     }
   });
 }
