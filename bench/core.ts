@@ -1,10 +1,9 @@
 import type { DatabaseHandle } from '../src/db/client.js';
-import { loadConfig } from '../src/config.js';
 import { newId } from '../src/lib/ids.js';
 import { movementBatch } from '../src/modules/transfers/batch.js';
 import type { CreateTransferBody } from '../src/modules/transfers/schema.js';
 import { settingsOf } from '../src/modules/tenants/service.js';
-import { postgresCpuMs } from './server.js';
+import { appConfig, postgresCpuMs } from './server.js';
 
 export interface CoreResult {
   perSecond: number;
@@ -16,7 +15,7 @@ export interface CoreResult {
 
 /**
  * The money path without the server around it: `lanes` loops in this process, each posting
- * batches of `batch` random transfers among `ids` through the batch path (`movementBatch`: share
+ * batches of `batch` transfers between the accounts `pick` gives through the batch path (`movementBatch`: share
  * locks, spending gate, balance locks, the decision in memory, one write statement, each batch its
  * own transaction), as the server's batches of gathered requests do, for `seconds`. No HTTP, no
  * Idempotency-Key claim, no request log: what the ledger core costs the database and this process.
@@ -24,12 +23,12 @@ export interface CoreResult {
 export async function coreTransfers(
   handle: DatabaseHandle,
   tenantId: string,
-  ids: string[],
+  pick: () => [string, string],
   seconds: number,
   batch = 32,
   lanes = 2,
 ): Promise<CoreResult> {
-  const config = loadConfig({ ...process.env, DATABASE_URL: undefined, PROFILE: 'development' });
+  const config = appConfig();
   const ctx = {
     tenantId,
     environment: 'sandbox' as const,
@@ -38,9 +37,7 @@ export async function coreTransfers(
     settings: await settingsOf(handle.db, tenantId),
   };
   const request = () => {
-    const from = ids[Math.floor(Math.random() * ids.length)]!;
-    let to = from;
-    while (to === from) to = ids[Math.floor(Math.random() * ids.length)]!;
+    const [from, to] = pick();
     const body = { source: { id: from }, destination: { destination_type: 'internal_account', id: to }, amount: '1.00' };
     return { ctx: { ...ctx, requestId: newId() }, config, body: body as unknown as CreateTransferBody };
   };

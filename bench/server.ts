@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { openPGlite, type DatabaseHandle } from '../src/db/client.js';
+import { loadConfig, type Config } from '../src/config.js';
 import { migrate } from '../src/db/migrate.js';
 import { createTenant, setSettings } from '../src/modules/tenants/service.js';
 import { VIA_PROXY } from './load.js';
@@ -26,6 +27,11 @@ export async function admin<T>(url: string, fn: (c: pg.Client) => Promise<T>): P
   } finally {
     await client.end();
   }
+}
+
+/** The app's configuration for code the bench calls in its own process (no database URL of its own). */
+export function appConfig(): Config {
+  return loadConfig({ ...process.env, DATABASE_URL: undefined, PROFILE: 'development' });
 }
 
 /** The production build (tsc to dist/): the bench measures what `npm start` serves. */

@@ -4,7 +4,6 @@ import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sql } from 'kysely';
 import { openPGlite, openPostgres, type DatabaseHandle } from '../src/db/client.js';
-import { loadConfig } from '../src/config.js';
 import { reconcile } from '../src/ledger/index.js';
 import { LIMIT_ORDER_SCAN, scanWaitingOrders, settleDue, settleLimitOrder } from '../src/modules/fx/worker.js';
 import { seedHistory } from './history.js';
@@ -12,6 +11,7 @@ import { accountReadLoad, fxOrderLoad, healthzLoad, transferLoad, VIA_PROXY, typ
 import { pgbenchInit, pgbenchRun, type PgbenchResult } from './pgbench.js';
 import {
   admin,
+  appConfig,
   build,
   customerAccounts,
   fundedAccounts,
@@ -286,7 +286,7 @@ export async function runBench(o: BenchOptions): Promise<{ rows: Row[]; reconcil
         // claims and the request log add to a transfer shows in the distance to the spread load.
         log('core: the batch path in the bench process, without HTTP or Idempotency-Keys');
         server.pause();
-        const core = await coreTransfers(handle, tenantId, ids, o.loadSeconds).finally(() => server.resume());
+        const core = await coreTransfers(handle, tenantId, pairs(ids), o.loadSeconds).finally(() => server.resume());
         const ref = await reference(10, 'tpcb', [server]);
         const r = core.perSecond / ref.tps;
         rows.push({
@@ -588,7 +588,7 @@ export async function runBench(o: BenchOptions): Promise<{ rows: Row[]; reconcil
         );
       }
     };
-    const config = loadConfig({ ...process.env, DATABASE_URL: undefined, PROFILE: 'development' });
+    const config = appConfig();
     /** One pass of the worker over every waiting order; settled orders per second. */
     const pass = async (settle: (due: string[]) => Promise<void>) => {
       const since = new Date(Date.now() + 60_000);
