@@ -145,6 +145,38 @@ describe('request log', () => {
     expect(log.dropped).toBe(3);
   });
 
+  it('stores every character of a flush of many rows as given, and skips rows already there', async () => {
+    // Bodies and paths hold any text; a flush retried after a failure must not double a row.
+    const tricky = ['"quoted"', 'back\\slash', '{braces}, commas', 'NULL', 'new\nline', 'é ✓ 🙂', '', ' padded '];
+    const at = new Date();
+    const many = Array.from({ length: 12 }, (_, i) => ({
+      id: newId(),
+      tenant_id: tenantId,
+      environment: 'sandbox',
+      request_id: `tricky-${i}`,
+      method: 'POST',
+      path: `/v1/tricky/${tricky[i % tricky.length]}`,
+      query: i % 2 ? null : tricky[(i + 1) % tricky.length]!,
+      status: 400 + i,
+      status_class: 4,
+      duration_ms: i,
+      idempotency_key: i % 3 ? null : `key-${i}`,
+      idempotency_replayed: i % 2 === 0,
+      key_prefix: null,
+      request_body: JSON.stringify({ note: tricky[i % tricky.length] }),
+      response_body: i === 5 ? null : tricky[i % tricky.length]!,
+      created_at: at,
+    }));
+    await logRepo.insertMany(t.db, many);
+    await logRepo.insertMany(t.db, many.slice(0, 10)); // a retried flush
+    const stored = (await rows()).filter((r) => r.request_id.startsWith('tricky-'));
+    expect(stored).toHaveLength(12);
+    for (const row of many) {
+      const got = stored.find((r) => r.id === row.id)!;
+      expect({ ...got, created_at: got.created_at.getTime() }).toEqual({ ...row, created_at: at.getTime() });
+    }
+  });
+
   it('deletes rows past the retention, and only those', async () => {
     const old = new Date(Date.now() - 31 * 86_400_000);
     const id = `${uuidv7LowerBound(old).slice(0, 18)}-8000-${newId().slice(-12)}`;
