@@ -99,8 +99,8 @@ function cpuMeter(server: Server) {
   });
 }
 
-const cpuText = (c: ReturnType<ReturnType<typeof cpuMeter>>, transfers: number) =>
-  `server ${fmt(c.server, 2)} ms, PostgreSQL ${fmt(c.postgres, 2)} ms (${fmt(transfers)} transfers)`;
+const cpuText = (c: ReturnType<ReturnType<typeof cpuMeter>>, count: number, what = 'transfers') =>
+  `server ${fmt(c.server, 3)} ms, PostgreSQL ${fmt(c.postgres, 3)} ms (${fmt(count)} ${what})`;
 
 /** Runs the selected scenarios; every database it creates is dropped at the end. */
 export async function runBench(o: BenchOptions): Promise<{ rows: Row[]; reconciled: boolean; header: string }> {
@@ -166,11 +166,17 @@ export async function runBench(o: BenchOptions): Promise<{ rows: Row[]; reconcil
     const sweep = runs.map((r) => `${r.connections}: ${fmt(r.run.perSecond)}/s`).join(', ');
     return { ...best, runs, label: runs.length > 1 ? `, best at ${best.connections} connections (${sweep})` : '' };
   };
-  /** GET /v1/accounts/{id} of random accounts among `ids`, after a short warm-up, at each peak connection count. */
+  /**
+   * GET /v1/accounts/{id} of random accounts among `ids`, after a short warm-up, at each peak
+   * connection count; with the CPU each read cost the server and PostgreSQL over those runs.
+   */
   const readsAtPeak = async (server: Server, key: string, ids: string[]) => {
     const pick = () => ids[Math.floor(Math.random() * ids.length)]!;
     await accountReadLoad(loadOpts(server, key, { seconds: Math.min(2, o.loadSeconds) }), pick);
-    return atPeak((connections) => accountReadLoad(loadOpts(server, key, { connections }), pick));
+    const cpu = cpuMeter(server);
+    const peak = await atPeak((connections) => accountReadLoad(loadOpts(server, key, { connections }), pick));
+    const served = peak.runs.reduce((n, r) => n + r.run.ok, 0);
+    return { ...peak, served, cpu: cpu(served) };
   };
 
   /** pgbench references, measured while our server is paused (SIGSTOP) so it has the CPU. */
@@ -220,13 +226,15 @@ export async function runBench(o: BenchOptions): Promise<{ rows: Row[]; reconcil
   const header =
     `${cores} CPUs, load average ${loadavg()
       .map((l) => l.toFixed(1))
-      .join(' ')} at the start; server: node dist/main.js (PROFILE=production, LOG_LEVEL=${process.env.BENCH_LOG_LEVEL ?? 'info'}, ` +
+      .join(
+        ' ',
+      )} at the start; server: node dist/main.js (PROFILE=production, LOG_LEVEL=${process.env.BENCH_LOG_LEVEL ?? 'info'}, ` +
     `pool ${o.poolSize}); load: autocannon, ${o.connections} connections${sweeps}, ${o.accounts} funded NGN accounts, amount 1.00, fresh Idempotency-Key per request`;
 
   let pgSpread: LoadResult | undefined;
   let wal: { bytes: number; records: number; transfers: number } | undefined;
   let spreadCpu: ReturnType<ReturnType<typeof cpuMeter>> | undefined;
-  let reads: LoadResult | undefined;
+  let reads: (LoadResult & { cpuText: string }) | undefined;
   let mainRss = NaN;
   try {
     log('building dist/ (npm run build)');
@@ -319,8 +327,8 @@ export async function runBench(o: BenchOptions): Promise<{ rows: Row[]; reconcil
       }
       if (has('reads')) {
         log('reads: GET /v1/accounts/{id}');
-        const { run, label } = await readsAtPeak(server, key, ids);
-        reads = run;
+        const { run, label, served, cpu } = await readsAtPeak(server, key, ids);
+        reads = { ...run, cpuText: cpuText(cpu, served, 'reads') };
         const ref = await reference(10, 'select-only', [server]);
         const r = run.perSecond / ref.tps;
         rows.push({
@@ -331,6 +339,7 @@ export async function runBench(o: BenchOptions): Promise<{ rows: Row[]; reconcil
           target: '≥ 0.5×',
           met: r >= 0.5,
         });
+        rows.push({ name: 'CPU per account read (the reads load)', measured: cpuText(cpu, served, 'reads'), reference: '', target: '' });
         // What the HTTP layer alone serves on this machine (no key, no database, no request log):
         // a ceiling for any /v1 read, with the same reference.
         const bare = await healthzLoad(loadOpts(server, key));
@@ -411,11 +420,11 @@ export async function runBench(o: BenchOptions): Promise<{ rows: Row[]; reconcil
       if (reads) {
         // A read writes a log row too (bodies and all, as #14 asks): what that costs the reads.
         log('requestlog: the account reads with REQUEST_LOG=off');
-        const { run: offReads } = await readsAtPeak(app.server, app.key, app.ids);
+        const { run: offReads, served, cpu } = await readsAtPeak(app.server, app.key, app.ids);
         rows.push({
-          name: 'GET /v1/accounts/{id} req/s with the request log on (the default)',
-          measured: `${fmt(reads.perSecond)}/s, p50 ${reads.p50} ms, p99 ${reads.p99} ms`,
-          reference: `REQUEST_LOG=off: ${fmt(offReads.perSecond)}/s, p50 ${offReads.p50} ms, p99 ${offReads.p99} ms`,
+          name: 'GET /v1/accounts/{id} req/s with the request log on (the default); CPU per read',
+          measured: `${fmt(reads.perSecond)}/s, p50 ${reads.p50} ms, p99 ${reads.p99} ms; ${reads.cpuText}`,
+          reference: `REQUEST_LOG=off: ${fmt(offReads.perSecond)}/s, p50 ${offReads.p50} ms, p99 ${offReads.p99} ms; ${cpuText(cpu, served, 'reads')}`,
           ratio: reads.perSecond / offReads.perSecond,
           target: '',
         });
