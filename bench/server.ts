@@ -13,6 +13,13 @@ import { VIA_PROXY } from './load.js';
 
 const ROOT = join(import.meta.dirname, '..');
 
+/** The node flags of `npm start` (`node <flags> dist/main.js`): the bench serves as production does. */
+export const START_FLAGS: string[] = (() => {
+  const { scripts } = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: { start: string } };
+  const words = scripts.start.split(/\s+/);
+  return words.slice(1, words.indexOf('dist/main.js'));
+})();
+
 export function withDatabase(url: string, name: string): string {
   const u = new URL(url);
   u.pathname = `/${name}`;
@@ -76,8 +83,8 @@ export async function startServer(options: {
   const port = await freePort();
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'fsapi-bench-'));
   const { DATABASE_URL: _ignored, NODE_OPTIONS: _opts, ...env } = process.env;
-  // BENCH_SERVER_ARGS: node flags for the server, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof" to profile it.
-  const nodeArgs = (process.env.BENCH_SERVER_ARGS ?? '').split(' ').filter(Boolean);
+  // BENCH_SERVER_ARGS: more node flags for the server, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof" to profile it.
+  const nodeArgs = [...START_FLAGS, ...(process.env.BENCH_SERVER_ARGS ?? '').split(' ').filter(Boolean)];
   const child = spawn(process.execPath, [...nodeArgs, 'dist/main.js'], {
     cwd: ROOT,
     env: {

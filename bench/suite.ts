@@ -20,6 +20,7 @@ import {
   prepareDatabase,
   preparePGlite,
   postgresCpuMs,
+  START_FLAGS,
   startServer,
   withDatabase,
   type Server,
@@ -228,7 +229,7 @@ export async function runBench(o: BenchOptions): Promise<{ rows: Row[]; reconcil
       .map((l) => l.toFixed(1))
       .join(
         ' ',
-      )} at the start; server: node dist/main.js (PROFILE=production, LOG_LEVEL=${process.env.BENCH_LOG_LEVEL ?? 'info'}, ` +
+      )} at the start; server: node ${[...START_FLAGS, ''].join(' ')}dist/main.js (PROFILE=production, LOG_LEVEL=${process.env.BENCH_LOG_LEVEL ?? 'info'}, ` +
     `pool ${o.poolSize}); load: autocannon, ${o.connections} connections${sweeps}, ${o.accounts} funded NGN accounts, amount 1.00, fresh Idempotency-Key per request`;
 
   let pgSpread: LoadResult | undefined;
