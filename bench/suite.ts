@@ -224,12 +224,11 @@ export async function runBench(o: BenchOptions): Promise<{ rows: Row[]; reconcil
     o.peakConnections.length > 1 || o.pgbenchClients.length > 1
       ? ` (throughput runs at each of ${o.peakConnections.join(', ')}; pgbench at -c ${o.pgbenchClients.join(', ')})`
       : '';
+  const serverCommand = ['node', ...START_FLAGS, 'dist/main.js'].join(' ');
   const header =
     `${cores} CPUs, load average ${loadavg()
       .map((l) => l.toFixed(1))
-      .join(
-        ' ',
-      )} at the start; server: node ${[...START_FLAGS, ''].join(' ')}dist/main.js (PROFILE=production, LOG_LEVEL=${process.env.BENCH_LOG_LEVEL ?? 'info'}, ` +
+      .join(' ')} at the start; server: ${serverCommand} (PROFILE=production, LOG_LEVEL=${process.env.BENCH_LOG_LEVEL ?? 'info'}, ` +
     `pool ${o.poolSize}); load: autocannon, ${o.connections} connections${sweeps}, ${o.accounts} funded NGN accounts, amount 1.00, fresh Idempotency-Key per request`;
 
   let pgSpread: LoadResult | undefined;
@@ -340,7 +339,7 @@ export async function runBench(o: BenchOptions): Promise<{ rows: Row[]; reconcil
           target: '≥ 0.5×',
           met: r >= 0.5,
         });
-        rows.push({ name: 'CPU per account read (the reads load)', measured: cpuText(cpu, served, 'reads'), reference: '', target: '' });
+        rows.push({ name: 'CPU per account read (the reads load)', measured: reads.cpuText, reference: '', target: '' });
         // What the HTTP layer alone serves on this machine (no key, no database, no request log):
         // a ceiling for any /v1 read, with the same reference.
         const bare = await healthzLoad(loadOpts(server, key));
