@@ -1,3 +1,4 @@
+import { CompiledQuery, sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newId, uuidv7LowerBound } from '../src/lib/ids.js';
 import * as logRepo from '../src/modules/request-log/repo.js';
@@ -315,6 +316,105 @@ describe('per-business retention', () => {
     expect(viewed.body).not.toContain('action="/dashboard/settings/request-log"');
     expect((await viewer.post('/dashboard/settings/request-log', { retention_days: '1' })).statusCode).toBe(403);
   }, 60_000);
+});
+
+describe('the request log reads walk indexes', () => {
+  /** The statements a call sends, as compiled: it runs on an executor of its own that keeps them. */
+  async function statementsOf(call: (db: typeof t.db) => Promise<unknown>): Promise<CompiledQuery[]> {
+    const db = t.db.withPlugin({ transformQuery: (args) => args.node, transformResult: async (args) => args.result });
+    const executor = db.getExecutor();
+    const sent: CompiledQuery[] = [];
+    const execute = executor.executeQuery.bind(executor);
+    executor.executeQuery = (query) => (sent.push(query), execute(query));
+    await call(db);
+    return sent;
+  }
+
+  /**
+   * The plan of a statement with sequential scans priced out (what is left uses an index, or
+   * cannot), and generic, as a prepared statement's plan becomes after a few runs: made without
+   * its parameters' values. (EXPLAIN of a statement with bound parameters plans with their values.)
+   */
+  async function planOf(query: CompiledQuery, plan: 'generic' | 'custom' = 'generic'): Promise<string> {
+    const literal = (v: unknown) => (typeof v === 'number' ? String(v) : `'${String(v).replace(/'/g, "''")}'`);
+    return t.db.transaction().execute(async (trx) => {
+      await sql`set local enable_seqscan = off`.execute(trx);
+      await sql.raw(`set local plan_cache_mode = force_${plan}_plan`).execute(trx);
+      await trx.executeQuery(CompiledQuery.raw(`prepare planned as ${query.sql}`));
+      const explained = await trx.executeQuery<Record<string, string>>(
+        CompiledQuery.raw(`explain execute planned (${query.parameters.map(literal).join(', ')})`),
+      );
+      await trx.executeQuery(CompiledQuery.raw('deallocate planned'));
+      return explained.rows.map((r) => Object.values(r)[0]).join('\n');
+    });
+  }
+
+  // A business with a history the planner can weigh: 3,000 requests, one in ten not 2xx, one in
+  // twenty a transfer, each its own request id; then the table's statistics.
+  const busy = newId();
+  const scope = () => ({ tenantId: busy, environment: 'sandbox' });
+  beforeAll(async () => {
+    const start = Date.now() - 3_000_000;
+    const history: logRepo.NewRequestLogRow[] = Array.from({ length: 3000 }, (_, i) => {
+      const status = i % 10 === 0 ? (i % 20 === 0 ? 500 : 404) : 200;
+      return {
+        id: `${uuidv7LowerBound(new Date(start + i * 1000)).slice(0, 18)}-8000-${newId().slice(-12)}`,
+        tenant_id: busy,
+        environment: 'sandbox',
+        request_id: `req-${i}`,
+        method: 'GET',
+        path: i % 20 === 7 ? `/v1/transfers/${newId()}` : `/v1/accounts/${newId()}`,
+        query: null,
+        status,
+        status_class: Math.floor(status / 100),
+        duration_ms: 1,
+        idempotency_key: null,
+        idempotency_replayed: false,
+        key_prefix: null,
+        request_body: null,
+        response_body: null,
+        created_at: new Date(start + i * 1000),
+      };
+    });
+    await logRepo.insertMany(t.db, history);
+    await sql`analyze api_request_log`.execute(t.db);
+  });
+
+  it.each([
+    ['newest first', {}, 'api_request_log_pkey'],
+    ['5xx', { status_class: 5 }, 'api_request_log_status_idx'],
+    ['4xx', { status_class: 4 }, 'api_request_log_status_idx'],
+    ['2xx (most rows: the primary key, filtered)', { status_class: 2 }, 'api_request_log_pkey'],
+    ['a request id', { request_id: 'req-1234' }, 'api_request_log_request_id_idx'],
+  ] as const)('lists %s through %s', async (_name, filter, index) => {
+    const statements = await statementsOf((db) => logRepo.list(db, scope(), { page: 1, items_per_page: 50, ...filter }));
+    expect(statements).toHaveLength(2); // the page and its capped count
+    for (const statement of statements) {
+      const plan = await planOf(statement);
+      expect(plan).not.toMatch(/Seq Scan/);
+      if (/order by/.test(statement.sql)) expect(plan).toContain(index);
+    }
+  });
+
+  // A LIKE prefix becomes an index range only once its value is known: planned with it, as
+  // PostgreSQL keeps doing while that plan is the cheaper one.
+  it('lists a path prefix through api_request_log_path_idx', async () => {
+    const statements = await statementsOf((db) => logRepo.list(db, scope(), { page: 1, items_per_page: 50, path: '/v1/transfers' }));
+    for (const statement of statements) expect(await planOf(statement, 'custom')).toContain('api_request_log_path_idx');
+  });
+
+  it('finds one request, and retention deletes old rows, through the primary key', async () => {
+    const [find] = await statementsOf((db) => logRepo.find(db, scope(), newId()));
+    expect(await planOf(find!)).toContain('api_request_log_pkey');
+    const cutoffId = uuidv7LowerBound(new Date(Date.now() - 86_400_000));
+    const [purge] = await statementsOf((db) => logRepo.deleteBeforePerTenant(db, [{ tenantId: busy, cutoffId }], 10));
+    const plan = await planOf(purge!);
+    // Each probe of the log starts at its business: no scan of the whole index for an id.
+    const conditions = plan.split('\n').filter((line) => line.includes('Index Cond'));
+    expect(conditions.length).toBeGreaterThan(0);
+    for (const condition of conditions) expect(condition).toContain('tenant_id');
+    expect(plan).not.toMatch(/Seq Scan/);
+  });
 });
 
 describe('request log switched off', () => {

@@ -47,10 +47,9 @@ const WRITE_PATH_INDEXES: Record<string, Record<string, string>> = {
     event_fanout_queue_pkey: "the webhook fan-out's claim, oldest first",
   },
   api_request_log: {
-    api_request_log_pkey: 'a logged request by id',
-    api_request_log_tenant_idx: "the dashboard's request log; retention",
+    api_request_log_pkey: "(tenant, environment, id): a logged request, the dashboard's request log, retention",
     api_request_log_request_id_idx: 'the request_id filter',
-    api_request_log_status_idx: 'the status filter',
+    api_request_log_status_idx: 'the status filter (partial: answers that were not 2xx)',
     api_request_log_path_idx: 'the path prefix filter',
   },
   customer_daily_spend: {
