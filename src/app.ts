@@ -19,6 +19,7 @@ import { registerRequestLog } from './http/request-log.js';
 import { assertDeclaresErrors } from './http/route-errors.js';
 import { pinoRedactPaths, redactString } from './lib/redact.js';
 import { RequestLog } from './modules/request-log/service.js';
+import { lazyChildLogger } from './http/lazy-logger.js';
 import { BODY_LIMIT, registerTransport, requestIdFrom } from './http/transport.js';
 import { openCounters } from './lib/counters.js';
 import type { Sealer } from './lib/crypto.js';
@@ -83,6 +84,8 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     bodyLimit: BODY_LIMIT,
     // One access log line per request, at its end (the onResponse hook below), instead of Fastify's two.
     logController: new LogController({ disableRequestLogging: true }),
+    // A request's logger is made when it first writes (http/lazy-logger.ts): most never do.
+    childLoggerFactory: lazyChildLogger,
     genReqId: (req) => requestIdFrom(req, newId),
     trustProxy: config.TRUSTED_PROXIES.length > 0 ? config.TRUSTED_PROXIES : false,
     routerOptions: { ignoreTrailingSlash: true },

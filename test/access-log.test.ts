@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { pinoRedactPaths } from '../src/lib/redact.js';
 import type { CreatedTenant } from '../src/modules/tenants/service.js';
 import { clientFor, startTestApp, type TestApp } from './harness.js';
@@ -27,6 +27,18 @@ describe('the access log', () => {
     const line = accessLines().find((entry) => entry.reqId === res.headers['x-request-id']);
     expect(line).toMatchObject({ level: 30, method: 'GET', url: '/v1/accounts?limit=5', statusCode: 200 });
     expect(line.responseTime).toBeGreaterThan(0);
+  });
+
+  it('makes no per-request pino child logger for a request that writes nothing (http/lazy-logger.ts)', async () => {
+    const child = vi.spyOn(t.app.log, 'child');
+    try {
+      const res = await clientFor(t, biz.sandbox.secret_key).get('/v1/accounts?limit=1');
+      expect(res.status).toBe(200);
+      expect(accessLines().some((entry) => entry.reqId === res.headers['x-request-id'])).toBe(true);
+      expect(child).not.toHaveBeenCalled();
+    } finally {
+      child.mockRestore();
+    }
   });
 
   it('masks a card number or a key in the URL, and never shows the API key header', async () => {
