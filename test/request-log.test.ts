@@ -16,6 +16,27 @@ let tenantId: string;
 
 const rows = () => t.db.selectFrom('api_request_log').selectAll().where('tenant_id', '=', tenantId).orderBy('id').execute();
 
+/** A request log row made at `at` (its id's time too): a 200 GET of this business unless `fields` say otherwise. */
+const logRow = (at: Date, fields: Partial<logRepo.NewRequestLogRow> = {}): logRepo.NewRequestLogRow => ({
+  id: `${uuidv7LowerBound(at).slice(0, 18)}-8000-${newId().slice(-12)}`,
+  tenant_id: tenantId,
+  environment: 'sandbox',
+  request_id: newId(),
+  method: 'GET',
+  path: '/v1/accounts',
+  query: null,
+  status: 200,
+  status_class: 2,
+  duration_ms: 1,
+  idempotency_key: null,
+  idempotency_replayed: false,
+  key_prefix: null,
+  request_body: null,
+  response_body: null,
+  created_at: at,
+  ...fields,
+});
+
 beforeAll(async () => {
   t = await startTestApp();
   agent = new Agent(t);
@@ -180,27 +201,7 @@ describe('request log', () => {
 
   it('deletes rows past the retention, and only those', async () => {
     const old = new Date(Date.now() - 31 * 86_400_000);
-    const id = `${uuidv7LowerBound(old).slice(0, 18)}-8000-${newId().slice(-12)}`;
-    await logRepo.insertMany(t.db, [
-      {
-        id,
-        tenant_id: tenantId,
-        environment: 'sandbox',
-        request_id: 'old',
-        method: 'GET',
-        path: '/v1/old',
-        query: null,
-        status: 200,
-        status_class: 2,
-        duration_ms: 1,
-        idempotency_key: null,
-        idempotency_replayed: false,
-        key_prefix: null,
-        request_body: null,
-        response_body: null,
-        created_at: old,
-      },
-    ]);
+    await logRepo.insertMany(t.db, [logRow(old, { request_id: 'old', path: '/v1/old' })]);
     const before = (await rows()).length;
     await purgeExpiredRequests(t.db, 30);
     const after = await rows();
@@ -211,27 +212,13 @@ describe('request log', () => {
 
 describe('per-business retention', () => {
   /** A log row of `tenant` made `days` ago (request_id says which). */
-  const rowAged = (tenant: string, days: number): logRepo.NewRequestLogRow => {
-    const at = new Date(Date.now() - days * 86_400_000);
-    return {
-      id: `${uuidv7LowerBound(at).slice(0, 18)}-8000-${newId().slice(-12)}`,
+  const rowAged = (tenant: string, days: number): logRepo.NewRequestLogRow =>
+    logRow(new Date(Date.now() - days * 86_400_000), {
       tenant_id: tenant,
       environment: days % 2 === 0 ? 'sandbox' : 'live',
       request_id: `aged-${days}`,
-      method: 'GET',
       path: '/v1/aged',
-      query: null,
-      status: 200,
-      status_class: 2,
-      duration_ms: 1,
-      idempotency_key: null,
-      idempotency_replayed: false,
-      key_prefix: null,
-      request_body: null,
-      response_body: null,
-      created_at: at,
-    };
-  };
+    });
   const kept = async (tenant: string) =>
     (await t.db.selectFrom('api_request_log').select('request_id').where('tenant_id', '=', tenant).where('path', '=', '/v1/aged').execute())
       .map((r) => r.request_id)
@@ -355,26 +342,15 @@ describe('the request log reads walk indexes', () => {
   const scope = () => ({ tenantId: busy, environment: 'sandbox' });
   beforeAll(async () => {
     const start = Date.now() - 3_000_000;
-    const history: logRepo.NewRequestLogRow[] = Array.from({ length: 3000 }, (_, i) => {
+    const history = Array.from({ length: 3000 }, (_, i) => {
       const status = i % 10 === 0 ? (i % 20 === 0 ? 500 : 404) : 200;
-      return {
-        id: `${uuidv7LowerBound(new Date(start + i * 1000)).slice(0, 18)}-8000-${newId().slice(-12)}`,
+      return logRow(new Date(start + i * 1000), {
         tenant_id: busy,
-        environment: 'sandbox',
         request_id: `req-${i}`,
-        method: 'GET',
         path: i % 20 === 7 ? `/v1/transfers/${newId()}` : `/v1/accounts/${newId()}`,
-        query: null,
         status,
         status_class: Math.floor(status / 100),
-        duration_ms: 1,
-        idempotency_key: null,
-        idempotency_replayed: false,
-        key_prefix: null,
-        request_body: null,
-        response_body: null,
-        created_at: new Date(start + i * 1000),
-      };
+      });
     });
     await logRepo.insertMany(t.db, history);
     await sql`analyze api_request_log`.execute(t.db);
