@@ -19,7 +19,7 @@ const HTTP_DRAIN_MS = 5_000;
  * before it collects again. Requests here live a few milliseconds past a young collection (they
  * wait for their batch), so most garbage is promoted and the heap grew to 220 MiB holding 45 MiB
  * of live data (peak RSS 290 MiB over the benchmark's loads). Growing by half instead keeps the
- * peak near 190 MiB at the same throughput (README, Benchmarks). V8 reads this flag each time it
+ * peak near 190 MiB at the same throughput (docs/benchmarks.md). V8 reads this flag each time it
  * sets the next limit, so setting it at start is enough.
  *
  * The young generation is the other half, and it cannot be set from here (V8 sizes it before any
@@ -29,7 +29,7 @@ const HTTP_DRAIN_MS = 5_000;
  * the account reads served more in each of five pairs (2,908-5,473 req/s before, 3,368-6,501
  * after), and in two pairs the server's CPU per read went from 0.165 and 0.168 to 0.139 and 0.158
  * ms and per transfer from 0.56 and 0.68 to 0.52 and 0.61 ms; peak RSS rose by about 32 MiB
- * (README, Benchmarks).
+ * (docs/benchmarks.md).
  */
 setFlagsFromString('--heap-growing-percent=50');
 
