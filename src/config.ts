@@ -220,8 +220,8 @@ const ConfigSchema = z.object({
    * and its statements; 1 runs each alone. LANES: batches in flight at once on PostgreSQL (PGlite
    * has one). More lanes are not faster: concurrent batches wait on each other's balance rows and
    * share the database's CPU. On a two-core server 2 lanes served about 1,000 transfers/s where 4
-   * served about 800 and 8 about 500 (`npm run bench -- spread hot`, docs/benchmarks.md); a larger server may
-   * want more.
+   * served about 800 and 8 about 500 (`npm run bench -- spread hot`, docs/benchmarks.md); a larger
+   * server may want more.
    */
   TRANSFER_BATCH_SIZE: z.coerce.number().int().min(1).max(60).default(32),
   TRANSFER_BATCH_LANES: z.coerce.number().int().min(1).max(64).default(2),
