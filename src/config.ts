@@ -218,13 +218,14 @@ const ConfigSchema = z.object({
   /**
    * The batch posting path (docs/money-path.md): up to SIZE money movements share one transaction
    * and its statements; 1 runs each alone. LANES: batches in flight at once on PostgreSQL (PGlite
-   * has one). More lanes are not faster: concurrent batches wait on each other's balance rows and
-   * share the database's CPU. On a two-core server 2 lanes served about 1,000 transfers/s where 4
-   * served about 800 and 8 about 500 (`npm run bench -- spread hot`, docs/benchmarks.md); a larger
-   * server may want more.
+   * has one). More lanes are not faster: concurrent batches wait on each other's balance rows,
+   * split the waiting requests into smaller batches (more statements and commits per transfer) and
+   * share the database's CPU. On a two-core server 1 lane served 6-19 % more transfers than 2 under
+   * the spread load, with a fifth less PostgreSQL CPU per transfer, as 2 had served more than 4
+   * and 8 (`npm run bench -- spread hot`, docs/benchmarks.md); a larger server may want more.
    */
   TRANSFER_BATCH_SIZE: z.coerce.number().int().min(1).max(60).default(32),
-  TRANSFER_BATCH_LANES: z.coerce.number().int().min(1).max(64).default(2),
+  TRANSFER_BATCH_LANES: z.coerce.number().int().min(1).max(64).default(1),
   /** API request log (dashboard): `off` stops recording; rows older than the retention are deleted. */
   REQUEST_LOG: z.enum(['on', 'off']).default('on'),
   REQUEST_LOG_RETENTION_DAYS: z.coerce.number().int().min(1).max(3650).default(30),
