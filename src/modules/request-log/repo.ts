@@ -85,10 +85,22 @@ export async function list(db: Queryable, scope: Scope, filter: RequestLogFilter
   if (filter.method) base = base.where('method', '=', filter.method);
   if (filter.path) {
     // A prefix match: `/v1/transfers` finds `/v1/transfers/…` too. LIKE's wildcards are escaped.
+    // The pattern is a constant of the statement, not a parameter: PostgreSQL turns a LIKE prefix
+    // into a range of the path index only in a plan made with its value, and a prepared
+    // statement's plan can become generic (made without it), which walks the business's whole
+    // log, newest first, for a path that is rare or absent.
     const escaped = filter.path.replace(/[\\%_]/g, (c) => `\\${c}`);
-    base = base.where('path', 'like', `${escaped}%`);
+    base = base.where('path', 'like', stringConstant(`${escaped}%`));
   }
   return paginate<RequestLogSummaryRow>(db, base, 'api_request_log.id', filter, (qb) => qb.select([...SUMMARY]));
+}
+
+/**
+ * `text` as a string constant of the statement: E'…', whose backslashes mean the same whatever
+ * the server's standard_conforming_strings says. (Callers reject NUL: no string can hold it.)
+ */
+function stringConstant(text: string) {
+  return sql.raw<string>(`E'${text.replace(/\\/g, '\\\\').replace(/'/g, "''")}'`);
 }
 
 export async function find(db: Queryable, scope: Scope, id: string): Promise<RequestLogRow | undefined> {
