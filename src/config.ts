@@ -220,9 +220,10 @@ const ConfigSchema = z.object({
    * and its statements; 1 runs each alone. LANES: batches in flight at once on PostgreSQL (PGlite
    * has one). More lanes are not faster: concurrent batches wait on each other's balance rows,
    * split the waiting requests into smaller batches (more statements and commits per transfer) and
-   * share the database's CPU. On a two-core server 1 lane served 6-19 % more transfers than 2 under
-   * the spread load, with a fifth less PostgreSQL CPU per transfer, as 2 had served more than 4
-   * and 8 (`npm run bench -- spread hot`, docs/benchmarks.md); a larger server may want more.
+   * share the database's CPU. On a two-core server 1 lane served 6-30 % more transfers than 2 under
+   * the spread load (15 % over five pairs), with a quarter less PostgreSQL CPU per transfer, as 2
+   * had served more than 4 and 8 (`npm run bench -- spread hot`, docs/benchmarks.md); a larger
+   * server may want more.
    */
   TRANSFER_BATCH_SIZE: z.coerce.number().int().min(1).max(60).default(32),
   TRANSFER_BATCH_LANES: z.coerce.number().int().min(1).max(64).default(1),
