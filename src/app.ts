@@ -18,6 +18,7 @@ import { openApiTransform } from './http/openapi.js';
 import { registerRateLimit } from './http/rate-limit.js';
 import { registerRequestLog } from './http/request-log.js';
 import { assertDeclaresErrors } from './http/route-errors.js';
+import { processLogDestination } from './lib/log-destination.js';
 import { pinoRedactPaths, redactString } from './lib/redact.js';
 import { RequestLog } from './modules/request-log/service.js';
 import { BODY_LIMIT, registerTransport, requestIdFrom } from './http/transport.js';
@@ -80,7 +81,11 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
       : {};
   const app = Fastify({
     ...https,
-    logger: options.logger ?? { level: config.LOG_LEVEL, redact: REDACT },
+    logger: options.logger ?? {
+      level: config.LOG_LEVEL,
+      redact: REDACT,
+      stream: processLogDestination({ maxBufferedBytes: config.LOG_BUFFER_BYTES }),
+    },
     bodyLimit: BODY_LIMIT,
     // One access log line per request, at its end (the onResponse hook below), instead of Fastify's two.
     logController: new LogController({ disableRequestLogging: true }),

@@ -75,6 +75,17 @@ const ConfigSchema = z.object({
   /** Upper bound of every background job's idle wait (tests and small sandboxes shorten it). */
   JOB_INTERVAL_MAX_MS: z.coerce.number().int().min(10).max(3_600_000).optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  /**
+   * Most bytes of process log lines held in memory while standard output does not take them (a
+   * log collector that hangs); beyond, new lines are dropped and counted on /metrics
+   * (`fsapi_log_lines_dropped_total`) so the server keeps serving (lib/log-destination.ts).
+   */
+  LOG_BUFFER_BYTES: z.coerce
+    .number()
+    .int()
+    .min(65_536)
+    .max(1_073_741_824)
+    .default(16 * 1024 * 1024),
   /** PEM files: when both are set the server speaks TLS itself and sends HSTS. */
   TLS_CERT_FILE: z.string().optional(),
   TLS_KEY_FILE: z.string().optional(),

@@ -52,3 +52,14 @@ export function observeJobTick(job: string, seconds: number, outcome: 'more' | '
 export function observeWebhookDelivery(createdAt: Date, ok: boolean, now = Date.now()): void {
   webhookLag.observe({ outcome: ok ? 'delivered' : 'failed' }, Math.max(0, (now - createdAt.getTime()) / 1000));
 }
+
+const logLinesDropped = new client.Counter({
+  name: 'fsapi_log_lines_dropped_total',
+  help: 'Process log lines dropped because standard output was not taking them (its buffer was full)',
+  registers: [metricsRegistry],
+});
+
+/** Called by the process log's destination (lib/log-destination.ts) for each line it drops. */
+export function countDroppedLogLine(): void {
+  logLinesDropped.inc();
+}

@@ -1,0 +1,40 @@
+import pino from 'pino';
+import { countDroppedLogLine } from './metrics.js';
+
+export interface LogDestinationOptions {
+  /** Most bytes of log lines held while standard output does not take them; beyond, lines are dropped. */
+  maxBufferedBytes: number;
+}
+
+/** Lines are written once this many bytes are waiting, */
+const WRITE_AT_BYTES = 4096;
+/** and whatever is waiting, every this often. */
+const WRITE_EVERY_MS = 200;
+
+/**
+ * Where the server's process log goes: standard output, written in chunks off the request's
+ * path, with a bounded buffer.
+ *
+ * pino's default destination wrote each line (one access line per request) with a write of its
+ * own handed to libuv's thread pool: a dispatch, a wake-up and a callback per request, about 4 %
+ * of the server's CPU per account read (docs/benchmarks.md). Here lines wait until 4 KiB (about
+ * 16 lines) are ready, or at the next 200 ms tick, so a quiet server's lines still appear
+ * within a fifth of a second to a person watching, and a busy one writes a chunk at a time.
+ *
+ * The bound: when standard output stops taking lines (a log collector that hangs, a pipe nobody
+ * reads), the default destination kept every line in memory, retrying every 100 ms, and the
+ * process grew until it died. Here it keeps up to `maxBufferedBytes`, then drops new lines and
+ * counts them (`fsapi_log_lines_dropped_total` on /metrics): the API keeps serving. pino flushes
+ * what is buffered when the process exits.
+ */
+export function processLogDestination(options: LogDestinationOptions): pino.DestinationStream {
+  const destination = pino.destination({
+    dest: 1,
+    sync: false,
+    minLength: WRITE_AT_BYTES,
+    periodicFlush: WRITE_EVERY_MS,
+    maxLength: options.maxBufferedBytes,
+  });
+  destination.on('drop', countDroppedLogLine);
+  return destination;
+}
