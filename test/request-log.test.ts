@@ -5,6 +5,7 @@ import * as logRepo from '../src/modules/request-log/repo.js';
 import { purgeExpiredRequests, RequestLog, RequestLogRetention } from '../src/modules/request-log/service.js';
 import { setSettings } from '../src/modules/tenants/service.js';
 import { Agent } from './dashboard-agent.js';
+import { planWithoutSeqScans, sentStatements } from './plans.js';
 import { clientFor, johnDoe, startTestApp, type Client, type TestApp } from './harness.js';
 
 /** The API request log: what each /v1 request leaves behind, redacted, and how the dashboard finds it. */
@@ -306,35 +307,8 @@ describe('per-business retention', () => {
 });
 
 describe('the request log reads walk indexes', () => {
-  /** The statements a call sends, as compiled: it runs on an executor of its own that keeps them. */
-  async function statementsOf(call: (db: typeof t.db) => Promise<unknown>): Promise<CompiledQuery[]> {
-    const db = t.db.withPlugin({ transformQuery: (args) => args.node, transformResult: async (args) => args.result });
-    const executor = db.getExecutor();
-    const sent: CompiledQuery[] = [];
-    const execute = executor.executeQuery.bind(executor);
-    executor.executeQuery = (query) => (sent.push(query), execute(query));
-    await call(db);
-    return sent;
-  }
-
-  /**
-   * The plan of a statement with sequential scans priced out (what is left uses an index, or
-   * cannot), and generic, as a prepared statement's plan becomes after a few runs: made without
-   * its parameters' values. (EXPLAIN of a statement with bound parameters plans with their values.)
-   */
-  async function planOf(query: CompiledQuery, plan: 'generic' | 'custom' = 'generic'): Promise<string> {
-    const literal = (v: unknown) => (typeof v === 'number' ? String(v) : `'${String(v).replace(/'/g, "''")}'`);
-    return t.db.transaction().execute(async (trx) => {
-      await sql`set local enable_seqscan = off`.execute(trx);
-      await sql.raw(`set local plan_cache_mode = force_${plan}_plan`).execute(trx);
-      await trx.executeQuery(CompiledQuery.raw(`prepare planned as ${query.sql}`));
-      const explained = await trx.executeQuery<Record<string, string>>(
-        CompiledQuery.raw(`explain execute planned (${query.parameters.map(literal).join(', ')})`),
-      );
-      await trx.executeQuery(CompiledQuery.raw('deallocate planned'));
-      return explained.rows.map((r) => Object.values(r)[0]).join('\n');
-    });
-  }
+  const statementsOf = (call: (db: typeof t.db) => Promise<unknown>) => sentStatements(t.db, call);
+  const planOf = (query: CompiledQuery, plan: 'generic' | 'custom' = 'generic') => planWithoutSeqScans(t.db, query, plan);
 
   // A business with a history the planner can weigh: 3,000 requests, one in ten not 2xx, one in
   // twenty a transfer, each its own request id; then the table's statistics.

@@ -1,5 +1,6 @@
 import { mkdirSync } from 'node:fs';
 import { PGlite } from '@electric-sql/pglite';
+import { pg_trgm } from '@electric-sql/pglite/contrib/pg_trgm';
 import { Kysely, PostgresDialect, sql, type PostgresPool, type PostgresPoolClient, type Transaction } from 'kysely';
 import pg from 'pg';
 import { PGliteChangeFeed, PostgresChangeFeed, type ChangeFeed } from './change-feed.js';
@@ -297,6 +298,8 @@ export async function openPGlite(options: PGliteOptions = {}): Promise<DatabaseH
       ...(options.dataDir ? { dataDir: options.dataDir } : {}),
       ...(options.loadDataDir ? { loadDataDir: options.loadDataDir } : {}),
       parsers: { [INT8]: (v: string) => BigInt(v), [NUMERIC]: (v: string) => v, [DATE]: (v: string) => v },
+      // The customers' keyword search index (migration 1104).
+      extensions: { pg_trgm },
     });
   } catch (err) {
     lock?.release();

@@ -32,3 +32,18 @@ export function valuesOf(alias: string, columns: Record<string, string>, rows: r
   const list = rows.map((row) => sql`(${sql.join(row.map((value, i) => sql`${value}::${sql.raw(types[i]!)}`))})`);
   return sql`(values ${sql.join(list)}) as ${relation}`;
 }
+
+/**
+ * `text` as a string constant of the statement: E'…', whose backslashes mean the same whatever
+ * the server's standard_conforming_strings says. A LIKE pattern passed this way is planned with
+ * its value: as a parameter, a prepared statement's generic plan (made without it, from the sixth
+ * call) cannot tell a rare pattern from a common one. (Callers reject NUL: no string can hold it.)
+ */
+export function stringConstant(text: string): RawBuilder<string> {
+  return sql.raw<string>(`E'${text.replace(/\\/g, '\\\\').replace(/'/g, "''")}'`);
+}
+
+/** `text` matched literally inside a LIKE pattern: its `\`, `%` and `_` escaped. */
+export function escapeLike(text: string): string {
+  return text.replace(/[\\%_]/g, (c) => `\\${c}`);
+}

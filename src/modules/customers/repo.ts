@@ -5,6 +5,8 @@ import { paginate, type Page } from '../../db/pagination.js';
 import type { Address } from '../../lib/validators.js';
 import type { ListCustomersQuery } from './schema.js';
 import { findScoped, scoped, scopedUpdate, type Lock } from '../../db/scoped.js';
+import { escapeLike, stringConstant } from '../../db/values.js';
+import { isUuid } from '../../lib/ids.js';
 
 type JsonAddress = ColumnType<Address, string, string>;
 
@@ -129,6 +131,9 @@ export async function findDuplicate(
   return q.executeTakeFirst();
 }
 
+/** The text a keyword search looks in: the expression of the trigram index `customers_search_idx` (migration 1104), written the same. */
+const SEARCH_TEXT = sql<string>`(coalesce(first_name, '') || ' ' || coalesce(last_name, '') || ' ' || email || ' ' || coalesce(business_name, ''))`;
+
 export async function listCustomers(db: Queryable, ctx: Scope, query: ListCustomersQuery): Promise<Page<CustomerRow>> {
   let base = scoped(db, 'customers', ctx);
   if (query.email) base = base.where(sql`lower(email)`, '=', query.email.toLowerCase());
@@ -136,16 +141,26 @@ export async function listCustomers(db: Queryable, ctx: Scope, query: ListCustom
   if (query.type) base = base.where('type', '=', query.type);
   if (query.kyc_status) base = base.where('kyc_status', '=', query.kyc_status);
   if (query.keyword) {
-    const like = `%${query.keyword.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
-    base = base.where((eb) =>
-      eb.or([
-        eb('first_name', 'ilike', like),
-        eb('last_name', 'ilike', like),
-        eb('email', 'ilike', like),
-        eb('business_name', 'ilike', like),
-        eb(sql`id::text`, '=', query.keyword!.toLowerCase()),
-      ]),
-    );
+    // A keyword matches inside the names or the email (or is the customer's id). The trigram index
+    // on SEARCH_TEXT (migration 1104) finds the few customers whose text holds a rare keyword
+    // without reading the business's others; the per-column tests keep the match exactly as
+    // before (a keyword that spans two columns in SEARCH_TEXT is not a match). The pattern is a
+    // constant of the statement (db/values.ts): as a parameter, a prepared statement's generic
+    // plan would walk every customer of the business, newest first, for a rare keyword.
+    const like = stringConstant(`%${escapeLike(query.keyword)}%`);
+    const id = isUuid(query.keyword) ? query.keyword.toLowerCase() : undefined;
+    base = base.where((eb) => {
+      const text = eb.and([
+        eb(SEARCH_TEXT, 'ilike', like),
+        eb.or([
+          eb('first_name', 'ilike', like),
+          eb('last_name', 'ilike', like),
+          eb('email', 'ilike', like),
+          eb('business_name', 'ilike', like),
+        ]),
+      ]);
+      return id ? eb.or([text, eb('id', '=', id)]) : text;
+    });
   }
   const order = query.sort?.toLowerCase().endsWith('asc') ? 'asc' : 'desc';
   return paginate<CustomerRow>(db, base, 'customers.id', query, (qb) => qb.selectAll(), order);

@@ -2,6 +2,7 @@ import { sql, type ColumnType, type Insertable, type Selectable } from 'kysely';
 import type { Queryable } from '../../db/client.js';
 import { paginate, type Page, type PageQuery } from '../../db/pagination.js';
 import { scoped } from '../../db/scoped.js';
+import { escapeLike, stringConstant } from '../../db/values.js';
 
 export interface ApiRequestLogTable {
   id: string;
@@ -89,18 +90,9 @@ export async function list(db: Queryable, scope: Scope, filter: RequestLogFilter
     // into a range of the path index only in a plan made with its value, and a prepared
     // statement's plan can become generic (made without it), which walks the business's whole
     // log, newest first, for a path that is rare or absent.
-    const escaped = filter.path.replace(/[\\%_]/g, (c) => `\\${c}`);
-    base = base.where('path', 'like', stringConstant(`${escaped}%`));
+    base = base.where('path', 'like', stringConstant(`${escapeLike(filter.path)}%`));
   }
   return paginate<RequestLogSummaryRow>(db, base, 'api_request_log.id', filter, (qb) => qb.select([...SUMMARY]));
-}
-
-/**
- * `text` as a string constant of the statement: E'…', whose backslashes mean the same whatever
- * the server's standard_conforming_strings says. (Callers reject NUL: no string can hold it.)
- */
-function stringConstant(text: string) {
-  return sql.raw<string>(`E'${text.replace(/\\/g, '\\\\').replace(/'/g, "''")}'`);
 }
 
 export async function find(db: Queryable, scope: Scope, id: string): Promise<RequestLogRow | undefined> {
