@@ -49,4 +49,22 @@ describe('the process log when standard output stalls', () => {
       await scratch.dispose();
     }
   }, 120_000);
+
+  it('writes every buffered line when the server stops', async () => {
+    const scratch = await scratchDatabase();
+    const server = await startServer({ ...scratch.env, LOG_LEVEL: 'info' });
+    try {
+      // Fewer than 4 KiB of lines: they wait for the destination's next tick, or for the exit.
+      const marker = `/healthz?before-stop=${Date.now()}`;
+      expect((await fetch(`${server.base}${marker}`)).status).toBe(200);
+      server.child.kill('SIGTERM');
+      expect(await waitExit(server, 15_000)).toEqual({ code: 0, killed: false });
+      const lines = server.output().split('\n');
+      expect(lines.some((line) => line.includes(`${marker}"`) && line.includes('request completed'))).toBe(true);
+      expect(lines.some((line) => line.includes('"msg":"stopped"'))).toBe(true);
+    } finally {
+      if (server.child.exitCode === null) server.child.kill('SIGKILL');
+      await scratch.dispose();
+    }
+  }, 120_000);
 });
