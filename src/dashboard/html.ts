@@ -1,3 +1,5 @@
+import { escapeHtml } from '../lib/html.js';
+
 /**
  * Server-rendered HTML with escaping by default: every value interpolated into `html` is escaped
  * unless it is already `Html` (the result of another `html` call or `raw`). Arrays are joined.
@@ -7,12 +9,6 @@ export class Html {
   toString(): string {
     return this.value;
   }
-}
-
-const ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;', '`': '&#96;' };
-
-export function escapeHtml(value: string): string {
-  return value.replace(/[&<>"'`]/g, (c) => ESCAPES[c]!);
 }
 
 type Part = Html | string | number | bigint | boolean | null | undefined | Part[];

@@ -2,6 +2,7 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { Deps } from '../../http/deps.js';
 import { AppError } from '../../core/errors.js';
+import { escapeHtml } from '../../lib/html.js';
 import { formatAmount } from '../../lib/money.js';
 import { UuidParam } from '../../lib/validators.js';
 import { payAtCheckout } from './cards.js';
@@ -24,11 +25,9 @@ const HEADERS = {
     "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; connect-src 'self'; form-action 'none'; frame-ancestors 'none'",
 };
 
-const escape = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
-
 function page(title: string, body: string): string {
   return `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
-<title>${escape(title)}</title><style>body{font-family:system-ui,sans-serif;max-width:420px;margin:40px auto;padding:0 16px}
+<title>${escapeHtml(title)}</title><style>body{font-family:system-ui,sans-serif;max-width:420px;margin:40px auto;padding:0 16px}
 label{display:block;margin:12px 0 4px}input{width:100%;padding:8px;box-sizing:border-box}button{margin-top:16px;padding:10px;width:100%}
 #msg{margin-top:16px;font-weight:600}</style></head><body>${body}</body></html>`;
 }
@@ -36,7 +35,7 @@ label{display:block;margin:12px 0 4px}input{width:100%;padding:8px;box-sizing:bo
 function form(id: string, session: string, amount: string): string {
   return page(
     `Pay ${amount}`,
-    `<h1>Pay ${escape(amount)}</h1>
+    `<h1>Pay ${escapeHtml(amount)}</h1>
 <form id="f" autocomplete="on">
 <label for="n">Card number</label><input id="n" name="cc-number" inputmode="numeric" autocomplete="cc-number" required>
 <label for="e">Expiry (MM/YY)</label><input id="e" name="cc-exp" autocomplete="cc-exp" placeholder="MM/YY" required>
@@ -78,7 +77,7 @@ export function checkoutRoutes(deps: Deps): FastifyPluginAsyncZod {
           return reply.code(404).send(page('Not found', '<h1>This payment link is not valid.</h1>'));
         }
         if (row.status !== 'pending' || row.expires_at <= new Date()) {
-          return reply.send(page('Payment', `<h1>This payment is ${escape(row.status === 'pending' ? 'expired' : row.status)}.</h1>`));
+          return reply.send(page('Payment', `<h1>This payment is ${escapeHtml(row.status === 'pending' ? 'expired' : row.status)}.</h1>`));
         }
         return reply.send(form(row.id, req.query.session, `${formatAmount(row.amount, row.currency)} ${row.currency}`));
       },

@@ -1,4 +1,5 @@
 import type { Queryable } from '../../db/client.js';
+import { escapeHtml } from '../../lib/html.js';
 import { associatedPersons } from '../customers/service.js';
 import type { CustomerRow } from '../customers/service.js';
 
@@ -11,9 +12,6 @@ export interface PageModel {
   uploaded?: string[];
   persons?: number;
 }
-
-const escapeHtml = (s: string) =>
-  s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
 
 export async function associatedPersonsCount(db: Queryable, customer: CustomerRow): Promise<number> {
   return customer.type === 'business' ? (await associatedPersons(db, customer.id)).length : 0;
