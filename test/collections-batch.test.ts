@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as ledger from '../src/ledger/index.js';
+import { chargeCards, planChargeReads, type ChargeRequest } from '../src/modules/collections/cards.js';
 import { simulateCollections, type SimulationRequest } from '../src/modules/collections/lifecycle.js';
 import { clientFor, johnDoe, startTestApp, type Client, type TestApp, countStatements, batchSizes, deadlocksDuring } from './harness.js';
 
@@ -154,6 +155,40 @@ describe('collections in batches', () => {
     const replay = await b.api.post('/v1/collections/cards/payment-intents/charge', bodies[1], { idempotencyKey: keys[1]! });
     expect(replay.text).toBe(results[1]!.text);
     expect((await ledger.reconcile(t.db, b.tenant.tenant_id)).ok).toBe(true);
+  });
+
+  it("a batch of charges spanning two businesses reads each business's intents and cards after the claim, and charges both", async () => {
+    const charge = async (name: string): Promise<ChargeRequest & { dest: string; api: Client }> => {
+      const b = await business(name);
+      const dest = await b.account();
+      const card_token = (
+        await b.api.post('/v1/simulations/card-tokens', {
+          card_number: '4242424242424242',
+          expiry: '12/30',
+          cvv: '999',
+          customer_id: b.customer,
+        })
+      ).body.data.card_token as string;
+      const intent = await b.api.post('/v1/collections/cards/payment-intents', {
+        customer_id: b.customer,
+        amount: '2.00',
+        currency: 'USD',
+        destination: { destination_type: 'internal_account', id: dest },
+        source: { source_type: 'external', methods: ['card'] },
+      });
+      const ctx = { tenantId: b.tenant.tenant_id, environment: 'sandbox' as const };
+      const d = { config: t.config, sealer: t.sealer, baseUrl: 'http://localhost' };
+      return { ctx, d, body: { payment_intent_id: intent.body.data.intent_id as string, card_token }, dest, api: b.api };
+    };
+    const reqs = [await charge('Charge Mix One Ltd'), await charge('Charge Mix Two Ltd')];
+    const outcomes = await t.db.transaction().execute((trx) => {
+      // Planned reads are one business's statements: a mixed batch reads its own, business by business.
+      expect(planChargeReads(trx, reqs)).toBeUndefined();
+      expect(planChargeReads(trx, reqs.slice(0, 1))?.statements).toHaveLength(2);
+      return chargeCards(trx, reqs);
+    });
+    expect(outcomes.map((o) => (o.ok ? o.data.status : o.error.code))).toEqual(['succeeded', 'succeeded']);
+    for (const r of reqs) expect(await balance(r.api, r.dest)).toBe('1.97');
   });
 });
 

@@ -1,3 +1,4 @@
+import type { CompiledQuery } from 'kysely';
 import type { Queryable, Trx } from '../../db/client.js';
 import { groupByScope, scopeKey, type Environment, type RequestContext } from '../../core/context.js';
 import { AppError, notFound, refusalOf, validationError, type ErrorDetail } from '../../core/errors.js';
@@ -190,6 +191,45 @@ export interface ChargeRequest {
 
 export type ChargeResponse = ReturnType<typeof chargeResponse>;
 
+/** What a batch of charges reads first: its payment intents' rows (locked) and the saved cards named, keyed by scope. */
+export interface ChargeFirstReads {
+  rows: Map<string, repo.CollectionRow>;
+  cards: Map<string, repo.SavedCardRow>;
+}
+
+/**
+ * The first reads of a batch of charges of one business and environment, known from the requests
+ * alone: the payment intents locked (ascending id, as alone) and the saved cards. The caller sends
+ * both right behind the idempotency claim (http/idempotency-batch.ts): two round trips fewer than
+ * reading them after it, one after the other. Undefined when the batch spans businesses:
+ * chargeCards reads them itself.
+ */
+export function planChargeReads(
+  trx: Trx,
+  reqs: ChargeRequest[],
+): { statements: CompiledQuery<unknown>[]; read(rows: unknown[][]): ChargeFirstReads } | undefined {
+  const ctx = reqs[0]?.ctx;
+  if (!ctx || reqs.some((r) => scopeKey(r.ctx) !== scopeKey(ctx))) return undefined;
+  const key = scopeKey(ctx);
+  const intentsQuery = repo.lockCollectionsQuery(
+    trx,
+    ctx,
+    reqs.map((r) => r.body.payment_intent_id),
+  );
+  const cardsQuery = repo.savedCardsByTokensQuery(
+    trx,
+    ctx,
+    reqs.map((r) => r.body.card_token),
+  );
+  return {
+    statements: [intentsQuery.compile(), cardsQuery.compile()],
+    read: ([rows, cards]) => ({
+      rows: new Map((rows as repo.CollectionRow[]).map((row) => [`${key}:${row.id}`, row])),
+      cards: new Map((cards as repo.SavedCardRow[]).map((card) => [`${key}:${card.card_token}`, card])),
+    }),
+  };
+}
+
 function chargeResponse(paymentIntentId: string, result: ReturnType<typeof chargeResult>) {
   return {
     payment_intent_id: paymentIntentId,
@@ -213,16 +253,9 @@ export async function chargeCards(
   trx: Trx,
   reqs: ChargeRequest[],
   writes?: WriteSet,
+  first?: ChargeFirstReads,
 ): Promise<({ ok: true; data: ChargeResponse } | { ok: false; error: AppError })[]> {
-  const rows = await lockCollectionsOf(
-    trx,
-    reqs.map((r) => ({ ctx: r.ctx, id: r.body.payment_intent_id })),
-  );
-  const cards = new Map<string, repo.SavedCardRow>();
-  const tokens = groupByScope(reqs.map((r) => ({ ctx: r.ctx, values: [r.body.card_token] })));
-  for (const { key, ctx, values } of tokens) {
-    for (const card of await repo.findSavedCardsByTokens(trx, ctx, values)) cards.set(`${key}:${card.card_token}`, card);
-  }
+  const { rows, cards } = first ?? (await readFirst(trx, reqs));
   // What an earlier charge of the batch ended an intent as: a later one finds it so.
   const endedAs = new Map<string, repo.CollectionStatus>();
   const decided: (End | AppError)[] = [];
@@ -244,6 +277,20 @@ export async function chargeCards(
       ? { ok: false, error: result }
       : { ok: true, data: chargeResponse(result.id, chargeResult(reqs[i]!.d, result)) },
   );
+}
+
+/** A batch's first reads, one business after another (planChargeReads sends them with the claim instead). */
+async function readFirst(trx: Trx, reqs: ChargeRequest[]): Promise<ChargeFirstReads> {
+  const rows = await lockCollectionsOf(
+    trx,
+    reqs.map((r) => ({ ctx: r.ctx, id: r.body.payment_intent_id })),
+  );
+  const cards = new Map<string, repo.SavedCardRow>();
+  const tokens = groupByScope(reqs.map((r) => ({ ctx: r.ctx, values: [r.body.card_token] })));
+  for (const { key, ctx, values } of tokens) {
+    for (const card of await repo.findSavedCardsByTokens(trx, ctx, values)) cards.set(`${key}:${card.card_token}`, card);
+  }
+  return { rows, cards };
 }
 
 /**

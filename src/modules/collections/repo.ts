@@ -111,12 +111,16 @@ export async function listCollections(db: Queryable, ctx: Scope, query: ListColl
 /** Collections of one business and environment, locked (ascending id) for a batch that ends them. */
 export async function lockCollections(db: Queryable, ctx: Scope, ids: string[]): Promise<CollectionRow[]> {
   if (ids.length === 0) return [];
+  return lockCollectionsQuery(db, ctx, ids).execute();
+}
+
+/** lockCollections' statement, for a batch that sends it with others (cards.ts planChargeReads); `ids` not empty. */
+export function lockCollectionsQuery(db: Queryable, ctx: Scope, ids: string[]) {
   return scoped(db, 'collections', ctx)
     .selectAll()
     .where('id', 'in', [...new Set(ids)].sort())
     .orderBy('id')
-    .forUpdate()
-    .execute();
+    .forUpdate();
 }
 
 /**
@@ -157,11 +161,15 @@ export async function findSavedCardByToken(db: Queryable, ctx: Scope, token: str
 /** The saved cards of one business and environment with these tokens (a batch of charges). */
 export async function findSavedCardsByTokens(db: Queryable, ctx: Scope, tokens: string[]): Promise<SavedCardRow[]> {
   if (tokens.length === 0) return [];
+  return savedCardsByTokensQuery(db, ctx, tokens).execute();
+}
+
+/** findSavedCardsByTokens' statement, for a batch that sends it with others; `tokens` not empty. */
+export function savedCardsByTokensQuery(db: Queryable, ctx: Scope, tokens: string[]) {
   return scoped(db, 'saved_cards', ctx)
     .selectAll()
     .where('card_token', 'in', [...new Set(tokens)])
-    .where('deleted_at', 'is', null)
-    .execute();
+    .where('deleted_at', 'is', null);
 }
 
 export async function hasSavedCards(db: Queryable, ctx: Scope, customerId: string) {

@@ -35,16 +35,15 @@ export function collectionDeps(deps: Deps, req: FastifyRequest): service.Collect
 
 export function collectionRoutes(deps: Deps): FastifyPluginAsyncZod {
   // Charges settle money: concurrent ones share one transaction, each with its own outcome.
+  type Items = { request: FastifyRequest; input: ChargeCardBody }[];
+  const chargeRequests = (items: Items) => items.map((i) => ({ ctx: i.request.ctx, d: collectionDeps(deps, i.request), body: i.input }));
   const charges = gathered(
     deps,
     'collections.payment_intents.charge',
     'collections',
-    (trx, items: { request: FastifyRequest; input: ChargeCardBody }[], writes) =>
-      cards.chargeCards(
-        trx,
-        items.map((i) => ({ ctx: i.request.ctx, d: collectionDeps(deps, i.request), body: i.input })),
-        writes,
-      ),
+    (trx, items: Items, writes, first?: cards.ChargeFirstReads) => cards.chargeCards(trx, chargeRequests(items), writes, first),
+    // The intents and saved cards leave with the claim (docs/money-path.md).
+    (trx, items: Items) => cards.planChargeReads(trx, chargeRequests(items)),
   );
   return async (app) => {
     const r = routes(app, tags);
