@@ -44,7 +44,23 @@ async function business(name: string) {
     action,
     reason,
   });
-  return { tenant, api, customer, account, collection, simulation };
+  /** A saved card of the customer (the sandbox's card-token simulation). */
+  const cardToken = async (card_number: string) =>
+    (await api.post('/v1/simulations/card-tokens', { card_number, expiry: '12/30', cvv: '999', customer_id: customer })).body.data
+      .card_token as string;
+  /** A card payment intent of 2.00 USD into `destination`; returns its id. */
+  const paymentIntent = async (destination: string) => {
+    const res = await api.post('/v1/collections/cards/payment-intents', {
+      customer_id: customer,
+      amount: '2.00',
+      currency: 'USD',
+      destination: { destination_type: 'internal_account', id: destination },
+      source: { source_type: 'external', methods: ['card'] },
+    });
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    return res.body.data.intent_id as string;
+  };
+  return { tenant, api, customer, account, collection, simulation, cardToken, paymentIntent, ctx, d };
 }
 
 const balance = async (api: Client, id: string) => (await api.get(`/v1/accounts/${id}`)).body.data.balance as string;
@@ -116,23 +132,10 @@ describe('collections in batches', () => {
   it('concurrent card charges over HTTP share batches; each is answered alone and replays byte for byte', async () => {
     const b = await business('Charge Batch Ltd');
     const dest = await b.account();
-    const token = async (card_number: string) =>
-      (await b.api.post('/v1/simulations/card-tokens', { card_number, expiry: '12/30', cvv: '999', customer_id: b.customer })).body.data
-        .card_token as string;
-    const good = await token('4242424242424242');
-    const declined = await token('4000000000009995');
+    const good = await b.cardToken('4242424242424242');
+    const declined = await b.cardToken('4000000000009995');
     const intents: string[] = [];
-    for (let i = 0; i < 20; i++) {
-      const res = await b.api.post('/v1/collections/cards/payment-intents', {
-        customer_id: b.customer,
-        amount: '2.00',
-        currency: 'USD',
-        destination: { destination_type: 'internal_account', id: dest },
-        source: { source_type: 'external', methods: ['card'] },
-      });
-      expect(res.status, JSON.stringify(res.body)).toBe(200);
-      intents.push(res.body.data.intent_id);
-    }
+    for (let i = 0; i < 20; i++) intents.push(await b.paymentIntent(dest));
     const bodies = intents.map((id, i) => ({ payment_intent_id: id, card_token: i % 5 === 4 ? declined : good }));
     // The first intent charged twice in the same burst: one charge wins, the other finds it charged.
     bodies.push({ payment_intent_id: intents[0]!, card_token: good });
@@ -161,24 +164,8 @@ describe('collections in batches', () => {
     const charge = async (name: string): Promise<ChargeRequest & { dest: string; api: Client }> => {
       const b = await business(name);
       const dest = await b.account();
-      const card_token = (
-        await b.api.post('/v1/simulations/card-tokens', {
-          card_number: '4242424242424242',
-          expiry: '12/30',
-          cvv: '999',
-          customer_id: b.customer,
-        })
-      ).body.data.card_token as string;
-      const intent = await b.api.post('/v1/collections/cards/payment-intents', {
-        customer_id: b.customer,
-        amount: '2.00',
-        currency: 'USD',
-        destination: { destination_type: 'internal_account', id: dest },
-        source: { source_type: 'external', methods: ['card'] },
-      });
-      const ctx = { tenantId: b.tenant.tenant_id, environment: 'sandbox' as const };
-      const d = { config: t.config, sealer: t.sealer, baseUrl: 'http://localhost' };
-      return { ctx, d, body: { payment_intent_id: intent.body.data.intent_id as string, card_token }, dest, api: b.api };
+      const body = { payment_intent_id: await b.paymentIntent(dest), card_token: await b.cardToken('4242424242424242') };
+      return { ctx: b.ctx, d: b.d, body, dest, api: b.api };
     };
     const reqs = [await charge('Charge Mix One Ltd'), await charge('Charge Mix Two Ltd')];
     const outcomes = await t.db.transaction().execute((trx) => {
