@@ -23,9 +23,9 @@ const WRITE_EVERY_MS = 200;
  *
  * The bound: when standard output stops taking lines (a log collector that hangs, a pipe nobody
  * reads), the default destination kept every line in memory, retrying every 100 ms: the process
- * grew with every request, without a bound. Here it keeps up to `maxBufferedBytes`, then drops new lines and
- * counts them (`fsapi_log_lines_dropped_total` on /metrics): the API keeps serving. pino flushes
- * what is buffered when the process exits.
+ * grew with every request, without a bound. Here it keeps up to `maxBufferedBytes`, then drops
+ * new lines and counts them (`fsapi_log_lines_dropped_total` on /metrics): the API keeps serving.
+ * pino flushes what is buffered when the process exits.
  */
 export function processLogDestination(options: LogDestinationOptions): pino.DestinationStream {
   const destination = pino.destination({
