@@ -236,6 +236,34 @@ describe.skipIf(!url)('round trips on the wire (PostgreSQL)', () => {
     }
   });
 
+  // A card withdrawal that names its account: the card, the account (share) and both balance rows
+  // leave with the claim (cards/payments.ts planWithdrawalReads). Before it took the batch path
+  // (http/idempotency.ts, every statement after the answer to the one before) it was nine.
+  it('a card withdrawal naming its account is two round trips: BEGIN with the claim and its reads, the writes with COMMIT', async () => {
+    const { app, post, feedLive } = await appOnTheWire('Withdraw Wire Ltd');
+    try {
+      const customer = (await post('/v1/customers', johnDoe())).id;
+      await post(`/v1/simulations/kyc/${customer}`, { outcome: 'approved', level: 'basic' });
+      await post('/v1/risk/features/activate', {
+        feature_id: 'virtual_cards',
+        customer_id: customer,
+        provider_data: { annual_remuneration: 12000, estimated_monthly_limit: '200.50', ip_address: '12.23.31.23' },
+      });
+      const account = (await post('/v1/accounts', { currency: 'USD', label: 'main', customer_id: customer })).id;
+      await post(`/v1/simulations/accounts/${account}/fund`, { amount: '100.00' });
+      const card = (await post('/v1/cards', { customer_id: customer, card_type: 'virtual', card_limit: 1000, name_on_card: 'John Doe' }))
+        .card as unknown as { id: string };
+      await post('/v1/transfers', { source: { id: account }, destination: { destination_type: 'card', id: card.id }, amount: '50.00' });
+      const withdraw = () => post('/v1/cards/withdraw', { card_id: card.id, amount: '1.00', account_id: account });
+      await withdraw();
+      await feedLive();
+      await withdraw();
+      expect(await turnsOf(withdraw)).toBe(2);
+    } finally {
+      await app.close();
+    }
+  });
+
   // A card charge's payment intent and saved card are named by the request: both leave with the
   // claim (collections/cards.ts planChargeReads); they were two round trips of their own after it.
   // Then what needs the intent's row (its destination account, the business's fee and settlement

@@ -121,6 +121,19 @@ export async function listAccounts(db: Queryable, ctx: Scope, query: ListAccount
   return paginate<AccountWithBalance>(db, base, 'accounts.id', query, withBalance);
 }
 
+/**
+ * The oldest active account of a customer (or, with `customerId` null, of the business itself)
+ * in a currency: through accounts_customer_idx, or accounts_business_currency_idx for the business.
+ */
+export async function findOldestActiveAccount(db: Queryable, ctx: Scope, customerId: string | null, currency: string) {
+  const base = scoped(db, 'accounts', ctx).where('currency', '=', currency).where('status', '=', 'active');
+  return (customerId === null ? base.where('customer_id', 'is', null) : base.where('customer_id', '=', customerId))
+    .select('id')
+    .orderBy('id', 'asc')
+    .limit(1)
+    .executeTakeFirst();
+}
+
 /** Serializes on-demand creation of the business's fee account per currency (transaction-scoped). */
 export async function lockBusinessCurrency(db: Queryable, ctx: Scope, currency: string) {
   await sql`select pg_advisory_xact_lock(hashtextextended(${`${ctx.tenantId}:${ctx.environment}:${currency}`}, 0))`.execute(db);

@@ -276,6 +276,11 @@ export async function lockForMovements(trx: Queryable, wanted: { ctx: Scope; ids
   return locked;
 }
 
+/** The id of the oldest active account of a customer (null: of the business) in `currency`, if any. */
+export async function oldestActiveAccount(db: Queryable, ctx: Scope, customerId: string | null, currency: string) {
+  return (await repo.findOldestActiveAccount(db, ctx, customerId, currency))?.id;
+}
+
 /** 409 unless money may leave the account. */
 export function assertCanDebit(row: AccountRow, field = 'source.id'): void {
   if (row.status === 'frozen')

@@ -1,6 +1,8 @@
 import type { Queryable, Trx } from '../../db/client.js';
-import type { RequestContext } from '../../core/context.js';
-import { AppError, notFound, validationError } from '../../core/errors.js';
+import { groupByScope, scopeKey, type RequestContext } from '../../core/context.js';
+import type { WriteSet } from '../../db/write-set.js';
+import type { CompiledQuery } from 'kysely';
+import { AppError, notFound, refusalOf, validationError } from '../../core/errors.js';
 import type { Page } from '../../db/pagination.js';
 import { newId } from '../../lib/ids.js';
 import { formatAmount, parseAmount } from '../../lib/money.js';
@@ -8,7 +10,7 @@ import * as ledger from '../../ledger/index.js';
 import type { AuthorizationRequest, CardNetwork } from '../../rails/cards.js';
 import * as accounts from '../accounts/service.js';
 import * as transactions from '../transactions/service.js';
-import { recordEvent } from '../webhooks/service.js';
+import { recordEvent, recordEvents } from '../webhooks/service.js';
 import * as repo from './repo.js';
 import type {
   AuthorizationResponse,
@@ -277,36 +279,70 @@ export async function listAuthorizations(
 
 // ---------- withdrawal ----------
 
+export interface WithdrawRequest {
+  ctx: Scope;
+  body: WithdrawBody;
+}
+
+/** A withdrawal its checks let through, before its posting is tried. */
+interface Checked {
+  i: number;
+  ctx: Scope;
+  card: repo.CardRow;
+  account: accounts.AccountRow;
+  amount: bigint;
+}
+
+/** What planWithdrawalReads read with the claim: the cards and accounts by `scope:id`, the balance rows locked. */
+export interface WithdrawFirstReads {
+  cards: Map<string, repo.CardRow>;
+  locked: Map<string, Map<string, accounts.AccountRow>>;
+  balances: ledger.LockedAhead;
+}
+
+/**
+ * A batch's first reads, when the requests name everything they touch (one business, every
+ * withdrawal naming its account): the cards, the accounts share-locked, and the balance rows of
+ * both locked, as statements the caller sends right behind the idempotency claim
+ * (http/idempotency-batch.ts), in withdrawCards' lock order. Otherwise undefined: withdrawCards
+ * reads them itself after the claim. Rows of a withdrawal refused later are locked for nothing
+ * until the commit, which is harmless.
+ */
+export function planWithdrawalReads(
+  trx: Trx,
+  reqs: WithdrawRequest[],
+): { statements: CompiledQuery<unknown>[]; read(rows: unknown[][]): WithdrawFirstReads } | undefined {
+  const ctx = reqs[0]?.ctx;
+  if (!ctx || reqs.some((r) => r.body.account_id === undefined || scopeKey(r.ctx) !== scopeKey(ctx))) return undefined;
+  const key = scopeKey(ctx);
+  const cardIds = reqs.map((r) => r.body.card_id);
+  const accountIds = reqs.map((r) => r.body.account_id!);
+  const accountLock = accounts.lockForMovementStatement(trx, ctx, accountIds);
+  const balances = ledger.balanceLockAhead(trx, ctx, [...cardIds, ...accountIds]);
+  return {
+    statements: [repo.findCardsQuery(trx, ctx, cardIds).compile(), accountLock.statement, balances.statement],
+    read: ([cards, accountRows, balanceRows]) => ({
+      cards: new Map((cards as repo.CardRow[]).map((card) => [`${key}:${card.id}`, card])),
+      locked: new Map([[key, accountLock.read(accountRows!)]]),
+      balances: { ids: balances.ids, rows: balanceRows as ledger.LockedAhead['rows'] },
+    }),
+  };
+}
+
 /** The account a withdrawal pays into: the one named, or the owner's oldest active one in the currency. */
 async function withdrawalAccount(trx: Trx, ctx: Scope, card: repo.CardRow, accountId: string | undefined): Promise<string> {
   if (accountId) return accountId;
-  const page = await accounts.listAccounts(trx, ctx, {
-    customer_id: card.customer_id,
-    currency: card.currency,
-    status: 'active',
-    page: 1,
-    items_per_page: 100,
-  });
-  const oldest = page.items[page.items.length - 1];
+  const oldest = await accounts.oldestActiveAccount(trx, ctx, card.customer_id, card.currency);
   if (!oldest) {
     throw validationError([
       { field: 'account_id', code: 'required', message: `The card owner has no active ${card.currency} account; name one` },
     ]);
   }
-  return oldest.id;
+  return oldest;
 }
 
-/**
- * Moves money from the card's balance to an account of its owner (or of the business). Allowed
- * in every card status: a blocked card must still be emptied. Locks only what a transfer locks
- * (the account shared, then the ledger balances in id order); the ledger's conditional debit keeps
- * the card's available balance (net of held authorizations) from going below zero.
- */
-export async function withdraw(trx: Trx, ctx: Scope, body: WithdrawBody): Promise<WithdrawResponse> {
-  const card = await requireCard(trx, ctx, body.card_id);
-  const amount = parseAmount(body.amount, card.currency);
-  const accountId = await withdrawalAccount(trx, ctx, card, body.account_id);
-  const account = (await accounts.lockForMovement(trx, ctx, [accountId])).get(accountId);
+/** The checks that need no balance: the account must be the card owner's (or the business's), in the card's currency. */
+function checkWithdrawal(card: repo.CardRow, account: accounts.AccountRow | undefined): accounts.AccountRow {
   if (!account)
     throw new AppError('not_found', 'Account not found', [{ field: 'account_id', code: 'not_found', message: 'No such account' }]);
   if (account.customer_id !== null && account.customer_id !== card.customer_id) {
@@ -318,53 +354,125 @@ export async function withdraw(trx: Trx, ctx: Scope, body: WithdrawBody): Promis
     ]);
   }
   accounts.assertCanCredit(account, 'account_id');
-  const id = newId();
-  let posting: ledger.PostedTransaction;
-  try {
-    posting = await ledger.post(trx, ctx, {
+  return account;
+}
+
+/**
+ * Moves money from cards' balances to accounts of their owners (or of the business), for a batch
+ * of withdrawals in one transaction (the batch path, docs/money-path.md): the cards (one read per
+ * business), the accounts share-locked, then every balance row in id order, as a transfer locks
+ * them; each withdrawal is decided in memory in arrival order against the locked balances (the
+ * card's available balance, net of held authorizations, never goes below zero), and the postings,
+ * account transactions and events of the batch go into `writes`. Each withdrawal gets its own
+ * outcome: one refused never fails the others. Allowed in every card status: a blocked card must
+ * still be emptied. A withdrawal that names no account adds one read, for its default account.
+ */
+export async function withdrawCards(
+  trx: Trx,
+  reqs: WithdrawRequest[],
+  writes: WriteSet,
+  first?: WithdrawFirstReads,
+): Promise<({ ok: true; data: WithdrawResponse } | { ok: false; error: AppError })[]> {
+  const cards = first?.cards ?? new Map<string, repo.CardRow>();
+  if (!first) {
+    for (const { key, ctx, values } of groupByScope(reqs.map((r) => ({ ctx: r.ctx, values: [r.body.card_id] })))) {
+      for (const card of await repo.findCards(trx, ctx, values)) cards.set(`${key}:${card.id}`, card);
+    }
+  }
+  const outcomes: (WithdrawResponse | AppError | undefined)[] = reqs.map(() => undefined);
+  const named: { i: number; ctx: Scope; card: repo.CardRow; amount: bigint; accountId: string }[] = [];
+  for (const [i, { ctx, body }] of reqs.entries()) {
+    const found = await refusalOf(async () => {
+      const card = cards.get(`${scopeKey(ctx)}:${body.card_id}`);
+      if (!card) throw notFound('Card');
+      const amount = parseAmount(body.amount, card.currency);
+      return { i, ctx, card, amount, accountId: await withdrawalAccount(trx, ctx, card, body.account_id) };
+    });
+    if (found instanceof AppError) outcomes[i] = found;
+    else named.push(found);
+  }
+  const locked =
+    first?.locked ??
+    (await accounts.lockForMovements(
+      trx,
+      named.map((n) => ({ ctx: n.ctx, ids: [n.accountId] })),
+    ));
+  const checked: Checked[] = [];
+  for (const n of named) {
+    const account = await refusalOf(() => checkWithdrawal(n.card, locked.get(scopeKey(n.ctx))?.get(n.accountId)));
+    if (account instanceof AppError) outcomes[n.i] = account;
+    else checked.push({ ...n, account });
+  }
+  const book = await ledger.PostingBatch.open(
+    trx,
+    checked.flatMap((c) => [c.card.id, c.account.id]),
+    first?.balances,
+  );
+  const accepted: (Checked & { id: string; posting: ledger.PostedTransaction })[] = [];
+  for (const c of checked) {
+    const id = newId();
+    const result = book.tryPost(c.ctx, {
       kind: 'card_withdrawal',
       reference: id,
-      metadata: { card_id: card.id },
+      metadata: { card_id: c.card.id },
       legs: [
-        { accountId: card.id, amount: -amount, currency: card.currency },
-        { accountId: account.id, amount, currency: card.currency },
+        { accountId: c.card.id, amount: -c.amount, currency: c.card.currency },
+        { accountId: c.account.id, amount: c.amount, currency: c.card.currency },
       ],
     });
-  } catch (err) {
-    if (err instanceof AppError && err.code === 'insufficient_funds') {
-      throw new AppError('insufficient_funds', 'The card has insufficient available balance', [
+    if (result.ok) accepted.push({ ...c, id, posting: result.posting });
+    else
+      outcomes[c.i] = new AppError('insufficient_funds', 'The card has insufficient available balance', [
         { field: 'amount', code: 'insufficient_funds', message: 'Exceeds the card available balance' },
       ]);
-    }
-    throw err;
   }
-  const common = {
-    currency: card.currency,
-    amount,
-    channel: 'card_withdrawal' as const,
-    transactionType: 'card_withdrawal' as const,
-    cardId: card.id,
-    sendingAccountId: card.id,
-    receivingAccountId: account.id,
-    metadata: { card_id: card.id, card_type: card.card_type },
-  };
-  const [cardTx] = await transactions.recordMovement(trx, ctx, {
-    reference: id,
-    posting,
-    sides: [
-      { ...common, accountId: card.id, customerId: card.customer_id, direction: 'out', description: 'Card withdrawal' },
-      { ...common, accountId: account.id, customerId: account.customer_id, direction: 'in', description: 'Card withdrawal' },
-    ],
+  await book.flush(writes);
+  const rows = await transactions.recordMovements(
+    writes,
+    accepted.map(({ ctx, card, account, amount, id, posting }) => {
+      const common = {
+        currency: card.currency,
+        amount,
+        channel: 'card_withdrawal' as const,
+        transactionType: 'card_withdrawal' as const,
+        cardId: card.id,
+        sendingAccountId: card.id,
+        receivingAccountId: account.id,
+        metadata: { card_id: card.id, card_type: card.card_type },
+      };
+      return {
+        ctx,
+        movement: {
+          reference: id,
+          posting,
+          sides: [
+            { ...common, accountId: card.id, customerId: card.customer_id, direction: 'out' as const, description: 'Card withdrawal' },
+            { ...common, accountId: account.id, customerId: account.customer_id, direction: 'in' as const, description: 'Card withdrawal' },
+          ],
+        },
+      };
+    }),
+  );
+  await recordEvents(
+    writes,
+    accepted.map((a, k) => ({
+      ctx: a.ctx,
+      eventType: 'cards.transaction.withdraw' as const,
+      data: cardTransactionEvent(rows[k]![0]!, a.card),
+      groupId: a.card.id,
+    })),
+  );
+  accepted.forEach((a, k) => {
+    outcomes[a.i] = {
+      id: a.id,
+      card_id: a.card.id,
+      account_id: a.account.id,
+      amount: formatAmount(a.amount, a.card.currency),
+      currency: a.card.currency,
+      status: 'completed',
+      transaction_id: rows[k]![0]!.id,
+      date_created: a.posting.createdAt.toISOString(),
+    };
   });
-  await recordEvent(trx, ctx, 'cards.transaction.withdraw', cardTransactionEvent(cardTx!, card), card.id);
-  return {
-    id,
-    card_id: card.id,
-    account_id: account.id,
-    amount: formatAmount(amount, card.currency),
-    currency: card.currency,
-    status: 'completed',
-    transaction_id: cardTx!.id,
-    date_created: posting.createdAt.toISOString(),
-  };
+  return outcomes.map((o) => (o instanceof AppError ? { ok: false, error: o } : { ok: true, data: o! }));
 }

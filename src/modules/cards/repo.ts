@@ -135,6 +135,17 @@ export async function findCard(db: Queryable, ctx: Scope, id: string, lock?: Loc
   return findScoped(db, 'cards', ctx, id, lock);
 }
 
+/** A business's cards by id, in one statement (a batch of withdrawals); unknown ids are absent. */
+export function findCardsQuery(db: Queryable, ctx: Scope, ids: string[]) {
+  return scoped(db, 'cards', ctx)
+    .where('id', 'in', [...new Set(ids)])
+    .selectAll();
+}
+
+export async function findCards(db: Queryable, ctx: Scope, ids: string[]): Promise<CardRow[]> {
+  return ids.length === 0 ? [] : findCardsQuery(db, ctx, ids).execute();
+}
+
 export async function updateCard(db: Queryable, ctx: Scope, id: string, patch: Updateable<CardsTable>) {
   await scopedUpdate(db, 'cards', ctx)
     .set({ ...patch, updated_at: new Date() })
