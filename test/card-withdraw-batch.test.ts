@@ -3,7 +3,7 @@ import { WriteSet } from '../src/db/write-set.js';
 import { reconcile } from '../src/ledger/index.js';
 import { withdrawCards, type WithdrawRequest } from '../src/modules/cards/payments.js';
 import { cardholder } from './card-helpers.js';
-import { batchSizes, clientFor, countStatements, startTestApp, type Client, type TestApp } from './harness.js';
+import { batchSizes, countStatements, sandboxBusiness, startTestApp, type Client, type TestApp } from './harness.js';
 
 /**
  * Card withdrawals on the batch path (docs/money-path.md): a batch reads its cards, share-locks
@@ -18,9 +18,7 @@ beforeAll(async () => {
 afterAll(async () => t?.close());
 
 async function business(name: string) {
-  const tenant = await t.tenant(name);
-  const api = clientFor(t, tenant.sandbox.secret_key);
-  const ctx = { tenantId: tenant.tenant_id, environment: 'sandbox' as const };
+  const { tenant, api, ctx } = await sandboxBusiness(t, name);
   /** A customer with a USD account holding 1,000.00 and a virtual card funded with `onCard` from it. */
   const cardWith = async (onCard: string) => {
     const customer = await cardholder(api, { physical: true });

@@ -2,7 +2,16 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as ledger from '../src/ledger/index.js';
 import { chargeCards, planChargeReads, type ChargeRequest } from '../src/modules/collections/cards.js';
 import { simulateCollections, type SimulationRequest } from '../src/modules/collections/lifecycle.js';
-import { clientFor, johnDoe, startTestApp, type Client, type TestApp, countStatements, batchSizes, deadlocksDuring } from './harness.js';
+import {
+  johnDoe,
+  sandboxBusiness,
+  startTestApp,
+  type Client,
+  type TestApp,
+  countStatements,
+  batchSizes,
+  deadlocksDuring,
+} from './harness.js';
 
 /**
  * Collection settlement on the batch path (docs/money-path.md): many collections end in one
@@ -18,8 +27,7 @@ beforeAll(async () => {
 afterAll(async () => t?.close());
 
 async function business(name: string) {
-  const tenant = await t.tenant(name);
-  const api = clientFor(t, tenant.sandbox.secret_key);
+  const { tenant, api, ctx } = await sandboxBusiness(t, name);
   const customer = (await api.post('/v1/customers', johnDoe())).body.data.id as string;
   const account = async () =>
     (await api.post('/v1/accounts', { currency: 'USD', label: 'c', customer_id: customer })).body.data.id as string;
@@ -35,7 +43,6 @@ async function business(name: string) {
     expect(res.status, JSON.stringify(res.body)).toBe(200);
     return res.body.data.id as string;
   };
-  const ctx = { tenantId: tenant.tenant_id, environment: 'sandbox' as const };
   const d = { config: t.config, sealer: t.sealer, baseUrl: 'http://localhost' };
   const simulation = (id: string, action: SimulationRequest['action'], reason: string | null = null): SimulationRequest => ({
     ctx,

@@ -155,6 +155,13 @@ export function clientFor(t: TestApp, key: string) {
 }
 export type Client = ReturnType<typeof clientFor>;
 
+/** A new business of `t`: its tenant, a client with its sandbox secret key, and its sandbox scope (for calling services directly). */
+export async function sandboxBusiness(t: TestApp, name: string) {
+  const tenant = await t.tenant(name);
+  const ctx = { tenantId: tenant.tenant_id, environment: 'sandbox' as const };
+  return { tenant, api: clientFor(t, tenant.sandbox.secret_key), ctx };
+}
+
 /** The contract's example customer (section 14). */
 export function johnDoe(overrides: Record<string, unknown> = {}) {
   return {
