@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as ledger from '../src/ledger/index.js';
 import { chargeCards, planChargeReads, type ChargeRequest } from '../src/modules/collections/cards.js';
-import { simulateCollections, type SimulationRequest } from '../src/modules/collections/lifecycle.js';
+import { planSimulationLocks, simulateCollections, type SimulationRequest } from '../src/modules/collections/lifecycle.js';
 import {
   johnDoe,
   sandboxBusiness,
@@ -134,6 +134,24 @@ describe('collections in batches', () => {
       expect(events.map((x) => x.event_type)).toEqual(['collection.status.pending', `collection.status.${o.data.status}`]);
     }
     expect((await ledger.reconcile(t.db, b.tenant.tenant_id)).ok).toBe(true);
+  });
+
+  it("a batch of simulations spanning two businesses locks each business's collections after the claim, and ends both", async () => {
+    const [one, two] = [await business('Simulate Mix One Ltd'), await business('Simulate Mix Two Ltd')];
+    const destinations = [await one.account(), await two.account()];
+    const reqs = [
+      one.simulation(await one.collection(destinations[0]!), 'complete'),
+      two.simulation(await two.collection(destinations[1]!), 'complete'),
+    ];
+    const outcomes = await t.db.transaction().execute((trx) => {
+      // The planned lock is one business's statement: a mixed batch locks its own, business by business.
+      expect(planSimulationLocks(trx, reqs)).toBeUndefined();
+      expect(planSimulationLocks(trx, reqs.slice(0, 1))?.statements).toHaveLength(1);
+      return simulateCollections(trx, reqs);
+    });
+    expect(outcomes.map((o) => (o.ok ? o.data.status : o.error.code))).toEqual(['completed', 'completed']);
+    expect(await balance(one.api, destinations[0]!)).toBe('9.85');
+    expect(await balance(two.api, destinations[1]!)).toBe('9.85');
   });
 
   it('concurrent card charges over HTTP share batches; each is answered alone and replays byte for byte', async () => {

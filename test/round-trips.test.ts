@@ -264,6 +264,38 @@ describe.skipIf(!url)('round trips on the wire (PostgreSQL)', () => {
     }
   });
 
+  // A sandbox collection simulation names its collection: the collection's lock leaves with the claim
+  // (collections/lifecycle.ts planSimulationLocks); it was a round trip of its own after it.
+  // Then the destination account (share), the business's settings, its fee and settlement accounts,
+  // the balance rows, and the writes with COMMIT.
+  it('a collection simulation locks its collection with the claim: seven round trips, not eight', async () => {
+    const { app, post, feedLive } = await appOnTheWire('Simulation Wire Ltd');
+    try {
+      const customer = (await post('/v1/customers', johnDoe())).id;
+      const dest = (await post('/v1/accounts', { currency: 'USD', label: 'sales', customer_id: customer })).id;
+      const collection = async () =>
+        (
+          await post('/v1/collections', {
+            amount: '10.00',
+            currency: 'USD',
+            country: 'NG',
+            customer_id: customer,
+            source: { source_type: 'external', methods: ['card'] },
+            destination: { destination_type: 'internal_account', id: dest },
+          })
+        ).id;
+      const complete = async (id: string) =>
+        expect((await post(`/v1/simulations/collections/${id}/complete`, {})).status).toBe('completed');
+      await complete(await collection()); // the first creates the fee and settlement accounts
+      await feedLive();
+      // Only the simulations are counted: their collections are made first, one for each of turnsOf's runs.
+      const ids = [await collection(), await collection(), await collection()];
+      expect(await turnsOf(() => complete(ids.shift()!))).toBe(7);
+    } finally {
+      await app.close();
+    }
+  });
+
   // A card charge's payment intent and saved card are named by the request: both leave with the
   // claim (collections/cards.ts planChargeReads); they were two round trips of their own after it.
   // Then what needs the intent's row (its destination account, the business's fee and settlement

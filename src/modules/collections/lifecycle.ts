@@ -335,12 +335,15 @@ export async function simulateCollections(
   trx: Trx,
   reqs: SimulationRequest[],
   writes?: WriteSet,
+  locked?: Map<string, repo.CollectionRow>,
 ): Promise<({ ok: true; data: ReturnType<typeof toResponse> } | { ok: false; error: AppError })[]> {
   const sandbox = reqs.filter((r) => r.ctx.environment === 'sandbox');
-  const rows = await lockCollectionsOf(
-    trx,
-    sandbox.map((r) => ({ ctx: r.ctx, id: r.id })),
-  );
+  const rows =
+    locked ??
+    (await lockCollectionsOf(
+      trx,
+      sandbox.map((r) => ({ ctx: r.ctx, id: r.id })),
+    ));
   // What an earlier item of the batch ends a collection as: a later one finds it ended.
   const endedAs = new Map<string, repo.CollectionStatus>();
   const checked = reqs.map((r): End | AppError => {
@@ -357,6 +360,27 @@ export async function simulateCollections(
   return ended.map((result, i) =>
     result instanceof AppError ? { ok: false, error: result } : { ok: true, data: toResponse(reqs[i]!.d, result) },
   );
+}
+
+/**
+ * The collections' lock of a batch of one sandbox business's simulations, as a statement the
+ * caller sends right behind the idempotency claim (http/idempotency-batch.ts), and how to read its
+ * rows (simulateCollections' `locked`); undefined for any other batch, which simulateCollections
+ * locks itself after the claim, business by business.
+ */
+export function planSimulationLocks(trx: Trx, reqs: SimulationRequest[]) {
+  const ctx = reqs[0]?.ctx;
+  if (!ctx || ctx.environment !== 'sandbox' || reqs.some((r) => scopeKey(r.ctx) !== scopeKey(ctx))) return undefined;
+  const key = scopeKey(ctx);
+  const query = repo.lockCollectionsQuery(
+    trx,
+    ctx,
+    reqs.map((r) => r.id),
+  );
+  return {
+    statements: [query.compile()],
+    read: ([rows]: unknown[][]) => new Map((rows as repo.CollectionRow[]).map((row) => [`${key}:${row.id}`, row])),
+  };
 }
 
 /** Collections locked for a batch, one statement per business (ascending id), by scopeKey:id. */

@@ -5,7 +5,8 @@ import { routes } from '../../http/route.js';
 import { UuidParam } from '../../lib/validators.js';
 import { simulateCardToken } from './cards.js';
 import type { FastifyRequest } from 'fastify';
-import { simulateCollections, type SimulationAction } from './lifecycle.js';
+import { planSimulationLocks, simulateCollections, type SimulationAction } from './lifecycle.js';
+import type { CollectionRow } from './repo.js';
 import { gathered } from '../../http/idempotency-batch.js';
 import { collectionDeps } from './routes.js';
 import { CardTokenBody, CollectionResponse, SavedCardResponse, SimulationReasonBody } from './schema.js';
@@ -18,23 +19,28 @@ const ACTIONS = [
 
 /** Sandbox-only collection simulations (404 with a live key). */
 export function collectionSimulationRoutes(deps: Deps): FastifyPluginAsyncZod {
-  // Each simulation settles (or ends) a collection: gathered like charges.
+  // Each simulation settles (or ends) a collection: gathered like charges, the collections' lock
+  // sent with the claim for a batch of one business (planSimulationLocks).
+  type Items = { request: FastifyRequest; input: { id: string; reason: string | null } }[];
   const simulations = Object.fromEntries(
-    ACTIONS.map(([action]) => [
-      action,
-      gathered(
-        deps,
-        `simulations.collections.${action}`,
-        'collections',
-        (trx, items: { request: FastifyRequest; input: { id: string; reason: string | null } }[], writes) =>
-          simulateCollections(
-            trx,
-            items.map((i) => ({ ctx: i.request.ctx, d: collectionDeps(deps, i.request), id: i.input.id, action, reason: i.input.reason })),
-            writes,
-          ),
-      ),
-    ]),
-  ) as Record<SimulationAction, ReturnType<typeof gathered<{ id: string; reason: string | null }, CollectionResponse>>>;
+    ACTIONS.map(([action]) => {
+      const requests = (items: Items) =>
+        items.map((i) => ({ ctx: i.request.ctx, d: collectionDeps(deps, i.request), id: i.input.id, action, reason: i.input.reason }));
+      return [
+        action,
+        gathered(
+          deps,
+          `simulations.collections.${action}`,
+          'collections',
+          (trx, items: Items, writes, locked?: Map<string, CollectionRow>) => simulateCollections(trx, requests(items), writes, locked),
+          (trx, items: Items) => planSimulationLocks(trx, requests(items)),
+        ),
+      ];
+    }),
+  ) as Record<
+    SimulationAction,
+    ReturnType<typeof gathered<{ id: string; reason: string | null }, CollectionResponse, Map<string, CollectionRow>>>
+  >;
   return async (app) => {
     const r = routes(app, ['Simulations']);
     for (const [action, description] of ACTIONS) {
