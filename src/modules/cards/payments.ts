@@ -293,6 +293,58 @@ interface Checked {
   amount: bigint;
 }
 
+type Accepted = Checked & { id: string; posting: ledger.PostedTransaction };
+
+/** The account transactions (card side first) and events of accepted withdrawals, into `writes`; their answers. */
+async function recordWithdrawals(writes: WriteSet, accepted: Accepted[]): Promise<WithdrawResponse[]> {
+  const rows = await transactions.recordMovements(
+    writes,
+    accepted.map(({ ctx, card, account, amount, id, posting }) => {
+      const common = {
+        currency: card.currency,
+        amount,
+        channel: 'card_withdrawal' as const,
+        transactionType: 'card_withdrawal' as const,
+        cardId: card.id,
+        sendingAccountId: card.id,
+        receivingAccountId: account.id,
+        metadata: { card_id: card.id, card_type: card.card_type },
+        description: 'Card withdrawal',
+      };
+      return {
+        ctx,
+        movement: {
+          reference: id,
+          posting,
+          sides: [
+            { ...common, accountId: card.id, customerId: card.customer_id, direction: 'out' as const },
+            { ...common, accountId: account.id, customerId: account.customer_id, direction: 'in' as const },
+          ],
+        },
+      };
+    }),
+  );
+  await recordEvents(
+    writes,
+    accepted.map((a, k) => ({
+      ctx: a.ctx,
+      eventType: 'cards.transaction.withdraw' as const,
+      data: cardTransactionEvent(rows[k]![0]!, a.card),
+      groupId: a.card.id,
+    })),
+  );
+  return accepted.map((a, k) => ({
+    id: a.id,
+    card_id: a.card.id,
+    account_id: a.account.id,
+    amount: formatAmount(a.amount, a.card.currency),
+    currency: a.card.currency,
+    status: 'completed' as const,
+    transaction_id: rows[k]![0]!.id,
+    date_created: a.posting.createdAt.toISOString(),
+  }));
+}
+
 /** What planWithdrawalReads read with the claim: the cards and accounts by `scope:id`, the balance rows locked. */
 export interface WithdrawFirstReads {
   cards: Map<string, repo.CardRow>;
@@ -408,7 +460,7 @@ export async function withdrawCards(
     checked.flatMap((c) => [c.card.id, c.account.id]),
     first?.balances,
   );
-  const accepted: (Checked & { id: string; posting: ledger.PostedTransaction })[] = [];
+  const accepted: Accepted[] = [];
   for (const c of checked) {
     const id = newId();
     const result = book.tryPost(c.ctx, {
@@ -427,52 +479,7 @@ export async function withdrawCards(
       ]);
   }
   await book.flush(writes);
-  const rows = await transactions.recordMovements(
-    writes,
-    accepted.map(({ ctx, card, account, amount, id, posting }) => {
-      const common = {
-        currency: card.currency,
-        amount,
-        channel: 'card_withdrawal' as const,
-        transactionType: 'card_withdrawal' as const,
-        cardId: card.id,
-        sendingAccountId: card.id,
-        receivingAccountId: account.id,
-        metadata: { card_id: card.id, card_type: card.card_type },
-      };
-      return {
-        ctx,
-        movement: {
-          reference: id,
-          posting,
-          sides: [
-            { ...common, accountId: card.id, customerId: card.customer_id, direction: 'out' as const, description: 'Card withdrawal' },
-            { ...common, accountId: account.id, customerId: account.customer_id, direction: 'in' as const, description: 'Card withdrawal' },
-          ],
-        },
-      };
-    }),
-  );
-  await recordEvents(
-    writes,
-    accepted.map((a, k) => ({
-      ctx: a.ctx,
-      eventType: 'cards.transaction.withdraw' as const,
-      data: cardTransactionEvent(rows[k]![0]!, a.card),
-      groupId: a.card.id,
-    })),
-  );
-  accepted.forEach((a, k) => {
-    outcomes[a.i] = {
-      id: a.id,
-      card_id: a.card.id,
-      account_id: a.account.id,
-      amount: formatAmount(a.amount, a.card.currency),
-      currency: a.card.currency,
-      status: 'completed',
-      transaction_id: rows[k]![0]!.id,
-      date_created: a.posting.createdAt.toISOString(),
-    };
-  });
+  const answers = await recordWithdrawals(writes, accepted);
+  accepted.forEach((a, k) => (outcomes[a.i] = answers[k]));
   return outcomes.map((o) => (o instanceof AppError ? { ok: false, error: o } : { ok: true, data: o! }));
 }
