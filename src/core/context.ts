@@ -12,6 +12,15 @@ export interface Scope {
 export const scopeKey = (scope: Scope) => `${scope.tenantId}:${scope.environment}`;
 
 /**
+ * The one scope every item of a batch shares, or undefined (no items, or several businesses or
+ * environments): a batch plans its first statements ahead only within one business.
+ */
+export function soleScope<C extends Scope>(items: readonly { ctx: C }[]): C | undefined {
+  const ctx = items[0]?.ctx;
+  return ctx && items.every((item) => scopeKey(item.ctx) === scopeKey(ctx)) ? ctx : undefined;
+}
+
+/**
  * Values grouped by the scope they belong to, in key order: a batch sends one statement per
  * business and environment, always in the same order.
  */

@@ -1,5 +1,5 @@
 import type { Queryable, Trx } from '../../db/client.js';
-import { groupByScope, scopeKey, type RequestContext } from '../../core/context.js';
+import { groupByScope, scopeKey, soleScope, type RequestContext } from '../../core/context.js';
 import type { WriteSet } from '../../db/write-set.js';
 import type { CompiledQuery } from 'kysely';
 import { AppError, notFound, refusalOf, validationError } from '../../core/errors.js';
@@ -364,8 +364,8 @@ export function planWithdrawalReads(
   trx: Trx,
   reqs: WithdrawRequest[],
 ): { statements: CompiledQuery<unknown>[]; read(rows: unknown[][]): WithdrawFirstReads } | undefined {
-  const ctx = reqs[0]?.ctx;
-  if (!ctx || reqs.some((r) => r.body.account_id === undefined || scopeKey(r.ctx) !== scopeKey(ctx))) return undefined;
+  const ctx = soleScope(reqs);
+  if (!ctx || reqs.some((r) => r.body.account_id === undefined)) return undefined;
   const key = scopeKey(ctx);
   const cardIds = reqs.map((r) => r.body.card_id);
   const accountIds = reqs.map((r) => r.body.account_id!);

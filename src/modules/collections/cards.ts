@@ -1,6 +1,6 @@
 import type { CompiledQuery } from 'kysely';
 import type { Queryable, Trx } from '../../db/client.js';
-import { groupByScope, scopeKey, type Environment, type RequestContext } from '../../core/context.js';
+import { groupByScope, scopeKey, soleScope, type Environment, type RequestContext } from '../../core/context.js';
 import { AppError, notFound, refusalOf, validationError, type ErrorDetail } from '../../core/errors.js';
 import type { WriteSet } from '../../db/write-set.js';
 import type { Page } from '../../db/pagination.js';
@@ -208,8 +208,8 @@ export function planChargeReads(
   trx: Trx,
   reqs: ChargeRequest[],
 ): { statements: CompiledQuery<unknown>[]; read(rows: unknown[][]): ChargeFirstReads } | undefined {
-  const ctx = reqs[0]?.ctx;
-  if (!ctx || reqs.some((r) => scopeKey(r.ctx) !== scopeKey(ctx))) return undefined;
+  const ctx = soleScope(reqs);
+  if (!ctx) return undefined;
   const key = scopeKey(ctx);
   const intentsQuery = repo.lockCollectionsQuery(
     trx,

@@ -1,6 +1,6 @@
 import type { Trx } from '../../db/client.js';
 import { inOneStatement, type WriteSet } from '../../db/write-set.js';
-import { groupByScope, scopeKey, type Environment, type RequestContext } from '../../core/context.js';
+import { groupByScope, scopeKey, soleScope, type Environment, type RequestContext } from '../../core/context.js';
 import { AppError, notFound } from '../../core/errors.js';
 import * as ledger from '../../ledger/index.js';
 import * as accounts from '../accounts/service.js';
@@ -369,8 +369,8 @@ export async function simulateCollections(
  * locks itself after the claim, business by business.
  */
 export function planSimulationLocks(trx: Trx, reqs: SimulationRequest[]) {
-  const ctx = reqs[0]?.ctx;
-  if (!ctx || ctx.environment !== 'sandbox' || reqs.some((r) => scopeKey(r.ctx) !== scopeKey(ctx))) return undefined;
+  const ctx = soleScope(reqs);
+  if (!ctx || ctx.environment !== 'sandbox') return undefined;
   const key = scopeKey(ctx);
   const query = repo.lockCollectionsQuery(
     trx,

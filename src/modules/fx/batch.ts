@@ -3,7 +3,7 @@ import type { CompiledQuery } from 'kysely';
 import type { Trx } from '../../db/client.js';
 import { pipelined } from '../../db/pipeline.js';
 import { inOneStatement, type WriteSet } from '../../db/write-set.js';
-import { groupByScope, scopeKey, type RequestContext, type Scope } from '../../core/context.js';
+import { groupByScope, scopeKey, soleScope, type RequestContext, type Scope } from '../../core/context.js';
 import { AppError, refusalOf } from '../../core/errors.js';
 import * as ledger from '../../ledger/index.js';
 import { newId } from '../../lib/ids.js';
@@ -131,12 +131,11 @@ export function planFirstLocks(
   trx: Trx,
   reqs: OrderRequest[],
 ): { statements: CompiledQuery<unknown>[]; read(rows: unknown[][]): FxFirstLocks } | undefined {
-  const first = reqs[0];
-  if (!first) return undefined;
-  const { ctx, config } = first;
+  const ctx = soleScope(reqs);
+  if (!ctx) return undefined;
+  const { config } = reqs[0]!;
   const known = reqs.every(
-    ({ ctx: own, body }) =>
-      scopeKey(own) === scopeKey(ctx) &&
+    ({ body }) =>
       body.order_type === 'market' &&
       body.quote_id === undefined &&
       body.pair !== undefined &&

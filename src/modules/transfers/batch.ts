@@ -3,7 +3,7 @@ import type { Trx } from '../../db/client.js';
 import { pipelined } from '../../db/pipeline.js';
 import { inOneStatement, type WriteSet } from '../../db/write-set.js';
 import { AppError, refusalOf } from '../../core/errors.js';
-import { scopeKey } from '../../core/context.js';
+import { scopeKey, soleScope } from '../../core/context.js';
 import { newId } from '../../lib/ids.js';
 import { balanceLockAhead, lockBalances, PostingBatch, type Hold, type LockedAhead, type PostedTransaction } from '../../ledger/index.js';
 import * as accounts from '../accounts/service.js';
@@ -74,9 +74,9 @@ export function planFirstLocks(
   all: MovementRequest[],
 ): { statements: CompiledQuery<unknown>[]; read(rows: unknown[][]): FirstLocks } | undefined {
   const reqs = all.filter(isShaped);
-  const ctx = reqs[0]?.ctx;
+  const ctx = soleScope(reqs);
   const sources = reqs.map(knownSource).filter((source) => source !== undefined);
-  if (!ctx || sources.length < reqs.length || reqs.some((req) => scopeKey(req.ctx) !== scopeKey(ctx))) return undefined;
+  if (!ctx || sources.length < reqs.length) return undefined;
   const senders = sources.flatMap((s) => (s.customerId ? [{ ctx, customerId: s.customerId, currency: s.currency }] : []));
   const gate = SpendingGate.plan(trx, reqs[0]!.config, senders);
   const ids = reqs.flatMap((req) => accountsNamed(req.body));
