@@ -10,7 +10,7 @@ import { newId } from '../../lib/ids.js';
 import { formatAmount, parseAmount } from '../../lib/money.js';
 import { cardAcquirer } from '../../rails/card-acquiring.js';
 import { requireCustomer } from '../customers/service.js';
-import { endCollections, endDecided, lockCollectionsOf, type End, type Ending } from './lifecycle.js';
+import { endCollections, endDecided, lockCollectionsOf, lockCollectionsStatement, type End, type Ending } from './lifecycle.js';
 import * as repo from './repo.js';
 import type { ChargeCardBody, CheckoutPayBody, CreatePaymentIntentBody, ListSavedCardsQuery, SavedCardResponse } from './schema.js';
 import { destinationAccount, insertPending, paymentLink, sessionMatches, toResponse, type CollectionDeps } from './service.js';
@@ -211,7 +211,7 @@ export function planChargeReads(
   const ctx = soleScope(reqs);
   if (!ctx) return undefined;
   const key = scopeKey(ctx);
-  const intentsQuery = repo.lockCollectionsQuery(
+  const intents = lockCollectionsStatement(
     trx,
     ctx,
     reqs.map((r) => r.body.payment_intent_id),
@@ -222,9 +222,9 @@ export function planChargeReads(
     reqs.map((r) => r.body.card_token),
   );
   return {
-    statements: [intentsQuery.compile(), cardsQuery.compile()],
+    statements: [intents.statement, cardsQuery.compile()],
     read: ([rows, cards]) => ({
-      rows: new Map((rows as repo.CollectionRow[]).map((row) => [`${key}:${row.id}`, row])),
+      rows: intents.read(rows!),
       cards: new Map((cards as repo.SavedCardRow[]).map((card) => [`${key}:${card.card_token}`, card])),
     }),
   };

@@ -371,15 +371,23 @@ export async function simulateCollections(
 export function planSimulationLocks(trx: Trx, reqs: SimulationRequest[]) {
   const ctx = soleScope(reqs);
   if (!ctx || ctx.environment !== 'sandbox') return undefined;
-  const key = scopeKey(ctx);
-  const query = repo.lockCollectionsQuery(
+  const lock = lockCollectionsStatement(
     trx,
     ctx,
     reqs.map((r) => r.id),
   );
+  return { statements: [lock.statement], read: ([rows]: unknown[][]) => lock.read(rows!) };
+}
+
+/**
+ * lockCollectionsOf for one business as a statement, for a caller that sends it with others
+ * (behind the idempotency claim), and how to read its rows: keyed as lockCollectionsOf keys them.
+ */
+export function lockCollectionsStatement(trx: Trx, ctx: Scope, ids: string[]) {
+  const key = scopeKey(ctx);
   return {
-    statements: [query.compile()],
-    read: ([rows]: unknown[][]) => new Map((rows as repo.CollectionRow[]).map((row) => [`${key}:${row.id}`, row])),
+    statement: repo.lockCollectionsQuery(trx, ctx, ids).compile(),
+    read: (rows: unknown[]) => new Map((rows as repo.CollectionRow[]).map((row) => [`${key}:${row.id}`, row])),
   };
 }
 

@@ -114,7 +114,7 @@ export async function lockCollections(db: Queryable, ctx: Scope, ids: string[]):
   return lockCollectionsQuery(db, ctx, ids).execute();
 }
 
-/** lockCollections' statement, for a batch that sends it with others (cards.ts planChargeReads); `ids` not empty. */
+/** lockCollections' statement, for a batch that sends it with others (lifecycle.ts lockCollectionsStatement); `ids` not empty. */
 export function lockCollectionsQuery(db: Queryable, ctx: Scope, ids: string[]) {
   return scoped(db, 'collections', ctx)
     .selectAll()
