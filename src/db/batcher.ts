@@ -29,7 +29,12 @@ export class Batcher<I> {
   private scheduled = false;
 
   constructor(
-    private readonly run: (batch: I[]) => Promise<void>,
+    /**
+     * Runs a batch. It may call `release` once its batch no longer needs the lane (committed, its
+     * outcomes known, not yet answered): the next batch starts while this one answers its
+     * requests. The lane is released when `run` ends in any case.
+     */
+    private readonly run: (batch: I[], release: () => void) => Promise<void>,
     private readonly options: BatcherOptions,
   ) {}
 
@@ -58,10 +63,14 @@ export class Batcher<I> {
       const batch = this.take();
       observeBatchSize(batch.length, this.options.name);
       this.running++;
-      void this.run(batch).finally(() => {
+      let released = false;
+      const release = () => {
+        if (released) return;
+        released = true;
         this.running--;
         this.schedule();
-      });
+      };
+      void this.run(batch, release).finally(release);
     }
   }
 
