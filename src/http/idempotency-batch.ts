@@ -147,10 +147,15 @@ export class BatchedIdempotency<I, T, A = never> {
   }
 
   private settle(item: Item<I>, s: Settlement) {
-    if ('text' in s) {
-      item.reply.type('application/json; charset=utf-8');
-      item.resolve(s.text);
-    } else item.reject(s.err);
+    try {
+      if ('text' in s) {
+        item.reply.type('application/json; charset=utf-8');
+        item.resolve(s.text);
+      } else item.reject(s.err);
+    } catch (err) {
+      // Answered from setImmediate, outside any try of its caller: a throw would end the process.
+      item.reject(err);
+    }
   }
 
   /**
