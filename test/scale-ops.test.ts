@@ -52,6 +52,18 @@ describe('/metrics of a process', () => {
     expect(res.status).toBe(200);
     expect(res.text).toMatch(/http_requests_total\{method="GET",route="\/v1\/customers",status="200"\} [1-9]/);
     expect(res.text).toMatch(/http_request_duration_seconds_count\{method="GET",route="\/v1\/customers",status="200"\} [1-9]/);
+    // Each series counts its own requests (the labelled children are kept per method, status, route).
+    const count = async (status: number) => {
+      const text = (await t.request('GET', '/metrics')).text;
+      const line = (name: string) =>
+        Number(new RegExp(`^${name}\\{method="GET",route="/v1/customers",status="${status}"\\} (\\d+)`, 'm').exec(text)?.[1] ?? 0);
+      return { requests: line('http_requests_total'), durations: line('http_request_duration_seconds_count') };
+    };
+    const [ok, refused] = [await count(200), await count(401)];
+    for (let i = 0; i < 3; i++) await t.request('GET', '/v1/customers', undefined, { key: biz.sandbox.secret_key });
+    await t.request('GET', '/v1/customers', undefined, { key: 'sk_sandbox_not_a_key' });
+    expect(await count(200)).toEqual({ requests: ok.requests + 3, durations: ok.durations + 3 });
+    expect(await count(401)).toEqual({ requests: refused.requests + 1, durations: refused.durations + 1 });
     for (const queue of ['webhook_deliveries', 'webhook_fanout', 'rail_settlement', 'collection_expiry', 'card_authorization_expiry']) {
       expect(res.text).toContain(`fsapi_job_queue_depth{queue="${queue}"}`);
       expect(res.text).toContain(`fsapi_job_queue_oldest_age_seconds{queue="${queue}"}`);
