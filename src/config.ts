@@ -233,8 +233,9 @@ const ConfigSchema = z.object({
    * split the waiting requests into smaller batches (more statements and commits per transfer) and
    * share the database's CPU. On a two-core server 1 lane served 6-30 % more transfers than 2 under
    * the spread load (15 % over five pairs), with a quarter less PostgreSQL CPU per transfer, as 2
-   * had served more than 4 and 8 (`npm run bench -- spread hot`, docs/benchmarks.md); a larger
-   * server may want more.
+   * had served more than 4 and 8 (`npm run bench -- spread hot`, docs/benchmarks.md). Since a
+   * batch hands its lane on before answering, 2 lanes served 3-8 % more under the spread load but
+   * 12-14 % less on the hot account; a larger server may want more.
    */
   TRANSFER_BATCH_SIZE: z.coerce.number().int().min(1).max(60).default(32),
   TRANSFER_BATCH_LANES: z.coerce.number().int().min(1).max(64).default(1),
