@@ -75,6 +75,9 @@ export function validationError(details: ErrorDetail[], message = 'The request h
   return new AppError('validation_failed', message, details);
 }
 
+/** What a batch's work returns per item: its data, or the error that item alone gets. */
+export type ItemOutcome<T> = { ok: true; data: T } | { ok: false; error: AppError };
+
 /**
  * Runs `fn`, returning a client error (AppError) as a value instead of throwing it: a batch makes
  * it that item's outcome. Anything else is a fault and propagates.

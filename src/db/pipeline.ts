@@ -1,6 +1,15 @@
 import type { CompiledQuery, QueryResult, UnknownRow } from 'kysely';
 import type { Queryable } from './client.js';
 
+/**
+ * Statements a batch sends right behind its idempotency claim, in one round trip, and how to read
+ * their rows (http/idempotency-batch.ts `planFirstLocks`).
+ */
+export interface LockPlan<A> {
+  statements: CompiledQuery<unknown>[];
+  read(rows: unknown[][]): A;
+}
+
 type RowsOf<T extends readonly CompiledQuery<unknown>[]> = { [K in keyof T]: T[K] extends CompiledQuery<infer R> ? R[] : never };
 
 /**

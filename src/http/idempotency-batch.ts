@@ -2,14 +2,14 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { sql, type CompiledQuery } from 'kysely';
 import { Batcher, type BatcherOptions } from '../db/batcher.js';
 import type { Db, Trx } from '../db/client.js';
-import { pipelined } from '../db/pipeline.js';
+import { pipelined, type LockPlan } from '../db/pipeline.js';
 import { write, WriteSet } from '../db/write-set.js';
 import { valuesOf } from '../db/values.js';
 import { canonicalJson } from '../lib/json.js';
 import { sha256Hex, type Sealer } from '../lib/crypto.js';
 import { newId } from '../lib/ids.js';
 import { ok } from './envelope.js';
-import { AppError } from '../core/errors.js';
+import { AppError, type ItemOutcome } from '../core/errors.js';
 import { statusOf } from './errors.js';
 import { processInstance } from '../db/instance.js';
 import { isRetryableConflict } from '../db/retry.js';
@@ -20,15 +20,6 @@ import type { Deps } from './deps.js';
 const LEASE_SECONDS = 60;
 /** Stored business outcomes, as in idempotency.ts: anything else (400, 403, 5xx) is not stored. */
 const STORED_ERROR_STATUSES = new Set([404, 409, 412, 422]);
-
-/** Statements sent right behind the claim, and how to read their rows (BatchedIdempotency's `planFirstLocks`). */
-export interface LockPlan<A> {
-  statements: CompiledQuery<unknown>[];
-  read(rows: unknown[][]): A;
-}
-
-/** What the batch's work returns per item: its data, or the error that item alone gets. */
-export type ItemOutcome<T> = { ok: true; data: T } | { ok: false; error: AppError };
 
 interface Item<I> {
   request: FastifyRequest;
@@ -126,15 +117,14 @@ export class BatchedIdempotency<I, T, A = never> {
         // The write statement was answered before the COMMIT behind it; had it failed, that COMMIT
         // rolled the transaction back, and nothing of the batch is durable.
         await written;
-        if (!release) {
-          batch.forEach((item, i) => this.settle(item, settled[i]!));
-          return;
-        }
+        const answer = () => batch.forEach((item, i) => this.settle(item, settled[i]!));
         // Committed: the lane goes to the next batch first (its start is queued on this turn's
-        // check phase, ahead of the answers below), so PostgreSQL runs its claim and first locks
-        // while this thread writes these responses, instead of the two waiting on each other.
+        // check phase, ahead of the answers), so PostgreSQL runs its claim and first locks while
+        // this thread writes these responses, instead of the two waiting on each other. An item
+        // rerun alone (below) holds no lane of its own: it answers at once.
+        if (!release) return answer();
         release();
-        setImmediate(() => batch.forEach((item, i) => this.settle(item, settled[i]!)));
+        setImmediate(answer);
         return;
       } catch (err) {
         if (isRetryableConflict(err) && attempt < 4) continue;

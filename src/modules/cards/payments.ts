@@ -1,8 +1,8 @@
 import type { Queryable, Trx } from '../../db/client.js';
 import { groupByScope, scopeKey, soleScope, type RequestContext } from '../../core/context.js';
 import type { WriteSet } from '../../db/write-set.js';
-import type { CompiledQuery } from 'kysely';
-import { AppError, notFound, refusalOf, validationError } from '../../core/errors.js';
+import type { LockPlan } from '../../db/pipeline.js';
+import { AppError, notFound, refusalOf, validationError, type ItemOutcome } from '../../core/errors.js';
 import type { Page } from '../../db/pagination.js';
 import { newId } from '../../lib/ids.js';
 import { formatAmount, parseAmount } from '../../lib/money.js';
@@ -360,10 +360,7 @@ export interface WithdrawFirstReads {
  * reads them itself after the claim. Rows of a withdrawal refused later are locked for nothing
  * until the commit, which is harmless.
  */
-export function planWithdrawalReads(
-  trx: Trx,
-  reqs: WithdrawRequest[],
-): { statements: CompiledQuery<unknown>[]; read(rows: unknown[][]): WithdrawFirstReads } | undefined {
+export function planWithdrawalReads(trx: Trx, reqs: WithdrawRequest[]): LockPlan<WithdrawFirstReads> | undefined {
   const ctx = soleScope(reqs);
   if (!ctx || reqs.some((r) => r.body.account_id === undefined)) return undefined;
   const key = scopeKey(ctx);
@@ -424,7 +421,7 @@ export async function withdrawCards(
   reqs: WithdrawRequest[],
   writes: WriteSet,
   first?: WithdrawFirstReads,
-): Promise<({ ok: true; data: WithdrawResponse } | { ok: false; error: AppError })[]> {
+): Promise<ItemOutcome<WithdrawResponse>[]> {
   const cards = first?.cards ?? new Map<string, repo.CardRow>();
   if (!first) {
     for (const { key, ctx, values } of groupByScope(reqs.map((r) => ({ ctx: r.ctx, values: [r.body.card_id] })))) {

@@ -1,7 +1,7 @@
-import type { CompiledQuery } from 'kysely';
+import type { LockPlan } from '../../db/pipeline.js';
 import type { Queryable, Trx } from '../../db/client.js';
 import { groupByScope, scopeKey, soleScope, type Environment, type RequestContext } from '../../core/context.js';
-import { AppError, notFound, refusalOf, validationError, type ErrorDetail } from '../../core/errors.js';
+import { AppError, notFound, refusalOf, validationError, type ErrorDetail, type ItemOutcome } from '../../core/errors.js';
 import type { WriteSet } from '../../db/write-set.js';
 import type { Page } from '../../db/pagination.js';
 import { cardBrand, expiringSoon, isCvv, luhnValid, parseExpiry } from '../../lib/cards.js';
@@ -204,10 +204,7 @@ export interface ChargeFirstReads {
  * reading them after it, one after the other. Undefined when the batch spans businesses:
  * chargeCards reads them itself.
  */
-export function planChargeReads(
-  trx: Trx,
-  reqs: ChargeRequest[],
-): { statements: CompiledQuery<unknown>[]; read(rows: unknown[][]): ChargeFirstReads } | undefined {
+export function planChargeReads(trx: Trx, reqs: ChargeRequest[]): LockPlan<ChargeFirstReads> | undefined {
   const ctx = soleScope(reqs);
   if (!ctx) return undefined;
   const key = scopeKey(ctx);
@@ -254,7 +251,7 @@ export async function chargeCards(
   reqs: ChargeRequest[],
   writes?: WriteSet,
   first?: ChargeFirstReads,
-): Promise<({ ok: true; data: ChargeResponse } | { ok: false; error: AppError })[]> {
+): Promise<ItemOutcome<ChargeResponse>[]> {
   const { rows, cards } = first ?? (await readFirst(trx, reqs));
   // What an earlier charge of the batch ended an intent as: a later one finds it so.
   const endedAs = new Map<string, repo.CollectionStatus>();

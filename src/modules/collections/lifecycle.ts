@@ -1,7 +1,8 @@
 import type { Trx } from '../../db/client.js';
 import { inOneStatement, type WriteSet } from '../../db/write-set.js';
 import { groupByScope, scopeKey, soleScope, type Environment, type RequestContext } from '../../core/context.js';
-import { AppError, notFound } from '../../core/errors.js';
+import { AppError, notFound, type ItemOutcome } from '../../core/errors.js';
+import type { LockPlan } from '../../db/pipeline.js';
 import * as ledger from '../../ledger/index.js';
 import * as accounts from '../accounts/service.js';
 import { settingsOf } from '../tenants/service.js';
@@ -336,7 +337,7 @@ export async function simulateCollections(
   reqs: SimulationRequest[],
   writes?: WriteSet,
   locked?: Map<string, repo.CollectionRow>,
-): Promise<({ ok: true; data: ReturnType<typeof toResponse> } | { ok: false; error: AppError })[]> {
+): Promise<ItemOutcome<ReturnType<typeof toResponse>>[]> {
   const sandbox = reqs.filter((r) => r.ctx.environment === 'sandbox');
   const rows =
     locked ??
@@ -368,7 +369,7 @@ export async function simulateCollections(
  * rows (simulateCollections' `locked`); undefined for any other batch, which simulateCollections
  * locks itself after the claim, business by business.
  */
-export function planSimulationLocks(trx: Trx, reqs: SimulationRequest[]) {
+export function planSimulationLocks(trx: Trx, reqs: SimulationRequest[]): LockPlan<Map<string, repo.CollectionRow>> | undefined {
   const ctx = soleScope(reqs);
   if (!ctx || ctx.environment !== 'sandbox') return undefined;
   const lock = lockCollectionsStatement(

@@ -1,10 +1,9 @@
 import type { Config } from '../../config.js';
-import type { CompiledQuery } from 'kysely';
 import type { Trx } from '../../db/client.js';
-import { pipelined } from '../../db/pipeline.js';
+import { pipelined, type LockPlan } from '../../db/pipeline.js';
 import { inOneStatement, type WriteSet } from '../../db/write-set.js';
 import { groupByScope, scopeKey, soleScope, type RequestContext, type Scope } from '../../core/context.js';
-import { AppError, refusalOf } from '../../core/errors.js';
+import { AppError, refusalOf, type ItemOutcome } from '../../core/errors.js';
 import * as ledger from '../../ledger/index.js';
 import { newId } from '../../lib/ids.js';
 import { keyedOnce } from '../../lib/memo.js';
@@ -59,7 +58,7 @@ export interface OrderRequest {
   body: CreateOrderBody;
 }
 
-export type OrderOutcome = { ok: true; data: OrderResponse } | { ok: false; error: AppError };
+export type OrderOutcome = ItemOutcome<OrderResponse>;
 
 /**
  * Whether an order takes the batch path: one that executes at once into an account. Limit
@@ -127,10 +126,7 @@ export interface FxFirstLocks {
  * reads and locks them one after the other. The caller sends the statements in one round trip,
  * behind the idempotency claim (http/idempotency-batch.ts), or orderBatch sends them itself.
  */
-export function planFirstLocks(
-  trx: Trx,
-  reqs: OrderRequest[],
-): { statements: CompiledQuery<unknown>[]; read(rows: unknown[][]): FxFirstLocks } | undefined {
+export function planFirstLocks(trx: Trx, reqs: OrderRequest[]): LockPlan<FxFirstLocks> | undefined {
   const ctx = soleScope(reqs);
   if (!ctx) return undefined;
   const { config } = reqs[0]!;

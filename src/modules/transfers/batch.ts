@@ -1,6 +1,5 @@
-import type { CompiledQuery } from 'kysely';
 import type { Trx } from '../../db/client.js';
-import { pipelined } from '../../db/pipeline.js';
+import { pipelined, type LockPlan } from '../../db/pipeline.js';
 import { inOneStatement, type WriteSet } from '../../db/write-set.js';
 import { AppError, refusalOf } from '../../core/errors.js';
 import { scopeKey, soleScope } from '../../core/context.js';
@@ -69,10 +68,7 @@ export interface FirstLocks {
  * nothing. The caller sends the statements in one round trip, after whatever must come first (the
  * idempotency claim: http/idempotency-batch.ts).
  */
-export function planFirstLocks(
-  trx: Trx,
-  all: MovementRequest[],
-): { statements: CompiledQuery<unknown>[]; read(rows: unknown[][]): FirstLocks } | undefined {
+export function planFirstLocks(trx: Trx, all: MovementRequest[]): LockPlan<FirstLocks> | undefined {
   const reqs = all.filter(isShaped);
   const ctx = soleScope(reqs);
   const sources = reqs.map(knownSource).filter((source) => source !== undefined);

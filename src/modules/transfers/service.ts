@@ -2,7 +2,7 @@ import type { Config } from '../../config.js';
 import type { Queryable, Trx } from '../../db/client.js';
 import type { WriteSet } from '../../db/write-set.js';
 import type { RequestContext } from '../../core/context.js';
-import { AppError, notFound, validationError } from '../../core/errors.js';
+import { AppError, notFound, validationError, type ItemOutcome } from '../../core/errors.js';
 import type { Page } from '../../db/pagination.js';
 import { movementBatch, planFirstLocks, type FirstLocks } from './batch.js';
 import { takesBatchPath, type MovementRequest } from './internal.js';
@@ -83,7 +83,7 @@ async function alone(trx: Trx, req: MovementRequest): Promise<TransferRow> {
   return outcome!.row;
 }
 
-export type MovementOutcome = { ok: true; data: TransferResponse } | { ok: false; error: AppError };
+export type MovementOutcome = ItemOutcome<TransferResponse>;
 export { planFirstLocks, takesBatchPath, type FirstLocks, type MovementRequest };
 
 /**
