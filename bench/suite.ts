@@ -154,6 +154,15 @@ export async function runBench(o: BenchOptions): Promise<{ rows: Row[]; reconcil
   });
   const warmup = (server: Server, key: string, ids: string[]) =>
     transferLoad(loadOpts(server, key, { seconds: Math.min(3, o.loadSeconds) }), pairs(ids));
+  /**
+   * An open-loop load of transfers at `rate` for `seconds`, after up to 2 s at the same rate that
+   * are not counted (`settling`, for the log): the figure is the latency of this load, not of the
+   * server catching up after a pgbench reference kept it stopped, or meeting a new kind of request.
+   */
+  const settledSteady = async (server: Server, key: string, rate: number, seconds: number, pick: () => [string, string]) => {
+    const settling = await steadyTransfers({ base: server.base, key, seconds: Math.min(2, seconds), rate }, pick);
+    return { settling, run: await steadyTransfers({ base: server.base, key, seconds, rate }, pick) };
+  };
 
   /**
    * A throughput load at each of o.peakConnections: the best run is the server's maximum. A
@@ -279,13 +288,10 @@ export async function runBench(o: BenchOptions): Promise<{ rows: Row[]; reconcil
         if (wal && spreadCpu)
           rows.push({ name: 'CPU per transfer (the spread load)', measured: cpuText(spreadCpu, wal.transfers), reference: '', target: '' });
         const rate = Math.max(1, Math.floor(peak.run.perSecond / 2));
-        // The reference above kept the server stopped (SIGSTOP) for its whole run, long enough for
-        // the pool to close its idle connections once the server goes on. Two seconds at the same
-        // rate first, not counted (as before the customers' steady load below): the figure is the
-        // latency at half load, not the server's recovery from being frozen.
-        const settle = await steadyTransfers({ base: server.base, key, seconds: Math.min(2, o.loadSeconds), rate }, pairs(ids));
-        log(`half load: ${rate} transfers/s (the 2 s before, not counted: p50 ${settle.p50} ms, p99 ${settle.p99} ms)`);
-        const half = await steadyTransfers({ base: server.base, key, seconds: o.loadSeconds, rate }, pairs(ids));
+        // The reference above kept the server stopped (SIGSTOP) for its whole run.
+        log(`half load: ${rate} transfers/s, after settling at that rate`);
+        const { settling, run: half } = await settledSteady(server, key, rate, o.loadSeconds, pairs(ids));
+        log(`half load: the settling before it, not counted: p50 ${settling.p50} ms, p99 ${settling.p99} ms`);
         rows.push({
           name: 'latency at half the maximum',
           measured: `${fmt(half.perSecond)}/s served of ${rate}/s offered: p50 ${half.p50} ms, p99 ${half.p99} ms${failures(half)}`,
@@ -382,8 +388,7 @@ export async function runBench(o: BenchOptions): Promise<{ rows: Row[]; reconcil
           customers[Math.floor(Math.random() * customers.length)]!,
           ids[Math.floor(Math.random() * ids.length)]!,
         ];
-        await steadyTransfers({ base: server.base, key, seconds: 2, rate: 100 }, fromCustomers);
-        const own = await steadyTransfers({ base: server.base, key, seconds, rate: 100 }, fromCustomers);
+        const { run: own } = await settledSteady(server, key, 100, seconds, fromCustomers);
         rows.push({
           name: "latency at a steady 100 transfers/s from customers' accounts (KYC limits, daily counters)",
           measured: `${fmt(own.perSecond)}/s served of 100/s offered: p50 ${own.p50} ms, p99 ${own.p99} ms${failures(own)}`,
