@@ -154,12 +154,17 @@ const TICKS_PER_SECOND = (() => {
   }
 })();
 
-/** A process's CPU time so far (utime + stime, /proc/<pid>/stat fields 14 and 15), in ms; NaN when unreadable. */
-function processCpuMs(pid: number): number {
+/**
+ * A process's CPU time so far (utime + stime, /proc/<pid>/stat fields 14 and 15), in ms, and with
+ * `withReaped` that of its children it has waited for (cutime + cstime, fields 16 and 17); NaN
+ * when unreadable.
+ */
+function processCpuMs(pid: number, withReaped = false): number {
   try {
     // The command name (field 2) may hold spaces: the fields after it start past its ')'.
     const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-    return ((Number(fields[11]) + Number(fields[12])) * 1000) / TICKS_PER_SECOND;
+    const ticks = Number(fields[11]) + Number(fields[12]) + (withReaped ? Number(fields[13]) + Number(fields[14]) : 0);
+    return (ticks * 1000) / TICKS_PER_SECOND;
   } catch {
     return NaN;
   }
@@ -167,7 +172,10 @@ function processCpuMs(pid: number): number {
 
 /**
  * CPU time all PostgreSQL processes of this machine have used so far, in ms (NaN without /proc):
- * its backends, WAL writer and checkpointer. During a load nothing else uses the server.
+ * its backends, WAL writer and checkpointer, and the backends that have ended since (their time
+ * is in the postmaster's reaped children's; counting only the living, a pool closing its
+ * connections during a window made that window's figure negative). During a load nothing else
+ * uses the server.
  */
 export function postgresCpuMs(): number {
   let total = 0;
@@ -184,7 +192,8 @@ export function postgresCpuMs(): number {
     } catch {
       continue; // ended meanwhile
     }
-    const ms = processCpuMs(Number(pid));
+    // Only the postmaster has children: a backend's reaped time is 0.
+    const ms = processCpuMs(Number(pid), true);
     if (Number.isFinite(ms)) {
       total += ms;
       seen++;
