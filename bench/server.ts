@@ -170,6 +170,11 @@ function processCpuMs(pid: number, withReaped = false): number {
   }
 }
 
+/** CPU time of this process's children that have ended and been waited for (pgbench runs), in ms. */
+export function endedChildrenCpuMs(): number {
+  return processCpuMs(process.pid, true) - processCpuMs(process.pid);
+}
+
 /**
  * CPU time all PostgreSQL processes of this machine have used so far, in ms (NaN without /proc):
  * its backends, WAL writer and checkpointer, and the backends that have ended since (their time
