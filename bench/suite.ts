@@ -467,12 +467,14 @@ export async function runBench(o: BenchOptions): Promise<{ rows: Row[]; reconcil
       log('requestlog: the spread load with REQUEST_LOG=off');
       const app = await appOnPostgres('nolog', { REQUEST_LOG: 'off' });
       await warmup(app.server, app.key, app.ids);
+      const offCpu = cpuMeter(app.server);
       const off = await transferLoad(loadOpts(app.server, app.key), pairs(app.ids));
+      const offCpuText = off.ok > 0 ? `; ${cpuText(offCpu(off.ok), off.ok)}` : '';
       const r = pgSpread.perSecond / off.perSecond;
       rows.push({
         name: 'transfers/s with the request log on (the default)',
-        measured: `${fmt(pgSpread.perSecond)}/s, p50 ${pgSpread.p50} ms, p99 ${pgSpread.p99} ms, peak RSS ${fmt(mainRss)} MiB`,
-        reference: `REQUEST_LOG=off: ${fmt(off.perSecond)}/s, p50 ${off.p50} ms, p99 ${off.p99} ms, peak RSS ${fmt(app.server.peakRssMiB())} MiB`,
+        measured: `${fmt(pgSpread.perSecond)}/s, p50 ${pgSpread.p50} ms, p99 ${pgSpread.p99} ms, peak RSS ${fmt(mainRss)} MiB${spreadCpu ? `; ${cpuText(spreadCpu, wal?.transfers ?? 0)}` : ''}`,
+        reference: `REQUEST_LOG=off: ${fmt(off.perSecond)}/s, p50 ${off.p50} ms, p99 ${off.p99} ms, peak RSS ${fmt(app.server.peakRssMiB())} MiB${offCpuText}`,
         ratio: r,
         target: '',
       });
