@@ -1,6 +1,5 @@
 import { mkdirSync } from 'node:fs';
-import { PGlite } from '@electric-sql/pglite';
-import { pg_trgm } from '@electric-sql/pglite/contrib/pg_trgm';
+import type { PGlite } from '@electric-sql/pglite';
 import { Kysely, PostgresDialect, sql, type PostgresPool, type PostgresPoolClient, type Transaction } from 'kysely';
 import pg from 'pg';
 import { PGliteChangeFeed, PostgresChangeFeed, type ChangeFeed } from './change-feed.js';
@@ -298,6 +297,9 @@ export async function openPGlite(options: PGliteOptions = {}): Promise<DatabaseH
   }
   let pglite: PGlite;
   try {
+    // Loaded here, not at start: a server on PostgreSQL never needs it (its module alone is 7 MiB
+    // of the process's memory).
+    const [{ PGlite }, { pg_trgm }] = await Promise.all([import('@electric-sql/pglite'), import('@electric-sql/pglite/contrib/pg_trgm')]);
     pglite = await PGlite.create({
       ...(options.dataDir ? { dataDir: options.dataDir } : {}),
       ...(options.loadDataDir ? { loadDataDir: options.loadDataDir } : {}),
