@@ -239,6 +239,14 @@ const ConfigSchema = z.object({
    */
   TRANSFER_BATCH_SIZE: z.coerce.number().int().min(1).max(60).default(32),
   TRANSFER_BATCH_LANES: z.coerce.number().int().min(1).max(64).default(1),
+  /**
+   * Bulks (`POST /v1/transfers/bulk`) worked on at once in this process; the others wait their
+   * turn. Each holds its items, their rows and its answer until it ends, so memory grows with how
+   * many run together, and bulks over the same accounts wait on each other's locks anyway: four
+   * at a time served 3,731-3,785 transfers/s against 3,923-3,962 one at a time, with a higher
+   * peak memory (docs/benchmarks.md, "Machine H").
+   */
+  TRANSFER_BULK_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(1),
   /** API request log (dashboard): `off` stops recording; rows older than the retention are deleted. */
   REQUEST_LOG: z.enum(['on', 'off']).default('on'),
   REQUEST_LOG_RETENTION_DAYS: z.coerce.number().int().min(1).max(3650).default(30),

@@ -10,7 +10,8 @@ let t: TestApp;
 let api: Client;
 let tenantId: string;
 beforeAll(async () => {
-  t = await startTestApp();
+  // Bulks side by side (the default works one at a time per process): the deadlock test below needs two at once.
+  t = await startTestApp({ TRANSFER_BULK_CONCURRENCY: 4 });
   const tenant = await t.tenant('Payroll Ltd');
   tenantId = tenant.tenant_id;
   api = clientFor(t, tenant.sandbox.secret_key);
@@ -104,7 +105,7 @@ describe('bulk transfers', () => {
     expect((await other.get(`/v1/transfers/bulk/${res.body.data.id}`)).status).toBe(404);
   });
 
-  // Two bulks whose chunks (250 items each) name the same accounts in opposite order: before,
+  // Two bulks whose chunks (100 items each) name the same accounts in opposite order: before,
   // each chunk locked its own rows, so one bulk held d and waited for a while the other held a
   // and waited for d (the benchmark's 4 concurrent bulks got 503s after their retries). Now a bulk
   // of several chunks takes every lock it needs first, in the global order.

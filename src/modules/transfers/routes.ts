@@ -17,6 +17,7 @@ import { createBulk, getBulk } from './bulk.js';
 import { gathered } from '../../http/idempotency-batch.js';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import * as service from './service.js';
+import { concurrencyGate } from '../../lib/gate.js';
 
 export function transferRoutes(deps: Deps): FastifyPluginAsyncZod {
   // Every money movement from an account (internal, card funding, payout) goes through the batch path (docs/money-path.md): concurrent requests share
@@ -36,6 +37,9 @@ export function transferRoutes(deps: Deps): FastifyPluginAsyncZod {
     service.takesBatchPath(req.body)
       ? internal.run(req, reply, req.body)
       : deps.idempotency.run(req, reply, 'transfers.create', (trx) => service.createTransfer(trx, req.ctx, req.body, deps.config));
+
+  // TRANSFER_BULK_CONCURRENCY (src/config.ts): a bulk's memory is held until it ends.
+  const bulkGate = concurrencyGate(deps.config.TRANSFER_BULK_CONCURRENCY);
 
   return async (app) => {
     const r = routes(app, ['Transfers']);
@@ -86,7 +90,8 @@ export function transferRoutes(deps: Deps): FastifyPluginAsyncZod {
         data: BulkResponse,
         errors: [],
       },
-      (req, reply) => deps.idempotency.run(req, reply, 'transfers.bulk', (trx) => createBulk(trx, req.ctx, deps.config, req.body)),
+      (req, reply) =>
+        bulkGate(() => deps.idempotency.run(req, reply, 'transfers.bulk', (trx) => createBulk(trx, req.ctx, deps.config, req.body))),
     );
 
     r.get(
