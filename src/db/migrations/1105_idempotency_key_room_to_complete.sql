@@ -6,7 +6,7 @@
 -- and added an entry to both indexes. Claims now stop filling a page at 20 %: six claims, and
 -- room for their completed versions on the same page (test/write-path-indexes.test.ts).
 -- Measured (docs/money-path.md): claim and completion of 16 keys a transaction, three pairs
--- (100 / 20): WAL 1,950 / 1,307 bytes and PostgreSQL CPU 41-46 / 38-42 us a key; the table's
--- pages about 40 % more a key (about six completed rows a page, against eight), its indexes a third less.
+-- (100 / 20): WAL 1,950 / 1,307 bytes and PostgreSQL CPU 41-46 / 38-42 us a key; about 40 % more
+-- heap a key (about six completed rows a page, against eight), a third less index.
 -- Takes effect on new pages; nothing is rewritten.
 alter table idempotency_keys set (fillfactor = 20);
