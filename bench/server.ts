@@ -121,7 +121,7 @@ export async function startServer(options: {
         return NaN;
       }
     },
-    cpuMs: () => processCpuMs(child.pid!),
+    cpuMs: () => processCpuMs(child.pid!).own,
     async stop() {
       if (child.exitCode !== null || child.signalCode !== null) return;
       const exited = new Promise((resolve) => child.once('exit', resolve));
@@ -155,24 +155,24 @@ const TICKS_PER_SECOND = (() => {
 })();
 
 /**
- * A process's CPU time so far (utime + stime, /proc/<pid>/stat fields 14 and 15), in ms, and with
- * `withReaped` that of its children it has waited for (cutime + cstime, fields 16 and 17); NaN
- * when unreadable.
+ * A process's CPU time so far, in ms, from one read of /proc/<pid>/stat: its own (utime + stime,
+ * fields 14 and 15) and that of its children it has waited for (cutime + cstime, fields 16 and
+ * 17); NaN when unreadable.
  */
-function processCpuMs(pid: number, withReaped = false): number {
+function processCpuMs(pid: number): { own: number; reaped: number } {
   try {
     // The command name (field 2) may hold spaces: the fields after it start past its ')'.
     const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-    const ticks = Number(fields[11]) + Number(fields[12]) + (withReaped ? Number(fields[13]) + Number(fields[14]) : 0);
-    return (ticks * 1000) / TICKS_PER_SECOND;
+    const ms = (a: number, b: number) => ((Number(fields[a]) + Number(fields[b])) * 1000) / TICKS_PER_SECOND;
+    return { own: ms(11, 12), reaped: ms(13, 14) };
   } catch {
-    return NaN;
+    return { own: NaN, reaped: NaN };
   }
 }
 
 /** CPU time of this process's children that have ended and been waited for (pgbench runs), in ms. */
 export function endedChildrenCpuMs(): number {
-  return processCpuMs(process.pid, true) - processCpuMs(process.pid);
+  return processCpuMs(process.pid).reaped;
 }
 
 /**
@@ -198,7 +198,8 @@ export function postgresCpuMs(): number {
       continue; // ended meanwhile
     }
     // Only the postmaster has children: a backend's reaped time is 0.
-    const ms = processCpuMs(Number(pid), true);
+    const { own, reaped } = processCpuMs(Number(pid));
+    const ms = own + reaped;
     if (Number.isFinite(ms)) {
       total += ms;
       seen++;

@@ -473,7 +473,7 @@ export async function runBench(o: BenchOptions): Promise<{ rows: Row[]; reconcil
       const r = pgSpread.perSecond / off.perSecond;
       rows.push({
         name: 'transfers/s with the request log on (the default)',
-        measured: `${fmt(pgSpread.perSecond)}/s, p50 ${pgSpread.p50} ms, p99 ${pgSpread.p99} ms, peak RSS ${fmt(mainRss)} MiB${spreadCpu ? `; ${cpuText(spreadCpu, wal?.transfers ?? 0)}` : ''}`,
+        measured: `${fmt(pgSpread.perSecond)}/s, p50 ${pgSpread.p50} ms, p99 ${pgSpread.p99} ms, peak RSS ${fmt(mainRss)} MiB${spreadCpu && wal ? `; ${cpuText(spreadCpu, wal.transfers)}` : ''}`,
         reference: `REQUEST_LOG=off: ${fmt(off.perSecond)}/s, p50 ${off.p50} ms, p99 ${off.p99} ms, peak RSS ${fmt(app.server.peakRssMiB())} MiB${offCpuText}`,
         ratio: r,
         target: '',
