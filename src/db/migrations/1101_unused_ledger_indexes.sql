@@ -4,7 +4,7 @@
 --   reference (the API's lists read transfers and account transactions, indexed on their own);
 -- - ledger entries are read by transaction; an account's history is its account transactions
 --   (`transactions_account_idx`), and `ledger reconcile` sums entries in one pass, by account.
--- test/write-path-indexes.test.ts lists every index the write path keeps and the query it serves.
+-- test/db/write-path-indexes.test.ts lists every index the write path keeps and the query it serves.
 drop index ledger_transactions_scope_idx;
 drop index ledger_transactions_reference_idx;
 drop index ledger_entries_account_idx;

@@ -4,7 +4,7 @@
 -- With pages filled by claims, the completion found no room beside its row: under the spread
 -- load 82 % of completions were not HOT updates, so each wrote its new version to another page
 -- and added an entry to both indexes. Claims now stop filling a page at 20 %: six claims, and
--- room for their completed versions on the same page (test/write-path-indexes.test.ts).
+-- room for their completed versions on the same page (test/db/write-path-indexes.test.ts).
 -- Measured (docs/money-path.md): claim and completion of 16 keys a transaction, three pairs
 -- (100 / 20): WAL 1,950 / 1,307 bytes and PostgreSQL CPU 41-46 / 38-42 us a key; about 40 % more
 -- heap a key (about six completed rows a page, against eight), a third less index.

@@ -1,0 +1,54 @@
+import { sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { valuesOf } from '../../src/db/values.js';
+import { startTestApp, type TestApp } from '../harness.js';
+
+let t: TestApp;
+beforeAll(async () => {
+  t = await startTestApp();
+});
+afterAll(() => t.close());
+
+/** Texts an array literal must carry exactly: quotes, backslashes, separators, braces, the word NULL, blanks. */
+const TEXTS = [
+  'plain',
+  '',
+  'NULL',
+  'null',
+  'a,b',
+  '{x}',
+  ' spaced ',
+  'quote " inside',
+  'back\\slash',
+  '\\"',
+  'ünïcødé ✓',
+  '"',
+  '\\',
+  'line\nbreak',
+];
+
+describe('rows as a relation (valuesOf)', () => {
+  it.each([3, TEXTS.length])('gives back every value as sent, %i rows (a VALUES list up to 8, else arrays)', async (count) => {
+    const rows = TEXTS.slice(0, count).map((text, i) => [
+      i,
+      text,
+      i % 3 === 0 ? null : BigInt(i) * 10_000_000_000n - 1n,
+      JSON.stringify({ text, n: i, nested: { q: '"', b: '\\' } }),
+      new Date(Date.UTC(2026, 10, 27, 12, 0, i)),
+      `0190a000-0000-7000-8000-${String(i).padStart(12, '0')}`,
+    ]);
+    const relation = valuesOf('v', { i: 'int', text: 'text', amount: 'bigint', doc: 'jsonb', at: 'timestamptz', id: 'uuid' }, rows);
+    const { rows: back } = await sql<{ i: number; text: string; amount: string | null; doc: unknown; at: Date; id: string }>`
+      select i, text, amount::text as amount, doc, at, id::text as id from ${relation} order by i`.execute(t.db);
+    expect(back.map((r) => [r.i, r.text, r.amount, r.doc, r.at.toISOString(), r.id])).toEqual(
+      rows.map(([i, text, amount, doc, at, id]) => [
+        i,
+        text,
+        amount === null ? null : String(amount),
+        JSON.parse(doc as string),
+        (at as Date).toISOString(),
+        id,
+      ]),
+    );
+  });
+});

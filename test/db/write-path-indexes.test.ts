@@ -1,0 +1,96 @@
+import { sql } from 'kysely';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import type { DatabaseHandle } from '../../src/db/client.js';
+import { openTestDatabase } from '../harness.js';
+
+/**
+ * Every index on a table that each transfer inserts into, with what reads it. Each one is paid on
+ * every posting (an index insertion and its WAL), so one that nothing reads is dropped
+ * (migration 1101) and a new one is added here with its reason, or this test fails.
+ */
+const WRITE_PATH_INDEXES: Record<string, Record<string, string>> = {
+  idempotency_keys: {
+    idempotency_keys_pkey: 'the claim and the replay of an Idempotency-Key',
+    idempotency_keys_expiry_idx: 'the purge of expired keys',
+  },
+  ledger_transactions: {
+    ledger_transactions_pkey: 'a ledger transaction by id; the foreign keys of entries, transactions and transfers',
+  },
+  ledger_entries: {
+    ledger_entries_pkey: 'primary key',
+    ledger_entries_transaction_idx: 'the entries of a ledger transaction',
+  },
+  transactions: {
+    transactions_pkey: 'GET /v1/transactions/{id}',
+    transactions_list_idx: 'GET /v1/transactions',
+    transactions_account_idx: "an account's transactions (account_id filter, statements)",
+    transactions_customer_idx: 'the customer_id filter (partial: customers only)',
+    transactions_card_idx: 'the card_id filter (partial: card transactions only)',
+    transactions_reference_idx: "the reference filter (a transfer's account transactions share its reference)",
+  },
+  transfers: {
+    transfers_pkey: 'GET /v1/transfers/{id}',
+    transfers_list_idx: 'GET /v1/transfers',
+    transfers_status_idx: 'the status filter',
+    transfers_source_idx: 'the account_id filter (source side)',
+    transfers_destination_idx: 'the account_id filter (destination side)',
+    transfers_customer_idx: 'the customer_id filter (sender)',
+    transfers_destination_customer_idx: 'the customer_id filter (receiver)',
+    transfers_pending_payouts_idx: 'the payout worker (partial: pending external payouts only)',
+  },
+  events: {
+    events_pkey: 'an event by id (webhook deliveries, resend)',
+    events_tenant_idx: "the dashboard's event list",
+    events_group_idx: 'the events of a resource',
+  },
+  event_fanout_queue: {
+    event_fanout_queue_pkey: "the webhook fan-out's claim, oldest first",
+  },
+  api_request_log: {
+    api_request_log_pkey: "(tenant, environment, id): a logged request, the dashboard's request log, retention",
+    api_request_log_request_id_idx: 'the request_id filter',
+    api_request_log_status_idx: 'the status filter (partial: answers that were not 2xx)',
+    api_request_log_path_idx: 'the path prefix filter',
+  },
+  customer_daily_spend: {
+    customer_daily_spend_pkey: "a customer's running total of the day (KYC limits)",
+  },
+};
+
+let handle: DatabaseHandle;
+beforeAll(async () => {
+  handle = await openTestDatabase();
+});
+afterAll(() => handle?.close());
+
+it('the tables every transfer writes carry only the indexes something reads', async () => {
+  const { rows } = await sql<{ tablename: string; indexname: string }>`
+    select tablename, indexname from pg_indexes
+    where schemaname = 'public' and tablename = any(${Object.keys(WRITE_PATH_INDEXES)})
+    order by tablename, indexname`.execute(handle.db);
+  const actual: Record<string, string[]> = {};
+  for (const r of rows) (actual[r.tablename] ??= []).push(r.indexname);
+  const expected = Object.fromEntries(Object.entries(WRITE_PATH_INDEXES).map(([table, indexes]) => [table, Object.keys(indexes).sort()]));
+  expect(actual).toEqual(expected);
+});
+
+it("an Idempotency-Key's completion is a HOT update: its row stays on its page, no index entry added (migration 1105)", async () => {
+  // As a batch does it (http/idempotency-batch.ts): claims for 40 keys, then each completed in the
+  // same transaction with a stored answer of a transfer's size (about 670 characters).
+  const keys = Array.from({ length: 40 }, (_, i) => `hot-${i}-${'k'.repeat(30)}`);
+  const counts = await handle.db.transaction().execute(async (trx) => {
+    await sql`
+      insert into idempotency_keys (tenant_id, environment, key, fingerprint, state, locked_until, claim_token, owner_id, expires_at)
+      select gen_random_uuid(), 'sandbox', k, repeat('f', 64), 'in_progress', now() + interval '60 seconds', gen_random_uuid(),
+        gen_random_uuid(), now() + interval '24 hours'
+      from unnest(${keys}::text[]) as k`.execute(trx);
+    await sql`
+      update idempotency_keys set state = 'completed', response_status = 200, response_body = repeat('r', 670)
+      where key = any(${keys}::text[])`.execute(trx);
+    const { rows } = await sql<{ updated: string; hot: string }>`
+      select n_tup_upd::text as updated, n_tup_hot_upd::text as hot from pg_stat_xact_user_tables
+      where relname = 'idempotency_keys'`.execute(trx);
+    return rows[0];
+  });
+  expect(counts).toEqual({ updated: '40', hot: '40' });
+});

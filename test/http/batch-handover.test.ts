@@ -1,0 +1,64 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { BatchedIdempotency } from '../../src/http/idempotency-batch.js';
+import { newId } from '../../src/lib/ids.js';
+import { startTestApp, type TestApp } from '../harness.js';
+
+let t: TestApp;
+beforeAll(async () => {
+  t = await startTestApp();
+});
+afterAll(() => t.close());
+
+/** A request and reply with just what the batch path reads and calls, for a business's sandbox. */
+function exchange(tenantId: string, n: number) {
+  const request = {
+    id: `req-${n}`,
+    ctx: { tenantId, environment: 'sandbox' },
+    headers: { 'idempotency-key': newId() },
+    params: {},
+    body: { n },
+  } as unknown as FastifyRequest;
+  const reply = {
+    code: () => reply,
+    type: () => reply,
+    serialize: (value: unknown) => JSON.stringify(value),
+  } as unknown as FastifyReply;
+  return { request, reply };
+}
+
+// A committed batch hands its lane on before it answers its requests (http/idempotency-batch.ts,
+// docs/money-path.md "Gathering"): the next batch's claim and first locks are sent while this
+// thread writes the answers. Before, every answer of a batch was given before the next batch
+// began, with the database idle meanwhile.
+describe('the batch path hands its lane on before it answers', () => {
+  it('starts the next batch (its first locks planned and sent) before the batch before it is answered', async () => {
+    const tenant = await t.tenant('Handover Ltd');
+    const order: string[] = [];
+    let batches = 0;
+    const batched = new BatchedIdempotency<number, { n: number }, number>(
+      t.db,
+      t.sealer,
+      24,
+      'test.handover',
+      async (_trx, inputs) => inputs.map(({ input }) => ({ ok: true as const, data: { n: input } })),
+      { maxBatch: 2, lanes: 1 },
+      () => {
+        const batch = ++batches;
+        order.push(`batch ${batch} begins`);
+        return { statements: [], read: () => batch };
+      },
+    );
+    const answers = [1, 2, 3, 4].map((n) => {
+      const { request, reply } = exchange(tenant.tenant_id, n);
+      return batched.run(request, reply, n).then((text) => {
+        order.push(`answer ${n}`);
+        return JSON.parse(text as unknown as string) as { data: { n: number } };
+      });
+    });
+    const bodies = await Promise.all(answers);
+    expect(bodies.map((b) => b.data.n)).toEqual([1, 2, 3, 4]);
+    // Items 1 and 2 were one batch, 3 and 4 the next; the next began before 1 and 2 were answered.
+    expect(order).toEqual(['batch 1 begins', 'batch 2 begins', 'answer 1', 'answer 2', 'answer 3', 'answer 4']);
+  });
+});
