@@ -26,11 +26,6 @@ export function html(strings: TemplateStringsArray, ...values: Part[]): Html {
   return new Html(out);
 }
 
-/** Trusted markup only (never user input). */
-export function raw(value: string): Html {
-  return new Html(value);
-}
-
 /** `?a=1&b=2` from the current filters with some changed (for pagination links). */
 export function queryString(params: Record<string, string | number | undefined | null>): string {
   const q = new URLSearchParams();

@@ -1,4 +1,4 @@
-import { sql, type ColumnType, type Insertable, type Selectable } from 'kysely';
+import type { ColumnType, Insertable, Selectable } from 'kysely';
 import type { Queryable } from '../db/client.js';
 import { paginate, type Page, type PageQuery } from '../db/pagination.js';
 import type { Role } from './roles.js';
@@ -36,7 +36,6 @@ declare module '../db/types.js' {
   }
 }
 
-export type InviteRow = Selectable<DashboardInvitesTable>;
 export type AuditRow = Selectable<DashboardAuditLogTable>;
 
 export async function listMembers(db: Queryable, tenantId: string) {
@@ -56,16 +55,6 @@ export async function findMember(db: Queryable, tenantId: string, userId: string
     .where('tenant_id', '=', tenantId)
     .where('id', '=', userId)
     .executeTakeFirst();
-}
-
-export async function countOwners(db: Queryable, tenantId: string): Promise<number> {
-  const row = await db
-    .selectFrom('dashboard_users')
-    .select(sql<string>`count(*)`.as('n'))
-    .where('tenant_id', '=', tenantId)
-    .where('role', '=', 'owner')
-    .executeTakeFirst();
-  return Number(row?.n ?? 0);
 }
 
 /**

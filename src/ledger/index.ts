@@ -53,7 +53,6 @@ export {
   openAccount,
   systemAccount,
   post,
-  tryPost,
   hold,
   tryHold,
   postHold,
@@ -68,8 +67,6 @@ export {
   findSystemAccount,
   LedgerInvariantError,
 } from './service.js';
-export { PostingBatch, balanceLockAhead, systemBalancesAhead, type LockedAhead, type PostRefusal, type PostResult } from './batch.js';
-export type { HoldResult } from './service.js';
-export { reconcile, type ReconcileReport } from './reconcile.js';
-export { SYSTEM_ROLES } from './types.js';
-export type { Balance, Hold, HoldInput, LedgerScope, Leg, PostedEntry, PostedTransaction, PostingInput, SystemRole } from './types.js';
+export { PostingBatch, balanceLockAhead, systemBalancesAhead, type LockedAhead, type PostRefusal } from './batch.js';
+export { reconcile } from './reconcile.js';
+export type { Balance, Hold, HoldInput, LedgerScope, Leg, PostedTransaction, PostingInput } from './types.js';

@@ -1,5 +1,3 @@
-import type { Environment } from '../core/context.js';
-
 /**
  * Card network connector. A network sends the issuer (us) authorization requests and later
  * clearing (capture) or reversal messages; the issuer decides and answers. The connector turns a
@@ -7,7 +5,7 @@ import type { Environment } from '../core/context.js';
  * is the same whatever network or simulator feeds it.
  *
  * Sandbox: the simulator routes (`/v1/simulations/cards/...`) are the network. Live: no network is
- * connected yet (`cardNetworkFor` answers undefined and the simulator routes are 404 there).
+ * connected yet (the simulator routes are 404 there).
  */
 
 /** Reasons the network itself refuses before the issuer looks (sandbox: forced by the caller). */
@@ -61,7 +59,3 @@ export const sandboxCardNetwork: CardNetwork = {
   }),
   settlement: (authorizationId, amount) => ({ authorizationId, amount: amount ?? null }),
 };
-
-export function cardNetworkFor(environment: Environment): CardNetwork | undefined {
-  return environment === 'sandbox' ? sandboxCardNetwork : undefined;
-}

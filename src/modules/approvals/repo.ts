@@ -44,10 +44,6 @@ export async function findApproval(db: Queryable, scope: Scope, id: string): Pro
   return findScoped(db, 'approvals', scope, id);
 }
 
-export async function findBySubject(db: Queryable, scope: Scope, kind: ApprovalKind, subjectId: string): Promise<ApprovalRow | undefined> {
-  return scoped(db, 'approvals', scope).selectAll().where('kind', '=', kind).where('subject_id', '=', subjectId).executeTakeFirst();
-}
-
 /**
  * The one transition out of `waiting_approval`, guarded by the status (and, for a decision, by
  * the expiry on the database clock): of an approve, a reject and the expiry job racing for the

@@ -8,7 +8,7 @@ import { newId } from '../../lib/ids.js';
 import { isKnownCurrency, parseAmount } from '../../lib/money.js';
 import * as repo from './repo.js';
 
-export type { ApprovalKind, ApprovalRow, ApprovalStatus, ListApprovalsQuery } from './repo.js';
+export type { ApprovalRow } from './repo.js';
 
 /**
  * Maker-checker approvals: one mechanism for FX orders, payouts above a threshold and new payees.
@@ -180,16 +180,6 @@ export async function expireApproval(db: Queryable, scope: Scope, id: string): P
 }
 
 export const dueExpiries = repo.dueExpiries;
-
-export async function getApproval(db: Queryable, scope: Scope, id: string): Promise<repo.ApprovalRow> {
-  const row = await repo.findApproval(db, scope, id);
-  if (!row) throw notFound('Approval');
-  return row;
-}
-
-export function approvalOf(db: Queryable, scope: Scope, kind: repo.ApprovalKind, subjectId: string) {
-  return repo.findBySubject(db, scope, kind, subjectId);
-}
 
 export function listApprovals(db: Queryable, scope: Scope, query: repo.ListApprovalsQuery): Promise<Page<repo.ApprovalRow>> {
   return repo.listApprovals(db, scope, query);

@@ -12,18 +12,8 @@ import type { KycInfo } from '../customers/schema.js';
 import type { z } from 'zod';
 import * as repo from './repo.js';
 import type { KycDocument, KycLevel, KycStatusResponse, StartKycBody, UploadDocumentBody } from './schema.js';
-export { recheckAfterCustomerChange, reviewCase, simulateKyc, submitKyc } from './review.js';
-export {
-  approvedLevel,
-  approvedLevelsOf,
-  approvedLevelsStatement,
-  assertNotCompleted,
-  levelSatisfies,
-  missingDocuments,
-  openCase,
-  syncCustomerKycStatus,
-  toStatusResponse,
-} from './cases.js';
+export { reviewCase, simulateKyc, submitKyc } from './review.js';
+export { approvedLevel, approvedLevelsOf, approvedLevelsStatement, levelSatisfies } from './cases.js';
 import { assertNotCompleted, missingDocuments, openCase, syncCustomerKycStatus, toStatusResponse } from './cases.js';
 
 /**

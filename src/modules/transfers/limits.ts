@@ -1,10 +1,10 @@
 import type { CompiledQuery } from 'kysely';
 import type { Config } from '../../config.js';
-import type { Queryable, Trx } from '../../db/client.js';
+import type { Queryable } from '../../db/client.js';
 import type { Writer } from '../../db/write-set.js';
 import { scopeKey, type RequestContext } from '../../core/context.js';
 import type { AppError } from '../../core/errors.js';
-import { requireFeature, transactionLimitRefusal } from '../features/service.js';
+import { transactionLimitRefusal } from '../features/service.js';
 import { approvedLevelsOf, approvedLevelsStatement } from '../kyc/service.js';
 import type { KycLevel } from '../kyc/schema.js';
 import * as repo from './repo.js';
@@ -13,28 +13,6 @@ import { addSpend, readSpendStatement, spendKeyString, spendOf, utcDay, type Spe
 type Scope = Pick<RequestContext, 'tenantId' | 'environment'>;
 /** A movement out of a customer's account, as the gate sees it. */
 export type Move = { ctx: Scope; customerId: string; currency: string };
-
-/**
- * The KYC gates of money leaving a customer's account, for one movement (payouts): the
- * international_transfers feature when it goes abroad, then the per-transaction and daily limits.
- * The customer's spending lock is taken first and held to the commit, and the movement is added
- * to the customer's daily counter here, so concurrent movements of one customer count each other
- * exactly. The business's own accounts (customer_id null) are not limited.
- */
-export async function assertCustomerMayMove(
-  trx: Trx,
-  ctx: RequestContext,
-  config: Config,
-  move: { customerId: string | null; currency: string; amount: bigint; international?: boolean },
-): Promise<void> {
-  if (move.customerId === null) return;
-  if (move.international) await requireFeature(trx, ctx, move.customerId, 'international_transfers');
-  const gate = await SpendingGate.open(trx, config, [{ ctx, customerId: move.customerId, currency: move.currency }]);
-  const refusal = gate.check(ctx, move.customerId, move.currency, move.amount);
-  if (refusal) throw refusal;
-  gate.add(ctx, move.customerId, move.currency, move.amount);
-  await gate.flush(trx);
-}
 
 /** Counts a movement that has no limit of its own (card funding) in the customer's daily total. */
 export async function countSpend(to: Writer, ctx: Scope, customerId: string | null, currency: string, amount: bigint, at = new Date()) {

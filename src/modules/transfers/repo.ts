@@ -1,4 +1,4 @@
-import type { ColumnType, Insertable, Selectable } from 'kysely';
+import type { ColumnType, Selectable } from 'kysely';
 import { sql } from 'kysely';
 import type { Queryable } from '../../db/client.js';
 import { write, type Writer } from '../../db/write-set.js';
@@ -45,10 +45,6 @@ declare module '../../db/types.js' {
 }
 
 export type TransferRow = Selectable<TransfersTable>;
-
-export async function insertTransfer(to: Writer, row: Insertable<TransfersTable>) {
-  await write(to, (db) => db.insertInto('transfers').values(row));
-}
 
 /** Many transfers in one statement (a batch); metadata is serialized here. */
 export async function insertTransfers(to: Writer, rows: TransferRow[]) {

@@ -36,7 +36,7 @@ export function transferRoutes(deps: Deps): FastifyPluginAsyncZod {
   const create = (req: FastifyRequest<{ Body: CreateTransferBody }>, reply: FastifyReply) =>
     service.takesBatchPath(req.body)
       ? internal.run(req, reply, req.body)
-      : deps.idempotency.run(req, reply, 'transfers.create', (trx) => service.createTransfer(trx, req.ctx, req.body, deps.config));
+      : deps.idempotency.run(req, reply, 'transfers.create', async () => service.refuseTransfer(req.body));
 
   // TRANSFER_BULK_CONCURRENCY (src/config.ts): a bulk's memory is held until it ends.
   const bulkGate = concurrencyGate(deps.config.TRANSFER_BULK_CONCURRENCY);

@@ -8,7 +8,7 @@ export type TransferStatus = (typeof TRANSFER_STATUSES)[number];
 /**
  * Destination types. `internal_account` is the reference's name for an account of this business
  * (its own or a customer's); `account` and `customer_account` are accepted as aliases. `card`
- * and `external_account` are answered 400 until their modules add their branch in service.ts.
+ * funds a card, `external_account` is a payout, and `crypto_wallet` is refused (fiat only).
  */
 export const DESTINATION_TYPES = ['internal_account', 'account', 'customer_account', 'card', 'external_account', 'crypto_wallet'] as const;
 

@@ -23,26 +23,17 @@ function unsupportedDestination(type: string, why: string): AppError {
 }
 
 /**
- * POST /v1/transfer and /v1/transfers when the request is not batched with others (the route
- * batches every movement from an account; this answers the rest): a batch of one, in `trx` (the
- * idempotency transaction), or the error of a source or destination the service does not move.
+ * POST /v1/transfer and /v1/transfers for what the batch path does not move (`takesBatchPath`):
+ * a source other than an account, or a crypto destination. Both are refused: the service is fiat
+ * only.
  */
-export async function createTransfer(trx: Trx, ctx: RequestContext, body: CreateTransferBody, config: Config): Promise<TransferResponse> {
+export function refuseTransfer(body: CreateTransferBody): never {
   if (body.source.source_type !== 'internal_account') {
     throw validationError([
       { field: 'source.source_type', code: 'unsupported', message: 'Only internal_account sources are supported (fiat only)' },
     ]);
   }
-  switch (body.destination.destination_type) {
-    case 'internal_account':
-    case 'account':
-    case 'customer_account':
-    case 'card':
-    case 'external_account':
-      return toTransferResponse(await alone(trx, { ctx, config, body }));
-    case 'crypto_wallet':
-      throw unsupportedDestination('crypto_wallet', 'This service is fiat only');
-  }
+  throw unsupportedDestination(body.destination.destination_type, 'This service is fiat only');
 }
 
 /**
