@@ -126,8 +126,8 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   registerInFlight(app);
   // The access log: one line per request when it ends, of plain fields that cannot hold a
   // sensitive field, written without pino's redaction (REDACT): it runs every value of a line
-  // through every wildcard path, whether object or number, and for this line, one per request,
-  // that was a seventh of the server's CPU under load. The URL is masked like the request log's
+  // through every wildcard path, whether object or number, which for a line per request is a
+  // large share of the server's CPU (docs/benchmarks.md#the-figures-behind-the-defaults). The URL is masked like the request log's
   // (key-shaped strings, card numbers); a route whose URL holds a secret logs its `logUrl`.
   const accessLog = app.log.child({}, { redact: [] });
   app.addHook('onResponse', (request, reply, done) => {

@@ -231,20 +231,16 @@ const ConfigSchema = z.object({
    * and its statements; 1 runs each alone. LANES: batches in flight at once on PostgreSQL (PGlite
    * has one). More lanes are not faster: concurrent batches wait on each other's balance rows,
    * split the waiting requests into smaller batches (more statements and commits per transfer) and
-   * share the database's CPU. On a two-core server 1 lane served 6-30 % more transfers than 2 under
-   * the spread load (15 % over five pairs), with a quarter less PostgreSQL CPU per transfer, as 2
-   * had served more than 4 and 8 (`npm run bench -- spread hot`, docs/benchmarks.md). Since a
-   * batch hands its lane on before answering, 2 lanes served 3-8 % more under the spread load but
-   * 12-14 % less on the hot account; a larger server may want more.
+   * share the database's CPU. The default of 1 lane is what served most on a two-core server
+   * (`npm run bench -- spread hot`, docs/benchmarks.md#the-figures-behind-the-defaults); a larger server may want more.
    */
   TRANSFER_BATCH_SIZE: z.coerce.number().int().min(1).max(60).default(32),
   TRANSFER_BATCH_LANES: z.coerce.number().int().min(1).max(64).default(1),
   /**
    * Bulks (`POST /v1/transfers/bulk`) worked on at once in this process; the others wait their
    * turn. Each holds its items, their rows and its answer until it ends, so memory grows with how
-   * many run together, and bulks over the same accounts wait on each other's locks anyway: four
-   * at a time served 3,731-3,785 transfers/s against 3,923-3,962 one at a time, with a higher
-   * peak memory (docs/benchmarks.md, "Machine H").
+   * many run together, and bulks over the same accounts wait on each other's locks anyway: one at
+   * a time served more, with less memory (docs/benchmarks.md#the-figures-behind-the-defaults).
    */
   TRANSFER_BULK_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(1),
   /** API request log (dashboard): `off` stops recording; rows older than the retention are deleted. */

@@ -17,19 +17,15 @@ const HTTP_DRAIN_MS = 5_000;
 /**
  * V8 lets the old generation grow to up to four times what the last full collection kept alive
  * before it collects again. Requests here live a few milliseconds past a young collection (they
- * wait for their batch), so most garbage is promoted and the heap grew to 220 MiB holding 45 MiB
- * of live data (peak RSS 290 MiB over the benchmark's loads). Growing by half instead keeps the
- * peak near 190 MiB at the same throughput (docs/benchmarks.md). V8 reads this flag each time it
- * sets the next limit, so setting it at start is enough.
+ * wait for their batch), so most garbage is promoted and the heap grows to several times its live
+ * data. Growing by half instead keeps the peak memory lower at the same throughput
+ * (docs/benchmarks.md#the-figures-behind-the-defaults). V8 reads this flag each time it sets the next limit, so setting it at start is enough.
  *
  * The young generation is the other half, and it cannot be set from here (V8 sizes it before any
  * code runs): `npm start` passes `--max-semi-space-size=32`, twice V8's default. A young
  * collection copies what is still alive, which here is the requests waiting for their batch, so
- * collecting half as often copies and promotes about half as much. In alternating benchmark runs
- * the account reads served more in each of five pairs (2,908-5,473 req/s before, 3,368-6,501
- * after), and in two pairs the server's CPU per read went from 0.165 and 0.168 to 0.139 and 0.158
- * ms and per transfer from 0.56 and 0.68 to 0.52 and 0.61 ms; peak RSS rose by about 32 MiB
- * (docs/benchmarks.md).
+ * collecting half as often copies and promotes about half as much: more reads and transfers served
+ * for less CPU each, for a little more peak memory (docs/benchmarks.md#the-figures-behind-the-defaults).
  */
 setFlagsFromString('--heap-growing-percent=50');
 

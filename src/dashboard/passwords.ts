@@ -1,7 +1,7 @@
 import { randomBytes, scrypt, timingSafeEqual, type ScryptOptions } from 'node:crypto';
 
 /**
- * scrypt with N=2^15, r=8, p=1: 32 MiB and roughly 50-100 ms per hash on one core (the OWASP
+ * scrypt with N=2^15, r=8, p=1: 32 MiB (128·N·r bytes) and tens of milliseconds per hash (the OWASP
  * minimum is N=2^17 with r=8 at p=1 or N=2^15 with higher p; we take N=2^15, p=1 plus the login
  * rate limit, to keep a 2-core server responsive). Parameters are stored with each hash, so
  * raising them later only needs a re-hash at the next login.

@@ -164,8 +164,8 @@ function resilientPool(pool: pg.Pool, prepared: boolean): PostgresPool {
       // microtask), not written once per statement (pg corks each statement's own messages only).
       // Uncorking in process.nextTick instead (after every promise callback queued meanwhile) also
       // sent a batch's write statement with its COMMIT, one write less per batch, but held every
-      // statement behind the other requests' callbacks: no faster, and the half-load p99 was worse
-      // in 5 of 7 alternating runs (docs/benchmarks.md).
+      // statement behind the other requests' callbacks: no faster, and a worse tail latency
+      // (docs/benchmarks.md#the-figures-behind-the-defaults).
       let corked = false;
       const corkThisRun = () => {
         if (!socket || corked) return;
@@ -297,8 +297,8 @@ export async function openPGlite(options: PGliteOptions = {}): Promise<DatabaseH
   }
   let pglite: PGlite;
   try {
-    // Loaded here, not at start: a server on PostgreSQL never needs it (its module alone is 7 MiB
-    // of the process's memory).
+    // Loaded here, not at start: a server on PostgreSQL never needs it, and its module alone
+    // takes megabytes of the process's memory.
     const [{ PGlite }, { pg_trgm }] = await Promise.all([import('@electric-sql/pglite'), import('@electric-sql/pglite/contrib/pg_trgm')]);
     pglite = await PGlite.create({
       ...(options.dataDir ? { dataDir: options.dataDir } : {}),

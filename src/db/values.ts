@@ -11,12 +11,12 @@ const VALUES_ROWS_MAX = 8;
  * A few rows (a lone movement's, a small batch's) go as a VALUES list of typed parameters. Joined
  * to `unnest(array parameters)` instead, a prepared statement's generic plan counts on ten rows
  * from each array it cannot see into, costs more than the custom plan made for the actual one or
- * two, and is never chosen: every lone transfer's write statement was planned anew, 0.6 ms of its
- * 1.5 ms in PostgreSQL at a steady 100/s (docs/money-path.md). A VALUES list states its rows, so
+ * two, and is never chosen: every lone transfer's write statement would be planned anew, a large
+ * part of its time in PostgreSQL (docs/benchmarks.md#the-figures-behind-the-defaults). A VALUES list states its rows, so
  * both plans cost the same and, from the sixth call of a statement text, the generic one is
  * reused. More rows go as unnest(arrays): one parameter per column whatever the count, so the
  * statement text does not change with the batch's size, and a large batch's planning is shared
- * by its many movements anyway (a VALUES list there measured slower under the spread load).
+ * by its many movements anyway (a VALUES list there is slower under the spread load).
  */
 export function valuesOf(alias: string, columns: Record<string, string>, rows: readonly (readonly unknown[])[]): RawBuilder<unknown> {
   const names = Object.keys(columns);

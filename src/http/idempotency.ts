@@ -90,7 +90,7 @@ export function idempotencyKeyOf(request: FastifyRequest): string {
 }
 
 /**
- * Section 4 of the contract. The key is claimed in its own short transaction; then the work, its
+ * docs/api-rules.md#idempotency. The key is claimed in its own short transaction; then the work, its
  * outcome and the record's completion commit together in one transaction. A crash or an
  * unexpected error releases the claim (or its lease runs out), so a retry runs afresh.
  */

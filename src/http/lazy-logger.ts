@@ -9,7 +9,7 @@ type Write = (...args: LogArgs) => void;
  * A request's logger that becomes pino's child logger (with the request id bound) the first time
  * something is written through it, not when the request arrives. Making the child serializes its
  * bindings through the logger's redaction, whose wildcard paths (`*.password`, ...) run every
- * bound value through the redactor: 8-9 % of the server's CPU under the account-read load, for a
+ * bound value through the redactor: a visible share of the server's CPU (docs/benchmarks.md#the-figures-behind-the-defaults), for a
  * logger that a request answered normally never writes to (the access line has a logger of its
  * own, see app.ts). Lines written through it are the child's own: they carry the request id and
  * the same redaction as before. A class, so that making one per request is one small object.

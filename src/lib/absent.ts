@@ -1,5 +1,5 @@
 /**
- * The null policy (contract §14): a field the reference types as a non-null string, number or
+ * The null policy (docs/api-rules.md#absent-values): a field the reference types as a non-null string, number or
  * enum is omitted when it has no value, never sent as `null`, so strictly typed clients (Rust,
  * Swift, Kotlin) decode every answer. Response schemas declare such fields `.optional()`; the
  * format function passes its row through `omitNulls` naming them. Fields the reference itself

@@ -87,7 +87,7 @@ export function feeFor(amount: bigint, bps: number): bigint {
   return bps <= 0 ? 0n : divRound(amount * BigInt(bps), BPS_ONE, 'up');
 }
 
-/** Amounts stay within 15 significant digits (the contract's amount limit), far inside int8. */
+/** Amounts stay within 15 significant digits (docs/api-rules.md#formats), far inside int8. */
 export const MAX_MINOR = 10n ** 15n - 1n;
 
 /** 400 invalid_amount unless a converted amount is at least one minor unit and within MAX_MINOR. */

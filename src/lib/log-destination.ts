@@ -16,8 +16,8 @@ const WRITE_EVERY_MS = 200;
  * path, with a bounded buffer.
  *
  * pino's default destination wrote each line (one access line per request) with a write of its
- * own handed to libuv's thread pool: a dispatch, a wake-up and a callback per request, about 4 %
- * of the server's CPU per account read (docs/benchmarks.md). Here lines wait until 4 KiB (about
+ * own handed to libuv's thread pool: a dispatch, a wake-up and a callback per request
+ * (docs/benchmarks.md#the-figures-behind-the-defaults). Here lines wait until 4 KiB (about
  * 16 lines) are ready, or at the next 200 ms tick, so a quiet server's lines still appear
  * within a fifth of a second to a person watching, and a busy one writes a chunk at a time.
  *

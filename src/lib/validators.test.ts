@@ -3,7 +3,7 @@ import { checkMobileMoneyNumber } from './payee-validation.js';
 import { Phone } from './validators.js';
 
 describe('customer phone numbers', () => {
-  it('accepts a possible E.164 number, as the reference examples are (contract section 14)', () => {
+  it('accepts a possible E.164 number, as the reference examples are (docs/api-rules.md#reference-examples)', () => {
     for (const phone of ['+15555550101', '+12025550173', '+15555550199', '+2348012345678', '+447911123456']) {
       expect(Phone.safeParse(phone).success, phone).toBe(true);
     }

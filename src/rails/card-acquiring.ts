@@ -2,7 +2,7 @@ import type { Environment } from '../core/context.js';
 
 /**
  * The card acquiring connector (collections): charges a card the payer gave us. The sandbox
- * answers by the contract's magic numbers; live has no acquirer configured yet and declines
+ * answers by the magic numbers (docs/api-rules.md#sandbox); live has no acquirer configured yet and declines
  * with `processor_unavailable` rather than pretend.
  */
 export type ChargeResult = { approved: true; authorizationCode: string } | { approved: false; code: string; message: string };

@@ -31,7 +31,7 @@ export interface KycConnector {
 }
 
 /**
- * Sandbox: deterministic magic values (contract section 7). A subject whose last name is
+ * Sandbox: deterministic magic values (docs/api-rules.md#sandbox). A subject whose last name is
  * `Reject` fails, `Review` goes to manual review; otherwise the case is approved once its
  * documents are in (the service only submits complete cases).
  */

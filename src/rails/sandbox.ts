@@ -7,7 +7,7 @@ import * as repo from './repo.js';
 
 /**
  * The sandbox rail. Deterministic: an account identifier ending in `0000` fails verification
- * (contract section 7); everything else verifies under the name given. Payouts it accepts settle
+ * (docs/api-rules.md#sandbox); everything else verifies under the name given. Payouts it accepts settle
  * on their own `delayMs` later (the `rail-settlement` job), unless a simulation endpoint
  * (`/v1/simulations/transfers/{id}/complete|fail|return`) decides first.
  */

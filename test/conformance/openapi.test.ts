@@ -308,9 +308,9 @@ const READS: Record<string, (st: State) => string> = {
 /** Reference GET operations not read here, and why. */
 const NOT_READ: Record<string, string> = {
   'GET /v1/cards/{card_id}/sensitive-details': 'sent above as a request example',
-  'GET /v1/cards/{card_id}/pin': 'answers the sealed envelope of contract §13, not the reference shape',
+  'GET /v1/cards/{card_id}/pin': 'answers the sealed envelope of docs/api-rules.md#card-secrets, not the reference shape',
   'GET /v1/collections/cards/{card_id}': 'no saved card without the hosted checkout page',
-  'GET /v1/transactions/export': 'contract §6: a CSV or JSON file instead of the reference base64 blob',
+  'GET /v1/transactions/export': 'docs/api-rules.md#money: a CSV or JSON file instead of the reference base64 blob',
 };
 
 function setPath(body: unknown, path: string, value: unknown) {

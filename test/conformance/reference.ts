@@ -62,11 +62,11 @@ export function referenceOperations(): { file: string; method: string; path: str
 }
 
 const DECIMAL = /^-?\d+(\.\d+)?$/;
-/** Properties that carry money or a rate (contract section 1: decimal strings). */
+/** Properties that carry money or a rate (docs/api-rules.md#formats: decimal strings). */
 const MONEY = /(amount|balance|limit|fee|rate|volume|remuneration)/;
 /** The reference's crypto fields: out of scope (contract preamble), so never required of us. */
 const CRYPTO = new Set(['blockchain_network', 'wallet_address', 'wallet_id', 'crypto_asset', 'tx_hash', 'blockchain_memo', 'network']);
-/** Card statuses of contract section 14 beyond the reference's enum. */
+/** Card statuses of docs/api-rules.md#closed-lists beyond the reference's enum. */
 const CARD_STATUSES = ['inactive', 'active', 'freeze', 'blocked', 'lost', 'stolen'];
 
 const decimalOr = (types: string[], rest: Json) => ({
@@ -78,10 +78,10 @@ const decimalOr = (types: string[], rest: Json) => ({
  * The contract's reading of a reference schema (applied to the whole document, examples left
  * alone):
  * - `type: number`, and `type: integer` on a money or rate property, also admit a decimal string:
- *   money amounts and rates are decimal strings (contract section 1; institution bounds, §14);
+ *   money amounts and rates are decimal strings (docs/api-rules.md#formats, institution bounds too);
  * - `nullable: true` (the OpenAPI 3.0 spelling some files use) admits `null`;
  * - crypto fields are never required (fiat only), card status enums take §14's closed list;
- * - `total_items`/`total_pages` may be null (contract section 5: beyond 10,000 matches);
+ * - `total_items`/`total_pages` may be null (docs/api-rules.md#lists: beyond 10,000 matches);
  * - a `oneOf` is read as `anyOf`: the reference's alternatives overlap (a success body matches
  *   both its full and its partial shape), which no answer could satisfy exactly once;
  * - otherwise `required` stays: an optional field may be absent, a required one may not.

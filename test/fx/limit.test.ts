@@ -45,7 +45,7 @@ describe('limit orders', () => {
     expect(res.status).toBe(200);
     const o = res.body.data;
     expect(o).toMatchObject({ status: 'pending', order_type: 'limit', target_rate: '1600.00', fee: null });
-    // Absent, never null, until executed (contract section 14).
+    // Absent, never null, until executed (docs/api-rules.md#absent-values).
     expect(o).not.toHaveProperty('rate');
     expect(o).not.toHaveProperty('converted_amount');
     expect(new Date(o.expires_at).getTime() - Date.now()).toBeGreaterThan(6.9 * 24 * 3600_000);

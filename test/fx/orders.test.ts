@@ -364,7 +364,7 @@ describe('list, get, isolation', () => {
     );
     expect((await api.get(`/v1/fx/orders?search=${ids[0]}`)).body.data.items.map((o: { id: string }) => o.id)).toEqual([ids[0]]);
     expect((await api.get('/v1/fx/orders?search=OTC-0VA89I')).body.data.items).toEqual([]);
-    // waiting_approval is a real status (approvals on, contract section 6); none here with approvals off.
+    // waiting_approval is a real status (approvals on, docs/api-rules.md#closed-lists); none here with approvals off.
     expect((await api.get('/v1/fx/orders?status=waiting_approval')).body.data.items).toEqual([]);
     for (const q of ['status=on_hold', 'side=up', 'customer_id=x', 'from=yesterday', 'items_per_page=101', 'foo=1']) {
       expect((await api.get(`/v1/fx/orders?${q}`)).status, q).toBe(400);

@@ -10,7 +10,7 @@ import { clientFor, johnDoe, startTestApp, type TestApp } from '../harness.js';
  * fields, deep nesting, non-objects, broken JSON, huge values, bad query and path parameters,
  * other businesses' ids). Properties: no response is 5xx, and a request answered 4xx changes
  * nothing (a checksum of every table but the idempotency records, which store 404/409/422
- * outcomes by contract §4, is the same before and after).
+ * outcomes by docs/api-rules.md#idempotency, is the same before and after).
  */
 
 type JsonSchema = {
@@ -34,7 +34,7 @@ interface Operation {
 const RUNS_PER_OPERATION = Number(process.env.FUZZ_RUNS ?? 25);
 /**
  * Bookkeeping that a 4xx may legitimately write or that no request touches: stored idempotent
- * outcomes (contract §4), the API request log (every request is logged, refused ones too), the
+ * outcomes (docs/api-rules.md#idempotency), the API request log (every request is logged, refused ones too), the
  * process heartbeat behind idempotency leases, migrations and dashboard sessions.
  */
 const UNCHECKED_TABLES = new Set(['idempotency_keys', 'api_request_log', 'process_instances', 'schema_migrations', 'dashboard_sessions']);

@@ -21,7 +21,7 @@ async function customersWithEmail(email: string) {
   return (await api.get(`/v1/customers?email=${encodeURIComponent(email)}`)).body.data.total_items;
 }
 
-describe('idempotency (contract section 4)', () => {
+describe('idempotency (docs/api-rules.md#idempotency)', () => {
   it('concurrent duplicates have one effect; the others get the replay or 409 in progress', async () => {
     const body = johnDoe();
     const results = await Promise.all(Array.from({ length: 12 }, () => api.post('/v1/customers', body, { idempotencyKey: 'race-1' })));

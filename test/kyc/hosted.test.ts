@@ -58,7 +58,7 @@ describe('hosted verification page', () => {
     });
     expect(up.statusCode).toBe(200);
     // A file that is no image or PDF at all is refused; its name's extension is not held against
-    // a real image (contract §14), so the JPEG below is accepted whatever it is called.
+    // a real image (docs/api-rules.md#reference-examples), so the JPEG below is accepted whatever it is called.
     const bad = await post(`${pathname}/documents`, {
       metadata: { idDocType: 'SELFIE', country: 'NGA' },
       filename: 'me.png',

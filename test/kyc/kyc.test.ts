@@ -115,7 +115,7 @@ describe('POST /v1/customers/kyc/upload-document', () => {
     expect(Number(count.n)).toBe(0);
   });
 
-  it('decides the type from the content: a PNG named .pdf or .jpg is stored as image/png (contract section 14)', async () => {
+  it('decides the type from the content: a PNG named .pdf or .jpg is stored as image/png (docs/api-rules.md#reference-examples)', async () => {
     const id = await createCustomer(api, johnDoe());
     for (const filename of ['passport.pdf', 'passport_front.jpg']) {
       const res = await api.post('/v1/customers/kyc/upload-document', passport(id, { filename }));

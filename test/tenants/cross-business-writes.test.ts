@@ -3,7 +3,7 @@ import { cardholder } from '../card-helpers.js';
 import { clientFor, johnDoe, startTestApp, type Client, type TestApp } from '../harness.js';
 
 /**
- * Issue #15 / contract §14: another business's (or the other environment's) resource is always
+ * docs/api-rules.md#isolation: another business's (or the other environment's) resource is always
  * 404, also for DELETE, PATCH and PUT, and nothing of it changes.
  */
 let t: TestApp;

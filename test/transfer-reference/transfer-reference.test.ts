@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clientFor, startTestApp, type Client, type TestApp } from '../harness.js';
 
-/** GET /v1/transfer/rates and /v1/transfer/supported-*: public-key reference data (contract section 2). */
+/** GET /v1/transfer/rates and /v1/transfer/supported-*: public-key reference data (docs/api-rules.md#keys-and-environments). */
 let t: TestApp;
 let pub: Client;
 let sec: Client;

@@ -26,7 +26,7 @@ const ACTOR = 'api';
 
 export function toApplicationResponse(row: repo.ApplicationRow): ApplicationResponse {
   const iso = (d: Date | null) => (d ? d.toISOString() : null);
-  // Absent, never null, where the reference types the field as a string (contract §14).
+  // Absent, never null, where the reference types the field as a string (docs/api-rules.md#absent-values).
   return omitNulls(
     {
       id: row.id,
@@ -159,7 +159,7 @@ export async function submitApplication(trx: Trx, ctx: Scope, config: Config, id
 }
 
 /**
- * The decision. Sandbox follows the contract's magic last names (`Reject`, `Review`); otherwise
+ * The decision. Sandbox follows the magic last names (docs/api-rules.md#sandbox) (`Reject`, `Review`); otherwise
  * the customer's KYC decides: rejected -> rejected, approved -> approved, anything else in live
  * -> manual_review (a human decides).
  */

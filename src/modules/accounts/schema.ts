@@ -3,7 +3,7 @@ import { PageQuery } from '../../db/pagination.js';
 import { ShortText, UuidParam } from '../../lib/validators.js';
 
 const Currency = z.string().regex(/^[A-Z]{3}$/, 'Must be an ISO 4217 currency code such as USD');
-/** The reference's crypto fields: accepted and ignored (contract section 14). */
+/** The reference's crypto fields: accepted and ignored (docs/api-rules.md#unknown-fields). */
 const BlockchainNetwork = z.enum(['polygon', 'stellar', 'ethereum', 'solana', 'avalanche']);
 
 export const CreateAccountBody = z

@@ -30,7 +30,7 @@ export function toAccountResponse(row: AccountRow, balance: Pick<ledger.Balance,
   const posted = balance?.posted ?? 0n;
   const available = balance?.available ?? 0n;
   const bank = row.bank_details;
-  // Absent, never null, where the reference types the field as a string (contract §14).
+  // Absent, never null, where the reference types the field as a string (docs/api-rules.md#absent-values).
   return omitNulls(
     {
       id: row.id,
@@ -307,7 +307,7 @@ export async function findBusinessFeeAccount(db: Queryable, ctx: Scope, currency
 }
 
 /**
- * The business's own account in `currency`, where fees are credited (contract section 6): the
+ * The business's own account in `currency`, where fees are credited (docs/api-rules.md#money): the
  * oldest non-deleted one; without one, an id reserved for a new "Fees" account, which
  * createFeeAccount makes once a fee is really charged (a refused movement leaves nothing behind).
  * An advisory lock per business and currency, held until the commit, makes concurrent first fees

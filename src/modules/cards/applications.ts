@@ -15,7 +15,7 @@ import { billingAddressOf, cardCurrency, type CardDeps } from './service.js';
 
 type Scope = Pick<RequestContext, 'tenantId' | 'environment'>;
 
-/** The reference's `status`: the card lifecycle value an application leads to (contract §14). */
+/** The reference's `status`: the card lifecycle value an application leads to (docs/api-rules.md#closed-lists). */
 function cardStatusOf(status: ApplicationStatus): ApplicationResponse['status'] {
   if (status === 'approved') return 'active';
   if (status === 'denied' || status === 'locked' || status === 'canceled') return 'blocked';

@@ -70,7 +70,7 @@ describe('Luhn and card numbers', () => {
   });
 });
 
-describe('client envelope (contract section 13)', () => {
+describe('client envelope (docs/api-rules.md#card-secrets)', () => {
   const keys = rsaKeyPair();
 
   it('round-trips through RSA-OAEP-SHA256 + AES-256-GCM with node:crypto', () => {

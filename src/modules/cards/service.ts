@@ -46,7 +46,7 @@ export function toCardResponse(c: repo.CardRow): CardResponse {
     status: c.status as CardStatus,
     currency: c.currency,
     network: c.network,
-    // Absent, never null, where the reference types the limit as a number (contract §14).
+    // Absent, never null, where the reference types the limit as a number (docs/api-rules.md#absent-values).
     spending_controls: omitNulls(
       {
         activated: c.controls_activated,
@@ -236,7 +236,7 @@ export function assertNotTerminal(card: repo.CardRow): void {
 }
 
 /**
- * The card status machine (contract section 14): inactive -> active (activation); active <->
+ * The card status machine (docs/api-rules.md#closed-lists): inactive -> active (activation); active <->
  * freeze; any live status -> blocked | lost | stolen, which are final. Same status: no change.
  */
 function checkTransition(from: string, to: CardStatus): void {

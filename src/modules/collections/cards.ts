@@ -320,7 +320,7 @@ export async function getSavedCard(db: Queryable, ctx: Scope, id: string): Promi
 }
 
 /** Idempotent, as in the reference: success even when the card does not exist. */
-/** Another business's or environment's card is 404 (contract §14); deleting one's own twice is 200. */
+/** Another business's or environment's card is 404 (docs/api-rules.md#isolation); deleting one's own twice is 200. */
 export async function deleteSavedCard(db: Queryable, ctx: Scope, id: string) {
   if (!(await repo.deleteSavedCard(db, ctx, id))) throw notFound('Card');
   return { success: true, message: 'card deleted successfully' };

@@ -12,7 +12,7 @@ const Metadata = z.record(z.string(), z.unknown()).refine((m) => JSON.stringify(
 const Destination = z.strictObject({
   destination_type: z.enum(['internal_account', 'internal_crypto_wallet', 'external_crypto_wallet']),
   id: UuidParam.optional(),
-  // The reference's crypto fields: accepted and ignored (contract section 14).
+  // The reference's crypto fields: accepted and ignored (docs/api-rules.md#unknown-fields).
   wallet_address: z.string().max(200).optional(),
   network: z.string().max(50).optional(),
 });

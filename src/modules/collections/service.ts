@@ -42,7 +42,7 @@ export function sessionMatches(sealer: Sealer, row: repo.CollectionRow, session:
 export function toResponse(d: Pick<CollectionDeps, 'sealer' | 'baseUrl'>, row: repo.CollectionRow): CollectionResponse {
   const link = row.status === 'pending' ? paymentLink(d, row) : null;
   const bankTransfer = row.bank_instructions;
-  // Absent, never null, where the reference types the field as a string (contract §14).
+  // Absent, never null, where the reference types the field as a string (docs/api-rules.md#absent-values).
   return omitNulls(
     {
       id: row.id,

@@ -16,7 +16,7 @@ import type { CreateCustomerBody, CustomerResponse, KycInfo, ListCustomersQuery,
 
 type Scope = Pick<RequestContext, 'tenantId' | 'environment'>;
 
-/** Absent, never null, where the reference types the field as a string (contract §14). */
+/** Absent, never null, where the reference types the field as a string (docs/api-rules.md#absent-values). */
 const OPTIONAL_CUSTOMER_FIELDS = [
   'first_name',
   'middle_name',

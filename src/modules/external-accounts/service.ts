@@ -18,7 +18,7 @@ import type { CreateExternalAccountBody, ExternalAccountResponse, ListExternalAc
 type Scope = Pick<RequestContext, 'tenantId' | 'environment'>;
 
 export function toResponse(r: repo.ExternalAccountRow): ExternalAccountResponse {
-  // Absent, never null, where the reference types the field as an enum or object (contract §14).
+  // Absent, never null, where the reference types the field as an enum or object (docs/api-rules.md#absent-values).
   return omitNulls(
     {
       id: r.id,

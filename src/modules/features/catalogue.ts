@@ -7,7 +7,7 @@ import type { BusinessSettings } from '../../core/settings.js';
  * The product features a customer can activate, and what each needs: an approved KYC level and
  * some provider data. The reference's ids (crypto_wallet excluded: fiat only) plus
  * `physical_cards`, plus a `<ccy>_account` for every supported currency that is not one of the
- * business's home currencies (contract section 14).
+ * business's home currencies (docs/api-rules.md#features).
  */
 export type FieldType = 'number' | 'string' | 'ip_address';
 

@@ -27,7 +27,7 @@ import { recheckInstruction } from './ssi.js';
  *   `completed` (fx.order.completed), exactly as an order placed without approvals. Should the
  *   source no longer cover it (a buy whose rate moved), nothing is written and the order keeps
  *   waiting: the approver sees 422 insufficient_funds and may reject it.
- * - rejected: `rejected`, hold released (the contract's event list has no event for it).
+ * - rejected: `rejected`, hold released (no event type for it: docs/api-rules.md#closed-lists).
  * - expired: `expired`, hold released, fx.order.expired.
  */
 async function waitingOrder(trx: Trx, scope: Scope, id: string): Promise<repo.OrderRow> {

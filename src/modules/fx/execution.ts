@@ -182,7 +182,7 @@ const iso = (d: Date | null) => (d ? d.toISOString() : null);
 
 export function toOrderResponse(row: repo.OrderRow): OrderResponse {
   const feeCurrency = sourceCurrency(row);
-  // Absent, never null, where the reference types the field as a string (contract §14).
+  // Absent, never null, where the reference types the field as a string (docs/api-rules.md#absent-values).
   return omitNulls(
     {
       id: row.id,

@@ -25,7 +25,7 @@ import {
 import * as service from './service.js';
 
 const tags = ['FX'];
-/** Reference data a public key may read (contract section 2). */
+/** Reference data a public key may read (docs/api-rules.md#keys-and-environments). */
 const publicRead = { publicKeyAllowed: true };
 
 export function fxRoutes(deps: Deps): FastifyPluginAsyncZod {

@@ -23,7 +23,7 @@ import {
 import * as service from './service.js';
 
 const tags = ['KYC'];
-/** Room for a 10 MB document in base64 (contract section 1): this route only. */
+/** Room for a 10 MB document in base64 (docs/api-rules.md#envelope-and-errors): this route only. */
 export const KYC_UPLOAD_BODY_LIMIT = 15 * 1024 * 1024;
 
 /** Where the hosted verification page lives: PUBLIC_BASE_URL, else the host the client called. */
@@ -109,7 +109,7 @@ export function kycRoutes(deps: Deps): FastifyPluginAsyncZod {
     );
 
     // Uploads carry no amounts: plain JSON.parse instead of the exact-number parser, which takes
-    // seconds on a 14 MB body. Content-type parsers are scoped to this nested plugin.
+    // seconds on a body of many megabytes. Content-type parsers are scoped to this nested plugin.
     await app.register(async (scope) => {
       useFastJsonParser(scope);
       const uploads = routes(scope.withTypeProvider<ZodTypeProvider>(), tags);

@@ -16,7 +16,7 @@ const Text = (max: number) => z.string().trim().min(1, 'Must not be empty').max(
 
 /**
  * The reference spells document types in upper case on /v1/customers/kyc/… and in lower case on
- * the older /v1/risk/… paths (`passport`, `drivers_license`): both are accepted (contract §14).
+ * the older /v1/risk/… paths (`passport`, `drivers_license`): both are accepted (docs/api-rules.md#reference-examples).
  */
 const DocTypeField = z.preprocess((v) => {
   if (typeof v !== 'string') return v;

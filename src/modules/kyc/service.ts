@@ -92,7 +92,7 @@ function metadataProblems(customerType: 'individual' | 'business', meta: UploadD
 
 /**
  * Decodes the content and decides its type by magic bytes alone: the file name's extension is not
- * held against it (contract §14; the reference's own examples send PNG bytes as `.jpg`).
+ * held against it (docs/api-rules.md#reference-examples; the reference's own examples send PNG bytes as `.jpg`).
  */
 function decodeDocument(body: UploadDocumentBody, maxBytes: number) {
   const invalid = (message: string, detail: Detail) => new AppError('validation_failed', message, [detail]);
@@ -170,7 +170,7 @@ export async function getKycStatus(db: Queryable, ctx: Scope, customerId: string
 export async function listDocuments(db: Queryable, ctx: Scope, customerId: string, query: PageQuery) {
   await requireCustomer(db, ctx, customerId);
   const page = await repo.listDocuments(db, ctx, customerId, query);
-  // Absent, never null, where the reference types the field as a string (contract §14).
+  // Absent, never null, where the reference types the field as a string (docs/api-rules.md#absent-values).
   const documents: z.infer<typeof KycDocument>[] = page.items.map((d) =>
     omitNulls(
       {

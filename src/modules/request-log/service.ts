@@ -28,10 +28,9 @@ export interface RequestLogOptions {
 
 /**
  * Small, frequent flushes: redaction, serialization and the insert's parameters are synchronous
- * work on the server's one thread. A second's worth of requests at once (1,000 rows) held it for
- * tens of milliseconds, which every request arriving meanwhile waited for: at half load the
- * transfers' p99 was 57-67 ms with the log on and 46 ms with it off. A tenth of a second's worth
- * spreads the same work out.
+ * work on the server's one thread. A second's worth of requests at once holds it for tens of
+ * milliseconds, which every request arriving meanwhile waits for (the tail latency shows it:
+ * docs/benchmarks.md#the-figures-behind-the-defaults). A tenth of a second's worth spreads the same work out.
  */
 const DEFAULTS: RequestLogOptions = { maxBuffered: 10_000, flushIntervalMs: 100, chunk: 100, maxBodyChars: 16_384 };
 

@@ -110,7 +110,7 @@ export async function recordMovements(to: Writer, list: { ctx: Scope; movement: 
 const money = (minor: bigint | null, currency: string) => (minor === null ? null : formatAmount(minor, currency));
 
 export function toTransactionResponse(row: TransactionRow): TransactionResponse {
-  // Absent, never null, where the reference types the field as a string (contract §14).
+  // Absent, never null, where the reference types the field as a string (docs/api-rules.md#absent-values).
   return omitNulls(
     {
       id: row.id,

@@ -16,7 +16,7 @@ import {
 import * as service from './service.js';
 
 const tags = ['Transfer'];
-/** Reference data a public key may read (contract section 2). */
+/** Reference data a public key may read (docs/api-rules.md#keys-and-environments). */
 const publicRead = { publicKeyAllowed: true };
 
 export function transferReferenceRoutes(deps: Deps): FastifyPluginAsyncZod {

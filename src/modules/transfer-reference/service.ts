@@ -105,7 +105,7 @@ export async function listRates(db: Queryable, ctx: Scope, config: Config, query
   for (const c of pageRows) {
     const eur = await rateInto(db, ctx, config, 'EUR', c.currency);
     const usd = await rateInto(db, ctx, config, 'USD', c.currency);
-    // Absent, never null, where a rate cannot be given (contract section 14).
+    // Absent, never null, where a rate cannot be given (docs/api-rules.md#absent-values).
     items.push({
       country_iso_code: c.iso_code,
       currency: c.currency,

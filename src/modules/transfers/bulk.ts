@@ -11,9 +11,9 @@ import type { BulkItemResult, BulkResponse, CreateBulkBody, CreateTransferBody }
 type Scope = Pick<RequestContext, 'tenantId' | 'environment'>;
 /**
  * Items per batch of the posting path. Each chunk's statements are built and held at once (their
- * text, parameters and Kysely's nodes for every value): chunks of 100 took the server's peak
- * memory under the bulk load 10-12 MiB below chunks of 250 for 4 % fewer transfers a second
- * (docs/benchmarks.md, "Machine H"), and stay far below PostgreSQL's 65,535 parameters.
+ * text, parameters and Kysely's nodes for every value): chunks of 100 keep the server's peak
+ * memory under the bulk load lower than larger chunks for nearly the same throughput
+ * (docs/benchmarks.md#the-figures-behind-the-defaults), and stay far below PostgreSQL's 65,535 parameters.
  */
 const CHUNK = 100;
 

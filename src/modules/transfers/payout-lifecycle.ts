@@ -231,7 +231,7 @@ export async function applyRailOutcome(trx: Queryable, ctx: Scope, transferId: s
           ? await reverse(trx, ctx, row, why)
           : await release(trx, ctx, row, 'returned', why);
   if (!moved) throw invalidTransition(row.status, outcome);
-  // A failed or returned payout no longer counts toward its customer's daily limit (as sentToday did).
+  // A failed or returned payout does not count toward its customer's daily limit.
   if (outcome !== 'settled') await refundSpend(trx, ctx, row.customer_id, row.currency, row.amount, row.created_at);
   const event =
     outcome === 'settled' ? 'transfer.status.completed' : outcome === 'failed' ? 'transfer.status.failed' : 'transfer.status.returned';

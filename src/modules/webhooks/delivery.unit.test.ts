@@ -15,7 +15,7 @@ const result = (statusCode: number | null, retryAfterMs: number | null = null): 
 const noJitter = { ...DEFAULT_DELIVERY_OPTIONS, jitter: 0 };
 
 describe('decide', () => {
-  it('follows the contract schedule, then fails and disables', () => {
+  it('follows the documented schedule, then fails and disables', () => {
     const now = 1_000_000;
     DEFAULT_RETRY_DELAYS_MS.forEach((delay, i) => {
       expect(decide(i + 1, false, result(500), noJitter, now)).toMatchObject({

@@ -3,7 +3,7 @@ import { write, type Writer } from '../../db/write-set.js';
 import type { RequestContext } from '../../core/context.js';
 import { newId } from '../../lib/ids.js';
 
-/** The closed list of event types (contract section 14). */
+/** The closed list of event types (docs/api-rules.md#closed-lists). */
 export const EVENT_TYPES = [
   'customer.created',
   'customer.kyc.status.pending',

@@ -37,7 +37,7 @@ type Scope = Pick<RequestContext, 'tenantId' | 'environment'>;
 
 /** Endpoints per business and environment. */
 export const MAX_ENDPOINTS = 20;
-/** Scheduled retries after the first attempt (contract section 8), for `max_retries`. */
+/** Scheduled retries after the first attempt (docs/api-rules.md#webhooks), for `max_retries`. */
 export const RETRY_COUNT = 9;
 
 export const sealContext = (endpointId: string) => `webhook-endpoint:${endpointId}`;
