@@ -20,22 +20,22 @@ import * as service from './service.js';
 import { concurrencyGate } from '../../lib/gate.js';
 
 export function transferRoutes(deps: Deps): FastifyPluginAsyncZod {
-  // Every money movement from an account (internal, card funding, payout) goes through the batch path (docs/money-path.md): concurrent requests share
-  // one transaction and a handful of multi-row statements, each still all-or-nothing with its own
-  // idempotency record. PGlite has one connection: one lane, the batch is whatever queued meanwhile.
+  // Every money movement from an account (internal transfer, card funding, payout) goes through
+  // the batch path (docs/money-path.md): concurrent requests share one transaction and a handful
+  // of multi-row statements, each still all-or-nothing with its own idempotency record.
   type Items = { request: FastifyRequest; input: CreateTransferBody }[];
-  const movements = (items: Items) => items.map((i) => ({ ctx: i.request.ctx, config: deps.config, body: i.input }));
-  const internal = gathered(
+  const requestsOf = (items: Items) => items.map((i) => ({ ctx: i.request.ctx, config: deps.config, body: i.input }));
+  const movements = gathered(
     deps,
     'transfers.create',
     'transfers',
-    (trx, items: Items, writes, first?: service.FirstLocks) => service.createMovements(trx, movements(items), writes, first),
+    (trx, items: Items, writes, first?: service.FirstLocks) => service.createMovements(trx, requestsOf(items), writes, first),
     // The first locks leave with the claim (docs/money-path.md).
-    (trx, items: Items) => service.planFirstLocks(trx, movements(items)),
+    (trx, items: Items) => service.planFirstLocks(trx, requestsOf(items)),
   );
   const create = (req: FastifyRequest<{ Body: CreateTransferBody }>, reply: FastifyReply) =>
     service.takesBatchPath(req.body)
-      ? internal.run(req, reply, req.body)
+      ? movements.run(req, reply, req.body)
       : deps.idempotency.run(req, reply, 'transfers.create', async () => service.refuseTransfer(req.body));
 
   // TRANSFER_BULK_CONCURRENCY (src/config.ts): a bulk's memory is held until it ends.
