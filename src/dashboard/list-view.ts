@@ -6,8 +6,7 @@ import type { Page } from '../db/pagination.js';
 import { html, type Html } from './html.js';
 import { alert, appPage, filterForm, pager, table, type Column, type FilterField, type Section } from './layout.js';
 import type { Session } from './service.js';
-
-export type Scope = { tenantId: string; environment: 'sandbox' | 'live' };
+import type { Scope } from '../core/context.js';
 
 export interface ListView<Q, T> {
   section: Section;

@@ -132,7 +132,7 @@ describe('request log', () => {
     expect(gets.body).not.toContain('<td>POST</td>');
     expect((await agent.get('/dashboard/requests?status=9xx')).body).toContain('Invalid filter');
 
-    const scope = { tenantId, environment: 'sandbox' };
+    const scope = { tenantId, environment: 'sandbox' as const };
     const first = await logRepo.list(t.db, scope, { page: 1, items_per_page: 2, method: 'GET' });
     expect(first.items).toHaveLength(2);
     const next = await logRepo.list(t.db, scope, { page: 1, items_per_page: 2, method: 'GET', cursor: first.next_cursor! });
@@ -313,7 +313,7 @@ describe('the request log reads walk indexes', () => {
   // A business with a history the planner can weigh: 3,000 requests, one in ten not 2xx, one in
   // twenty a transfer, each its own request id; then the table's statistics.
   const busy = newId();
-  const scope = () => ({ tenantId: busy, environment: 'sandbox' });
+  const scope = () => ({ tenantId: busy, environment: 'sandbox' as const });
   beforeAll(async () => {
     const start = Date.now() - 3_000_000;
     const history = Array.from({ length: 3000 }, (_, i) => {

@@ -1,7 +1,7 @@
 import type { Config } from '../../config.js';
 import type { Lock } from '../../db/scoped.js';
 import type { Queryable, Trx } from '../../db/client.js';
-import type { RequestContext } from '../../core/context.js';
+import type { RequestContext, Scope } from '../../core/context.js';
 import { AppError, notFound, validationError } from '../../core/errors.js';
 import type { Page } from '../../db/pagination.js';
 import { omitNulls } from '../../lib/absent.js';
@@ -20,7 +20,7 @@ import type {
   ValidationIssue,
 } from './schema.js';
 
-type Scope = Pick<RequestContext, 'tenantId' | 'environment' | 'settings'>;
+type SettingsScope = Scope & Pick<RequestContext, 'settings'>;
 type Customer = Awaited<ReturnType<typeof requireCustomer>>;
 const ACTOR = 'api';
 
@@ -73,7 +73,7 @@ export function validateData(
   return issues;
 }
 
-async function load(trx: Queryable, ctx: Scope, id: string, lock: Lock | undefined = 'update') {
+async function load(trx: Queryable, ctx: SettingsScope, id: string, lock: Lock | undefined = 'update') {
   const row = await repo.findApplication(trx, ctx, id, lock);
   if (!row) throw notFound('Application');
   return row;
@@ -85,7 +85,7 @@ function requireStatus(row: repo.ApplicationRow, allowed: ApplicationStatus[], a
   }
 }
 
-export async function createApplication(trx: Trx, ctx: Scope, body: CreateApplicationBody): Promise<ApplicationResponse> {
+export async function createApplication(trx: Trx, ctx: SettingsScope, body: CreateApplicationBody): Promise<ApplicationResponse> {
   await requireCustomer(trx, ctx, body.customer_id);
   const id = newId();
   await repo.insertApplication(trx, {
@@ -106,13 +106,13 @@ export async function createApplication(trx: Trx, ctx: Scope, body: CreateApplic
   return toApplicationResponse(await load(trx, ctx, id, undefined));
 }
 
-export async function getApplication(db: Queryable, ctx: Scope, id: string) {
+export async function getApplication(db: Queryable, ctx: SettingsScope, id: string) {
   return toApplicationResponse(await load(db, ctx, id, undefined));
 }
 
 export async function listApplications(
   db: Queryable,
-  ctx: Scope,
+  ctx: SettingsScope,
   query: ListApplicationsQuery,
   statuses?: ApplicationStatus[],
 ): Promise<Page<ApplicationResponse>> {
@@ -120,21 +120,21 @@ export async function listApplications(
   return { ...page, items: page.items.map(toApplicationResponse) };
 }
 
-export async function updateApplication(trx: Trx, ctx: Scope, id: string, data: ApplicationData) {
+export async function updateApplication(trx: Trx, ctx: SettingsScope, id: string, data: ApplicationData) {
   requireStatus(await load(trx, ctx, id), ['draft'], 'update');
   const row = await repo.updateApplication(trx, id, { data: JSON.stringify(data), validation_errors: '[]' });
   await repo.addHistory(trx, ctx, id, 'updated', ACTOR, { fields: Object.keys(data) });
   return toApplicationResponse(row);
 }
 
-export async function deleteApplication(trx: Trx, ctx: Scope, id: string) {
+export async function deleteApplication(trx: Trx, ctx: SettingsScope, id: string) {
   requireStatus(await load(trx, ctx, id), ['draft', 'rejected'], 'delete');
   await repo.updateApplication(trx, id, { deleted_at: new Date() });
   await repo.addHistory(trx, ctx, id, 'deleted', ACTOR);
   return { success: true, message: 'Application deleted' };
 }
 
-export async function acceptTos(trx: Trx, ctx: Scope, id: string, agreementId: string) {
+export async function acceptTos(trx: Trx, ctx: SettingsScope, id: string, agreementId: string) {
   requireStatus(await load(trx, ctx, id), ['draft'], 'accept terms for');
   const row = await repo.updateApplication(trx, id, { tos_agreement_id: agreementId });
   await repo.addHistory(trx, ctx, id, 'tos_accepted', ACTOR, { agreement_id: agreementId });
@@ -142,7 +142,7 @@ export async function acceptTos(trx: Trx, ctx: Scope, id: string, agreementId: s
 }
 
 /** draft -> submitted, once the data passes validation (else 400 with every issue). */
-export async function submitApplication(trx: Trx, ctx: Scope, config: Config, id: string) {
+export async function submitApplication(trx: Trx, ctx: SettingsScope, config: Config, id: string) {
   const row = await load(trx, ctx, id);
   requireStatus(row, ['draft'], 'submit');
   const customer = await requireCustomer(trx, ctx, row.customer_id);
@@ -163,7 +163,7 @@ export async function submitApplication(trx: Trx, ctx: Scope, config: Config, id
  * the customer's KYC decides: rejected -> rejected, approved -> approved, anything else in live
  * -> manual_review (a human decides).
  */
-function decide(ctx: Scope, customer: Customer): ApplicationStatus {
+function decide(ctx: SettingsScope, customer: Customer): ApplicationStatus {
   const lastName = (customer.last_name ?? '').toLowerCase();
   if (customer.kyc_status === 'rejected' || (ctx.environment === 'sandbox' && lastName === 'reject')) return 'rejected';
   if (customer.kyc_status === 'manual_review' || (ctx.environment === 'sandbox' && lastName === 'review')) return 'manual_review';
@@ -172,7 +172,7 @@ function decide(ctx: Scope, customer: Customer): ApplicationStatus {
 }
 
 /** submitted -> processing -> approved (the account is opened) | rejected | manual_review. */
-export async function processApplication(trx: Trx, ctx: Scope, config: Config, id: string): Promise<ProcessingResult> {
+export async function processApplication(trx: Trx, ctx: SettingsScope, config: Config, id: string): Promise<ProcessingResult> {
   const row = await load(trx, ctx, id);
   requireStatus(row, ['submitted'], 'process');
   await repo.updateApplication(trx, id, { status: 'processing' });
@@ -196,7 +196,7 @@ export async function processApplication(trx: Trx, ctx: Scope, config: Config, i
   return { application_id: id, status, account, errors, metadata: {} };
 }
 
-export async function submitAndProcess(trx: Trx, ctx: Scope, config: Config, id: string) {
+export async function submitAndProcess(trx: Trx, ctx: SettingsScope, config: Config, id: string) {
   await submitApplication(trx, ctx, config, id);
   const result = await processApplication(trx, ctx, config, id);
   return {
@@ -206,7 +206,7 @@ export async function submitAndProcess(trx: Trx, ctx: Scope, config: Config, id:
   };
 }
 
-export async function history(db: Queryable, ctx: Scope, id: string) {
+export async function history(db: Queryable, ctx: SettingsScope, id: string) {
   await load(db, ctx, id, undefined);
   const rows = await repo.historyOf(db, id);
   return {

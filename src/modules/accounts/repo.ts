@@ -1,7 +1,7 @@
 import { sql, type ColumnType, type Insertable, type Selectable, type SelectQueryBuilder } from 'kysely';
 import type { Database } from '../../db/types.js';
 import type { Queryable } from '../../db/client.js';
-import type { RequestContext } from '../../core/context.js';
+import type { Scope } from '../../core/context.js';
 import { paginate, type Page } from '../../db/pagination.js';
 import { findScoped, scoped, scopedUpdate, type Lock } from '../../db/scoped.js';
 import type { BankDetails } from '../../lib/bank-details.js';
@@ -31,7 +31,6 @@ declare module '../../db/types.js' {
 }
 
 export type AccountRow = Selectable<AccountsTable>;
-type Scope = Pick<RequestContext, 'tenantId' | 'environment'>;
 
 /** Inserts unless the account number is taken (returns false: the caller draws another). */
 export async function insertAccount(db: Queryable, row: Insertable<AccountsTable>): Promise<boolean> {

@@ -1,7 +1,7 @@
 import type { Config } from '../../config.js';
 import { Batcher } from '../../db/batcher.js';
 import type { Queryable, Trx } from '../../db/client.js';
-import { groupByScope, scopeKey, type RequestContext } from '../../core/context.js';
+import { groupByScope, scopeKey, type RequestContext, type Scope } from '../../core/context.js';
 import { AppError, notFound } from '../../core/errors.js';
 import type { Page } from '../../db/pagination.js';
 import { omitNulls } from '../../lib/absent.js';
@@ -17,7 +17,6 @@ import { recordEvent } from '../webhooks/service.js';
 import * as repo from './repo.js';
 import type { AccountResponse, CreateAccountBody, ListAccountsQuery } from './schema.js';
 
-type Scope = Pick<RequestContext, 'tenantId' | 'environment'>;
 export type AccountRow = repo.AccountRow;
 
 const CAPABILITIES: Record<AccountRow['status'], string[]> = {

@@ -1,5 +1,5 @@
 import type { Queryable, Trx } from '../../db/client.js';
-import type { RequestContext } from '../../core/context.js';
+import type { Scope } from '../../core/context.js';
 import { AppError, notFound, validationError, type ErrorDetail } from '../../core/errors.js';
 import type { Page } from '../../db/pagination.js';
 import { newId } from '../../lib/ids.js';
@@ -12,8 +12,6 @@ import type { ApplicationResponse, ApplicationStatus, CreateApplicationBody, Lis
 import { billingAddressOf, cardCurrency, type CardDeps } from './service.js';
 
 /** Card applications: the issuer's onboarding of a customer for cards (reference: /v1/cards/applications). */
-
-type Scope = Pick<RequestContext, 'tenantId' | 'environment'>;
 
 /** The reference's `status`: the card lifecycle value an application leads to (docs/api-rules.md#closed-lists). */
 function cardStatusOf(status: ApplicationStatus): ApplicationResponse['status'] {

@@ -1,5 +1,5 @@
 import type { Queryable, Trx } from '../../db/client.js';
-import { groupByScope, scopeKey, soleScope, type RequestContext } from '../../core/context.js';
+import { groupByScope, scopeKey, soleScope, type Scope } from '../../core/context.js';
 import type { WriteSet } from '../../db/write-set.js';
 import type { LockPlan } from '../../db/pipeline.js';
 import { AppError, notFound, refusalOf, validationError, type ItemOutcome } from '../../core/errors.js';
@@ -23,8 +23,6 @@ import type {
 import { TERMINAL_STATUSES } from './schema.js';
 import { isExpired } from './secrets.js';
 import { cardTransactionEvent, requireCard } from './service.js';
-
-type Scope = Pick<RequestContext, 'tenantId' | 'environment'>;
 
 export function toAuthorizationResponse(a: repo.AuthorizationRow): AuthorizationResponse {
   return {

@@ -1,7 +1,7 @@
 import type { Config } from '../../config.js';
 import type { Lock } from '../../db/scoped.js';
 import type { Queryable, Trx } from '../../db/client.js';
-import type { RequestContext } from '../../core/context.js';
+import type { RequestContext, Scope } from '../../core/context.js';
 import { AppError, notFound, validationError, type ErrorDetail } from '../../core/errors.js';
 import type { Page } from '../../db/pagination.js';
 import { omitNulls } from '../../lib/absent.js';
@@ -18,7 +18,6 @@ import type { CardResponse, CardStatus, CreateCardBody, ListCardsQuery, Spending
 import { TERMINAL_STATUSES } from './schema.js';
 import * as secrets from './secrets.js';
 
-type Scope = Pick<RequestContext, 'tenantId' | 'environment'>;
 /** The feature gates also read the business's settings. */
 type GateCtx = Pick<RequestContext, 'tenantId' | 'environment' | 'settings'>;
 /** What card services need beyond the database: settings and the secrets key. */

@@ -1,6 +1,6 @@
 import type { LockPlan } from '../../db/pipeline.js';
 import type { Queryable, Trx } from '../../db/client.js';
-import { groupByScope, scopeKey, soleScope, type Environment, type RequestContext } from '../../core/context.js';
+import { groupByScope, scopeKey, soleScope, type Environment, type Scope } from '../../core/context.js';
 import { AppError, notFound, refusalOf, validationError, type ErrorDetail, type ItemOutcome } from '../../core/errors.js';
 import type { WriteSet } from '../../db/write-set.js';
 import type { Page } from '../../db/pagination.js';
@@ -20,7 +20,6 @@ import { destinationAccount, insertPending, paymentLink, sessionMatches, toRespo
  * card-token simulation), are sealed with the data key at once, and never logged or returned.
  * The CVV is checked for shape, passed to the acquirer, and dropped.
  */
-type Scope = Pick<RequestContext, 'tenantId' | 'environment'>;
 const sealContext = (id: string) => `saved-card:${id}`;
 
 export interface CardInput {

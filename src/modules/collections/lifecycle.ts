@@ -1,6 +1,6 @@
 import type { Trx } from '../../db/client.js';
 import { inOneStatement, type WriteSet } from '../../db/write-set.js';
-import { groupByScope, scopeKey, soleScope, type Environment, type RequestContext } from '../../core/context.js';
+import { groupByScope, scopeKey, soleScope, type Environment, type Scope } from '../../core/context.js';
 import { AppError, notFound, type ItemOutcome } from '../../core/errors.js';
 import type { LockPlan } from '../../db/pipeline.js';
 import * as ledger from '../../ledger/index.js';
@@ -17,7 +17,6 @@ import { collectionFee, toResponse, type CollectionDeps } from './service.js';
  * less the business's fee) | failed | expired. Each is a conditional update on the locked row,
  * written with its ledger posting and event in one transaction, so it happens exactly once.
  */
-type Scope = Pick<RequestContext, 'tenantId' | 'environment'>;
 type Deps = Pick<CollectionDeps, 'sealer' | 'baseUrl' | 'config'>;
 
 function notPending(row: repo.CollectionRow, action: string): AppError {

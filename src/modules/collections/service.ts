@@ -1,6 +1,6 @@
 import type { Config } from '../../config.js';
 import type { Queryable } from '../../db/client.js';
-import type { RequestContext } from '../../core/context.js';
+import type { Scope } from '../../core/context.js';
 import type { BusinessSettings } from '../../core/settings.js';
 import { AppError, notFound, validationError } from '../../core/errors.js';
 import type { Page } from '../../db/pagination.js';
@@ -15,8 +15,6 @@ import { feeOf } from '../pricing/service.js';
 import { recordEvent } from '../webhooks/service.js';
 import * as repo from './repo.js';
 import type { CollectionResponse, CreateCollectionBody, ListCollectionsQuery } from './schema.js';
-
-type Scope = Pick<RequestContext, 'tenantId' | 'environment'>;
 
 /** What collection services need beyond the database: the data key and the public base URL. */
 export interface CollectionDeps {

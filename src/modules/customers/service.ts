@@ -2,7 +2,7 @@ import type { Config } from '../../config.js';
 import type { Lock } from '../../db/scoped.js';
 import type { Queryable, Trx } from '../../db/client.js';
 import { isUniqueViolation } from '../../db/errors.js';
-import type { RequestContext } from '../../core/context.js';
+import type { Scope } from '../../core/context.js';
 import { AppError, notFound } from '../../core/errors.js';
 import type { Page } from '../../db/pagination.js';
 import { omitNulls } from '../../lib/absent.js';
@@ -13,8 +13,6 @@ import * as repo from './repo.js';
 export type { CustomerRow } from './repo.js';
 import type { z } from 'zod';
 import type { CreateCustomerBody, CustomerResponse, KycInfo, ListCustomersQuery, UpdateCustomerBody } from './schema.js';
-
-type Scope = Pick<RequestContext, 'tenantId' | 'environment'>;
 
 /** Absent, never null, where the reference types the field as a string (docs/api-rules.md#absent-values). */
 const OPTIONAL_CUSTOMER_FIELDS = [

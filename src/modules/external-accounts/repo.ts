@@ -1,6 +1,6 @@
 import { sql, type ColumnType, type Insertable, type Selectable } from 'kysely';
 import type { Queryable } from '../../db/client.js';
-import type { RequestContext } from '../../core/context.js';
+import type { Scope } from '../../core/context.js';
 import { paginate, type Page } from '../../db/pagination.js';
 import { locked, scoped, scopedUpdate, transition, type Lock } from '../../db/scoped.js';
 import type { ListExternalAccountsQuery, PayeeAddress } from './schema.js';
@@ -51,7 +51,6 @@ declare module '../../db/types.js' {
 }
 
 export type ExternalAccountRow = Selectable<ExternalAccountsTable>;
-type Scope = Pick<RequestContext, 'tenantId' | 'environment'>;
 
 export async function insert(db: Queryable, row: Insertable<ExternalAccountsTable>): Promise<boolean> {
   // A concurrent duplicate loses on the partial unique index and gets the winner's row instead.

@@ -1,6 +1,6 @@
 import type { Config } from '../../config.js';
 import type { Queryable, Trx, UnitOfWork } from '../../db/client.js';
-import type { RequestContext } from '../../core/context.js';
+import type { RequestContext, Scope } from '../../core/context.js';
 import { AppError, notFound } from '../../core/errors.js';
 import type { Page } from '../../db/pagination.js';
 import { omitNulls } from '../../lib/absent.js';
@@ -14,8 +14,6 @@ import { requireCustomer } from '../customers/service.js';
 import { recordEvent } from '../webhooks/service.js';
 import * as repo from './repo.js';
 import type { CreateExternalAccountBody, ExternalAccountResponse, ListExternalAccountsQuery, VerifyExternalAccountBody } from './schema.js';
-
-type Scope = Pick<RequestContext, 'tenantId' | 'environment'>;
 
 export function toResponse(r: repo.ExternalAccountRow): ExternalAccountResponse {
   // Absent, never null, where the reference types the field as an enum or object (docs/api-rules.md#absent-values).

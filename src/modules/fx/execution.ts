@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import type { Trx } from '../../db/client.js';
-import type { RequestContext } from '../../core/context.js';
+import type { Scope } from '../../core/context.js';
 import * as ledger from '../../ledger/index.js';
 import { omitNulls } from '../../lib/absent.js';
 import { formatAmount } from '../../lib/money.js';
@@ -14,7 +14,6 @@ import type { OrderResponse } from './schema.js';
 import { conversionLegs, type ConversionInput } from './service.js';
 import { payOut, prepareSettlement, type ExecutionEnv } from './ssi.js';
 
-type Scope = Pick<RequestContext, 'tenantId' | 'environment'>;
 type SideOf = { side: 'buy' | 'sell'; base: string; quote: string };
 
 /** The currency the customer pays in: the base when selling it, the quote when buying the base. */

@@ -1,6 +1,6 @@
 import type { Config } from '../../config.js';
 import type { Queryable, Trx } from '../../db/client.js';
-import type { RequestContext } from '../../core/context.js';
+import type { RequestContext, Scope } from '../../core/context.js';
 import { AppError, notFound, validationError, type ErrorDetail } from '../../core/errors.js';
 import type { Page } from '../../db/pagination.js';
 import * as ledger from '../../ledger/index.js';
@@ -26,7 +26,6 @@ import type { RateBook } from '../../rails/fx.js';
  * with `quote_id`) executes at once; a limit order holds the source funds and waits as `pending`
  * for the limit-order worker (worker.ts).
  */
-type Scope = Pick<RequestContext, 'tenantId' | 'environment'>;
 
 export interface Terms {
   orderType: 'market' | 'limit';

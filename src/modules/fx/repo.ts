@@ -2,7 +2,7 @@ import { sql, type ColumnType, type Insertable, type Selectable, type Updateable
 import type { Queryable } from '../../db/client.js';
 import { write, writeTogether, type Writer } from '../../db/write-set.js';
 import { valuesOf } from '../../db/values.js';
-import type { RequestContext } from '../../core/context.js';
+import type { Scope } from '../../core/context.js';
 import { paginate, type Page } from '../../db/pagination.js';
 import { isUuid } from '../../lib/ids.js';
 import type { OverrideStore } from '../../rails/fx.js';
@@ -96,7 +96,6 @@ declare module '../../db/types.js' {
 
 export type QuoteRow = Selectable<FxQuotesTable>;
 export type OrderRow = Selectable<FxOrdersTable>;
-type Scope = Pick<RequestContext, 'tenantId' | 'environment'>;
 
 /** The business's simulated rates (sandbox): the statement that reads them, and how to read its rows. */
 export const sandboxRates: OverrideStore = {

@@ -1,6 +1,6 @@
 import type { Config } from '../../config.js';
 import type { Queryable, Trx } from '../../db/client.js';
-import type { RequestContext } from '../../core/context.js';
+import type { RequestContext, Scope } from '../../core/context.js';
 import { AppError, notFound } from '../../core/errors.js';
 import * as ledger from '../../ledger/index.js';
 import { formatAmount, isKnownCurrency, parseAmount } from '../../lib/money.js';
@@ -22,7 +22,6 @@ import type { QuoteBody, QuoteResponse, RatesQuery, SimulateRateBody } from './s
  * receives rounds down, an amount the customer pays rounds up. The remainder (< 1 minor unit) is
  * never booked to the customer and shows in the fx_position account's balance.
  */
-type Scope = Pick<RequestContext, 'tenantId' | 'environment'>;
 type SettingsScope = Scope & Partial<Pick<RequestContext, 'settings'>>;
 
 const SOURCES: Record<RequestContext['environment'], RateSource> = {

@@ -1,6 +1,6 @@
 import type { Config } from '../../config.js';
 import type { Queryable } from '../../db/client.js';
-import type { RequestContext } from '../../core/context.js';
+import type { Scope } from '../../core/context.js';
 import { sanctionsList, type SanctionsList } from '../../lib/sanctions/list.js';
 import { nameKey, nameSimilarity } from '../../lib/sanctions/match.js';
 import type { KycDecision } from '../../rails/kyc.js';
@@ -46,8 +46,6 @@ export function ageOn(dateOfBirth: string, today = new Date()): number {
   if (beforeBirthday) age--;
   return age;
 }
-
-type Scope = Pick<RequestContext, 'tenantId' | 'environment'>;
 
 interface PersonLike {
   first_name: string | null;

@@ -1,5 +1,5 @@
 import type { Trx } from '../../db/client.js';
-import type { RequestContext } from '../../core/context.js';
+import type { Scope } from '../../core/context.js';
 import { AppError, notFound } from '../../core/errors.js';
 import { kycConnectorFor, type KycDecision, type KycSubject } from '../../rails/kyc.js';
 import { associatedPersons, requireCustomer } from '../customers/service.js';
@@ -16,7 +16,6 @@ import { assertNotCompleted, missingDocuments, openCase, syncCustomerKycStatus, 
  * connector (sandbox: magic values; live: manual review) in the caller's transaction, so the
  * case's new state, the customer's kyc_status and the events commit together.
  */
-type Scope = Pick<RequestContext, 'tenantId' | 'environment'>;
 type PersonOutcome = { personId: string; kycStatus: string };
 
 const EVENT_OF = {

@@ -1,5 +1,5 @@
 import type { Db, Queryable, Trx } from '../../db/client.js';
-import type { RequestContext } from '../../core/context.js';
+import type { Scope } from '../../core/context.js';
 import { AppError, notFound } from '../../core/errors.js';
 import type { PageQuery } from '../../db/pagination.js';
 import { omitNulls } from '../../lib/absent.js';
@@ -22,7 +22,6 @@ import { assertNotCompleted, missingDocuments, openCase, syncCustomerKycStatus, 
  * simulation). A rejected case with reject type RETRY can start again; approved is final (409).
  * Documents belong to the customer and serve every level.
  */
-type Scope = Pick<RequestContext, 'tenantId' | 'environment'>;
 
 export async function kycInfoFor(db: Queryable, ctx: Scope, customerIds: string[]): Promise<Map<string, z.infer<typeof KycInfo>[]>> {
   const out = new Map<string, z.infer<typeof KycInfo>[]>();

@@ -3,6 +3,7 @@ import type { Queryable } from '../../db/client.js';
 import { paginate, type Page, type PageQuery } from '../../db/pagination.js';
 import { scoped } from '../../db/scoped.js';
 import { escapeLike, stringConstant } from '../../db/values.js';
+import type { Scope } from '../../core/context.js';
 
 export interface ApiRequestLogTable {
   id: string;
@@ -31,7 +32,6 @@ declare module '../../db/types.js' {
 
 export type RequestLogRow = Selectable<ApiRequestLogTable>;
 export type NewRequestLogRow = Insertable<ApiRequestLogTable>;
-type Scope = { tenantId: string; environment: string };
 
 /** 16 columns a row: 500 rows stay far below PostgreSQL's 65,535 bind parameters. */
 const INSERT_CHUNK = 500;

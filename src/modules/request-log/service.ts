@@ -5,6 +5,7 @@ import { newId, uuidv7LowerBound } from '../../lib/ids.js';
 import { redactJsonText, redactString, redactValue } from '../../lib/redact.js';
 import { pageOfTenants } from '../tenants/service.js';
 import * as repo from './repo.js';
+import type { Scope } from '../../core/context.js';
 
 /**
  * The API request log. The HTTP layer hands over each finished /v1 request with `record`, which
@@ -149,8 +150,6 @@ export class RequestLog implements RequestLogSink {
 }
 
 // ---- reading (the dashboard) ------------------------------------------------------------------
-
-type Scope = { tenantId: string; environment: string };
 
 export interface RequestLogSummary {
   id: string;

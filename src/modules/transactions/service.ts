@@ -1,6 +1,6 @@
 import type { Queryable } from '../../db/client.js';
 import type { Writer } from '../../db/write-set.js';
-import type { RequestContext } from '../../core/context.js';
+import type { Scope } from '../../core/context.js';
 import { notFound } from '../../core/errors.js';
 import type { Page } from '../../db/pagination.js';
 import { omitNulls } from '../../lib/absent.js';
@@ -18,7 +18,6 @@ import type {
   VolumeQuery,
 } from './schema.js';
 
-type Scope = Pick<RequestContext, 'tenantId' | 'environment'>;
 export type TransactionRow = repo.TransactionRow;
 
 /** One account's side of a movement: becomes one transaction on that account. */

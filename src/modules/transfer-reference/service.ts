@@ -1,7 +1,7 @@
 import { iso31661, iso31662 } from 'iso-3166';
 import type { Config } from '../../config.js';
 import type { Queryable } from '../../db/client.js';
-import type { RequestContext } from '../../core/context.js';
+import type { RequestContext, Scope } from '../../core/context.js';
 import { AppError } from '../../core/errors.js';
 import { allInstitutions } from '../../lib/institutions.js';
 import { currencyName, getRate, supportedCurrencies } from '../fx/service.js';
@@ -17,7 +17,7 @@ import type { AddressCountriesQuery, TransferCountriesQuery, TransferCurrenciesQ
  * - the rates: the FX module's current customer rate (the business's spread, the sandbox market
  *   of /v1/simulations/fx/rates), the same rate an international payout uses.
  */
-type Scope = Pick<RequestContext, 'tenantId' | 'environment' | 'settings'>;
+type SettingsScope = Scope & Pick<RequestContext, 'settings'>;
 
 interface PayoutCountry {
   iso_code: string;
@@ -85,7 +85,7 @@ export function listAddressCountries(query: AddressCountriesQuery) {
 }
 
 /** The customer rate from `base` into `quote`, or undefined when FX cannot price the pair. */
-async function rateInto(db: Queryable, ctx: Scope, config: Config, base: string, quote: string): Promise<string | undefined> {
+async function rateInto(db: Queryable, ctx: SettingsScope, config: Config, base: string, quote: string): Promise<string | undefined> {
   if (base === quote) return '1';
   try {
     return (await getRate(db, ctx, config, base, quote, 'sell')).rate;
@@ -95,7 +95,7 @@ async function rateInto(db: Queryable, ctx: Scope, config: Config, base: string,
   }
 }
 
-export async function listRates(db: Queryable, ctx: Scope, config: Config, query: TransferRatesQuery) {
+export async function listRates(db: Queryable, ctx: SettingsScope, config: Config, query: TransferRatesQuery) {
   const rows = payoutCountries(config).filter(
     (c) => (!query.country_iso_code || c.iso_code === query.country_iso_code) && (!query.currency || c.currency === query.currency),
   );

@@ -1,6 +1,6 @@
 import type { ColumnType, Insertable } from 'kysely';
 import type { Queryable } from '../../db/client.js';
-import type { RequestContext } from '../../core/context.js';
+import type { Scope } from '../../core/context.js';
 import { findScoped } from '../../db/scoped.js';
 import type { BulkItemResult } from './schema.js';
 
@@ -21,8 +21,6 @@ declare module '../../db/types.js' {
     transfer_bulks: TransferBulksTable;
   }
 }
-
-type Scope = Pick<RequestContext, 'tenantId' | 'environment'>;
 
 /** Stores a decided bulk with its items' results; returns its creation time. */
 export async function insertBulk(db: Queryable, row: Insertable<TransferBulksTable>): Promise<Date> {

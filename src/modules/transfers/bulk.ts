@@ -1,6 +1,6 @@
 import type { Config } from '../../config.js';
 import type { Queryable, Trx } from '../../db/client.js';
-import type { RequestContext } from '../../core/context.js';
+import type { RequestContext, Scope } from '../../core/context.js';
 import { findBulk, insertBulk } from './bulk-repo.js';
 import { notFound, validationError } from '../../core/errors.js';
 import { newId } from '../../lib/ids.js';
@@ -8,7 +8,6 @@ import { lockAhead, movementBatch } from './batch.js';
 import { toTransferResponse } from './format.js';
 import type { BulkItemResult, BulkResponse, CreateBulkBody, CreateTransferBody } from './schema.js';
 
-type Scope = Pick<RequestContext, 'tenantId' | 'environment'>;
 /**
  * Items per batch of the posting path. Each chunk's statements are built and held at once (their
  * text, parameters and Kysely's nodes for every value): chunks of 100 keep the server's peak

@@ -2,7 +2,7 @@ import type { CompiledQuery } from 'kysely';
 import type { Config } from '../../config.js';
 import type { Queryable } from '../../db/client.js';
 import type { Writer } from '../../db/write-set.js';
-import { scopeKey, type RequestContext } from '../../core/context.js';
+import { scopeKey, type RequestContext, type Scope } from '../../core/context.js';
 import type { AppError } from '../../core/errors.js';
 import { transactionLimitRefusal } from '../features/service.js';
 import { approvedLevelsOf, approvedLevelsStatement } from '../kyc/service.js';
@@ -10,7 +10,6 @@ import type { KycLevel } from '../kyc/schema.js';
 import * as repo from './repo.js';
 import { addSpend, readSpendStatement, spendKeyString, spendOf, utcDay, type SpendKey } from './spend-repo.js';
 
-type Scope = Pick<RequestContext, 'tenantId' | 'environment'>;
 /** A movement out of a customer's account, as the gate sees it. */
 export type Move = { ctx: Scope; customerId: string; currency: string };
 

@@ -2,7 +2,7 @@ import type { Config } from '../../config.js';
 import type { Db, Queryable, Trx } from '../../db/client.js';
 import { inOneStatement } from '../../db/write-set.js';
 import { keyedOnce } from '../../lib/memo.js';
-import { groupByScope, scopeKey, type Environment, type RequestContext } from '../../core/context.js';
+import { groupByScope, scopeKey, type Environment, type Scope } from '../../core/context.js';
 import { AppError, notFound } from '../../core/errors.js';
 import { eachOnItsOwn } from '../../core/job.js';
 import * as ledger from '../../ledger/index.js';
@@ -24,7 +24,6 @@ import * as repo from './repo.js';
  * Every step is a conditional update on the locked transfer row, so each outcome takes effect
  * exactly once however many workers, simulations or operators race for it.
  */
-type Scope = Pick<RequestContext, 'tenantId' | 'environment'>;
 
 /** The business and environment a row belongs to (a transfer, a claimed rail payout). */
 const scopeOfRow = (row: { tenant_id: string; environment: string }): Scope => ({

@@ -1,7 +1,7 @@
 import type { Config } from '../../config.js';
 import type { Queryable, Trx } from '../../db/client.js';
 import type { WriteSet } from '../../db/write-set.js';
-import type { RequestContext } from '../../core/context.js';
+import type { RequestContext, Scope } from '../../core/context.js';
 import { AppError, notFound, validationError, type ItemOutcome } from '../../core/errors.js';
 import type { Page } from '../../db/pagination.js';
 import { movementBatch, planFirstLocks, type FirstLocks } from './batch.js';
@@ -11,7 +11,6 @@ import { toTransferResponse } from './format.js';
 import * as repo from './repo.js';
 import type { CreateTransferBody, ListTransfersQuery, TransferResponse } from './schema.js';
 
-type Scope = Pick<RequestContext, 'tenantId' | 'environment'>;
 export type TransferRow = repo.TransferRow;
 export { toTransferResponse };
 

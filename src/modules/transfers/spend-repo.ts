@@ -3,7 +3,7 @@ import { sql } from 'kysely';
 import type { Queryable } from '../../db/client.js';
 import { write, type Writer } from '../../db/write-set.js';
 import { valuesOf } from '../../db/values.js';
-import type { RequestContext } from '../../core/context.js';
+import type { Scope } from '../../core/context.js';
 
 export interface CustomerDailySpendTable {
   tenant_id: string;
@@ -19,8 +19,6 @@ declare module '../../db/types.js' {
     customer_daily_spend: CustomerDailySpendTable;
   }
 }
-
-type Scope = Pick<RequestContext, 'tenantId' | 'environment'>;
 
 /** One counter: a customer's spending in one currency on one UTC day. */
 export interface SpendKey {

@@ -1,6 +1,6 @@
 import type { Lock } from '../../db/scoped.js';
 import type { Queryable, Trx } from '../../db/client.js';
-import type { RequestContext } from '../../core/context.js';
+import type { Scope } from '../../core/context.js';
 import { AppError, notFound } from '../../core/errors.js';
 import type { Page, PageQuery } from '../../db/pagination.js';
 import type { Sealer } from '../../lib/crypto.js';
@@ -33,7 +33,6 @@ import { assertEndpointUrl } from './url-safety.js';
  * and the dashboard both call these; every function takes the pool or an open transaction and
  * the caller's context, and every query is scoped by tenant and environment.
  */
-type Scope = Pick<RequestContext, 'tenantId' | 'environment'>;
 
 /** Endpoints per business and environment. */
 export const MAX_ENDPOINTS = 20;
