@@ -158,7 +158,7 @@ function postOrHold(book: PostingBatch, p: Prepared) {
 }
 
 /** Decides each movement in arrival order against the locked balances and counters (no SQL). */
-function decide(prepared: Prepared[], book: PostingBatch, gate: SpendingGate): (AppError | Omit<Accepted, 'i'>)[] {
+export function decide(prepared: Prepared[], book: PostingBatch, gate: SpendingGate): (AppError | Omit<Accepted, 'i'>)[] {
   return prepared.map((p) => {
     const customerId = p.source.customer_id;
     // Card funding has no KYC limit of its own; it only counts in the customer's daily total.
