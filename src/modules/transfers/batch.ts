@@ -175,42 +175,29 @@ export function decide(prepared: Prepared[], book: PostingBatch, gate: SpendingG
 
 /**
  * Money movements (internal transfers, card fundings, payouts) as ONE unit of work in `trx`, with
- * a fixed number of statements whatever their number (docs/money-path.md). Every kind takes the
- * same steps: load (lock the accounts) → check (per kind, then limits) → post or hold (balances
- * decided in memory) → record (account transactions, transfer, events, counters). Lock order:
- * account rows (share) → spending locks → (fee account creation, rare) → balance rows, each
- * ascending: the order of every other money movement. Every check is made per movement in
- * arrival order; a refused one changes nothing, so it never fails its neighbours. Returns one
- * outcome per request, in order. The writes go into `writes` when the caller gives one (it sends
- * them with its own, in one statement, before it commits); otherwise they are sent here, as one
- * statement. `first`: the first locks, when the caller took them (planFirstLocks, with its claim).
+ * a fixed number of statements whatever their number (docs/money-path.md). The steps, in order:
+ * shape → lock (the account rows, or `first`: the first locks the caller took with its claim) →
+ * load (each kind's checks) → limits (the spending gate) → fee accounts → balances → decide (in
+ * memory, arrival order) → post and record (one write statement) → answer. Lock order: account
+ * rows (share) → spending locks → (fee account creation, rare) → balance rows, each ascending: the
+ * order of every other money movement. A refused movement changes nothing, so it never fails its
+ * neighbours. Returns one outcome per request, in order. The writes go into `writes` when the
+ * caller gives one (it sends them with its own, in one statement, before it commits); otherwise
+ * they are sent here, as one statement.
  */
 export async function movementBatch(trx: Trx, reqs: MovementRequest[], writes?: WriteSet, first?: FirstLocks): Promise<TransferOutcome[]> {
   const outcomes: (TransferOutcome | undefined)[] = reqs.map(() => undefined);
-  const shaped = await Promise.all(reqs.map((r) => refusalOf(() => checkShape(r.body))));
-  const live = reqs.flatMap((r, i) => (shaped[i] instanceof AppError ? [] : [i]));
-  shaped.forEach((s, i) => s instanceof AppError && (outcomes[i] = { ok: false, error: s }));
+  const refuse = (i: number, error: AppError) => (outcomes[i] = { ok: false, error });
 
-  // `first`: taken for these requests (and maybe others) by the caller, before it knew which it runs.
+  const live = await shape(reqs, refuse);
   const { locked, ahead } =
     first ??
     (await lockFirst(
       trx,
       live.map((i) => reqs[i]!),
     ));
-  const prepared: { i: number; p: Prepared }[] = [];
-  for (const i of live) {
-    const req = reqs[i]!;
-    const check = CHECKS[req.body.destination.destination_type] ?? prepare;
-    const p = await refusalOf(() => check(trx, req, newId(), locked.get(scopeKey(req.ctx))!));
-    if (p instanceof AppError) outcomes[i] = { ok: false, error: p };
-    else prepared.push({ i, p });
-  }
-  const senders = prepared.flatMap(({ p }) =>
-    p.source.customer_id ? [{ ctx: p.req.ctx, customerId: p.source.customer_id, currency: p.currency }] : [],
-  );
-  const gate = ahead?.gate ?? (await SpendingGate.open(trx, reqs[0]!.config, senders));
-  // After the spending locks, as a lone payout does (its fee account comes after its limits).
+  const prepared = await load(trx, reqs, live, locked, refuse);
+  const gate = ahead?.gate ?? (await openGate(trx, reqs[0]!.config, prepared));
   const feeAccounts = await attachFeeAccounts(
     trx,
     prepared.map((x) => x.p),
@@ -220,22 +207,69 @@ export async function movementBatch(trx: Trx, reqs: MovementRequest[], writes?: 
     [],
     ahead?.balances,
   );
-  const decided = decide(
-    prepared.map((x) => x.p),
-    book,
-    gate,
+  const accepted = accept(
+    prepared,
+    decide(
+      prepared.map((x) => x.p),
+      book,
+      gate,
+    ),
+    refuse,
   );
-  const accepted: Accepted[] = [];
-  decided.forEach((d, k) => {
-    const i = prepared[k]!.i;
-    if (d instanceof AppError) outcomes[i] = { ok: false, error: d };
-    else accepted.push({ i, ...d } as Accepted);
-  });
   // A reserved Fees account an accepted movement pays into exists before the writes add its fee.
   await feeAccounts.createUsed(book);
   const rows = await inOneStatement(writes ?? trx, (set) => record(set, book, gate, accepted));
   accepted.forEach((a, k) => (outcomes[a.i] = { ok: true, row: rows[k]! }));
   return outcomes.map((o) => o!);
+}
+
+/** Shape: the requests checkShape lets through (their indexes); the others are refused. */
+async function shape(reqs: MovementRequest[], refuse: (i: number, error: AppError) => void): Promise<number[]> {
+  const shaped = await Promise.all(reqs.map((r) => refusalOf(() => checkShape(r.body))));
+  shaped.forEach((s, i) => s instanceof AppError && refuse(i, s));
+  return reqs.flatMap((_, i) => (shaped[i] instanceof AppError ? [] : [i]));
+}
+
+/** Load: each request's checks of its kind (404, 409, 422 that need no balance), against the locked account rows. */
+async function load(
+  trx: Trx,
+  reqs: MovementRequest[],
+  live: number[],
+  locked: FirstLocks['locked'],
+  refuse: (i: number, error: AppError) => void,
+): Promise<{ i: number; p: Prepared }[]> {
+  const prepared: { i: number; p: Prepared }[] = [];
+  for (const i of live) {
+    const req = reqs[i]!;
+    const check = CHECKS[req.body.destination.destination_type] ?? prepare;
+    const p = await refusalOf(() => check(trx, req, newId(), locked.get(scopeKey(req.ctx))!));
+    if (p instanceof AppError) refuse(i, p);
+    else prepared.push({ i, p });
+  }
+  return prepared;
+}
+
+/** Limits: the spending gate of every customer who sends (their KYC levels, spending locks and counters). */
+function openGate(trx: Trx, config: MovementRequest['config'], prepared: { p: Prepared }[]): Promise<SpendingGate> {
+  const senders = prepared.flatMap(({ p }) =>
+    p.source.customer_id ? [{ ctx: p.req.ctx, customerId: p.source.customer_id, currency: p.currency }] : [],
+  );
+  return SpendingGate.open(trx, config, senders);
+}
+
+/** The movements `decide` accepted, with their request's index; the refused ones get their error. */
+function accept(
+  prepared: { i: number; p: Prepared }[],
+  decided: ReturnType<typeof decide>,
+  refuse: (i: number, error: AppError) => void,
+): Accepted[] {
+  const accepted: Accepted[] = [];
+  decided.forEach((d, k) => {
+    const i = prepared[k]!.i;
+    if (d instanceof AppError) refuse(i, d);
+    else accepted.push({ i, ...d } as Accepted);
+  });
+  return accepted;
 }
 
 /** The account transactions of a movement, by kind. */
