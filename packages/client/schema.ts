@@ -26664,7 +26664,7 @@ export interface components {
             local_currency: string | null;
             rate: string | null;
             failure_reason: string | null;
-            /** @description Absent until the movement is booked (contract §14: never null) */
+            /** @description Absent until the movement is booked (never null) */
             transaction_id?: string;
             customer_id: string | null;
             description: string;
@@ -27943,7 +27943,7 @@ export interface components {
             local_currency: string | null;
             rate: string | null;
             failure_reason: string | null;
-            /** @description Absent until the movement is booked (contract §14: never null) */
+            /** @description Absent until the movement is booked (never null) */
             transaction_id?: string;
             customer_id: string | null;
             description: string;

@@ -59,7 +59,7 @@ export const TransferResponse = z
     local_currency: z.string().nullable(),
     rate: z.string().nullable(),
     failure_reason: z.string().nullable(),
-    transaction_id: z.string().optional().describe('Absent until the movement is booked (never null: docs/api-rules.md#absent-values)'),
+    transaction_id: z.string().optional().describe('Absent until the movement is booked (never null)'),
     customer_id: z.string().nullable(),
     description: z.string(),
     approval_status: z
