@@ -26868,7 +26868,7 @@ export interface components {
              */
             source_id?: string;
             /**
-             * @description `account` (default) or `ssi`: a standing settlement instruction, an active external account of the customer in the currency the order receives. The proceeds pass through the customer's newest active account in that currency and are paid out to it (payout fee taken from them) when the order executes.
+             * @description `account` (default) or `ssi`: a standing settlement instruction, an active external account of the customer in the currency the order receives. The proceeds pass through the customer's newest active account in that currency (a settlement account is opened for a customer who has none, shown as settlement_account_id) and are paid out to it (payout fee taken from them) when the order executes.
              * @enum {string}
              */
             destination_type?: "account" | "ssi";
@@ -28147,7 +28147,7 @@ export interface components {
              */
             source_id?: string;
             /**
-             * @description `account` (default) or `ssi`: a standing settlement instruction, an active external account of the customer in the currency the order receives. The proceeds pass through the customer's newest active account in that currency and are paid out to it (payout fee taken from them) when the order executes.
+             * @description `account` (default) or `ssi`: a standing settlement instruction, an active external account of the customer in the currency the order receives. The proceeds pass through the customer's newest active account in that currency (a settlement account is opened for a customer who has none, shown as settlement_account_id) and are paid out to it (payout fee taken from them) when the order executes.
              * @enum {string}
              */
             destination_type?: "account" | "ssi";
