@@ -9287,6 +9287,201 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/accounts/{account_id}/statements": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Account statement (JSON, CSV or PDF)
+         * @description The movements of a period (`month=YYYY-MM`, or `from`/`to`; default the current month up to now), oldest first, each with the running balance, between the opening and closing balances, with the credit and debit totals. JSON in the envelope (default), CSV (`Accept: text/csv` or `format=csv`) or a PDF document (`Accept: application/pdf` or `format=pdf`), streamed as an attachment.
+         */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description A calendar month (UTC). Default: the current month, up to now. */
+                    month?: string;
+                    /** @description Instead of month: start of the period */
+                    from?: string;
+                    /** @description End of the period (a date-only `to` includes that whole day). Default: now. */
+                    to?: string;
+                    /** @description Overrides the Accept header: json (default), csv or pdf */
+                    format?: "json" | "csv" | "pdf";
+                };
+                header?: never;
+                path: {
+                    account_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Invalid request: malformed JSON, invalid fields (every one listed in `details`), a bad Idempotency-Key */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "bad_request" | "validation_failed";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
+                    };
+                };
+                /** @description Missing, invalid or expired API key */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "missing_api_key" | "invalid_api_key" | "expired_api_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
+                    };
+                };
+                /** @description The key may not do this (public key, other business, HTTPS required, feature or KYC level missing) */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
+                    };
+                };
+                /** @description No such resource in this business and environment */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "not_found";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
+                    };
+                };
+                /** @description Rate limited (Retry-After, RateLimit headers) */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "rate_limited";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
+                    };
+                };
+                /** @description Something went wrong on our side; the request id is logged with the cause */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "internal_error";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
+                    };
+                };
+                /** @description The database is briefly unavailable; retry after Retry-After */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "service_unavailable";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/simulations/accounts/{account_id}/fund": {
         parameters: {
             query?: never;

@@ -44,3 +44,15 @@ export const BalancePeriod = z
 
 export const BalancesResponse = z.union([BalanceAsOf, BalancePeriod]);
 export type BalancesResponse = z.infer<typeof BalancesResponse>;
+
+export const StatementQuery = z.strictObject({
+  month: z
+    .string()
+    .regex(/^\d{4}-(0[1-9]|1[0-2])$/, 'Use YYYY-MM')
+    .optional()
+    .describe('A calendar month (UTC). Default: the current month, up to now.'),
+  from: DateParam.optional().describe('Instead of month: start of the period'),
+  to: DateParam.optional().describe('End of the period (a date-only `to` includes that whole day). Default: now.'),
+  format: z.enum(['json', 'csv', 'pdf']).optional().describe('Overrides the Accept header: json (default), csv or pdf'),
+});
+export type StatementQuery = z.infer<typeof StatementQuery>;

@@ -1,3 +1,4 @@
+import { Readable } from 'node:stream';
 import type { Queryable } from '../../db/client.js';
 import type { RequestContext } from '../../core/context.js';
 import { validationError, type ErrorDetail } from '../../core/errors.js';
@@ -5,6 +6,8 @@ import * as ledger from '../../ledger/index.js';
 import { uuidv7LowerBound } from '../../lib/ids.js';
 import { formatAmount } from '../../lib/money.js';
 import * as accounts from '../accounts/service.js';
+import { getTenant } from '../tenants/service.js';
+import { csvStatement, jsonStatement, pdfStatement, type Movement, type StatementHead } from './render.js';
 import type { BalancesQuery, BalancesResponse } from './schema.js';
 
 type Scope = Pick<RequestContext, 'tenantId' | 'environment'>;
@@ -95,4 +98,121 @@ export async function balances(db: Queryable, ctx: Scope, accountId: string, que
     credit_count: totals.creditCount,
     debit_count: totals.debitCount,
   };
+}
+
+const KIND_LABELS: Record<string, string> = {
+  funding: 'Incoming bank transfer',
+  internal_transfer: 'Internal transfer',
+  payout: 'Payout',
+  payout_fee: 'Payout fee',
+  payout_fx: 'Payout conversion',
+  payout_return: 'Returned payout',
+  collection: 'Collection',
+  card_funding: 'Card funding',
+  card_payment: 'Card payment',
+  card_withdrawal: 'Card withdrawal',
+  fx: 'Currency conversion',
+  fx_order: 'Currency conversion',
+  fx_limit_order: 'Currency conversion',
+};
+
+export interface StatementQuery {
+  from?: string | undefined;
+  to?: string | undefined;
+  month?: string | undefined;
+}
+
+/** The statement's period: a calendar month (UTC), or from/to; the current month by default. */
+export function statementPeriod(query: StatementQuery, now: Date): { from: Date; to: Date } {
+  if (query.month !== undefined && (query.from !== undefined || query.to !== undefined)) {
+    throw validationError([{ field: 'month', code: 'invalid', message: 'Give either month or from/to, not both' }]);
+  }
+  if (query.to !== undefined && query.from === undefined) {
+    throw validationError([{ field: 'from', code: 'required', message: 'A period needs from' }]);
+  }
+  if (query.from !== undefined) return periodOf(query.from, query.to, now);
+  const month = query.month ?? now.toISOString().slice(0, 7);
+  const [year, m] = month.split('-').map(Number) as [number, number];
+  const from = new Date(Date.UTC(year, m - 1, 1));
+  const end = new Date(Date.UTC(year, m, 1));
+  if (from > now) throw validationError([{ field: 'month', code: 'invalid', message: 'The month must not be in the future' }]);
+  return { from, to: end > now ? now : end };
+}
+
+/** How many movements a statement page reads at once: what sits in memory, whatever the period. */
+export const STATEMENT_PAGE = 500;
+
+/**
+ * A statement: its head (parties, period, opening and closing balances, totals: a few index
+ * reads) and its movements as keyset pages, oldest first, each with the running balance the
+ * ledger recorded, so a year of a busy account never sits in memory.
+ */
+export async function statement(db: Queryable, ctx: Scope, accountId: string, query: StatementQuery, pageSize = STATEMENT_PAGE) {
+  const now = new Date();
+  const { from, to } = statementPeriod(query, now);
+  const account = await requireAccount(db, ctx, accountId);
+  const money = (minor: bigint) => formatAmount(minor, account.currency);
+  const [opening, closing, totals, tenant] = await Promise.all([
+    ledger.postedBefore(db, ctx, account.id, before(from)),
+    ledger.postedBefore(db, ctx, account.id, before(to)),
+    ledger.totalsBetween(db, ctx, account.id, before(from), before(to)),
+    getTenant(db, ctx.tenantId),
+  ]);
+  const head: StatementHead = {
+    account_id: account.id,
+    currency: account.currency,
+    business_name: tenant?.name ?? '',
+    account_holder: account.bank_details.account_name,
+    account_label: account.label,
+    bank_details: account.bank_details,
+    from: from.toISOString(),
+    to: to.toISOString(),
+    opening_balance: money(opening),
+    closing_balance: money(closing),
+    total_credits: money(totals.credits),
+    total_debits: money(totals.debits),
+    credit_count: totals.creditCount,
+    debit_count: totals.debitCount,
+  };
+  const toMovement = (e: ledger.HistoryEntry): Movement => ({
+    id: e.id,
+    date: new Date(uuidv7Time(e.id)).toISOString(),
+    type: e.transaction?.transactionType ?? e.kind,
+    description: e.transaction?.description || KIND_LABELS[e.kind] || e.kind.replace(/_/g, ' '),
+    reference: e.transaction?.clientReference ?? e.reference,
+    transaction_id: e.transaction?.id ?? null,
+    direction: e.amount > 0n ? 'credit' : 'debit',
+    amount: money(e.amount > 0n ? e.amount : -e.amount),
+    balance_after: money(e.balanceAfter),
+  });
+  async function* pages(): AsyncGenerator<Movement[]> {
+    let after = { id: before(from), inclusive: true };
+    for (;;) {
+      const rows = await ledger.entriesPage(db, ctx, account.id, after, before(to), pageSize);
+      if (rows.length > 0) yield rows.map(toMovement);
+      if (rows.length < pageSize) return;
+      after = { id: rows[rows.length - 1]!.id, inclusive: false };
+    }
+  }
+  return { head, pages: pages() };
+}
+
+/** The millisecond a UUIDv7 was drawn in. */
+function uuidv7Time(id: string): number {
+  return parseInt(id.replace(/-/g, '').slice(0, 12), 16);
+}
+
+export type StatementFormat = 'json' | 'csv' | 'pdf';
+
+/**
+ * A statement as a file to stream: its name, content type and body. Everything that can be
+ * refused (the period, the account) is read before it returns, so a refusal is an ordinary error
+ * answer, never a broken download.
+ */
+export async function statementFile(db: Queryable, ctx: Scope, accountId: string, query: StatementQuery, format: StatementFormat) {
+  const { head, pages } = await statement(db, ctx, accountId, query);
+  const name = `statement_${head.bank_details.account_number}_${head.from.slice(0, 10)}_${head.to.slice(0, 10)}.${format}`;
+  if (format === 'pdf') return { name, contentType: 'application/pdf', body: pdfStatement(head, pages, new Date()) as unknown as Readable };
+  if (format === 'csv') return { name, contentType: 'text/csv; charset=utf-8', body: Readable.from(csvStatement(head, pages)) };
+  return { name, contentType: 'application/json; charset=utf-8', body: Readable.from(jsonStatement(head, pages)) };
 }
