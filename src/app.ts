@@ -38,6 +38,7 @@ import { collectionSimulationRoutes } from './modules/collections/simulation-rou
 import { collectionRoutes } from './modules/collections/routes.js';
 import { checkoutRoutes } from './modules/collections/checkout.js';
 import { transactionRoutes } from './modules/transactions/routes.js';
+import { statementRoutes } from './modules/statements/routes.js';
 import { transferRoutes } from './modules/transfers/routes.js';
 import { transferReferenceRoutes } from './modules/transfer-reference/routes.js';
 import { webhookRoutes } from './modules/webhooks/routes.js';
@@ -188,6 +189,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   await app.register(transferRoutes(deps));
   await app.register(transferReferenceRoutes(deps));
   await app.register(transactionRoutes(deps));
+  await app.register(statementRoutes(deps));
   await app.register(fundAccountRoutes(deps));
   await app.register(webhookRoutes(deps));
   await app.register(kycRoutes(deps));

@@ -9082,6 +9082,406 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/accounts/{account_id}/balances": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Balances as of an instant, or over a period
+         * @description With `as_of` (RFC 3339, default now): `balance` and `available_balance` as they stood at that instant, read from the balance each ledger entry carries (one index seek, whatever the account's history). With `from`/`to` instead: opening and closing balances and the period's credit and debit totals. Works on customer and business accounts alike.
+         */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description The instant the balances are read at (RFC 3339). Default: now. */
+                    as_of?: string;
+                    /** @description With `to`: the period whose opening and closing balances and totals are read */
+                    from?: string;
+                    /** @description End of the period (a date-only `to` includes that whole day). Default: now. */
+                    to?: string;
+                };
+                header?: never;
+                path: {
+                    account_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: components["schemas"]["AccountBalanceAsOf"] | components["schemas"]["AccountBalancePeriod"];
+                            error: null;
+                        };
+                    };
+                };
+                /** @description Invalid request: malformed JSON, invalid fields (every one listed in `details`), a bad Idempotency-Key */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "bad_request" | "validation_failed";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
+                    };
+                };
+                /** @description Missing, invalid or expired API key */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "missing_api_key" | "invalid_api_key" | "expired_api_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
+                    };
+                };
+                /** @description The key may not do this (public key, other business, HTTPS required, feature or KYC level missing) */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
+                    };
+                };
+                /** @description No such resource in this business and environment */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "not_found";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
+                    };
+                };
+                /** @description Rate limited (Retry-After, RateLimit headers) */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "rate_limited";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
+                    };
+                };
+                /** @description Something went wrong on our side; the request id is logged with the cause */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "internal_error";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
+                    };
+                };
+                /** @description The database is briefly unavailable; retry after Retry-After */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "service_unavailable";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/accounts/{account_id}/statements": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Account statement (JSON, CSV or PDF)
+         * @description The movements of a period (`month=YYYY-MM`, or `from`/`to`; default the current month up to now), oldest first, each with the running balance, between the opening and closing balances, with the credit and debit totals. JSON in the envelope (default), CSV (`Accept: text/csv` or `format=csv`) or a PDF document (`Accept: application/pdf` or `format=pdf`), streamed as an attachment.
+         */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description A calendar month (UTC). Default: the current month, up to now. */
+                    month?: string;
+                    /** @description Instead of month: start of the period */
+                    from?: string;
+                    /** @description End of the period (a date-only `to` includes that whole day). Default: now. */
+                    to?: string;
+                    /** @description Overrides the Accept header: json (default), csv or pdf */
+                    format?: "json" | "csv" | "pdf";
+                };
+                header?: never;
+                path: {
+                    account_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Invalid request: malformed JSON, invalid fields (every one listed in `details`), a bad Idempotency-Key */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "bad_request" | "validation_failed";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
+                    };
+                };
+                /** @description Missing, invalid or expired API key */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "missing_api_key" | "invalid_api_key" | "expired_api_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
+                    };
+                };
+                /** @description The key may not do this (public key, other business, HTTPS required, feature or KYC level missing) */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
+                    };
+                };
+                /** @description No such resource in this business and environment */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "not_found";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
+                    };
+                };
+                /** @description Rate limited (Retry-After, RateLimit headers) */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "rate_limited";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
+                    };
+                };
+                /** @description Something went wrong on our side; the request id is logged with the cause */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "internal_error";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
+                    };
+                };
+                /** @description The database is briefly unavailable; retry after Retry-After */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "service_unavailable";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/simulations/accounts/{account_id}/fund": {
         parameters: {
             query?: never;
@@ -26868,7 +27268,7 @@ export interface components {
              */
             source_id?: string;
             /**
-             * @description `account` (default) or `ssi`: a standing settlement instruction, an active external account of the customer in the currency the order receives. The proceeds pass through the customer's newest active account in that currency and are paid out to it (payout fee taken from them) when the order executes.
+             * @description `account` (default) or `ssi`: a standing settlement instruction, an active external account of the customer in the currency the order receives. The proceeds pass through the customer's newest active account in that currency (a settlement account is opened for a customer who has none, shown as settlement_account_id) and are paid out to it (payout fee taken from them) when the order executes.
              * @enum {string}
              */
             destination_type?: "account" | "ssi";
@@ -27258,6 +27658,31 @@ export interface components {
         };
         SimulationReasonInput: {
             reason?: string;
+        };
+        AccountBalanceAsOfInput: {
+            account_id: string;
+            currency: string;
+            /** @description The instant read, RFC 3339 UTC with milliseconds */
+            as_of: string;
+            /** @description Posted balance at that instant */
+            balance: string;
+            /** @description Posted balance minus the funds held at that instant */
+            available_balance: string;
+        };
+        AccountBalancePeriodInput: {
+            account_id: string;
+            currency: string;
+            from: string;
+            /** @description End of the period, exclusive; never later than now */
+            to: string;
+            opening_balance: string;
+            opening_available_balance: string;
+            closing_balance: string;
+            closing_available_balance: string;
+            total_credits: string;
+            total_debits: string;
+            credit_count: number;
+            debit_count: number;
         };
         TransferRateInput: {
             country_iso_code: string;
@@ -28147,7 +28572,7 @@ export interface components {
              */
             source_id?: string;
             /**
-             * @description `account` (default) or `ssi`: a standing settlement instruction, an active external account of the customer in the currency the order receives. The proceeds pass through the customer's newest active account in that currency and are paid out to it (payout fee taken from them) when the order executes.
+             * @description `account` (default) or `ssi`: a standing settlement instruction, an active external account of the customer in the currency the order receives. The proceeds pass through the customer's newest active account in that currency (a settlement account is opened for a customer who has none, shown as settlement_account_id) and are paid out to it (payout fee taken from them) when the order executes.
              * @enum {string}
              */
             destination_type?: "account" | "ssi";
@@ -28537,6 +28962,31 @@ export interface components {
         };
         SimulationReason: {
             reason?: string;
+        };
+        AccountBalanceAsOf: {
+            account_id: string;
+            currency: string;
+            /** @description The instant read, RFC 3339 UTC with milliseconds */
+            as_of: string;
+            /** @description Posted balance at that instant */
+            balance: string;
+            /** @description Posted balance minus the funds held at that instant */
+            available_balance: string;
+        };
+        AccountBalancePeriod: {
+            account_id: string;
+            currency: string;
+            from: string;
+            /** @description End of the period, exclusive; never later than now */
+            to: string;
+            opening_balance: string;
+            opening_available_balance: string;
+            closing_balance: string;
+            closing_available_balance: string;
+            total_credits: string;
+            total_debits: string;
+            credit_count: number;
+            debit_count: number;
         };
         TransferRate: {
             country_iso_code: string;

@@ -3,6 +3,7 @@ import type { Deps } from '../http/deps.js';
 import { notFound } from '../core/errors.js';
 import { isUuid } from '../lib/ids.js';
 import { getAccount, listAccounts } from '../modules/accounts/service.js';
+import { statementFile } from '../modules/statements/service.js';
 import type { AccountResponse } from '../modules/accounts/schema.js';
 import { listAuthorizations } from '../modules/cards/payments.js';
 import { ListCardsQuery, type AuthorizationResponse, type CardResponse } from '../modules/cards/schema.js';
@@ -152,9 +153,14 @@ ${section(
   'tx-title',
   'Transactions',
   html`${table('Transactions', transactionColumns, recent.items, 'No transactions yet.')}
-<p><a href="/dashboard/transactions?account_id=${a.id}">All transactions of this account</a></p>`,
+<p><a href="/dashboard/transactions?account_id=${a.id}">All transactions of this account</a> · <a href="/dashboard/accounts/${a.id}/statement" download>Statement of this month (PDF)</a></p>`,
 )}`;
       return sendPage(reply, appPage(session, 'accounts', `Account ${a.label}`, body));
+    });
+
+    app.get('/accounts/:id/statement', async (request, reply) => {
+      const file = await statementFile(deps.db, scopeOf(sessionOf(request)), idOf(request, 'Account'), {}, 'pdf');
+      return reply.header('Content-Disposition', `attachment; filename="${file.name}"`).type(file.contentType).send(file.body);
     });
 
     app.get('/transfers/:id', async (request, reply) => {

@@ -6,7 +6,7 @@ import { rsaKeyPair } from '../card-crypto.js';
 import { cardholder } from '../card-helpers.js';
 import { describeErrors, referenceOperations, requestExamples, responseValidator, type RequestExample } from '../conformance/reference.js';
 import { clientFor, johnDoe, startTestApp, type Client, type TestApp, type TestResponse } from '../harness.js';
-import { activateFeature, business, enableInternationalTransfers } from '../kyc-helpers.js';
+import { activateFeature, approveKyc, business, enableInternationalTransfers } from '../kyc-helpers.js';
 
 /**
  * Conformance with the reference surface (test/conformance/reference, MIT): every fiat request
@@ -45,6 +45,12 @@ interface State {
   transaction: string;
   event: string;
   order: string;
+  /** KYC'd at intermediate, nothing activated: the international transfers activation example. */
+  intlCustomer: string;
+  /** A funded USD account and an active ZAR payee, no ZAR account: the ssi order examples. */
+  ssiCustomer: string;
+  ssiUsd: string;
+  ssiPayeeZar: string;
 }
 const s = {} as State;
 
@@ -225,15 +231,16 @@ const CASES: Record<string, Case> = {
     set: { customer_id: (st) => st.person, 'provider_data.account_id': (st) => st.usd },
   },
   'features.yaml POST /v1/risk/features/activate ActivateCryptoWallet': { set: { customer_id: (st) => st.person } },
-  'features.yaml POST /v1/risk/features/activate ActivateInternationalTransfers': { set: { customer_id: (st) => st.person } },
+  'features.yaml POST /v1/risk/features/activate ActivateInternationalTransfers': { set: { customer_id: (st) => st.intlCustomer } },
   // fx.yaml
   'fx.yaml POST /v1/fx/quote example': {},
-  // destination_type ssi: an active external account of the customer in the currency received (ZAR)
+  // destination_type ssi: an active external account of the customer in the currency received
+  // (ZAR); the customer holds no ZAR account, so the order opens its settlement account
   'fx.yaml POST /v1/fx/orders market_order': {
-    set: { customer_id: (st) => st.person, source_id: (st) => st.usd, destination_id: (st) => st.payeeZar },
+    set: { customer_id: (st) => st.ssiCustomer, source_id: (st) => st.ssiUsd, destination_id: (st) => st.ssiPayeeZar },
   },
   'fx.yaml POST /v1/fx/orders limit_order': {
-    set: { customer_id: (st) => st.person, source_id: (st) => st.usd, destination_id: (st) => st.payeeZar },
+    set: { customer_id: (st) => st.ssiCustomer, source_id: (st) => st.ssiUsd, destination_id: (st) => st.ssiPayeeZar },
   },
   // kyc.yaml: documents of one individual and one business, then their submission
   'kyc.yaml POST /v1/customers/kyc/start KYCRequest': { set: { customer_id: (st) => st.kycIndividual } },
@@ -395,6 +402,25 @@ beforeAll(async () => {
       202,
     )
   ).id;
+  s.intlCustomer = await kycCustomer('individual');
+  await approveKyc(api, s.intlCustomer, 'intermediate');
+  s.ssiCustomer = await kycCustomer('individual');
+  await enableInternationalTransfers(api, s.ssiCustomer);
+  s.ssiUsd = (await must(api.post('/v1/accounts', { currency: 'USD', label: 'ssi source', customer_id: s.ssiCustomer }))).id;
+  await must(api.post(`/v1/simulations/accounts/${s.ssiUsd}/fund`, { amount: '5000.00' }));
+  s.ssiPayeeZar = (
+    await must(
+      api.post('/v1/external-accounts', {
+        payee_type: 'bank_account',
+        account_number: '62012345679',
+        account_name: 'John Doe',
+        currency: 'ZAR',
+        customer_id: s.ssiCustomer,
+        institution_id: standardBank.id,
+      }),
+      202,
+    )
+  ).id;
   await verifyDuePayees(t.db, t.unitOfWork, { SANDBOX_RAIL_DELAY_MS: 0 });
   s.card = (
     await must(api.post('/v1/cards', { customer_id: s.person, card_type: 'virtual', name_on_card: 'John Doe', card_limit: 500 }))
@@ -509,6 +535,32 @@ describe('reference request examples', () => {
       expectReferenceShape(example.file, example.method, example.path, res);
     });
   }
+});
+
+describe('reference examples that need more than the customer has', () => {
+  it('activates international transfers without source_of_funds and records it as not given', async () => {
+    const features = (await api.get(`/v1/risk/features?customer_id=${s.intlCustomer}&status=active`)).body.data.features;
+    expect(features.map((f: { feature_id: string }) => f.feature_id)).toContain('international_transfers');
+    const row = await t.db
+      .selectFrom('customer_features')
+      .select('provider_data')
+      .where('customer_id', '=', s.intlCustomer)
+      .where('feature_id', '=', 'international_transfers')
+      .executeTakeFirstOrThrow();
+    expect(row.provider_data).toMatchObject({ not_given: ['source_of_funds', 'estimated_monthly_limit'] });
+  });
+
+  it('opens one ZAR settlement account for the ssi orders and shows it on each order', async () => {
+    const orders = (await api.get(`/v1/fx/orders?customer_id=${s.ssiCustomer}`)).body.data.items as Record<string, string>[];
+    expect(orders.map((o) => o.order_type).sort()).toEqual(['limit', 'market']);
+    const settlement = new Set(orders.map((o) => o.settlement_account_id));
+    expect(settlement.size).toBe(1);
+    const account = (await api.get(`/v1/accounts/${[...settlement][0]}`)).body.data;
+    expect(account).toMatchObject({ currency: 'ZAR', customer_id: s.ssiCustomer, status: 'active' });
+    const market = orders.find((o) => o.order_type === 'market')!;
+    expect(market.status).toBe('completed');
+    expect(market.payout_transfer_id).toBeTruthy();
+  });
 });
 
 describe('reference read operations', () => {

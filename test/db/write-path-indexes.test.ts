@@ -19,6 +19,7 @@ const WRITE_PATH_INDEXES: Record<string, Record<string, string>> = {
   ledger_entries: {
     ledger_entries_pkey: 'primary key',
     ledger_entries_transaction_idx: 'the entries of a ledger transaction',
+    ledger_entries_account_history_idx: 'balances as of an instant, period totals and statements (migration 1190)',
   },
   transactions: {
     transactions_pkey: 'GET /v1/transactions/{id}',

@@ -207,27 +207,43 @@ describe('FX orders settling to a standing settlement instruction', () => {
     expect(await ordersOf(tenant.tenant_id)).toHaveLength(0);
   });
 
-  it('refuses an order when the customer has no account in the currency received, or the payout is refused: nothing moves', async () => {
+  it('refuses an order whose payout is refused (nothing moves, no account opened), else opens its settlement account', async () => {
     const tenant = await t.tenant();
+    // The payout's own rules still apply (here the customer's KYC limit): the whole order is refused.
+    await setSettings(t.db, tenant.tenant_id, { kyc_limits: { basic: { NGN: { per_transaction: '100', daily: '1000' } } } });
     const api = clientFor(t, tenant.sandbox.secret_key);
     const customer = await newCustomer(api);
     await approveKyc(api, customer);
     const usd = await openAccount(api, 'USD', customer, '100.00');
     const payee = await newPayee(api, customer);
     const body = { customer_id: customer, order_type: 'market', pair: { base: 'USD', quote: 'NGN' }, amount: '10.00', source_id: usd };
-    const none = await api.post('/v1/fx/orders', { ...body, destination_type: 'ssi', destination_id: payee });
-    expect(none.status, none.text).toBe(422);
-    expect(none.body.error.details[0].field).toBe('destination_id');
+    const ngnAccounts = async () => (await api.get(`/v1/accounts?customer_id=${customer}&currency=NGN`)).body.data.items;
 
-    // The payout's own rules still apply (here the customer's KYC limit): the whole order is refused.
-    await setSettings(t.db, tenant.tenant_id, { kyc_limits: { basic: { NGN: { per_transaction: '100', daily: '1000' } } } });
-    await openAccount(api, 'NGN', customer);
     const limited = await api.post('/v1/fx/orders', { ...body, destination_type: 'ssi', destination_id: payee });
     expect(limited.status, limited.text).toBe(422);
     expect(limited.body.error.code).toBe('limit_exceeded');
     expect(await balances(api, usd)).toEqual({ balance: '100.00', available: '100.00' });
     expect(await transfersOf(tenant.tenant_id)).toHaveLength(0);
     expect(await ordersOf(tenant.tenant_id)).toHaveLength(0);
+    expect(await ngnAccounts()).toHaveLength(0);
+
+    // Without an NGN account the order opens the customer's settlement account in NGN and shows it
+    // (in another business: its settings are cached for a while).
+    const other = clientFor(t, (await t.tenant()).sandbox.secret_key);
+    const buyer = await newCustomer(other);
+    await approveKyc(other, buyer);
+    const source = await openAccount(other, 'USD', buyer, '100.00');
+    const instruction = await newPayee(other, buyer);
+    const ssi = { ...body, customer_id: buyer, source_id: source, destination_type: 'ssi', destination_id: instruction };
+    const settlementAccounts = async () => (await other.get(`/v1/accounts?customer_id=${buyer}&currency=NGN`)).body.data.items;
+    const placed = await other.post('/v1/fx/orders', ssi);
+    expect(placed.status, placed.text).toBe(200);
+    const opened = await settlementAccounts();
+    expect(opened).toHaveLength(1);
+    expect(placed.body.data).toMatchObject({ status: 'completed', settlement_account_id: opened[0].id });
+    const again = await other.post('/v1/fx/orders', ssi);
+    expect(again.body.data.settlement_account_id).toBe(opened[0].id);
+    expect(await settlementAccounts()).toHaveLength(1);
   });
 
   it('executes a limit order to its instruction when the rate is reached, and rejects one whose instruction went away', async () => {

@@ -115,13 +115,15 @@ export async function createAccount(
   ctx: Scope & Pick<RequestContext, 'settings'>,
   config: Config,
   body: CreateAccountBody,
+  options: { settlement?: boolean } = {},
 ): Promise<AccountResponse> {
   assertSupportedCurrency(config, body.currency);
   let accountName: string;
   if (body.customer_id) {
     const customer = await requireCustomer(trx, ctx, body.customer_id);
-    // A customer account outside the business's home currencies needs the `<ccy>_account` feature.
-    await requireAccountCurrency(trx, ctx, body.customer_id, body.currency, config);
+    // A customer account outside the business's home currencies needs the `<ccy>_account` feature,
+    // except a settlement account: money only passes through it on its way to an external account.
+    if (!options.settlement) await requireAccountCurrency(trx, ctx, body.customer_id, body.currency, config);
     accountName =
       customer.type === 'business'
         ? (customer.business_name ?? customer.email)

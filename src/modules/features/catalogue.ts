@@ -15,6 +15,8 @@ export interface ProviderField {
   key: string;
   fieldType: FieldType;
   description: string;
+  /** Asked for and checked when given; its absence is recorded (provider_data.not_given) rather than refused. */
+  optional?: boolean;
 }
 
 export interface FeatureDef {
@@ -62,7 +64,11 @@ const FIXED: FeatureDef[] = [
     name: 'Payout',
     description: 'Send and receive international wire transfers',
     kycLevel: 'intermediate',
-    providerData: [FUNDS, MONTHLY],
+    // The reference's own activation example sends neither: intermediate KYC is the gate.
+    providerData: [
+      { ...FUNDS, optional: true },
+      { ...MONTHLY, optional: true },
+    ],
   },
 ];
 

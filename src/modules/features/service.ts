@@ -118,7 +118,7 @@ function requirementsOf(def: FeatureDef) {
       type: 'provider_data' as const,
       required: f.key,
       field_type: f.fieldType,
-      description: f.description,
+      description: f.optional ? `${f.description} (optional)` : f.description,
     })),
   ];
 }
@@ -203,6 +203,10 @@ async function evaluate(
     if (value !== undefined && !problem) {
       ev.data[field.key] = value;
       ev.fulfilled.push({ type: 'provider_data', value: field.key, fulfilled_at: now });
+      continue;
+    }
+    if (value === undefined && field.optional) {
+      ev.data.not_given = [...((ev.data.not_given as string[] | undefined) ?? []), field.key];
       continue;
     }
     if (problem) ev.invalid.push({ field: `provider_data.${field.key}`, code: 'invalid', message: problem });

@@ -115,27 +115,48 @@ async function defaultAccountId(trx: Trx, ctx: Scope, customerId: string | undef
 
 /**
  * With destination_type `ssi` (ssi.ts) the proceeds are credited to the customer's newest active
- * account in the currency the order receives, then paid out to the instruction.
+ * account in the currency the order receives, then paid out to the instruction. A customer
+ * without one gets a settlement account opened in that currency (`open`), shown on the order as
+ * `settlement_account_id`: the reference's own examples expect an ssi order to work without the
+ * customer opening an account by hand first.
  */
-async function settlementAccountId(trx: Trx, ctx: Scope, customerId: string, currency: string): Promise<string> {
+async function settlementAccountId(trx: Trx, ctx: Scope, customerId: string, currency: string, open?: SettlementOpener): Promise<string> {
   try {
     return await defaultAccountId(trx, ctx, customerId, currency, 'destination_id');
   } catch (err) {
     if (!(err instanceof AppError) || err.code !== 'not_found') throw err;
+    if (open) return open(customerId, currency);
     const message = `The proceeds settle through the customer's active ${currency} account, and the customer has none`;
     throw new AppError('unprocessable', message, [{ field: 'destination_id', code: 'no_settlement_account', message }]);
   }
 }
 
+/** Opens a customer's settlement account in a currency and answers its id. */
+export type SettlementOpener = (customerId: string, currency: string) => Promise<string>;
+
+/** The opener of createOrder: a regular account labelled as the order's settlement account. */
+export const settlementOpener =
+  (trx: Trx, ctx: Scope & Pick<RequestContext, 'settings'>, config: Config): SettlementOpener =>
+  async (customerId, currency) =>
+    (
+      await accounts.createAccount(
+        trx,
+        ctx,
+        config,
+        { currency, type: 'regular', label: `${currency} settlement`, customer_id: customerId, metadata: { purpose: 'fx_settlement' } },
+        { settlement: true },
+      )
+    ).id;
+
 /** The accounts an order names, its defaults resolved; for an `ssi` order the destination is its settlement account. */
-export async function resolveAccounts(trx: Trx, ctx: Scope, given: CreateOrderBody, terms: Terms) {
+export async function resolveAccounts(trx: Trx, ctx: Scope, given: CreateOrderBody, terms: Terms, open?: SettlementOpener) {
   const instruction =
     given.destination_type === 'ssi'
       ? await resolveInstruction(trx, ctx, given.destination_id, given.customer_id, destinationCurrency(terms))
       : undefined;
   const sourceId = given.source_id ?? (await defaultAccountId(trx, ctx, given.customer_id, sourceCurrency(terms), 'source_id'));
   const destinationId = instruction
-    ? await settlementAccountId(trx, ctx, instruction.customer_id, destinationCurrency(terms))
+    ? await settlementAccountId(trx, ctx, instruction.customer_id, destinationCurrency(terms), open)
     : (given.destination_id ?? (await defaultAccountId(trx, ctx, given.customer_id, destinationCurrency(terms), 'destination_id')));
   if (sourceId === destinationId) {
     throw validationError([{ field: 'destination_id', code: 'invalid', message: 'Source and destination must differ' }]);
@@ -195,8 +216,8 @@ export function checkAccounts(
 }
 
 /** An order's accounts (resolveAccounts), share-locked and checked (checkAccounts). */
-async function loadAccounts(trx: Trx, ctx: Scope, body: CreateOrderBody, terms: Terms) {
-  const ids = await resolveAccounts(trx, ctx, body, terms);
+async function loadAccounts(trx: Trx, ctx: Scope, body: CreateOrderBody, terms: Terms, open?: SettlementOpener) {
+  const ids = await resolveAccounts(trx, ctx, body, terms, open);
   const locked = await accounts.lockForMovement(trx, ctx, [ids.sourceId, ids.destinationId]);
   const customerExists = !body.customer_id || (await existingCustomerIds(trx, ctx, [body.customer_id])).has(body.customer_id);
   return { ...checkAccounts(body, terms, ids, locked, customerExists), instruction: ids.instruction };
@@ -256,7 +277,7 @@ export async function createOrder(trx: Trx, ctx: RequestContext, config: Config,
   const terms = body.quote_id
     ? await termsFromQuote(trx, ctx, body, body.quote_id, id)
     : termsFromBody(config, await rateBook(trx, ctx), body);
-  const { source, destination, instruction } = await loadAccounts(trx, ctx, body, terms);
+  const { source, destination, instruction } = await loadAccounts(trx, ctx, body, terms, settlementOpener(trx, ctx, config));
   const pricing = orderPricing(ctx, config, terms);
   const common = newOrder(ctx, id, terms, { source, destination, instruction }, pricing);
   const policy = approvals.policyOf(ctx);

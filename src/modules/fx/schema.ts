@@ -112,7 +112,7 @@ export const CreateOrderBody = z
       .enum(['account', 'ssi'])
       .optional()
       .describe(
-        "`account` (default) or `ssi`: a standing settlement instruction, an active external account of the customer in the currency the order receives. The proceeds pass through the customer's newest active account in that currency and are paid out to it (payout fee taken from them) when the order executes.",
+        "`account` (default) or `ssi`: a standing settlement instruction, an active external account of the customer in the currency the order receives. The proceeds pass through the customer's newest active account in that currency (a settlement account is opened for a customer who has none, shown as settlement_account_id) and are paid out to it (payout fee taken from them) when the order executes.",
       ),
     destination_id: UuidParam.optional().describe(
       "The account, or with `ssi` the external account (required then). Default: the customer's newest active account in the currency the order receives",
