@@ -108,7 +108,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -269,7 +269,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -528,7 +528,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -719,7 +719,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -997,7 +997,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -1173,7 +1173,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -1468,7 +1468,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "tenant_mismatch" | "https_required";
+                                code: "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -1654,7 +1654,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -1913,7 +1913,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -2102,7 +2102,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -2376,7 +2376,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -2537,7 +2537,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -2819,7 +2819,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -3008,7 +3008,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -3275,7 +3275,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -3556,7 +3556,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -3742,7 +3742,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -3992,7 +3992,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -4252,7 +4252,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -4548,7 +4548,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required" | "feature_not_active";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required" | "feature_not_active";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -4848,7 +4848,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required" | "feature_not_active";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required" | "feature_not_active";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -5141,7 +5141,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -5356,7 +5356,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -5520,7 +5520,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required" | "feature_not_active";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required" | "feature_not_active";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -5801,7 +5801,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -6009,7 +6009,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -6271,7 +6271,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required" | "feature_not_active" | "kyc_level_insufficient";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required" | "feature_not_active" | "kyc_level_insufficient";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -6569,7 +6569,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -6733,7 +6733,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required" | "feature_not_active" | "kyc_level_insufficient";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required" | "feature_not_active" | "kyc_level_insufficient";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -7021,7 +7021,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -7280,7 +7280,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -7475,7 +7475,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -7682,7 +7682,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "tenant_mismatch" | "https_required";
+                                code: "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -7858,7 +7858,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "tenant_mismatch" | "https_required";
+                                code: "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -8033,7 +8033,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "tenant_mismatch" | "https_required";
+                                code: "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -8209,7 +8209,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "tenant_mismatch" | "https_required";
+                                code: "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -8407,7 +8407,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -8608,7 +8608,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -8799,7 +8799,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -8972,7 +8972,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -9176,7 +9176,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -9472,7 +9472,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -9636,7 +9636,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -9895,7 +9895,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -10080,7 +10080,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -10335,7 +10335,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -10599,7 +10599,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -10896,7 +10896,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -11110,7 +11110,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -11283,7 +11283,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -11494,7 +11494,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -11694,7 +11694,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -11988,7 +11988,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -12282,7 +12282,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -12577,7 +12577,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -12894,7 +12894,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -13229,7 +13229,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -13426,7 +13426,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -13627,7 +13627,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -13924,7 +13924,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -14221,7 +14221,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -14522,7 +14522,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -14721,7 +14721,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -15006,7 +15006,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required" | "kyc_level_insufficient";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required" | "kyc_level_insufficient";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -15287,7 +15287,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "tenant_mismatch" | "https_required";
+                                code: "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -15467,7 +15467,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "tenant_mismatch" | "https_required";
+                                code: "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -15644,7 +15644,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -15923,7 +15923,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -16087,7 +16087,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -16379,7 +16379,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -16552,7 +16552,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -16756,7 +16756,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -17047,7 +17047,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -17337,7 +17337,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -17627,7 +17627,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -17917,7 +17917,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -18215,7 +18215,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -18379,7 +18379,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -18663,7 +18663,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -18865,7 +18865,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -19161,7 +19161,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -19453,7 +19453,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -19626,7 +19626,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -19811,7 +19811,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -20080,7 +20080,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -20372,7 +20372,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -20664,7 +20664,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -20952,7 +20952,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -21243,7 +21243,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -21540,7 +21540,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -21713,7 +21713,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -21926,7 +21926,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -22099,7 +22099,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required" | "feature_not_active" | "kyc_level_insufficient";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required" | "feature_not_active" | "kyc_level_insufficient";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -22380,7 +22380,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -22580,7 +22580,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -22788,7 +22788,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -23063,7 +23063,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -23323,7 +23323,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -23511,7 +23511,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -23776,7 +23776,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -23988,7 +23988,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -24286,7 +24286,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -24481,7 +24481,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -24691,7 +24691,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -24980,7 +24980,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -25269,7 +25269,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -25559,7 +25559,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -25849,7 +25849,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {

@@ -12,7 +12,7 @@ import type { KycInfo } from '../customers/schema.js';
 import type { z } from 'zod';
 import * as repo from './repo.js';
 import type { KycDocument, KycLevel, KycStatusResponse, StartKycBody, UploadDocumentBody } from './schema.js';
-export { recheckAfterCustomerChange, reviewCase, simulateKyc, submitKyc } from './review.js';
+export { recheckAfterCustomerChange, reviewCase, simulateKyc, submitKyc, type ReviewOptions } from './review.js';
 export {
   approvedLevel,
   approvedLevelsOf,
