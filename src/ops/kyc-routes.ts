@@ -67,11 +67,13 @@ export function kycRoutes(deps: Deps) {
       const q = request.query as Record<string, string | undefined>;
       const values = {
         business: q.business && /^[0-9a-f-]{36}$/i.test(q.business) ? q.business.toLowerCase() : undefined,
+        environment: q.environment === 'live' || q.environment === 'sandbox' ? (q.environment as 'live' | 'sandbox') : undefined,
         level: q.level === 'basic' || q.level === 'intermediate' ? (q.level as 'basic' | 'intermediate') : undefined,
         min_age_hours: q.min_age_hours && /^\d{1,5}$/.test(q.min_age_hours) ? q.min_age_hours : undefined,
       };
       const rows = await repo.reviewQueue(deps.db, {
         tenantId: values.business,
+        environment: values.environment,
         level: values.level,
         minAgeHours: values.min_age_hours ? Number(values.min_age_hours) : undefined,
         limit: 200,
@@ -80,6 +82,7 @@ export function kycRoutes(deps: Deps) {
         '/ops/kyc',
         [
           { name: 'business', label: 'Business id' },
+          { name: 'environment', label: 'Environment', type: 'select', options: ['live', 'sandbox'] },
           { name: 'level', label: 'Level', type: 'select', options: ['basic', 'intermediate'] },
           { name: 'min_age_hours', label: 'Waiting at least (hours)' },
         ],

@@ -151,6 +151,7 @@ export async function listAudit(db: Queryable, f: AuditFilter) {
 
 export interface QueueFilter {
   tenantId?: string | undefined;
+  environment?: 'live' | 'sandbox' | undefined;
   level?: 'basic' | 'intermediate' | undefined;
   /** Only cases waiting at least this many hours. */
   minAgeHours?: number | undefined;
@@ -185,6 +186,8 @@ export async function reviewQueue(db: Queryable, f: QueueFilter) {
   // The operator's queue spans businesses; the business filter is a choice on the page, not a scope.
   // eslint-disable-next-line no-restricted-syntax
   if (f.tenantId) q = q.where('kyc_cases.tenant_id', '=', f.tenantId);
+  // eslint-disable-next-line no-restricted-syntax
+  if (f.environment) q = q.where('kyc_cases.environment', '=', f.environment);
   if (f.level) q = q.where('kyc_cases.level', '=', f.level);
   if (f.minAgeHours !== undefined) q = q.where('kyc_cases.updated_at', '<=', new Date(Date.now() - f.minAgeHours * 3_600_000));
   return q.execute();

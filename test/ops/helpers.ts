@@ -105,8 +105,11 @@ export async function sessionAgent(t: TestApp, email: string) {
 const PNG_B64 = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==';
 const JPEG_B64 = Buffer.from([0xff, 0xd8, 0xff, 0xe0, 0x00, 0x10, 0x4a, 0x46, 0x49, 0x46, 0x00, 0x01]).toString('base64');
 
-/** A live customer with a passport and a selfie, submitted: the live manual connector puts the case in manual_review. */
-export async function liveCaseInReview(t: TestApp, live: Client, name = { first_name: 'Ada', last_name: 'Obi' }) {
+/**
+ * A customer with a passport and a selfie whose case waits in manual_review: in live, submitted to
+ * the manual connector; with `simulate` (sandbox), sent there by the sandbox's KYC simulation.
+ */
+export async function liveCaseInReview(t: TestApp, live: Client, name = { first_name: 'Ada', last_name: 'Obi' }, simulate = false) {
   const created = await live.post('/v1/customers', johnDoe({ ...name, email: `c+${newId().slice(-10)}@example.com` }));
   if (created.status !== 200) throw new Error(`customer: ${created.text}`);
   const customerId = created.body.data.id as string;
@@ -129,7 +132,9 @@ export async function liveCaseInReview(t: TestApp, live: Client, name = { first_
     const up = await live.post('/v1/customers/kyc/upload-document', doc);
     if (up.status !== 200) throw new Error(`upload: ${up.text}`);
   }
-  const started = await live.post('/v1/customers/kyc/start-s2s', { customer_id: customerId });
+  const started = simulate
+    ? await live.post(`/v1/simulations/kyc/${customerId}`, { outcome: 'manual_review' })
+    : await live.post('/v1/customers/kyc/start-s2s', { customer_id: customerId });
   if (started.status !== 200) throw new Error(`submit: ${started.text}`);
   const row = await t.db.selectFrom('kyc_cases').select(['id', 'status']).where('customer_id', '=', customerId).executeTakeFirstOrThrow();
   if (row.status !== 'manual_review') throw new Error(`case is ${row.status}`);
