@@ -237,12 +237,14 @@ async function casePage(deps: Deps, reply: FastifyReply, session: OpsSession, id
   const decide =
     c.status === 'manual_review' && opsCan(session.role, 'kyc.decide')
       ? html`<h2>Decision</h2>
+<h3>Approve</h3>
 <form method="post" action="/ops/kyc/${c.id}/decide" class="stack" data-confirm="Approve this case? The business is told at once.">${opsCsrf(session)}
   <input type="hidden" name="version" value="${c.updated_at.toISOString()}">
   <input type="hidden" name="decision" value="approve">
   <div class="field"><label for="approve-reason">Note (optional)</label><input id="approve-reason" name="reason" maxlength="1000"></div>
   <button type="submit">Approve</button>
 </form>
+<h3>Reject</h3>
 <form method="post" action="/ops/kyc/${c.id}/decide" class="stack">${opsCsrf(session)}
   <input type="hidden" name="version" value="${c.updated_at.toISOString()}">
   <input type="hidden" name="decision" value="reject">
@@ -251,6 +253,7 @@ async function casePage(deps: Deps, reply: FastifyReply, session: OpsSession, id
   <div class="field"><label for="reject-reason">Reason</label><input id="reject-reason" name="reason" maxlength="1000" required></div>
   <button type="submit">Reject</button>
 </form>
+<h3>Request more documents</h3>
 <form method="post" action="/ops/kyc/${c.id}/decide" class="stack">${opsCsrf(session)}
   <input type="hidden" name="version" value="${c.updated_at.toISOString()}">
   <input type="hidden" name="decision" value="request_documents">
@@ -297,6 +300,7 @@ ${checksTable(c.checks as Check[])}
 ${docs.length ? docs.map(document) : html`<p class="empty">No documents uploaded.</p>`}
 ${decide}
 <h2>History</h2>
+<h3>Decisions in the console</h3>
 ${table(
   'Decisions in the console',
   [
@@ -308,6 +312,7 @@ ${table(
   decisions.filter((d) => d.action !== 'kyc.document_viewed'),
   'No decision yet.',
 )}
+<h3>Cases of this customer</h3>
 ${table(
   'Cases of this customer',
   [
@@ -319,6 +324,7 @@ ${table(
   cases,
   'No cases.',
 )}
+<h3>Events sent to the business</h3>
 ${table(
   'Events sent to the business',
   [
