@@ -159,6 +159,26 @@ describe('KYC review', () => {
     expect(img.headers['cache-control']).toBe('no-store');
     expect(img.rawPayload.subarray(0, 4).toString('hex')).toBe('89504e47');
 
+    // A PDF is framed in the page, from this console only.
+    const pdf = Buffer.from('%PDF-1.4\n1 0 obj <<>> endobj\ntrailer <<>>\n%%EOF\n').toString('base64');
+    const customerId = (await t.db.selectFrom('kyc_cases').select('customer_id').where('id', '=', caseId).executeTakeFirstOrThrow())
+      .customer_id;
+    const up = await live.post('/v1/customers/kyc/upload-document', {
+      customer_id: customerId,
+      metadata: { idDocType: 'PROOF_OF_ADDRESS', country: 'NGA' },
+      content: pdf,
+      filename: 'bill.pdf',
+    });
+    expect(up.status).toBe(200);
+    const withPdf = await agent.get(`/ops/kyc/${caseId}`);
+    const frame = /<iframe src="(\/ops\/kyc\/documents\/[\w-]+)"/.exec(withPdf.body)![1]!;
+    expect(withPdf.headers['content-security-policy']).toContain("frame-src 'self'");
+    const file = await agent.get(frame);
+    expect(file.headers['content-type']).toBe('application/pdf');
+    expect(file.headers['x-frame-options']).toBe('SAMEORIGIN');
+    expect(file.headers['content-security-policy']).toContain("frame-ancestors 'self'");
+    expect(file.headers['cache-control']).toBe('no-store');
+
     const { agent: ops } = await operator(t, 'operations');
     const seen = await ops.get(`/ops/kyc/${caseId}`);
     expect(seen.statusCode).toBe(200);
