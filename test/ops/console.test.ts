@@ -348,7 +348,13 @@ describe('businesses', () => {
     // Every process's key cache drops the business at the change's notification (milliseconds).
     await expect.poll(async () => (await liveApi.get('/v1/customers')).body.error?.code).toBe('live_access_frozen');
     expect((await liveApi.get('/v1/customers')).status).toBe(403);
-    expect((await liveApi.post('/v1/customers', {})).body.error.code).toBe('live_access_frozen');
+    // Every authenticated /v1 route, whatever its method.
+    const routes = t.app.apiRoutes.filter((r) => r.url.startsWith('/v1/') && !r.noAuth);
+    for (const r of routes) {
+      const url = r.url.replace(/:\w+/g, '01a00000-0000-7000-8000-000000000000');
+      const res = await t.app.inject({ method: r.method as 'GET', url, headers: { 'api-key': other.live.secret_key } });
+      expect(JSON.parse(res.body).error?.code, `${r.method} ${r.url}`).toBe('live_access_frozen');
+    }
     expect((await sandboxApi.get('/v1/customers')).status).toBe(200);
     expect((await agent.get(`/ops/businesses/${other.tenant_id}`)).body).toContain('fraud investigation');
     expect((await agent.post(`/ops/businesses/${other.tenant_id}/freeze`, { reason: 'again' })).statusCode).toBe(409);
