@@ -26,6 +26,7 @@ import { openCounters } from './lib/counters.js';
 import type { Sealer } from './lib/crypto.js';
 import { newId } from './lib/ids.js';
 import { dashboardRoutes } from './dashboard/routes.js';
+import { opsRoutes } from './ops/routes.js';
 import { accountApplicationRoutes } from './modules/account-applications/routes.js';
 import { accountRoutes } from './modules/accounts/routes.js';
 import { cardRoutes } from './modules/cards/routes.js';
@@ -200,6 +201,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   await app.register(collectionSimulationRoutes(deps));
   await app.register(checkoutRoutes(deps));
   await app.register(dashboardRoutes(deps));
+  await app.register(opsRoutes(deps));
   await app.register(cardRoutes(deps));
   return app;
 }

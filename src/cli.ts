@@ -15,6 +15,8 @@ import { AppError } from './core/errors.js';
 import { isUuid } from './lib/ids.js';
 import { reviewCase } from './modules/kyc/service.js';
 import { validateSetting } from './modules/approvals/service.js';
+import { audit, createOperator, OperatorExists, resetOperator } from './ops/service.js';
+import { findOperatorByEmail } from './ops/repo.js';
 
 /**
  * Operator command line. Same database configuration as the server (DATABASE_URL, or the
@@ -35,6 +37,11 @@ const USAGE = `Usage: npm run --silent cli -- <command> [options]
   dashboard-user reset-link --email EMAIL [--json]
                                               print a one-time password reset link (valid 24 h; prefix it
                                               with the dashboard's origin); no mail is sent
+  ops operators add --email EMAIL --role compliance|operations|admin|viewer [--json]
+                                              an operator of the console at /ops: prints a one-time setup
+                                              link (valid 24 h; prefix it with the server's origin)
+  ops operators reset-link --email EMAIL [--json]
+                                              a new setup link (the old password and second factor stop working)
   migrate                                     apply pending database migrations
   payouts settle|fail|return --transfer ID [--reason TEXT] [--json]
                                               record a live (manual connector) payout's result
@@ -149,9 +156,22 @@ const commands: Record<string, Command> = {
     if (!isUuid(values.tenant) || !isUuid(values.customer)) fail('--tenant and --customer must be UUIDs');
     const { tenant, customer, level } = values;
     try {
-      const status = await handle.db
-        .transaction()
-        .execute((trx) => reviewCase(trx, { tenantId: tenant, environment: env }, customer, outcome, level));
+      const status = await handle.db.transaction().execute(async (trx) => {
+        const result = await reviewCase(trx, { tenantId: tenant, environment: env }, customer, outcome, level);
+        await audit(
+          trx,
+          { operatorId: null, email: 'cli' },
+          {
+            action: `kyc.${outcome}`,
+            targetType: 'kyc_case',
+            targetId: result.applicant_id,
+            tenantId: tenant,
+            environment: env,
+            detail: { customer_id: customer, level: result.kyc_level },
+          },
+        );
+        return result;
+      });
       print(status, Boolean(values.json), () => `KYC ${status.kyc_level} of customer ${values.customer}: ${outcome}`);
     } catch (err) {
       if (err instanceof AppError) fail(`kyc review: ${err.message}`);
@@ -180,6 +200,36 @@ const commands: Record<string, Command> = {
     );
     print({ email: values.email, path }, Boolean(values.json), () => `Password reset link (works once, for 24 hours): ${path}`);
   },
+  'ops operators': async (args, handle) => {
+    const [sub, ...rest] = args;
+    const { values } = parseArgs({
+      args: rest,
+      options: { email: { type: 'string' }, role: { type: 'string' }, json: { type: 'boolean' } },
+    });
+    if (!values.email) fail('ops operators add|reset-link needs --email');
+    const email = values.email;
+    if (sub === 'add') {
+      if (!values.role) fail('ops operators add needs --role compliance|operations|admin|viewer');
+      const role = values.role;
+      const created = await handle.db
+        .transaction()
+        .execute((trx) => createOperator(trx, { operatorId: null, email: 'cli' }, email, role))
+        .catch((err: unknown) => {
+          if (err instanceof OperatorExists) fail('An operator with this email already exists (ops operators reset-link gives a new link)');
+          if (err instanceof AppError) fail(`ops operators add: ${err.message}`);
+          throw err;
+        });
+      print(created, Boolean(values.json), () =>
+        [`Operator ${created.email} (${created.role}) created.`, `One-time setup link (valid 24 hours): ${created.setupPath}`].join('\n'),
+      );
+      return;
+    }
+    if (sub !== 'reset-link') fail('ops operators: use add or reset-link');
+    const op = await findOperatorByEmail(handle.db, email.trim().toLowerCase());
+    if (!op) fail('No operator with this email');
+    const done = await handle.db.transaction().execute((trx) => resetOperator(trx, { operatorId: null, email: 'cli' }, op.id));
+    print(done, Boolean(values.json), () => `One-time setup link for ${done.email} (valid 24 hours): ${done.setupPath}`);
+  },
   migrate: async () => undefined,
 };
 
@@ -189,9 +239,21 @@ async function payoutOutcome(args: string[], handle: DatabaseHandle, outcome: 's
   const config = loadConfig(process.env, { LOG_LEVEL: 'silent' });
   const transferId = values.transfer;
   const reason = values.reason;
-  const transfer = await handle.db
-    .transaction()
-    .execute((trx) => operatorOutcome(trx, config, transferId, outcome, reason?.trim() || null));
+  const transfer = await handle.db.transaction().execute(async (trx) => {
+    const result = await operatorOutcome(trx, config, transferId, outcome, reason?.trim() || null);
+    await audit(
+      trx,
+      { operatorId: null, email: 'cli' },
+      {
+        action: `payout.${outcome}`,
+        targetType: 'transfer',
+        targetId: result.id,
+        reason: reason?.trim() || null,
+        detail: { transfer_status: result.transfer_status },
+      },
+    );
+    return result;
+  });
   print(transfer, Boolean(values.json), () => `Transfer ${transfer.id} is now ${transfer.transfer_status}`);
 }
 

@@ -108,7 +108,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -269,7 +269,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -528,7 +528,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -719,7 +719,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -997,7 +997,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -1173,7 +1173,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -1468,7 +1468,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "tenant_mismatch" | "https_required";
+                                code: "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -1654,7 +1654,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -1913,7 +1913,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -2102,7 +2102,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -2376,7 +2376,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -2537,7 +2537,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -2819,7 +2819,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -3008,7 +3008,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -3275,7 +3275,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -3556,7 +3556,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -3742,7 +3742,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -3992,7 +3992,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -4252,7 +4252,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -4548,7 +4548,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required" | "feature_not_active";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required" | "feature_not_active";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -4848,7 +4848,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required" | "feature_not_active";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required" | "feature_not_active";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -5141,7 +5141,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -5356,7 +5356,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -5520,7 +5520,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required" | "feature_not_active";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required" | "feature_not_active";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -5801,7 +5801,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -6009,7 +6009,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -6271,7 +6271,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required" | "feature_not_active" | "kyc_level_insufficient";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required" | "feature_not_active" | "kyc_level_insufficient";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -6569,7 +6569,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -6733,7 +6733,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required" | "feature_not_active" | "kyc_level_insufficient";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required" | "feature_not_active" | "kyc_level_insufficient";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -7021,7 +7021,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -7280,7 +7280,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -7475,7 +7475,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -7682,7 +7682,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "tenant_mismatch" | "https_required";
+                                code: "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -7858,7 +7858,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "tenant_mismatch" | "https_required";
+                                code: "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -8033,7 +8033,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "tenant_mismatch" | "https_required";
+                                code: "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -8209,7 +8209,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "tenant_mismatch" | "https_required";
+                                code: "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -8407,7 +8407,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -8608,7 +8608,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -8799,7 +8799,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -8972,7 +8972,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -9177,7 +9177,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -9372,7 +9372,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -9576,7 +9576,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -9872,7 +9872,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -10036,7 +10036,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -10295,7 +10295,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -10480,7 +10480,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -10735,7 +10735,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -10999,7 +10999,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -11296,7 +11296,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -11510,7 +11510,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -11683,7 +11683,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -11894,7 +11894,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -12094,7 +12094,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -12388,7 +12388,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -12682,7 +12682,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -12977,7 +12977,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -13294,7 +13294,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -13629,7 +13629,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -13826,7 +13826,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -14027,7 +14027,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -14324,7 +14324,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -14621,7 +14621,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -14922,7 +14922,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -15121,7 +15121,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -15406,7 +15406,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required" | "kyc_level_insufficient";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required" | "kyc_level_insufficient";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -15687,7 +15687,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "tenant_mismatch" | "https_required";
+                                code: "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -15867,7 +15867,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "tenant_mismatch" | "https_required";
+                                code: "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -16044,7 +16044,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -16323,7 +16323,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -16487,7 +16487,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -16779,7 +16779,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -16952,7 +16952,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -17156,7 +17156,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -17447,7 +17447,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -17737,7 +17737,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -18027,7 +18027,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -18317,7 +18317,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -18615,7 +18615,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -18779,7 +18779,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -19063,7 +19063,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -19265,7 +19265,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -19561,7 +19561,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -19853,7 +19853,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -20026,7 +20026,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -20211,7 +20211,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -20480,7 +20480,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -20772,7 +20772,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -21064,7 +21064,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -21352,7 +21352,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -21643,7 +21643,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -21940,7 +21940,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -22113,7 +22113,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -22326,7 +22326,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -22499,7 +22499,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required" | "feature_not_active" | "kyc_level_insufficient";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required" | "feature_not_active" | "kyc_level_insufficient";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -22780,7 +22780,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -22980,7 +22980,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -23188,7 +23188,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -23463,7 +23463,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -23723,7 +23723,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -23911,7 +23911,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -24176,7 +24176,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -24388,7 +24388,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -24686,7 +24686,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -24881,7 +24881,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -25091,7 +25091,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -25380,7 +25380,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -25669,7 +25669,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -25959,7 +25959,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {
@@ -26249,7 +26249,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "secret_key_required" | "tenant_mismatch" | "https_required";
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
                                 message: string;
                                 request_id: string;
                                 details: {

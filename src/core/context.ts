@@ -52,5 +52,7 @@ export type KeyLookup =
       kind: 'secret' | 'public';
       settings: BusinessSettings;
       expiresAt: Date | null;
+      /** A live key of a business whose live access an operator froze. */
+      liveFrozen?: boolean;
     }
   | { ok: false; reason: 'invalid' | 'expired' };

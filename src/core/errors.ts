@@ -18,6 +18,7 @@ export const ERROR_CODES = [
   'unauthorized',
   'secret_key_required',
   'tenant_mismatch',
+  'live_access_frozen',
   'https_required',
   'feature_not_active',
   'kyc_level_insufficient',

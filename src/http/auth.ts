@@ -89,6 +89,9 @@ export function registerAuth(app: FastifyInstance, lookupKey: (key: string) => P
       if (found.reason === 'expired') throw new AppError('expired_api_key', 'This API key has expired');
       throw new AppError('invalid_api_key', 'The API key is not valid');
     }
+    if (found.liveFrozen) {
+      throw new AppError('live_access_frozen', "This business's live API access is frozen by the platform operator; contact support");
+    }
     const tenantHeader = request.headers['x-tenant-id'];
     if (tenantHeader !== undefined && tenantHeader !== found.tenantId) {
       throw new AppError('tenant_mismatch', 'x-tenant-id does not match the business of the API key');

@@ -19,6 +19,7 @@ export const ERROR_STATUS: Record<ErrorCode, number> = {
   unauthorized: 401,
   secret_key_required: 403,
   tenant_mismatch: 403,
+  live_access_frozen: 403,
   https_required: 403,
   feature_not_active: 403,
   kyc_level_insufficient: 403,

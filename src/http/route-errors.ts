@@ -30,7 +30,7 @@ interface RouteShape {
  */
 export function constructionCodes(route: RouteShape): ErrorCode[] {
   const codes: ErrorCode[] = ['bad_request', 'validation_failed', 'https_required'];
-  if (!route.noAuth) codes.push('missing_api_key', 'invalid_api_key', 'expired_api_key', 'tenant_mismatch');
+  if (!route.noAuth) codes.push('missing_api_key', 'invalid_api_key', 'expired_api_key', 'tenant_mismatch', 'live_access_frozen');
   if (!route.noAuth && !route.publicKeyAllowed) codes.push('secret_key_required');
   if (route.url.includes(':') || route.url.includes('{')) codes.push('not_found');
   if (route.method !== 'GET') codes.push('conflict');

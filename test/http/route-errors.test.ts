@@ -39,6 +39,7 @@ describe('per-route error codes in /v1/openapi.json', () => {
     expect(codesOf(responses, '403')).toEqual([
       'secret_key_required',
       'tenant_mismatch',
+      'live_access_frozen',
       'https_required',
       'feature_not_active',
       'kyc_level_insufficient',

@@ -135,14 +135,55 @@ function decisionFor(outcome: 'approved' | 'rejected' | 'manual_review', labels:
   return { outcome };
 }
 
-/** Operator decision on a case waiting in manual review (live's manual connector). */
-export async function reviewCase(trx: Trx, ctx: Scope, customerId: string, outcome: 'approved' | 'rejected', level?: KycLevel) {
+/** What an operator's decision may add to the outcome (the console; the CLI uses the defaults). */
+export interface ReviewOptions {
+  /**
+   * The case the operator looked at and its `updated_at` then: when it was decided or changed
+   * meanwhile (another operator was quicker), the decision is refused with 409 and changes nothing.
+   */
+  caseId?: string;
+  seenVersion?: Date;
+  /** Rejection labels sent to the business (default OPERATOR_DECISION) and the reject type (default RETRY). */
+  labels?: string[];
+  rejectType?: 'RETRY' | 'FINAL';
+}
+
+/**
+ * Operator decision on a case waiting in manual review (live's manual connector). The customer's
+ * row lock serializes decisions on one customer: the second of two simultaneous ones sees the
+ * first's result and is refused.
+ */
+export async function reviewCase(
+  trx: Trx,
+  ctx: Scope,
+  customerId: string,
+  outcome: 'approved' | 'rejected',
+  level?: KycLevel,
+  options: ReviewOptions = {},
+) {
   const customer = await requireCustomer(trx, ctx, customerId, 'update');
   const cases = await repo.casesOf(trx, ctx, [customer.id]);
-  const c = cases.find((x) => x.status === 'manual_review' && (!level || x.level === level));
+  if (options.caseId !== undefined) {
+    const seen = cases.find((x) => x.id === options.caseId);
+    if (!seen) throw notFound('KYC case');
+    const changed = options.seenVersion !== undefined && seen.updated_at.getTime() !== options.seenVersion.getTime();
+    if (seen.status !== 'manual_review' || changed) {
+      throw new AppError(
+        'invalid_state_transition',
+        `This case was decided or changed by someone else meanwhile (it is now ${seen.status})`,
+      );
+    }
+  }
+  const c = cases.find(
+    (x) => x.status === 'manual_review' && (!level || x.level === level) && (!options.caseId || x.id === options.caseId),
+  );
   if (!c) throw notFound('KYC case in manual review');
   const persons = (await associatedPersons(trx, customer.id)).map((p) => ({ personId: p.id, kycStatus: outcome }));
-  return transition(trx, ctx, c, decisionFor(outcome, ['OPERATOR_DECISION']), persons);
+  const decision: KycDecision =
+    outcome === 'rejected'
+      ? { outcome, labels: options.labels?.length ? options.labels : ['OPERATOR_DECISION'], rejectType: options.rejectType ?? 'RETRY' }
+      : decisionFor(outcome, ['OPERATOR_DECISION']);
+  return transition(trx, ctx, c, decision, persons);
 }
 
 /**

@@ -8,6 +8,9 @@ export interface TenantsTable {
   name: string;
   settings: ColumnType<TenantSettings, string | undefined, string>;
   created_at: ColumnType<Date, never, never>;
+  /** Set by an operator (console at /ops): the live keys answer 403 live_access_frozen until lifted. */
+  live_frozen_at: Date | null;
+  live_frozen_reason: string | null;
 }
 
 export interface ApiKeysTable {
@@ -84,6 +87,7 @@ export async function findKeyByHash(db: Queryable, hash: Buffer) {
       'api_keys.expires_at',
       'api_keys.revoked_at',
       'tenants.settings',
+      'tenants.live_frozen_at',
     ])
     .where('api_keys.key_hash', '=', hash)
     .executeTakeFirst();

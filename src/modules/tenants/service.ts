@@ -90,6 +90,7 @@ export async function lookupKey(db: Queryable, key: string, now = new Date()): P
     kind: row.kind,
     settings: parseBusinessSettings(row.settings, row.tenant_id),
     expiresAt: row.expires_at,
+    liveFrozen: row.environment === 'live' && row.live_frozen_at !== null,
   };
 }
 

@@ -1,0 +1,79 @@
+import { html, type Html } from '../dashboard/html.js';
+import { opsCan, type OpsPermission } from './roles.js';
+import type { OpsSession } from './service.js';
+
+/**
+ * The console's frame: the dashboard's stylesheet and script (same look), its own navigation.
+ * A section is listed only to roles that may open it. New sections (the bank files pages, when
+ * that module lands: files sent and received, exceptions, reconciliation) are one entry here and
+ * one route plugin in routes.ts.
+ */
+export const OPS_NAV: readonly { id: string; label: string; permission: OpsPermission }[] = [
+  { id: 'kyc', label: 'KYC review', permission: 'kyc.read' },
+  { id: 'payouts', label: 'Payouts', permission: 'payouts.read' },
+  { id: 'businesses', label: 'Businesses', permission: 'businesses.read' },
+  { id: 'operators', label: 'Operators', permission: 'operators' },
+  { id: 'audit', label: 'Audit log', permission: 'audit' },
+  { id: 'profile', label: 'Your login', permission: 'audit' },
+];
+
+function head(title: string): Html {
+  return html`<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>${title} · Operator console</title>
+<link rel="stylesheet" href="/dashboard/static/app.css">
+<script src="/dashboard/static/app.js" defer></script>
+</head>`;
+}
+
+export function opsCsrf(session: OpsSession): Html {
+  return html`<input type="hidden" name="_csrf" value="${session.csrfToken}">`;
+}
+
+export function opsPage(session: OpsSession, section: string, title: string, body: Html, notice?: Html): Html {
+  const links = OPS_NAV.filter((n) => opsCan(session.role, n.permission)).map(
+    (n) => html`<li><a href="/ops/${n.id}"${n.id === section ? html` aria-current="page"` : ''}>${n.label}</a></li>`,
+  );
+  return html`${head(title)}
+<body class="env-live ops">
+<a class="skip" href="#main">Skip to content</a>
+<header class="topbar">
+  <span class="brand">Financial Services · Operator console</span>
+  <span class="who">${session.email} <small>(${session.role})</small></span>
+  <form method="post" action="/ops/logout">${opsCsrf(session)}<button type="submit" class="link">Log out</button></form>
+</header>
+<div class="frame">
+<nav class="sidebar" aria-label="Sections"><ul>${links}</ul></nav>
+<main id="main" tabindex="-1">
+<h1>${title}</h1>
+${notice ?? ''}
+${body}
+</main>
+</div>
+<p class="sr-only" aria-live="polite" id="live-status"></p>
+</body>
+</html>`;
+}
+
+export function opsPublicPage(title: string, body: Html, status?: Html): Html {
+  return html`${head(title)}
+<body class="public ops">
+<main id="main" class="card narrow">
+<h1>${title}</h1>
+${status ?? ''}
+${body}
+</main>
+</body>
+</html>`;
+}
+
+/** Hours (or days) since a moment, for queues. */
+export function age(since: Date, now = Date.now()): string {
+  const hours = Math.max(0, (now - since.getTime()) / 3_600_000);
+  if (hours < 1) return `${Math.round(hours * 60)} min`;
+  if (hours < 48) return `${Math.floor(hours)} h`;
+  return `${Math.floor(hours / 24)} d`;
+}
