@@ -68,6 +68,8 @@ export interface AppOptions {
   changes?: ChangeFeed | undefined;
   /** Pool figures for /metrics (DatabaseHandle.poolStats). */
   poolStats?: (() => PoolStats) | undefined;
+  /** The PostgreSQL host written to, `host:port`, for /metrics (DatabaseHandle.primaryInUse). */
+  primaryInUse?: (() => string) | undefined;
 }
 
 /** Header and body fields that never reach a log line: the same rules as the request log's. */
@@ -151,7 +153,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   app.addHook('preValidation', async (request) => {
     if (request.method === 'POST' && request.ctx) idempotencyKeyOf(request);
   });
-  registerObservability(app, deps.db, options.poolStats);
+  registerObservability(app, deps.db, options.poolStats, options.primaryInUse);
   // The API request log: buffered in memory, written by its own flusher, never on a request's path.
   const requestLog =
     config.REQUEST_LOG === 'on' ? new RequestLog(deps.db, { onError: (err) => app.log.warn({ err }, 'request log flush failed') }) : null;

@@ -62,6 +62,7 @@ async function main() {
     sealer,
     changes: config.ROLE === 'worker' ? undefined : handle.changes,
     poolStats: handle.poolStats,
+    primaryInUse: handle.primaryInUse,
   });
   const workers = config.ROLE === 'api' ? undefined : startWorkers({ config, db: handle.db, dbKind: handle.kind, sealer, log: app.log });
   if (config.ROLE !== 'worker') await app.listen({ port: config.PORT, host: config.HOST });
