@@ -316,6 +316,12 @@ describe.skipIf(!enabled)('failover under load (pg_auto_failover)', () => {
 
     const primary = (await nodeStates()).find((n) => n.reportedstate === 'primary')!.nodeport === ports.a ? 'a' : 'b';
     const standbyPort = primary === 'a' ? ports.b : ports.a;
+    const metrics = async () => (await fetch(`${base}/metrics`)).text();
+    const before = await metrics();
+    expect(before).toContain(`fsapi_db_primary{host="127.0.0.1:${primary === 'a' ? ports.a : ports.b}"} 1`);
+    expect(before).toMatch(
+      /fsapi_db_replica_lag_bytes\{standby="pgautofailover_standby_\d+@127\.0\.0\.1",sync_state="(quorum|sync)"\} \d+/,
+    );
     const killedAt = Date.now();
     killNode(primary);
 
@@ -325,6 +331,7 @@ describe.skipIf(!enabled)('failover under load (pg_auto_failover)', () => {
     console.log(`failover: kill -9 of the primary -> first acknowledged write ${recovery} ms`);
     expect(recovery).toBeLessThan(30_000);
     expect((await query<{ r: boolean }>(standbyPort, 'select pg_is_in_recovery() as r'))[0]!.r).toBe(false);
+    expect(await metrics()).toContain(`fsapi_db_primary{host="127.0.0.1:${standbyPort}"} 1`);
 
     // The old primary rejoins as a standby (pg_rewind of its lost timeline) while the load runs.
     const rejoinStart = Date.now();
