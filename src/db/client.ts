@@ -36,6 +36,16 @@ export interface DatabaseHandle {
   poolStats?: () => PoolStats;
   /** The host the pool writes to (PostgreSQL), `host:port`, for /metrics and logs. */
   primaryInUse?: () => string;
+  /** Reads that tolerate lag: a read replica while it is up and close enough, else `db` (runtime.ts). */
+  reads?: () => Db;
+  /** The read replica for /metrics: its host, its lag at the last probe (null: unreachable), whether reads use it. */
+  replicaStats?: () => ReplicaStats;
+}
+
+export interface ReplicaStats {
+  host: string;
+  lagSeconds: number | null;
+  inUse: boolean;
 }
 
 export interface PoolStats {
@@ -278,6 +288,23 @@ function resilientPool(pool: pg.Pool, prepared: boolean, selector: HostSelector)
       }
     },
     end: () => pool.end(),
+  };
+}
+
+/** A pool and its Kysely over `url` (several hosts allowed), without the process's other parts: a read replica's. */
+export function openPool(url: string, poolSize: number, preparedStatements = true): { db: Db; primaryInUse: () => string } {
+  const selector = new HostSelector(url);
+  const pool = new pg.Pool({
+    ...(selector.trivial
+      ? { connectionString: url }
+      : { Client: clientClass(selector), connectionTimeoutMillis: CONNECT_TIMEOUT_MS, keepAlive: true }),
+    max: poolSize,
+    pipeline: true,
+    types: { getTypeParser: pgTypeParser } as pg.CustomTypesConfig,
+  });
+  return {
+    db: new Kysely<Database>({ dialect: new PostgresDialect({ pool: resilientPool(pool, preparedStatements, selector) }) }),
+    primaryInUse: () => selector.label,
   };
 }
 

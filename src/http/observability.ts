@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { sql } from 'kysely';
 import client from 'prom-client';
-import type { Db, PoolStats } from '../db/client.js';
+import type { Db, PoolStats, ReplicaStats } from '../db/client.js';
 import { ping } from '../db/client.js';
 import { metricsRegistry } from '../lib/metrics.js';
 
@@ -11,7 +11,13 @@ import { metricsRegistry } from '../lib/metrics.js';
  * src/lib/metrics.ts (posting batch sizes, job ticks, webhook delivery lag), pool usage,
  * and the job queues' depth and oldest age (read from the database when scraped).
  */
-export function registerObservability(app: FastifyInstance, db: Db, poolStats?: () => PoolStats, primaryInUse?: () => string): void {
+export function registerObservability(
+  app: FastifyInstance,
+  db: Db,
+  poolStats?: () => PoolStats,
+  database: { primaryInUse?: (() => string) | undefined; replicaStats?: (() => ReplicaStats) | undefined } = {},
+): void {
+  const { primaryInUse, replicaStats } = database;
   const registry = new client.Registry();
   client.collectDefaultMetrics({ register: registry });
   const duration = new client.Histogram({
@@ -40,6 +46,30 @@ export function registerObservability(app: FastifyInstance, db: Db, poolStats?: 
     });
   }
   if (primaryInUse) registerReplicationMetrics(registry, db, primaryInUse);
+  if (replicaStats) {
+    new client.Gauge({
+      name: 'fsapi_db_read_replica_lag_seconds',
+      help: 'How far behind the primary the read replica is, at its last probe (absent: unreachable)',
+      labelNames: ['host'],
+      registers: [registry],
+      collect() {
+        this.reset();
+        const s = replicaStats();
+        if (s.lagSeconds !== null) this.set({ host: s.host }, s.lagSeconds);
+      },
+    });
+    new client.Gauge({
+      name: 'fsapi_db_read_replica_in_use',
+      help: 'Whether lag-tolerant reads go to the read replica (1) or to the primary (0: replica down or too far behind)',
+      labelNames: ['host'],
+      registers: [registry],
+      collect() {
+        this.reset();
+        const s = replicaStats();
+        this.set({ host: s.host }, s.inUse ? 1 : 0);
+      },
+    });
+  }
   const queues = queueReader(db);
   for (const [name, help, pick] of [
     ['fsapi_job_queue_depth', 'Rows due for a background job, by queue', 'depth'],
