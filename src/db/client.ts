@@ -295,9 +295,7 @@ function resilientPool(pool: pg.Pool, prepared: boolean, selector: HostSelector)
 export function openPool(url: string, poolSize: number, preparedStatements = true): { db: Db; primaryInUse: () => string } {
   const selector = new HostSelector(url);
   const pool = new pg.Pool({
-    ...(selector.trivial
-      ? { connectionString: url }
-      : { Client: clientClass(selector), connectionTimeoutMillis: CONNECT_TIMEOUT_MS, keepAlive: true }),
+    ...(selector.trivial ? { connectionString: url } : { Client: clientClass(selector, CONNECT_TIMEOUT_MS), keepAlive: true }),
     max: poolSize,
     pipeline: true,
     types: { getTypeParser: pgTypeParser } as pg.CustomTypesConfig,
@@ -317,9 +315,7 @@ export function openPostgres(connectionString: string, poolSize = 20, listenUrl?
   // Several hosts or a target_session_attrs (src/db/hosts.ts): each new connection goes to the host in use.
   const selector = new HostSelector(connectionString);
   const pool = new pg.Pool({
-    ...(selector.trivial
-      ? { connectionString }
-      : { Client: clientClass(selector), connectionTimeoutMillis: CONNECT_TIMEOUT_MS, keepAlive: true }),
+    ...(selector.trivial ? { connectionString } : { Client: clientClass(selector, CONNECT_TIMEOUT_MS), keepAlive: true }),
     max: poolSize,
     // Statements are written as they are issued, each with its own Sync, instead of one at a time
     // after the last one's answer: what lets BEGIN and a transaction's last write be sent together

@@ -166,30 +166,40 @@ export class HostSelector {
   }
 }
 
-/** The pg.Client for a pool over `selector`: each new connection goes to the host in use at that moment. */
-export function clientClass(selector: HostSelector): typeof pg.Client {
+/**
+ * The pg.Client for a pool over `selector`: each new connection goes to the host in use at that
+ * moment, and gives up on a host that has not answered within `connectTimeoutMs` (the client's
+ * own timeout: the pool's would also bound the wait for a busy pool's free connection).
+ */
+export function clientClass(selector: HostSelector, connectTimeoutMs: number): typeof pg.Client {
+  /** A connection that could not be made: the next host is tried, and the error reads as 08001 above. */
+  const failed = (target: Target, err: unknown) => {
+    selector.advance(target);
+    const e = err as { code?: unknown } | null;
+    if (e && typeof e === 'object' && e.code === undefined) {
+      try {
+        e.code = '08001';
+      } catch {
+        /* frozen error object: left as it is */
+      }
+    }
+    return err;
+  };
   return class SelectedClient extends pg.Client {
     readonly target: Target;
     constructor(config?: pg.ClientConfig) {
       const target = selector.current();
-      super({ ...config, connectionString: target.url });
+      super({ ...config, connectionString: target.url, connectionTimeoutMillis: connectTimeoutMs });
       this.target = target;
     }
 
-    // A host that cannot be reached sends the next connection to the next host.
     override connect(): Promise<pg.Client>;
     override connect(callback: (err: Error) => void): void;
     override connect(callback?: (err: Error) => void): Promise<pg.Client> | void {
       if (callback) {
-        return super.connect((err: Error) => {
-          if (err) selector.advance(this.target);
-          callback(err);
-        });
+        return super.connect((err: Error) => callback(err ? (failed(this.target, err) as Error) : err));
       }
-      return super.connect().catch((err: unknown) => {
-        selector.advance(this.target);
-        throw err;
-      });
+      return super.connect().catch((err: unknown) => Promise.reject(failed(this.target, err)));
     }
   } as unknown as typeof pg.Client;
 }

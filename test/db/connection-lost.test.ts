@@ -191,6 +191,25 @@ describe.skipIf(!onPostgres)('several hosts in DATABASE_URL (libpq target_sessio
     }
   });
 
+  it('a host that accepts the connection but never answers is left after the connect timeout', async () => {
+    const held: Socket[] = [];
+    const silent = createServer((socket) => void held.push(socket)); // takes the TCP connection, never speaks
+    const port = await freePort();
+    await new Promise<void>((r) => silent.listen(port, '127.0.0.1', r));
+    const handle = openPostgres(urlWith(`127.0.0.1:${port},${live}`, 'read-write'), 2);
+    try {
+      const started = Date.now();
+      const { rows } = await sql<{ ok: number }>`select 1 as ok`.execute(handle.db);
+      expect(rows[0]!.ok).toBe(1);
+      expect(Date.now() - started).toBeLessThan(5000);
+      expect(handle.primaryInUse?.()).toBe(live);
+    } finally {
+      await handle.close();
+      for (const socket of held) socket.destroy();
+      await new Promise<void>((r) => silent.close(() => r()));
+    }
+  });
+
   it('standby with only a primary fails as unavailable (503), prefer-standby takes the primary', async () => {
     const strict = openPostgres(urlWith(live, 'standby'), 2);
     try {
