@@ -5,7 +5,7 @@ import Fastify, { LogController, type FastifyInstance } from 'fastify';
 import { jsonSchemaTransformObject, serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { Config } from './config.js';
 import type { ChangeFeed } from './db/change-feed.js';
-import type { Db, PoolStats } from './db/client.js';
+import type { Db, PoolStats, ReplicaStats } from './db/client.js';
 import { retryOnConflict } from './db/retry.js';
 import { registerAuth } from './http/auth.js';
 import { registerErrorHandling } from './http/envelope.js';
@@ -70,6 +70,12 @@ export interface AppOptions {
   changes?: ChangeFeed | undefined;
   /** Pool figures for /metrics (DatabaseHandle.poolStats). */
   poolStats?: (() => PoolStats) | undefined;
+  /** The PostgreSQL host written to, `host:port`, for /metrics (DatabaseHandle.primaryInUse). */
+  primaryInUse?: (() => string) | undefined;
+  /** Lag-tolerant reads (DatabaseHandle.reads); unset: `db`. */
+  reads?: (() => Db) | undefined;
+  /** The read replica for /metrics (DatabaseHandle.replicaStats). */
+  replicaStats?: (() => ReplicaStats) | undefined;
 }
 
 /** Header and body fields that never reach a log line: the same rules as the request log's. */
@@ -113,6 +119,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   const deps: Deps = {
     config,
     db: options.db,
+    readDb: options.reads ?? (() => options.db),
     dbKind: options.dbKind,
     sealer: options.sealer,
     idempotency: new Idempotency(options.db, options.sealer, config.IDEMPOTENCY_TTL_HOURS),
@@ -153,7 +160,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   app.addHook('preValidation', async (request) => {
     if (request.method === 'POST' && request.ctx) idempotencyKeyOf(request);
   });
-  registerObservability(app, deps.db, options.poolStats);
+  registerObservability(app, deps.db, options.poolStats, { primaryInUse: options.primaryInUse, replicaStats: options.replicaStats });
   // The API request log: buffered in memory, written by its own flusher, never on a request's path.
   const requestLog =
     config.REQUEST_LOG === 'on' ? new RequestLog(deps.db, { onError: (err) => app.log.warn({ err }, 'request log flush failed') }) : null;

@@ -44,6 +44,13 @@ const ConfigSchema = z.object({
    */
   DATABASE_DIRECT_URL: z.string().optional(),
   /**
+   * Read replicas for reads that tolerate lag (lists, exports, reports, reference data:
+   * docs/operations.md): one or more hosts, `target_session_attrs=standby` or `prefer-standby`.
+   * A replica that is down or more than DB_READ_MAX_LAG_SECONDS behind sends those reads to the primary.
+   */
+  DATABASE_READ_URL: z.string().optional(),
+  DB_READ_MAX_LAG_SECONDS: z.coerce.number().min(0).max(3600).default(5),
+  /**
    * Named prepared statements per PostgreSQL connection (each statement planned once per
    * connection, not on every call). `false` behind a PgBouncer in transaction mode that does not
    * keep prepared statements (before 1.21, or max_prepared_statements = 0).

@@ -58,6 +58,9 @@ async function main() {
     sealer,
     changes: config.ROLE === 'worker' ? undefined : handle.changes,
     poolStats: handle.poolStats,
+    primaryInUse: handle.primaryInUse,
+    reads: handle.reads,
+    replicaStats: handle.replicaStats,
   });
   const workers = config.ROLE === 'api' ? undefined : startWorkers({ config, db: handle.db, dbKind: handle.kind, sealer, log: app.log });
   if (config.ROLE !== 'worker') await app.listen({ port: config.PORT, host: config.HOST });

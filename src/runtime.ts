@@ -5,6 +5,7 @@ import type { Config } from './config.js';
 import { openDatabase, type DatabaseHandle } from './db/client.js';
 import { checkConnectionBudget } from './db/budget.js';
 import { migrate } from './db/migrate.js';
+import { ReadReplica } from './db/replica.js';
 import { Sealer } from './lib/crypto.js';
 
 /**
@@ -15,7 +16,32 @@ import { Sealer } from './lib/crypto.js';
 export async function openRuntime(config: Config): Promise<{ handle: DatabaseHandle; sealer: Sealer }> {
   const handle = await openDatabase(config);
   await migrate(handle);
+  if (config.DATABASE_READ_URL && handle.kind === 'postgres') await attachReplica(handle, config);
   return { handle, sealer: new Sealer(config.SECRETS_KEY ?? localSecretsKey(config.DATA_DIR)) };
+}
+
+/** DATABASE_READ_URL: lag-tolerant reads go to a replica while it is up and within DB_READ_MAX_LAG_SECONDS. */
+export async function attachReplica(
+  handle: DatabaseHandle,
+  config: Pick<Config, 'DATABASE_READ_URL' | 'DB_POOL_SIZE' | 'DB_READ_MAX_LAG_SECONDS'>,
+) {
+  const replica = new ReadReplica(
+    config.DATABASE_READ_URL!,
+    Math.max(2, Math.ceil(config.DB_POOL_SIZE / 2)),
+    handle.db,
+    config.DB_READ_MAX_LAG_SECONDS,
+  );
+  await replica.start();
+  const close = handle.close.bind(handle);
+  Object.assign(handle, {
+    reads: () => replica.reads(),
+    replicaStats: () => ({ host: replica.host, lagSeconds: replica.lagSeconds, inUse: replica.inUse }),
+    async close() {
+      await replica.close();
+      await close();
+    },
+  });
+  return replica;
 }
 
 function localSecretsKey(dataDir: string): string {

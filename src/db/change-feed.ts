@@ -1,6 +1,7 @@
 import type { PGlite } from '@electric-sql/pglite';
 import pg from 'pg';
 import { pollUntil } from '../lib/poll.js';
+import { HostSelector, connectSelected } from './hosts.js';
 
 /**
  * PostgreSQL notifications (LISTEN/NOTIFY) for caches that must drop an entry in every process
@@ -45,12 +46,16 @@ export class PostgresChangeFeed implements ChangeFeed {
   private heartbeat: NodeJS.Timeout | undefined;
   private attempts = 0;
   private connecting: Promise<void> | undefined;
+  /** Several hosts (src/db/hosts.ts): each reconnection goes to the one that satisfies the URL. */
+  private readonly selector: HostSelector;
 
   constructor(
-    private readonly url: string,
+    url: string,
     private readonly log?: ListenerLog,
     private readonly heartbeatMs = 2000,
-  ) {}
+  ) {
+    this.selector = new HostSelector(url);
+  }
 
   get live(): boolean {
     return this.connected;
@@ -75,15 +80,15 @@ export class PostgresChangeFeed implements ChangeFeed {
   }
 
   private async connect(): Promise<void> {
-    const client = new pg.Client({ connectionString: this.url, keepAlive: true, application_name: 'fsapi-listener' });
-    this.client = client;
-    client.on('error', (err) => this.lost(err));
-    client.on('end', () => this.lost(new Error('listener connection ended')));
-    client.on('notification', (msg) => {
-      for (const s of this.subscribers) if (s.channel === msg.channel) s.onMessage(msg.payload ?? '');
-    });
     try {
-      await client.connect();
+      const client = await connectSelected(this.selector, { keepAlive: true, application_name: 'fsapi-listener' });
+      this.client = client;
+      client.on('error', (err) => this.lost(err));
+      client.on('end', () => this.lost(new Error('listener connection ended')));
+      client.on('notification', (msg) => {
+        for (const s of this.subscribers) if (s.channel === msg.channel) s.onMessage(msg.payload ?? '');
+      });
+      if (this.closed) return void (await client.end().catch(() => {}));
       for (const channel of new Set(this.subscribers.map((s) => s.channel))) {
         await client.query(`listen ${quoteIdent(channel)}`);
       }

@@ -4,6 +4,8 @@ import { Kysely, PostgresDialect, sql, type PostgresPool, type PostgresPoolClien
 import pg from 'pg';
 import { PGliteChangeFeed, PostgresChangeFeed, type ChangeFeed } from './change-feed.js';
 import { lockDataDir, type DataDirLock } from './data-dir-lock.js';
+import { isDatabaseUnavailable, isNotPrimary } from './errors.js';
+import { HostSelector, clientClass, serverRole, targetOf, WrongRole } from './hosts.js';
 import { registerProcessInstance } from './instance.js';
 import { isStalePlan } from './retry.js';
 import { PGliteDialect } from './pglite-dialect.js';
@@ -32,6 +34,18 @@ export interface DatabaseHandle {
   changes?: ChangeFeed;
   /** Connections of the pool (PostgreSQL) for /metrics. */
   poolStats?: () => PoolStats;
+  /** The host the pool writes to (PostgreSQL), `host:port`, for /metrics and logs. */
+  primaryInUse?: () => string;
+  /** Reads that tolerate lag: a read replica while it is up and close enough, else `db` (runtime.ts). */
+  reads?: () => Db;
+  /** The read replica for /metrics: its host, its lag at the last probe (null: unreachable), whether reads use it. */
+  replicaStats?: () => ReplicaStats;
+}
+
+export interface ReplicaStats {
+  host: string;
+  lagSeconds: number | null;
+  inUse: boolean;
 }
 
 export interface PoolStats {
@@ -61,6 +75,8 @@ const CONNECTION_LOST = /^(Connection terminated|Client has encountered a connec
 const NOT_CONNECTED = new Set(['ECONNREFUSED', '57P03', 'ENOTFOUND', 'EAI_AGAIN']);
 /** How long acquiring a connection keeps retrying while PostgreSQL restarts (nothing sent yet). */
 const CONNECT_RETRY_MS = 3000;
+/** A host that does not answer a connection within this is skipped for the next (several hosts only). */
+const CONNECT_TIMEOUT_MS = 2000;
 
 /**
  * A connection lost mid-request gets SQLSTATE 08006 (connection_failure), so every layer above
@@ -142,7 +158,7 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
  * fails); pg-pool discards the broken client on release. Acquiring a connection, where nothing
  * was sent yet, is retried for a few seconds while the server is refusing or starting up.
  */
-function resilientPool(pool: pg.Pool, prepared: boolean): PostgresPool {
+function resilientPool(pool: pg.Pool, prepared: boolean, selector: HostSelector): PostgresPool {
   pool.on('connect', (client) => {
     client.on('error', () => {
       // The query in flight (if any) rejects with this error; nothing else to do here.
@@ -189,7 +205,10 @@ function resilientPool(pool: pg.Pool, prepared: boolean): PostgresPool {
             // A table changed under a cached plan (a migration by a newer process): prepare anew;
             // the entry point's retry runs the rolled-back unit again (db/retry.ts).
             if (isStalePlan(err)) named?.reset();
-            return Promise.reject(tagConnectionError(err));
+            const tagged = tagConnectionError(err);
+            // The host may have stopped being the primary (a failover): every connection checks again.
+            if (isNotPrimary(tagged) || isDatabaseUnavailable(tagged)) selector.doubt();
+            return Promise.reject(tagged);
           });
           return begun ? Promise.all([begun, answered]).then(([, r]) => r) : answered;
         }
@@ -223,20 +242,67 @@ function resilientPool(pool: pg.Pool, prepared: boolean): PostgresPool {
     }
     return w;
   };
+  // The selector's generation under which each connection last passed the role check.
+  const checked = new WeakMap<pg.PoolClient, number>();
+  /** Whether `client` is on a host that satisfies target_session_attrs (checked once per generation). */
+  const suitable = async (client: pg.PoolClient): Promise<boolean> => {
+    if (selector.trivial || checked.get(client) === selector.generation) return true;
+    const generation = selector.generation;
+    const target = targetOf(client)!;
+    let ok = false;
+    try {
+      ok = selector.accepts(await serverRole(client));
+    } catch {
+      ok = false;
+    }
+    if (!ok) {
+      client.release(true); // destroyed, not returned to the pool
+      selector.advance(target);
+      return false;
+    }
+    checked.set(client, generation);
+    selector.confirmed(target);
+    return true;
+  };
   return {
     async connect() {
       const deadline = Date.now() + CONNECT_RETRY_MS;
-      for (let delay = 50; ; delay = Math.min(delay * 2, 500)) {
+      for (let delay = 50; ; ) {
+        let lastError: unknown;
         try {
-          return wrap(await pool.connect());
+          const client = await pool.connect();
+          if (await suitable(client)) return wrap(client);
+          lastError = new WrongRole(targetOf(client)!, selector.attrs);
         } catch (err) {
           const code = (err as { code?: string }).code;
-          if (!code || !NOT_CONNECTED.has(code) || Date.now() + delay > deadline) throw tagConnectionError(err);
-          await sleep(delay);
+          const retryable = code !== undefined && (NOT_CONNECTED.has(code) || (!selector.trivial && isDatabaseUnavailable(err)));
+          if (!retryable) throw tagConnectionError(err);
+          lastError = err;
         }
+        // Another host is left to try in this round: at once. Every host failed: wait, then again.
+        if (!selector.trivial && !selector.roundFailed) continue;
+        if (Date.now() + delay > deadline) throw tagConnectionError(lastError);
+        await sleep(delay);
+        delay = Math.min(delay * 2, 500);
+        selector.newRound();
       }
     },
     end: () => pool.end(),
+  };
+}
+
+/** A pool and its Kysely over `url` (several hosts allowed), without the process's other parts: a read replica's. */
+export function openPool(url: string, poolSize: number, preparedStatements = true): { db: Db; primaryInUse: () => string } {
+  const selector = new HostSelector(url);
+  const pool = new pg.Pool({
+    ...(selector.trivial ? { connectionString: url } : { Client: clientClass(selector, CONNECT_TIMEOUT_MS), keepAlive: true }),
+    max: poolSize,
+    pipeline: true,
+    types: { getTypeParser: pgTypeParser } as pg.CustomTypesConfig,
+  });
+  return {
+    db: new Kysely<Database>({ dialect: new PostgresDialect({ pool: resilientPool(pool, preparedStatements, selector) }) }),
+    primaryInUse: () => selector.label,
   };
 }
 
@@ -246,8 +312,10 @@ function resilientPool(pool: pg.Pool, prepared: boolean): PostgresPool {
  * PgBouncer in transaction mode that does not keep them (before 1.21, or max_prepared_statements 0).
  */
 export function openPostgres(connectionString: string, poolSize = 20, listenUrl?: string, preparedStatements = true): DatabaseHandle {
+  // Several hosts or a target_session_attrs (src/db/hosts.ts): each new connection goes to the host in use.
+  const selector = new HostSelector(connectionString);
   const pool = new pg.Pool({
-    connectionString,
+    ...(selector.trivial ? { connectionString } : { Client: clientClass(selector, CONNECT_TIMEOUT_MS), keepAlive: true }),
     max: poolSize,
     // Statements are written as they are issued, each with its own Sync, instead of one at a time
     // after the last one's answer: what lets BEGIN and a transaction's last write be sent together
@@ -255,20 +323,24 @@ export function openPostgres(connectionString: string, poolSize = 20, listenUrl?
     pipeline: true,
     types: { getTypeParser: pgTypeParser } as pg.CustomTypesConfig,
   });
-  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: resilientPool(pool, preparedStatements) }) });
+  const connections = resilientPool(pool, preparedStatements, selector);
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: connections }) });
   const instance = registerProcessInstance(db, false);
+  // Its own selector: the listener follows the primary of its own URL, with the same rules.
   const changes = new PostgresChangeFeed(listenUrl ?? connectionString);
   return {
     db,
     kind: 'postgres',
     changes,
     poolStats: () => ({ max: poolSize, total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
+    primaryInUse: () => selector.label,
     async exec(script) {
-      const client = await pool.connect();
+      const client = await connections.connect();
+      const query = client.query as unknown as (text: string) => Promise<unknown>;
       try {
-        await client.query(script);
+        await query(script);
       } catch (err) {
-        await client.query('rollback').catch(() => {});
+        await query('rollback').catch(() => {});
         throw tagConnectionError(err);
       } finally {
         client.release();

@@ -8,6 +8,12 @@ import type { Idempotency } from './idempotency.js';
 export interface Deps {
   config: Config;
   db: Db;
+  /**
+   * For reads that tolerate lag (lists, exports, reports, reference data): a read replica while it
+   * is up and close enough (DATABASE_READ_URL), else `db`. Reads that must see the client's own
+   * writes (balances, a resource just made, idempotency, keys) use `db`.
+   */
+  readDb(): Db;
   dbKind: 'pglite' | 'postgres';
   sealer: Sealer;
   idempotency: Idempotency;

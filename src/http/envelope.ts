@@ -3,6 +3,7 @@ import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { AppError, type ErrorDetail } from '../core/errors.js';
 import { InvalidStoredSettings } from '../core/settings.js';
+import { isDatabaseUnavailable } from '../db/errors.js';
 import { statusOf } from './errors.js';
 import { ReplayResponse } from './replay.js';
 import { checkDeclared } from './route-errors.js';
@@ -54,8 +55,6 @@ export function sendError(request: FastifyRequest, reply: FastifyReply, err: App
   return reply.code(statusOf(err)).send(errorBody(request, err.code, err.message, err.details));
 }
 
-const DB_DOWN_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', '57P01', '57P02', '57P03', '08006', '08001', '08003']);
-
 /**
  * PostgreSQL errors (SQLSTATE, the same on pg and PGlite) that a client's input can cause, as the
  * client's error. Class 22 (data exception: a value the column type refuses, out of range, NUL,
@@ -104,7 +103,7 @@ export function registerErrorHandling(app: FastifyInstance): void {
     if (error.statusCode === 400 && error.name === 'SyntaxError') {
       return sendError(request, reply, new AppError('invalid_json', 'The body is not valid JSON'));
     }
-    if (error.code && DB_DOWN_CODES.has(error.code)) {
+    if (isDatabaseUnavailable(error)) {
       request.log.error({ err: error }, 'database unavailable');
       return sendError(
         request,

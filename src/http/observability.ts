@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { sql } from 'kysely';
 import client from 'prom-client';
-import type { Db, PoolStats } from '../db/client.js';
+import type { Db, PoolStats, ReplicaStats } from '../db/client.js';
 import { ping } from '../db/client.js';
 import { metricsRegistry } from '../lib/metrics.js';
 
@@ -11,7 +11,13 @@ import { metricsRegistry } from '../lib/metrics.js';
  * src/lib/metrics.ts (posting batch sizes, job ticks, webhook delivery lag), pool usage,
  * and the job queues' depth and oldest age (read from the database when scraped).
  */
-export function registerObservability(app: FastifyInstance, db: Db, poolStats?: () => PoolStats): void {
+export function registerObservability(
+  app: FastifyInstance,
+  db: Db,
+  poolStats?: () => PoolStats,
+  database: { primaryInUse?: (() => string) | undefined; replicaStats?: (() => ReplicaStats) | undefined } = {},
+): void {
+  const { primaryInUse, replicaStats } = database;
   const registry = new client.Registry();
   client.collectDefaultMetrics({ register: registry });
   const duration = new client.Histogram({
@@ -36,6 +42,31 @@ export function registerObservability(app: FastifyInstance, db: Db, poolStats?: 
       collect() {
         const s = poolStats();
         for (const [state, value] of Object.entries(s)) this.set({ state }, value);
+      },
+    });
+  }
+  if (primaryInUse) registerReplicationMetrics(registry, db, primaryInUse);
+  if (replicaStats) {
+    new client.Gauge({
+      name: 'fsapi_db_read_replica_lag_seconds',
+      help: 'How far behind the primary the read replica is, at its last probe (absent: unreachable)',
+      labelNames: ['host'],
+      registers: [registry],
+      collect() {
+        this.reset();
+        const s = replicaStats();
+        if (s.lagSeconds !== null) this.set({ host: s.host }, s.lagSeconds);
+      },
+    });
+    new client.Gauge({
+      name: 'fsapi_db_read_replica_in_use',
+      help: 'Whether lag-tolerant reads go to the read replica (1) or to the primary (0: replica down or too far behind)',
+      labelNames: ['host'],
+      registers: [registry],
+      collect() {
+        this.reset();
+        const s = replicaStats();
+        this.set({ host: s.host }, s.inUse ? 1 : 0);
       },
     });
   }
@@ -79,6 +110,63 @@ export function registerObservability(app: FastifyInstance, db: Db, poolStats?: 
   app.get('/metrics', { schema: hide }, async (_req, reply) =>
     reply.type(registry.contentType).send(`${await registry.metrics()}\n${await metricsRegistry.metrics()}`),
   );
+}
+
+/**
+ * PostgreSQL only: the host this process writes to (a failover changes it: docs/operations.md),
+ * and each standby's lag as the primary sees it (pg_stat_replication: bytes of WAL not yet
+ * replayed, and the time its last replay took to catch up).
+ */
+function registerReplicationMetrics(registry: client.Registry, db: Db, primaryInUse: () => string): void {
+  new client.Gauge({
+    name: 'fsapi_db_primary',
+    help: 'The PostgreSQL host (host:port) this process sends its writes to: 1 for the one in use',
+    labelNames: ['host'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      this.set({ host: primaryInUse() }, 1);
+    },
+  });
+  const standbys = standbyReader(db);
+  for (const [name, help, pick] of [
+    ['fsapi_db_replica_lag_bytes', 'WAL the primary has written that each standby has not replayed yet', 'bytes'],
+    ['fsapi_db_replica_lag_seconds', 'Replay lag of each standby as the primary reports it (0 when idle)', 'seconds'],
+  ] as const) {
+    new client.Gauge({
+      name,
+      help,
+      labelNames: ['standby', 'sync_state'],
+      registers: [registry],
+      async collect() {
+        this.reset();
+        try {
+          for (const r of await standbys()) this.set({ standby: r.standby, sync_state: r.sync_state }, r[pick]);
+        } catch {
+          // database unavailable (a failover under way): the gauge is empty for this scrape
+        }
+      },
+    });
+  }
+}
+
+function standbyReader(db: Db) {
+  let cached: { at: number; value: Promise<Array<{ standby: string; sync_state: string; bytes: number; seconds: number }>> } | undefined;
+  return () => {
+    if (cached && Date.now() - cached.at < 1000) return cached.value;
+    const value = sql<{ standby: string; sync_state: string; bytes: string | null; seconds: string | null }>`
+      select application_name || coalesce('@' || host(client_addr), '') as standby, coalesce(sync_state, 'unknown') as sync_state,
+             pg_wal_lsn_diff(pg_current_wal_lsn(), replay_lsn)::text as bytes,
+             extract(epoch from coalesce(replay_lag, interval '0'))::text as seconds
+        from pg_stat_replication`
+      .execute(db)
+      .then(({ rows }) =>
+        rows.map((r) => ({ standby: r.standby, sync_state: r.sync_state, bytes: Number(r.bytes ?? 0), seconds: Number(r.seconds ?? 0) })),
+      );
+    cached = { at: Date.now(), value };
+    value.catch(() => (cached = undefined));
+    return value;
+  };
 }
 
 /** The job queues, one query, read at most once a second (both gauges share it). */

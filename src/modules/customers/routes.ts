@@ -32,7 +32,7 @@ export function customerRoutes(deps: Deps): FastifyPluginAsyncZod {
         data: pageSchema(CustomerResponse),
         errors: [],
       },
-      async (req) => ok(await service.listCustomers(deps.db, req.ctx, req.query, customerKycView)),
+      async (req) => ok(await service.listCustomers(deps.readDb(), req.ctx, req.query, customerKycView)),
     );
 
     r.get(

@@ -21,7 +21,7 @@ export function transactionRoutes(deps: Deps): FastifyPluginAsyncZod {
     r.get(
       '/v1/transactions',
       { summary: 'List transactions', querystring: ListTransactionsQuery, data: pageSchema(TransactionResponse), errors: [] },
-      async (req) => ok(await service.listTransactions(deps.db, req.ctx, req.query)),
+      async (req) => ok(await service.listTransactions(deps.readDb(), req.ctx, req.query)),
     );
 
     r.get(
@@ -34,7 +34,7 @@ export function transactionRoutes(deps: Deps): FastifyPluginAsyncZod {
         data: VolumeResponse,
         errors: [],
       },
-      async (req) => ok(await service.volume(deps.db, req.ctx, req.query)),
+      async (req) => ok(await service.volume(deps.readDb(), req.ctx, req.query)),
     );
 
     app.get(
@@ -51,7 +51,7 @@ export function transactionRoutes(deps: Deps): FastifyPluginAsyncZod {
       async (req, reply) => {
         const format = req.query.export_format;
         const date = new Date().toISOString().slice(0, 10);
-        const pages = service.exportPages(deps.db, req.ctx, req.query);
+        const pages = service.exportPages(deps.readDb(), req.ctx, req.query);
         // The first page is read and rendered before the status is sent: a failure there is a
         // normal error answer. A failure on a later page errors the stream after the headers
         // went out; Fastify then destroys the socket, so the chunked body never ends cleanly and
