@@ -26,6 +26,9 @@ import { openCounters } from './lib/counters.js';
 import type { Sealer } from './lib/crypto.js';
 import { newId } from './lib/ids.js';
 import { dashboardRoutes } from './dashboard/routes.js';
+import { bankFileRoutes } from './modules/bank-files/routes.js';
+import { bankMetrics } from './modules/bank-files/metrics.js';
+import { bankDeps } from './workers/bank-files.js';
 import { accountApplicationRoutes } from './modules/account-applications/routes.js';
 import { accountRoutes } from './modules/accounts/routes.js';
 import { cardRoutes } from './modules/cards/routes.js';
@@ -151,7 +154,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   app.addHook('preValidation', async (request) => {
     if (request.method === 'POST' && request.ctx) idempotencyKeyOf(request);
   });
-  registerObservability(app, deps.db, options.poolStats);
+  registerObservability(app, deps.db, options.poolStats, [bankMetrics(deps.db)]);
   // The API request log: buffered in memory, written by its own flusher, never on a request's path.
   const requestLog =
     config.REQUEST_LOG === 'on' ? new RequestLog(deps.db, { onError: (err) => app.log.warn({ err }, 'request log flush failed') }) : null;
@@ -199,5 +202,6 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   await app.register(checkoutRoutes(deps));
   await app.register(dashboardRoutes(deps));
   await app.register(cardRoutes(deps));
+  await app.register(bankFileRoutes(deps, bankDeps(config, options.sealer, app.log)));
   return app;
 }
