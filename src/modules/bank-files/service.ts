@@ -711,7 +711,7 @@ export async function reconciliationGauges(db: Queryable) {
 // ---------- the exchange as one pass ----------
 
 export interface ExchangeResult {
-  cut: CutResult;
+  cut: { file: { id: string; filename: string; message_id: string; checksum: string } | undefined; refused: CutResult['refused'] };
   delivered: string[];
   imported: (ImportResult & { filename: string })[];
   rejected: { filename: string; error: string }[];
@@ -733,7 +733,9 @@ export async function exchange(
   const c = await connectionOf(db, connectionId);
   const t = transport ?? transportOf(c);
   try {
-    const cut = c.status === 'active' ? await unit((trx) => cutFile(trx, c.id)) : { file: undefined, refused: [] };
+    const made = c.status === 'active' ? await unit((trx) => cutFile(trx, c.id)) : { file: undefined, refused: [] };
+    const f = made.file;
+    const cut = { file: f && { id: f.id, filename: f.filename, message_id: f.message_id, checksum: f.checksum }, refused: made.refused };
     const delivered = (await deliverFiles(unit, db, c.id, t)).map((f) => f.filename);
     const imported: ExchangeResult['imported'] = [];
     const rejected: ExchangeResult['rejected'] = [];
