@@ -183,15 +183,17 @@ export async function cutFile(trx: Trx, connectionId: string, now = new Date()):
   for (const p of claimed) {
     const payee = (typeof p.payee === 'string' ? JSON.parse(p.payee) : p.payee) as PayeeDetails;
     const transfer = details.get(p.transfer_id);
-    const remittanceText = transfer ? transfer.client_reference || transfer.description || transfer.reference : null;
+    // The payer's own reference, else the description, else our reference: the first the bank's character set can carry.
+    const remittance = transfer
+      ? ([transfer.client_reference, transfer.description, transfer.reference]
+          .filter((v): v is string => Boolean(v?.trim()))
+          .map((v) => toLatin(v.trim().slice(0, 140)))
+          .find((v) => v !== undefined && v.trim() !== '') ?? null)
+      : null;
     const name = toLatin(payee.accountName.trim().slice(0, 140));
-    const remittance = remittanceText ? toLatin(remittanceText.slice(0, 140)) : null;
     const scope = { tenantId: p.tenant_id, environment: p.environment as Environment };
-    if (!name || remittance === undefined || (!payee.iban && !payee.accountNumber && !payee.phoneNumber)) {
-      const reason =
-        !name || remittance === undefined
-          ? 'The payee name or reference has characters the bank cannot carry'
-          : 'The payee has no account identifier';
+    if (!name?.trim() || (!payee.iban && !payee.accountNumber && !payee.phoneNumber)) {
+      const reason = name?.trim() ? 'The payee has no account identifier' : 'The payee name has characters the bank cannot carry';
       await transfers.applyRailOutcome(trx, scope, p.transfer_id, 'failed', reason);
       refused.push({ transfer_id: p.transfer_id, reason });
       continue;
@@ -204,7 +206,7 @@ export async function cutFile(trx: Trx, connectionId: string, now = new Date()):
       currency: p.currency,
       executionDate,
       creditorName: name,
-      remittance: remittance || null,
+      remittance,
       ...creditorOf(payee),
     });
   }
