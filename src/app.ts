@@ -26,7 +26,7 @@ import { openCounters } from './lib/counters.js';
 import type { Sealer } from './lib/crypto.js';
 import { newId } from './lib/ids.js';
 import { dashboardRoutes } from './dashboard/routes.js';
-import { bankFileRoutes } from './modules/bank-files/routes.js';
+import { bankFileRoutes, bankSimulationRoutes } from './modules/bank-files/routes.js';
 import { bankMetrics } from './modules/bank-files/metrics.js';
 import { bankDeps } from './workers/bank-files.js';
 import { accountApplicationRoutes } from './modules/account-applications/routes.js';
@@ -202,6 +202,8 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   await app.register(checkoutRoutes(deps));
   await app.register(dashboardRoutes(deps));
   await app.register(cardRoutes(deps));
-  await app.register(bankFileRoutes(deps, bankDeps(config, options.sealer, app.log)));
+  const bank = bankDeps(config, options.sealer, app.log);
+  await app.register(bankFileRoutes(deps, bank));
+  await app.register(bankSimulationRoutes(deps, bank));
   return app;
 }

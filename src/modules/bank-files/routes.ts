@@ -1,9 +1,12 @@
 import type { FastifyInstance, FastifyPluginAsync } from 'fastify';
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { validationError } from '../../core/errors.js';
 import type { Deps } from '../../http/deps.js';
 import { ok } from '../../http/envelope.js';
 import { operatorGuard } from '../../http/operator-auth.js';
+import { routes } from '../../http/route.js';
+import { UuidParam } from '../../lib/validators.js';
 import { ExceptionAssignInput, ExceptionReturnInput } from './schema.js';
 import * as service from './service.js';
 
@@ -69,6 +72,50 @@ export function bankFileRoutes(deps: Deps, bank: service.BankDeps): FastifyPlugi
     });
     app.get(`${base}/reconciliations`, options, async (req) =>
       ok(await service.listReconciliations(deps.db, parse(ListQuery, req.query).connection_id)),
+    );
+  };
+}
+
+const SimulateCreditBody = z
+  .strictObject({
+    amount: z.union([z.string(), z.number()]),
+    payer_name: z.string().trim().min(1).max(140).optional(),
+    reference: z.string().trim().min(1).max(140).optional(),
+  })
+  .meta({ id: 'SimulateBankCreditRequest' });
+
+const SimulatedCreditResponse = z
+  .object({
+    entry_reference: z.string(),
+    outcome: z.string(),
+    account_id: z.string(),
+    amount: z.string(),
+    currency: z.string(),
+    payer_name: z.string().nullable(),
+    reference: z.string().nullable(),
+  })
+  .meta({ id: 'SimulatedBankCredit' });
+
+/** Sandbox: a bank transfer arrives, notified in a camt.054 and imported like a live bank's (404 with a live key). */
+export function bankSimulationRoutes(deps: Deps, bank: service.BankDeps): FastifyPluginAsyncZod {
+  return async (app) => {
+    const r = routes(app, ['Simulations']);
+    r.post(
+      '/v1/simulations/accounts/:account_id/bank-credits',
+      {
+        summary: 'Simulate: an inbound bank transfer through the bank file importer (sandbox)',
+        description:
+          'The sandbox bank notifies a credit to the account (camt.054) and the same importer as live books it: the account is credited ' +
+          'from the payer, and a pending bank-transfer collection whose reference the payment quotes completes. Sandbox keys only.',
+        params: z.strictObject({ account_id: UuidParam }),
+        body: SimulateCreditBody,
+        data: SimulatedCreditResponse,
+        errors: ['invalid_amount', 'account_inactive', 'unprocessable'],
+      },
+      (req, reply) =>
+        deps.idempotency.run(req, reply, 'simulations.accounts.bank_credits', (trx) =>
+          service.simulateInboundCredit(trx, req.ctx, req.params.account_id, req.body, bank, deps.config.DATA_DIR),
+        ),
     );
   };
 }

@@ -21,6 +21,7 @@ import {
 } from './messages.js';
 import * as repo from './repo.js';
 import { ConnectionInput } from './schema.js';
+import { sandboxAnswers, sandboxConnection, simulatedCreditFile, type SimulatedCredit } from './sandbox.js';
 import { transportOf, type Transport } from './transport.js';
 import { BankFileError, parseBankXml } from './xml.js';
 
@@ -738,7 +739,16 @@ export async function exchange(
     const made = c.status === 'active' ? await unit((trx) => cutFile(trx, c.id)) : { file: undefined, refused: [] };
     const f = made.file;
     const cut = { file: f && { id: f.id, filename: f.filename, message_id: f.message_id, checksum: f.checksum }, refused: made.refused };
-    const delivered = (await deliverFiles(unit, db, c.id, t)).map((f) => f.filename);
+    const files = await deliverFiles(unit, db, c.id, t);
+    if (c.environment === 'sandbox') {
+      // The sandbox bank answers at once, through the same importer as a real bank's files.
+      for (const file of files) {
+        const payouts = await repo.payoutsOfFile(db, file.id);
+        for (const answer of sandboxAnswers(c, file, payouts))
+          await unit((trx) => importFile(trx, c.id, answer.name, answer.content, deps));
+      }
+    }
+    const delivered = files.map((f) => f.filename);
     const imported: ExchangeResult['imported'] = [];
     const rejected: ExchangeResult['rejected'] = [];
     for (const name of await t.inbox()) {
@@ -761,4 +771,36 @@ export async function exchange(
 /** Active connections (the worker passes over each). */
 export async function activeConnectionIds(db: Queryable) {
   return (await repo.listConnections(db)).filter((c) => c.status === 'active').map((c) => c.id);
+}
+
+// ---------- sandbox ----------
+
+/**
+ * Sandbox: money arrives by bank transfer into one of the business's accounts, notified as the
+ * bank would (a camt.054 credit naming the account's bank details) and imported by the live
+ * importer through the sandbox bank connection of its currency.
+ */
+export async function simulateInboundCredit(
+  trx: Trx,
+  ctx: Scope,
+  accountId: string,
+  body: SimulatedCredit,
+  deps: BankDeps,
+  dataDir: string,
+) {
+  if (ctx.environment !== 'sandbox') throw notFound('Route');
+  const account = await accounts.findAccountById(trx, accountId);
+  if (!account || account.tenant_id !== ctx.tenantId || account.environment !== ctx.environment) throw notFound('Account');
+  const c = await sandboxConnection(trx, account.currency, dataDir);
+  const file = simulatedCreditFile(c, account, body);
+  const result = await importFile(trx, c.id, file.name, file.content, deps);
+  return {
+    entry_reference: file.ref,
+    outcome: Object.keys(result.counts)[0] ?? 'duplicate',
+    account_id: account.id,
+    amount: formatAmount(file.amount, account.currency),
+    currency: account.currency,
+    payer_name: body.payer_name ?? null,
+    reference: body.reference ?? null,
+  };
 }
