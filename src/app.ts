@@ -27,6 +27,9 @@ import type { Sealer } from './lib/crypto.js';
 import { newId } from './lib/ids.js';
 import { dashboardRoutes } from './dashboard/routes.js';
 import { opsRoutes } from './ops/routes.js';
+import { bankFileRoutes, bankSimulationRoutes } from './modules/bank-files/routes.js';
+import { bankMetrics } from './modules/bank-files/metrics.js';
+import { bankDeps } from './workers/bank-files.js';
 import { accountApplicationRoutes } from './modules/account-applications/routes.js';
 import { accountRoutes } from './modules/accounts/routes.js';
 import { cardRoutes } from './modules/cards/routes.js';
@@ -152,7 +155,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   app.addHook('preValidation', async (request) => {
     if (request.method === 'POST' && request.ctx) idempotencyKeyOf(request);
   });
-  registerObservability(app, deps.db, options.poolStats);
+  registerObservability(app, deps.db, options.poolStats, [bankMetrics(deps.db)]);
   // The API request log: buffered in memory, written by its own flusher, never on a request's path.
   const requestLog =
     config.REQUEST_LOG === 'on' ? new RequestLog(deps.db, { onError: (err) => app.log.warn({ err }, 'request log flush failed') }) : null;
@@ -201,5 +204,8 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   await app.register(dashboardRoutes(deps));
   await app.register(opsRoutes(deps));
   await app.register(cardRoutes(deps));
+  const bank = bankDeps(config, options.sealer, app.log);
+  await app.register(bankFileRoutes(deps, bank));
+  await app.register(bankSimulationRoutes(deps, bank));
   return app;
 }

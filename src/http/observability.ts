@@ -9,9 +9,10 @@ import { metricsRegistry } from '../lib/metrics.js';
  * /healthz (process up), /readyz (database answers), /metrics (Prometheus, this process):
  * requests by route and status (count and latency histogram), the process-wide registry of
  * src/lib/metrics.ts (posting batch sizes, job ticks, webhook delivery lag), pool usage,
- * and the job queues' depth and oldest age (read from the database when scraped).
+ * the job queues' depth and oldest age (read from the database when scraped), and the registries
+ * modules hand in (`more`: the bank reconciliation gauge).
  */
-export function registerObservability(app: FastifyInstance, db: Db, poolStats?: () => PoolStats): void {
+export function registerObservability(app: FastifyInstance, db: Db, poolStats?: () => PoolStats, more: client.Registry[] = []): void {
   const registry = new client.Registry();
   client.collectDefaultMetrics({ register: registry });
   const duration = new client.Histogram({
@@ -77,7 +78,9 @@ export function registerObservability(app: FastifyInstance, db: Db, poolStats?: 
     }
   });
   app.get('/metrics', { schema: hide }, async (_req, reply) =>
-    reply.type(registry.contentType).send(`${await registry.metrics()}\n${await metricsRegistry.metrics()}`),
+    reply
+      .type(registry.contentType)
+      .send([await registry.metrics(), await metricsRegistry.metrics(), ...(await Promise.all(more.map((r) => r.metrics())))].join('\n')),
   );
 }
 
