@@ -202,9 +202,9 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   await app.register(collectionSimulationRoutes(deps));
   await app.register(checkoutRoutes(deps));
   await app.register(dashboardRoutes(deps));
-  await app.register(opsRoutes(deps));
-  await app.register(cardRoutes(deps));
   const bank = bankDeps(config, options.sealer, app.log);
+  await app.register(opsRoutes(deps, bank));
+  await app.register(cardRoutes(deps));
   await app.register(bankFileRoutes(deps, bank));
   await app.register(bankSimulationRoutes(deps, bank));
   return app;
