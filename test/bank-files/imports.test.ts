@@ -6,7 +6,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { reconcile } from '../../src/ledger/index.js';
 import { listInstitutions } from '../../src/lib/institutions.js';
 import { parseAmount } from '../../src/lib/money.js';
-import { buildCamt054, buildPain002, type CashEntryInput } from '../../src/modules/bank-files/messages.js';
+import { buildCamt054, buildPain001, buildPain002, type CashEntryInput } from '../../src/modules/bank-files/messages.js';
+import { toLatin } from '../../src/lib/latin.js';
 import * as bank from '../../src/modules/bank-files/service.js';
 import { verifyDuePayees } from '../../src/modules/external-accounts/service.js';
 import { dispatchPendingPayouts } from '../../src/modules/transfers/payout-lifecycle.js';
@@ -237,5 +238,84 @@ describe('payouts in a file the bank rejects whole', () => {
     // The same report again changes nothing.
     expect((await importing(report)).body.data).toMatchObject({ duplicate: true });
     expect((await reconcile(t.db, tenantId)).ok).toBe(true);
+  });
+});
+
+describe('an IBAN bank (SEPA)', () => {
+  it('books a credit to the account by its IBAN, and writes SEPA payouts by IBAN and BIC in an XSD-valid pain.001', async () => {
+    // The business's own EUR account (a customer's needs the EUR feature, activated through KYC review).
+    const eur = (await live.post('/v1/accounts', { currency: 'EUR', label: 'eur' })).body.data;
+    const iban = eur.bank_details.iban as string;
+    expect(iban).toMatch(/^DE\d{2}/);
+    const platform = { iban: 'DE89370400440532013000', accountNumber: null };
+    const conn = await ops('POST', '/connections', {
+      name: 'SEPA Bank',
+      account_name: 'FSAPI Platform GmbH',
+      iban: platform.iban,
+      bic: 'COBADEFFXXX',
+      currency: 'EUR',
+      rails: ['sepa'],
+      transport: { type: 'folder', outbox: join(dir, 'eur-out'), inbox: join(dir, 'eur-in') },
+    });
+    expect(conn.status, conn.text).toBe(201);
+    const notify = buildCamt054({
+      messageId: 'EUR1',
+      createdAt: new Date(),
+      reportId: 'EUR1',
+      account: platform,
+      currency: 'EUR',
+      entries: [
+        {
+          ref: 'E1',
+          amount: 50000n,
+          currency: 'EUR',
+          direction: 'credit',
+          bookingDate: today,
+          payerName: 'Müller GmbH',
+          creditorAccount: { iban, accountNumber: null },
+          reference: 'RE 2026-1',
+        },
+      ],
+    });
+    const res = await ops('POST', `/connections/${conn.body.data.id}/files`, { filename: 'eur.xml', content: notify });
+    expect(res.status, res.text).toBe(200);
+    expect(res.body.data.counts).toEqual({ credited: 1 });
+    expect((await live.get(`/v1/accounts/${eur.id}`)).body.data.balance).toBe('500.00');
+    // The file a SEPA payout travels in (a customer's EUR payee needs the EUR feature, granted by KYC review in live).
+    const content = buildPain001({
+      messageId: 'FSAPISEPA1',
+      createdAt: new Date(),
+      initiatingParty: 'FSAPI Platform GmbH',
+      debtorName: 'FSAPI Platform GmbH',
+      debtorAccount: platform,
+      debtorBic: 'COBADEFFXXX',
+      debtorBankCode: null,
+      payments: [
+        {
+          endToEndId: bank.endToEndIdOf(eur.id),
+          amount: 12345n,
+          currency: 'EUR',
+          executionDate: today,
+          creditorName: toLatin('Hélène Dupré')!,
+          creditorAccount: { iban: 'FR1420041010050500013M02606', accountNumber: null },
+          creditorBic: 'PSSTFRPPXXX',
+          creditorBankCode: null,
+          remittance: 'Facture 7',
+        },
+      ],
+    });
+    const path = join(dir, 'sepa-pain001.xml');
+    writeFileSync(path, content);
+    execFileSync('xmllint', ['--noout', '--schema', join(import.meta.dirname, 'xsd', 'pain.001.001.09.xsd'), path], { stdio: 'pipe' });
+    for (const fragment of [
+      '<IBAN>DE89370400440532013000</IBAN>',
+      '<BICFI>COBADEFFXXX</BICFI>',
+      '<IBAN>FR1420041010050500013M02606</IBAN>',
+      '<BICFI>PSSTFRPPXXX</BICFI>',
+      '<Nm>Helene Dupre</Nm>',
+      '<InstdAmt Ccy="EUR">123.45</InstdAmt>',
+      '<Ustrd>Facture 7</Ustrd>',
+    ])
+      expect(content).toContain(fragment);
   });
 });
