@@ -27,6 +27,9 @@ import type { Sealer } from './lib/crypto.js';
 import { newId } from './lib/ids.js';
 import { dashboardRoutes } from './dashboard/routes.js';
 import { opsRoutes } from './ops/routes.js';
+import { bankFileRoutes, bankSimulationRoutes } from './modules/bank-files/routes.js';
+import { bankMetrics } from './modules/bank-files/metrics.js';
+import { bankDeps } from './workers/bank-files.js';
 import { accountApplicationRoutes } from './modules/account-applications/routes.js';
 import { accountRoutes } from './modules/accounts/routes.js';
 import { cardRoutes } from './modules/cards/routes.js';
@@ -160,7 +163,11 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   app.addHook('preValidation', async (request) => {
     if (request.method === 'POST' && request.ctx) idempotencyKeyOf(request);
   });
-  registerObservability(app, deps.db, options.poolStats, { primaryInUse: options.primaryInUse, replicaStats: options.replicaStats });
+  registerObservability(app, deps.db, options.poolStats, {
+    primaryInUse: options.primaryInUse,
+    replicaStats: options.replicaStats,
+    more: [bankMetrics(deps.db)],
+  });
   // The API request log: buffered in memory, written by its own flusher, never on a request's path.
   const requestLog =
     config.REQUEST_LOG === 'on' ? new RequestLog(deps.db, { onError: (err) => app.log.warn({ err }, 'request log flush failed') }) : null;
@@ -208,7 +215,10 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   await app.register(collectionSimulationRoutes(deps));
   await app.register(checkoutRoutes(deps));
   await app.register(dashboardRoutes(deps));
-  await app.register(opsRoutes(deps));
+  const bank = bankDeps(config, options.sealer, app.log);
+  await app.register(opsRoutes(deps, bank));
   await app.register(cardRoutes(deps));
+  await app.register(bankFileRoutes(deps, bank));
+  await app.register(bankSimulationRoutes(deps, bank));
   return app;
 }

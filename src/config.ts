@@ -103,6 +103,13 @@ const ConfigSchema = z.object({
    * secrets, card data). Unset in development: a key is generated once into DATA_DIR.
    */
   SECRETS_KEY: z.string().optional(),
+  /**
+   * Bearer token of the operator API (/operator/v1: bank connections, files, exceptions,
+   * reconciliation). Unset: the operator API does not exist (404).
+   */
+  OPERATOR_API_TOKEN: z.string().min(32, 'OPERATOR_API_TOKEN must be at least 32 characters').optional(),
+  /** How often the worker passes over each bank connection (cut, deliver, import). */
+  BANK_EXCHANGE_INTERVAL_MS: z.coerce.number().int().min(1000).max(86_400_000).default(60_000),
   IDEMPOTENCY_TTL_HOURS: z.coerce
     .number()
     .int()

@@ -26445,6 +26445,296 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/simulations/accounts/{account_id}/bank-credits": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Simulate: an inbound bank transfer through the bank file importer (sandbox)
+         * @description The sandbox bank notifies a credit to the account (camt.054) and the same importer as live books it: the account is credited from the payer, and a pending bank-transfer collection whose reference the payment quotes completes. Sandbox keys only.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    account_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": components["schemas"]["SimulateBankCreditRequestInput"];
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: components["schemas"]["SimulatedBankCredit"];
+                            error: null;
+                        };
+                    };
+                };
+                /** @description Invalid request: malformed JSON, invalid fields (every one listed in `details`), a bad Idempotency-Key */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "bad_request" | "validation_failed" | "invalid_json" | "invalid_amount" | "missing_idempotency_key" | "invalid_idempotency_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
+                    };
+                };
+                /** @description Missing, invalid or expired API key */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "missing_api_key" | "invalid_api_key" | "expired_api_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
+                    };
+                };
+                /** @description The key may not do this (public key, other business, HTTPS required, feature or KYC level missing) */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
+                    };
+                };
+                /** @description No such resource in this business and environment */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "not_found";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
+                    };
+                };
+                /** @description State conflict, or the same Idempotency-Key is still in flight (Retry-After) */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "account_inactive" | "conflict" | "idempotency_request_in_progress";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
+                    };
+                };
+                /** @description Body too large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "payload_too_large";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
+                    };
+                };
+                /** @description Body not sent as application/json */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "unsupported_media_type";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
+                    };
+                };
+                /** @description Business rule refused it (insufficient funds, limits, currency), or an Idempotency-Key reused for another request */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "idempotency_key_reused" | "unprocessable";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
+                    };
+                };
+                /** @description Rate limited (Retry-After, RateLimit headers) */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "rate_limited";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
+                    };
+                };
+                /** @description Something went wrong on our side; the request id is logged with the cause */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "internal_error";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
+                    };
+                };
+                /** @description The database is briefly unavailable; retry after Retry-After */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "service_unavailable";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -27131,6 +27421,20 @@ export interface components {
                 } | null;
             }[];
             date_created: string;
+        };
+        SimulateBankCreditRequestInput: {
+            amount: string | number;
+            payer_name?: string;
+            reference?: string;
+        };
+        SimulatedBankCreditInput: {
+            entry_reference: string;
+            outcome: string;
+            account_id: string;
+            amount: string;
+            currency: string;
+            payer_name: string | null;
+            reference: string | null;
         };
         ApplicationDataInput: {
             individual?: {
@@ -28435,6 +28739,20 @@ export interface components {
                 } | null;
             }[];
             date_created: string;
+        };
+        SimulateBankCreditRequest: {
+            amount: string | number;
+            payer_name?: string;
+            reference?: string;
+        };
+        SimulatedBankCredit: {
+            entry_reference: string;
+            outcome: string;
+            account_id: string;
+            amount: string;
+            currency: string;
+            payer_name: string | null;
+            reference: string | null;
         };
         ApplicationData: {
             individual?: {

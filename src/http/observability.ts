@@ -9,15 +9,20 @@ import { metricsRegistry } from '../lib/metrics.js';
  * /healthz (process up), /readyz (database answers), /metrics (Prometheus, this process):
  * requests by route and status (count and latency histogram), the process-wide registry of
  * src/lib/metrics.ts (posting batch sizes, job ticks, webhook delivery lag), pool usage,
- * and the job queues' depth and oldest age (read from the database when scraped).
+ * the job queues' depth and oldest age (read from the database when scraped), and the registries
+ * modules hand in (`more`: the bank reconciliation gauge).
  */
 export function registerObservability(
   app: FastifyInstance,
   db: Db,
   poolStats?: () => PoolStats,
-  database: { primaryInUse?: (() => string) | undefined; replicaStats?: (() => ReplicaStats) | undefined } = {},
+  extra: {
+    primaryInUse?: (() => string) | undefined;
+    replicaStats?: (() => ReplicaStats) | undefined;
+    more?: client.Registry[];
+  } = {},
 ): void {
-  const { primaryInUse, replicaStats } = database;
+  const { primaryInUse, replicaStats, more = [] } = extra;
   const registry = new client.Registry();
   client.collectDefaultMetrics({ register: registry });
   const duration = new client.Histogram({
@@ -108,7 +113,9 @@ export function registerObservability(
     }
   });
   app.get('/metrics', { schema: hide }, async (_req, reply) =>
-    reply.type(registry.contentType).send(`${await registry.metrics()}\n${await metricsRegistry.metrics()}`),
+    reply
+      .type(registry.contentType)
+      .send([await registry.metrics(), await metricsRegistry.metrics(), ...(await Promise.all(more.map((r) => r.metrics())))].join('\n')),
   );
 }
 

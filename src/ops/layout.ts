@@ -4,13 +4,15 @@ import type { OpsSession } from './service.js';
 
 /**
  * The console's frame: the dashboard's stylesheet and script (same look), its own navigation.
- * A section is listed only to roles that may open it. New sections (the bank files pages, when
- * that module lands: files sent and received, exceptions, reconciliation) are one entry here and
- * one route plugin in routes.ts.
+ * A section is listed only to roles that may open it. A new section is one entry here and one
+ * route plugin in routes.ts.
  */
 export const OPS_NAV: readonly { id: string; label: string; permission: OpsPermission }[] = [
   { id: 'kyc', label: 'KYC review', permission: 'kyc.read' },
   { id: 'payouts', label: 'Payouts', permission: 'payouts.read' },
+  { id: 'bank', label: 'Bank files', permission: 'bank.read' },
+  { id: 'bank/exceptions', label: 'Bank exceptions', permission: 'bank.read' },
+  { id: 'bank/reconciliations', label: 'Reconciliation', permission: 'bank.read' },
   { id: 'businesses', label: 'Businesses', permission: 'businesses.read' },
   { id: 'operators', label: 'Operators', permission: 'operators' },
   { id: 'audit', label: 'Audit log', permission: 'audit' },

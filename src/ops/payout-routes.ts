@@ -109,12 +109,14 @@ async function payoutPage(deps: Deps, reply: FastifyReply, session: OpsSession, 
   const t = await repo.findTransferById(deps.db, id);
   if (!t || t.destination_type !== 'external_account') throw new AppError('not_found', 'There is no such payout.');
   const ctx = { tenantId: t.tenant_id, environment: t.environment as Environment };
-  const [business, rail, entries, events, decisions] = await Promise.all([
+  const [business, rail, entries, events, decisions, bankFiles, bankEntries] = await Promise.all([
     repo.findBusiness(deps.db, t.tenant_id),
     repo.railPayoutOf(deps.db, ctx, t.id),
     repo.ledgerEntriesOf(deps.db, ctx, t.id, t.ledger_transaction_id),
     repo.eventsOf(deps.db, ctx, t.id),
     repo.listAudit(deps.db, { target: t.id, limit: 100 }),
+    repo.bankFilesOfPayout(deps.db, t.id),
+    repo.bankEntriesOfPayout(deps.db, t.id),
   ]);
   const can = opsCan(session.role, 'payouts.decide') && rail?.connector === 'manual';
   const actions = (list: (keyof typeof OUTCOMES)[]) =>
@@ -155,6 +157,39 @@ ${
         ['Updated', when(rail.updated_at.toISOString())],
       ])
     : html`<p class="empty">Not submitted to a rail yet.</p>`
+}
+${
+  bankFiles.length || bankEntries.length
+    ? html`<h2>Bank files</h2>
+${table(
+  'Bank files of this payout',
+  [
+    { label: 'File', cell: (r) => html`<a href="/ops/bank/files/${r.file_id}">${r.filename}</a>` },
+    { label: 'Message id', cell: (r) => html`<code>${r.message_id}</code>` },
+    { label: 'End-to-end id', cell: (r) => html`<code>${r.end_to_end_id}</code>` },
+    { label: 'File status', cell: (r) => badge(r.file_status) },
+    { label: 'Delivered', cell: (r) => when(r.delivered_at?.toISOString() ?? null) },
+    { label: 'Bank status (pain.002 / camt)', cell: (r) => badge(r.status) },
+    { label: 'Reason', cell: (r) => r.reason },
+    { label: 'Updated', cell: (r) => when(r.updated_at.toISOString()) },
+  ],
+  bankFiles,
+  'In no bank file.',
+)}
+${table(
+  'Bank entries about this payout',
+  [
+    { label: 'Reported in', cell: (r) => html`<a href="/ops/bank/files/${r.file_id}">${r.filename}</a> (${r.kind})` },
+    { label: 'Bank reference', cell: (r) => html`<code>${r.entry_key}</code>` },
+    { label: 'Direction', cell: (r) => r.direction },
+    { label: 'Amount', cell: (r) => money(r.amount, r.currency), numeric: true },
+    { label: 'Booked', cell: (r) => r.booking_date },
+    { label: 'Outcome', cell: (r) => badge(r.outcome) },
+  ],
+  bankEntries,
+  'No camt entry about it yet.',
+)}`
+    : ''
 }
 ${can && available.length ? html`<h2>Record the bank's answer</h2>${actions(available)}` : ''}
 <h2>Ledger entries</h2>

@@ -384,3 +384,58 @@ export async function setLiveFrozen(db: Queryable, tenantId: string, frozen: { a
     .executeTakeFirst();
   return result.numUpdatedRows > 0n;
 }
+
+/** The bank files a payout went into, with the bank's status of it in each (pain.002, camt returns). */
+export async function bankFilesOfPayout(db: Queryable, transferId: string) {
+  return db
+    .selectFrom('bank_file_payouts as p')
+    .innerJoin('bank_files as f', 'f.id', 'p.file_id')
+    .select([
+      'f.id as file_id',
+      'f.filename',
+      'f.message_id',
+      'f.status as file_status',
+      'f.delivered_at',
+      'p.end_to_end_id',
+      'p.status',
+      'p.reason',
+      'p.updated_at',
+    ])
+    .where('p.transfer_id', '=', transferId)
+    .orderBy('f.created_at')
+    .execute();
+}
+
+/** Entries the bank reported about a payout (camt.054 / camt.053 lines matched to it), oldest first. */
+export async function bankEntriesOfPayout(db: Queryable, transferId: string) {
+  return db
+    .selectFrom('bank_entries as e')
+    .innerJoin('bank_files as f', 'f.id', 'e.file_id')
+    .select([
+      'e.entry_key',
+      'e.direction',
+      'e.amount',
+      'e.currency',
+      'e.booking_date',
+      'e.outcome',
+      'e.created_at',
+      'f.id as file_id',
+      'f.kind',
+      'f.filename',
+    ])
+    .where('e.transfer_id', '=', transferId)
+    .orderBy('e.created_at')
+    .execute();
+}
+
+/** The entries imported from one bank file (camt.054 / camt.053), in file order. */
+export async function bankEntriesOfFile(db: Queryable, fileId: string) {
+  return db
+    .selectFrom('bank_entries')
+    .select(['id', 'entry_key', 'direction', 'amount', 'currency', 'booking_date', 'outcome', 'account_id', 'transfer_id'])
+    .where('file_id', '=', fileId)
+    .orderBy('created_at')
+    .orderBy('id')
+    .limit(1000)
+    .execute();
+}

@@ -10,6 +10,8 @@ export type OpsRole = (typeof OPS_ROLES)[number];
  * - kyc.documents: open a customer's identity documents (compliance, admin)
  * - kyc.decide: approve, reject, request documents (compliance, admin)
  * - payouts.read / payouts.decide: live payouts; settle, fail or return by hand (operations, admin decide)
+ * - bank.read / bank.act: bank connections, files, exceptions, reconciliations; resolve exceptions
+ *   and run an exchange now (operations, admin act)
  * - businesses.read / businesses.edit: every business; settings and the live freeze (admin edits)
  * - operators: add operators, disable them, hand out setup links (admin)
  * - audit: read and export the audit log (every role)
@@ -20,6 +22,8 @@ const RULES = {
   'kyc.decide': ['compliance', 'admin'],
   'payouts.read': ['compliance', 'operations', 'admin', 'viewer'],
   'payouts.decide': ['operations', 'admin'],
+  'bank.read': ['compliance', 'operations', 'admin', 'viewer'],
+  'bank.act': ['operations', 'admin'],
   'businesses.read': ['compliance', 'operations', 'admin', 'viewer'],
   'businesses.edit': ['admin'],
   operators: ['admin'],

@@ -24,6 +24,8 @@ import { kycRoutes } from './kyc-routes.js';
 import { allowed, formOf, opsSessionOf, seeOther, sendPage, uuidParam } from './replies.js';
 import { payoutRoutes } from './payout-routes.js';
 import { businessRoutes } from './business-routes.js';
+import { bankRoutes } from './bank-routes.js';
+import type { BankDeps } from '../modules/bank-files/service.js';
 
 const FORM_LIMIT = 64 * 1024;
 const LOGIN_WINDOW_MS = 15 * 60_000;
@@ -53,13 +55,13 @@ function preauthToken(request: FastifyRequest, reply: FastifyReply): string {
 }
 
 /** The operator console at /ops, an encapsulated plugin like the dashboard. */
-export function opsRoutes(deps: Deps) {
+export function opsRoutes(deps: Deps, bank: BankDeps) {
   return async function plugin(app: FastifyInstance) {
-    await app.register(opsConsole(deps), { prefix: '/ops' });
+    await app.register(opsConsole(deps, bank), { prefix: '/ops' });
   };
 }
 
-function opsConsole(deps: Deps) {
+function opsConsole(deps: Deps, bank: BankDeps) {
   return async function inner(app: FastifyInstance) {
     app.addHook('onRoute', (route) => {
       route.schema = { ...route.schema, hide: true };
@@ -78,6 +80,7 @@ function opsConsole(deps: Deps) {
     await app.register(kycRoutes(deps));
     await app.register(payoutRoutes(deps));
     await app.register(businessRoutes(deps));
+    await app.register(bankRoutes(deps, bank));
   };
 }
 

@@ -35,9 +35,16 @@ export type RailPayoutRow = Selectable<RailPayoutsTable>;
 
 /**
  * Records submitted payouts in one statement, once per transfer: a payout submitted again keeps
- * the row it has (the unique transfer_id).
+ * the row it has (the unique transfer_id). `timerUnlessFiled`: no settlement timer for a payout
+ * whose currency a bank connection of its environment holds (its files settle it).
  */
-export async function insertPayouts(db: Queryable, connector: string, payouts: ScopedPayout[], settleAfter: Date | null): Promise<void> {
+export async function insertPayouts(
+  db: Queryable,
+  connector: string,
+  payouts: ScopedPayout[],
+  settleAfter: Date | null,
+  options: { timerUnlessFiled?: boolean } = {},
+): Promise<void> {
   if (payouts.length === 0) return;
   await db
     .insertInto('rail_payouts')
@@ -52,7 +59,14 @@ export async function insertPayouts(db: Queryable, connector: string, payouts: S
         amount: payout.amount,
         currency: payout.currency,
         payee: JSON.stringify(payout.payee),
-        settle_after: settleAfter,
+        // A payout in a currency an active bank connection holds waits for the bank's files, not a timer.
+        settle_after:
+          options.timerUnlessFiled && settleAfter
+            ? // eslint-disable-next-line no-restricted-syntax -- bank connections belong to the platform, not to a business
+              sql<Date | null>`case when exists (select 1 from bank_connections b
+                where b.environment = ${scope.environment} and b.currency = ${payout.currency} and b.status = 'active')
+                then null else ${settleAfter}::timestamptz end`
+            : settleAfter,
       })),
     )
     .onConflict((oc) => oc.doNothing())

@@ -9,7 +9,8 @@ import * as repo from './repo.js';
  * The sandbox rail. Deterministic: an account identifier ending in `0000` fails verification
  * (docs/api-rules.md#sandbox); everything else verifies under the name given. Payouts it accepts settle
  * on their own `delayMs` later (the `rail-settlement` job), unless a simulation endpoint
- * (`/v1/simulations/transfers/{id}/complete|fail|return`) decides first.
+ * (`/v1/simulations/transfers/{id}/complete|fail|return`) decides first; in a currency a sandbox
+ * bank connection holds, they go out in its pain.001 files and settle by its answers instead.
  */
 export class SandboxPayouts implements PayoutConnector {
   readonly name = 'sandbox' as const;
@@ -23,7 +24,7 @@ export class SandboxPayouts implements PayoutConnector {
   }
 
   async submit(db: Queryable, payouts: ScopedPayout[]) {
-    await repo.insertPayouts(db, this.name, payouts, new Date(Date.now() + this.delayMs));
+    await repo.insertPayouts(db, this.name, payouts, new Date(Date.now() + this.delayMs), { timerUnlessFiled: true });
   }
 
   async status(db: Queryable, scope: LedgerScope, transferId: string) {

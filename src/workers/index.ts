@@ -14,6 +14,7 @@ import { verifyDuePayees } from '../modules/external-accounts/service.js';
 import { dispatchPendingPayouts, settleDueSandboxPayouts } from '../modules/transfers/payout-lifecycle.js';
 import { expireDueCollections } from '../modules/collections/lifecycle.js';
 import { expireDue } from '../modules/cards/payments.js';
+import { bankExchangeJob } from './bank-files.js';
 
 export interface WorkerDeps {
   config: Config;
@@ -113,6 +114,7 @@ export function startWorkers(deps: WorkerDeps, options: WorkerOptions = {}) {
             expireDueCollections(trx, { config: deps.config, sealer: deps.sealer, baseUrl: deps.config.PUBLIC_BASE_URL ?? '' }),
           ),
     },
+    bankExchangeJob(deps.db, deps.config, deps.sealer, deps.log),
     {
       name: 'card-authorization-expiry',
       intervalMs: 60_000,

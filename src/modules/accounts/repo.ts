@@ -137,3 +137,28 @@ export async function findOldestActiveAccount(db: Queryable, ctx: Scope, custome
 export async function lockBusinessCurrency(db: Queryable, ctx: Scope, currency: string) {
   await sql`select pg_advisory_xact_lock(hashtextextended(${`${ctx.tenantId}:${ctx.environment}:${currency}`}, 0))`.execute(db);
 }
+
+/**
+ * The account a bank's payer paid into, by the details this API gave it (across businesses: an
+ * inbound file names the account, not the business): the IBAN, or the account number, in the
+ * environment and currency of the bank connection.
+ */
+export async function findByBankDetails(
+  db: Queryable,
+  environment: string,
+  currency: string,
+  details: { iban?: string; accountNumber?: string },
+) {
+  let q = db.selectFrom('accounts').selectAll();
+  // eslint-disable-next-line no-restricted-syntax -- an inbound payment names an account, not a business: the lookup spans businesses of the environment
+  q = q.where('environment', '=', environment).where('currency', '=', currency);
+  if (details.iban) q = q.where(sql<string>`bank_details ->> 'iban'`, '=', details.iban);
+  else if (details.accountNumber) q = q.where('account_number', '=', details.accountNumber);
+  else return undefined;
+  return q.executeTakeFirst();
+}
+
+/** An account by id alone (the operator assigning a bank exception has no business key). */
+export async function findAccountById(db: Queryable, id: string) {
+  return db.selectFrom('accounts').selectAll().where('id', '=', id).executeTakeFirst();
+}

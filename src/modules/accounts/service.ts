@@ -386,3 +386,18 @@ export function batchFeeAccounts(trx: Trx) {
     },
   };
 }
+
+/** The account inbound bank details name (bank-files: a credit entry's creditor account or reference). */
+export function findByBankDetails(
+  db: Queryable,
+  environment: string,
+  currency: string,
+  details: { iban?: string; accountNumber?: string },
+) {
+  return repo.findByBankDetails(db, environment, currency, details);
+}
+
+/** An account by id, whatever its business (the operator's exceptions queue). */
+export function findAccountById(db: Queryable, id: string) {
+  return repo.findAccountById(db, id);
+}

@@ -1,3 +1,4 @@
+import { latinOrRefuse } from '../../lib/latin.js';
 import type { Config } from '../../config.js';
 import type { Queryable, Trx, UnitOfWork } from '../../db/client.js';
 import type { RequestContext, Scope } from '../../core/context.js';
@@ -103,6 +104,9 @@ export async function createExternalAccount(
   body: CreateExternalAccountBody,
   config: Pick<Config, 'SANDBOX_RAIL_DELAY_MS'>,
 ): Promise<ExternalAccountResponse> {
+  // A bank payout names its payee in the bank file's Latin set (accents are dropped there): a name
+  // that cannot be written so is refused now, not sent broken later.
+  if (body.payee_type !== 'mobile_money') latinOrRefuse(body.account_name, 'account_name');
   await requireCustomer(trx, ctx, body.customer_id);
   const { cols, dedupeKey } = columnsOf(body);
   const existing = await repo.findDuplicate(trx, ctx, body.customer_id, dedupeKey);

@@ -173,3 +173,9 @@ export function lockSpendingKeysStatement(db: Queryable, keys: string[]) {
   const sorted = [...new Set(keys)].sort();
   return sql`select pg_advisory_xact_lock(hashtextextended(k, 0)) from (select unnest(${sorted}::text[]) as k order by k) s`.compile(db);
 }
+
+/** Transfers by id whatever their business (the bank file cut names payouts of many businesses). */
+export async function findTransfersByIds(db: Queryable, ids: string[]): Promise<TransferRow[]> {
+  if (ids.length === 0) return [];
+  return db.selectFrom('transfers').selectAll().where('id', 'in', ids).execute();
+}

@@ -101,3 +101,11 @@ export async function listTransfers(db: Queryable, ctx: Scope, query: ListTransf
   const page = await repo.listTransfers(db, ctx, query);
   return { ...page, items: page.items.map(toTransferResponse) };
 }
+
+/** What a rail reports about a payout (bank files: pain.002 statuses, camt returns and confirmations). */
+export { applyRailOutcome, type RailOutcome } from './payout-lifecycle.js';
+
+/** Payouts by id, whatever their business: the bank file cut reads their references. */
+export function transfersByIds(db: Queryable, ids: string[]) {
+  return repo.findTransfersByIds(db, ids);
+}

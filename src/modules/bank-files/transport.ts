@@ -1,0 +1,128 @@
+import { createHash } from 'node:crypto';
+import { mkdir, readdir, readFile, rename, stat, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import SftpClient from 'ssh2-sftp-client';
+import { AppError } from '../../core/errors.js';
+import { MAX_FILE_BYTES } from './xml.js';
+import type { ConnectionRow, TransportConfig } from './repo.js';
+
+/**
+ * How files reach the bank and come back: a local outbox/inbox folder (a bank's own client
+ * software, or a mounted share, moves them) or SFTP host-to-host with key authentication.
+ * A file is written under a temporary name and renamed, so the other side never reads half a
+ * file; an inbound file read is moved to `processed/` (or `rejected/`) beside it.
+ */
+export interface Transport {
+  deliver(filename: string, content: string): Promise<void>;
+  /** Names of the files waiting in the inbox. */
+  inbox(): Promise<string[]>;
+  read(name: string): Promise<Buffer>;
+  archive(name: string, outcome: 'processed' | 'rejected'): Promise<void>;
+  close(): Promise<void>;
+}
+
+const isXmlName = (name: string) => /^[\w.-]+\.xml$/i.test(name);
+
+class FolderTransport implements Transport {
+  constructor(private readonly config: TransportConfig) {}
+
+  async deliver(filename: string, content: string) {
+    const dir = this.config.outbox!;
+    await mkdir(dir, { recursive: true });
+    await writeFile(join(dir, `.${filename}.part`), content);
+    await rename(join(dir, `.${filename}.part`), join(dir, filename));
+  }
+
+  async inbox() {
+    const dir = this.config.inbox!;
+    await mkdir(dir, { recursive: true });
+    return (await readdir(dir)).filter(isXmlName).sort();
+  }
+
+  async read(name: string) {
+    const path = join(this.config.inbox!, name);
+    if ((await stat(path)).size > MAX_FILE_BYTES) throw new AppError('payload_too_large', `${name} is larger than ${MAX_FILE_BYTES} bytes`);
+    return readFile(path);
+  }
+
+  async archive(name: string, outcome: 'processed' | 'rejected') {
+    const dir = join(this.config.inbox!, outcome);
+    await mkdir(dir, { recursive: true });
+    await rename(join(this.config.inbox!, name), join(dir, name));
+  }
+
+  async close() {}
+}
+
+/** The SHA256 fingerprint of a host key, as `ssh-keygen -lf` prints it. */
+export function hostKeyFingerprint(key: Buffer): string {
+  return `SHA256:${createHash('sha256').update(key).digest('base64').replace(/=+$/, '')}`;
+}
+
+class SftpTransport implements Transport {
+  private client: SftpClient | undefined;
+  constructor(private readonly config: TransportConfig) {}
+
+  private async open(): Promise<SftpClient> {
+    if (this.client) return this.client;
+    const c = this.config;
+    const client = new SftpClient('bank');
+    const privateKey = await readFile(c.private_key_path!);
+    await client.connect({
+      host: c.host!,
+      port: c.port ?? 22,
+      username: c.username!,
+      privateKey,
+      readyTimeout: 15_000,
+      // A bank's host key is pinned: a server that is not the bank never receives a file.
+      hostVerifier: (key: Buffer) => !c.host_key_sha256 || hostKeyFingerprint(key) === c.host_key_sha256,
+    } as SftpClient.ConnectOptions);
+    this.client = client;
+    return client;
+  }
+
+  async deliver(filename: string, content: string) {
+    const client = await this.open();
+    const dir = this.config.remote_outbox ?? 'outbox';
+    if (!(await client.exists(dir))) await client.mkdir(dir, true);
+    await client.put(Buffer.from(content), `${dir}/.${filename}.part`);
+    await client.rename(`${dir}/.${filename}.part`, `${dir}/${filename}`);
+  }
+
+  async inbox() {
+    const client = await this.open();
+    const dir = this.config.remote_inbox ?? 'inbox';
+    if (!(await client.exists(dir))) return [];
+    return (await client.list(dir))
+      .filter((f) => f.type === '-' && isXmlName(f.name))
+      .map((f) => f.name)
+      .sort();
+  }
+
+  async read(name: string) {
+    const client = await this.open();
+    const path = `${this.config.remote_inbox ?? 'inbox'}/${name}`;
+    const info = await client.stat(path);
+    if (info.size > MAX_FILE_BYTES) throw new AppError('payload_too_large', `${name} is larger than ${MAX_FILE_BYTES} bytes`);
+    return (await client.get(path)) as Buffer;
+  }
+
+  async archive(name: string, outcome: 'processed' | 'rejected') {
+    const client = await this.open();
+    const dir = this.config.remote_inbox ?? 'inbox';
+    if (!(await client.exists(`${dir}/${outcome}`))) await client.mkdir(`${dir}/${outcome}`, true);
+    await client.rename(`${dir}/${name}`, `${dir}/${outcome}/${name}`);
+  }
+
+  async close() {
+    const client = this.client;
+    this.client = undefined;
+    await client?.end().catch(() => undefined);
+  }
+}
+
+export function transportOf(connection: Pick<ConnectionRow, 'transport' | 'transport_config'>): Transport {
+  return connection.transport === 'sftp'
+    ? new SftpTransport(connection.transport_config)
+    : new FolderTransport(connection.transport_config);
+}
