@@ -49,7 +49,10 @@ const importing = (content: string, filename = 'f.xml') => ops('POST', `/connect
 const balance = async () => (await live.get(`/v1/accounts/${acc.id}`)).body.data.balance;
 
 beforeAll(async () => {
-  t = await startTestApp({ OPERATOR_API_TOKEN: TOKEN, SANDBOX_RAIL_DELAY_MS: 0 }, process.env.TEST_LOG ? { logger: { level: 'error' } } : {});
+  t = await startTestApp(
+    { OPERATOR_API_TOKEN: TOKEN, SANDBOX_RAIL_DELAY_MS: 0 },
+    process.env.TEST_LOG ? { logger: { level: 'error' } } : {},
+  );
   dir = mkdtempSync(join(tmpdir(), 'bank-folder-'));
   const tenant = await t.tenant('Import Co');
   tenantId = tenant.tenant_id;
