@@ -40,10 +40,17 @@ export function bankExchangeJob(db: Db, config: Config, sealer: Sealer, log: Fas
     name: 'bank-exchange',
     intervalMs: config.BANK_EXCHANGE_INTERVAL_MS,
     tick: async () => {
+      let failure: unknown;
+      // One bank unreachable does not hold back the others; the first failure is rethrown (logged).
       for (const id of await activeConnectionIds(db)) {
-        const result = await exchange((work) => db.transaction().execute(work), db, id, deps);
-        for (const r of result.rejected) log.warn({ connection_id: id, file: r.filename, error: r.error }, 'bank file refused');
+        try {
+          const result = await exchange((work) => db.transaction().execute(work), db, id, deps);
+          for (const r of result.rejected) log.warn({ connection_id: id, file: r.filename, error: r.error }, 'bank file refused');
+        } catch (err) {
+          failure ??= err;
+        }
       }
+      if (failure) throw failure;
       return false;
     },
   };

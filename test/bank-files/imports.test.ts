@@ -49,7 +49,10 @@ const importing = (content: string, filename = 'f.xml') => ops('POST', `/connect
 const balance = async () => (await live.get(`/v1/accounts/${acc.id}`)).body.data.balance;
 
 beforeAll(async () => {
-  t = await startTestApp({ OPERATOR_API_TOKEN: TOKEN, SANDBOX_RAIL_DELAY_MS: 0 });
+  t = await startTestApp(
+    { OPERATOR_API_TOKEN: TOKEN, SANDBOX_RAIL_DELAY_MS: 0 },
+    process.env.TEST_LOG ? { logger: { level: 'error' } } : {},
+  );
   dir = mkdtempSync(join(tmpdir(), 'bank-folder-'));
   const tenant = await t.tenant('Import Co');
   tenantId = tenant.tenant_id;
@@ -99,6 +102,23 @@ describe('the operator API door', () => {
       transport: { type: 'folder', outbox: '/tmp/o', inbox: '/tmp/i' },
     });
     expect(twice.status).toBe(409);
+  });
+
+  it('answers 503 naming the transport when the bank cannot be reached', async () => {
+    const unreachable = await ops('POST', '/connections', {
+      name: 'Down Bank',
+      environment: 'sandbox',
+      account_name: 'x',
+      account_number: '22223333',
+      currency: 'GHS',
+      rails: ['bank_transfer'],
+      transport: { type: 'sftp', host: '127.0.0.1', port: 1, username: 'nobody', private_key_path: join(dir, 'no-such-key') },
+    });
+    expect(unreachable.status, unreachable.text).toBe(201);
+    const res = await ops('POST', `/connections/${unreachable.body.data.id}/exchange`);
+    expect(res.status).toBe(503);
+    expect(res.body.error.message).toMatch(/sftp transport failed to list the inbox/);
+    expect((await ops('POST', `/connections/${unreachable.body.data.id}/disable`)).body.data.status).toBe('disabled');
   });
 });
 

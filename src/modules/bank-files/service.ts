@@ -757,7 +757,8 @@ export async function exchange(
         imported.push({ filename: name, ...(await unit((trx) => importFile(trx, c.id, name, content, deps))) });
         await t.archive(name, 'processed');
       } catch (err) {
-        if (!(err instanceof AppError)) throw err;
+        // The bank unreachable stops the pass; a file refused is set aside and the pass goes on.
+        if (!(err instanceof AppError) || err.code === 'service_unavailable') throw err;
         rejected.push({ filename: name, error: err.message });
         await t.archive(name, 'rejected');
       }

@@ -121,8 +121,29 @@ class SftpTransport implements Transport {
   }
 }
 
+/**
+ * The connection's transport. A failure to reach the bank (a refused connection, a key the server
+ * does not take, a missing folder) is the operator's 503 naming the transport, never a 500.
+ */
 export function transportOf(connection: Pick<ConnectionRow, 'transport' | 'transport_config'>): Transport {
-  return connection.transport === 'sftp'
-    ? new SftpTransport(connection.transport_config)
-    : new FolderTransport(connection.transport_config);
+  const inner =
+    connection.transport === 'sftp' ? new SftpTransport(connection.transport_config) : new FolderTransport(connection.transport_config);
+  const guarded =
+    <A extends unknown[], R>(what: string, fn: (...args: A) => Promise<R>) =>
+    async (...args: A): Promise<R> => {
+      try {
+        return await fn(...args);
+      } catch (err) {
+        if (err instanceof AppError) throw err;
+        const reason = err instanceof Error ? err.message : String(err);
+        throw new AppError('service_unavailable', `The bank's ${connection.transport} transport failed to ${what}: ${reason}`);
+      }
+    };
+  return {
+    deliver: guarded('deliver a file', (name: string, content: string) => inner.deliver(name, content)),
+    inbox: guarded('list the inbox', () => inner.inbox()),
+    read: guarded('read a file', (name: string) => inner.read(name)),
+    archive: guarded('archive a file', (name: string, outcome: 'processed' | 'rejected') => inner.archive(name, outcome)),
+    close: () => inner.close(),
+  };
 }
