@@ -290,7 +290,7 @@ function attemptRecorder(deps: DeliveryDeps, options: DeliveryOptions, token: st
         }
       }
     },
-    { maxBatch: 100, lanes: 1, name: 'webhook_attempts' },
+    { maxBatch: 100, lanes: 1, name: 'webhook_attempts', fail: (batch, err) => batch.forEach((b) => b.settle(err)) },
   );
   return (done: Attempted) =>
     new Promise<void>((resolve, reject) => batcher.submit({ done, settle: (err) => (err === undefined ? resolve() : reject(err)) }));
