@@ -73,7 +73,7 @@ function dashboard(deps: Deps) {
     await app.register(eventRoutes(deps));
     await app.register(requestLogRoutes(deps));
     await app.register(settingsRoutes(deps, team));
-    await app.register(teamRoutes(service, team));
+    await app.register(teamRoutes(service, team, deps.counters));
     await app.register(approvalRoutes(deps));
   };
 }

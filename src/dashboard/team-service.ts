@@ -24,6 +24,8 @@ export const NewPassword = z.string().min(12, 'Use at least 12 characters').max(
 /** The path of a link; the page prefixes it with the dashboard's origin. */
 export const linkPath = (token: string) => `/dashboard/invite/${token}`;
 
+const LINK_GONE = 'This link was already used or has expired. Ask for a new one.';
+
 /** A client's mistake in a team form, shown on the page. */
 export class TeamError extends AppError {}
 
@@ -168,12 +170,14 @@ export class TeamService {
    * password and ends the login's sessions. Returns the login to start a session for.
    */
   async useLink(token: string, password: string): Promise<{ userId: string; tenantId: string; email: string }> {
+    // The token first: a guessed one costs a lookup, never a password hash.
+    if (!(await this.openLink(token))) fail(LINK_GONE);
     const parsed = NewPassword.safeParse(password);
     if (!parsed.success) fail(parsed.error.issues[0]!.message);
     const passwordHash = await hashPassword(parsed.data);
     return this.inTransaction(async (trx) => {
       const link = await this.openLinkIn(trx, token);
-      if (!link || !(await team.useInvite(trx, link.id))) fail('This link was already used or has expired. Ask for a new one.');
+      if (!link || !(await team.useInvite(trx, link.id))) fail(LINK_GONE);
       let userId = link.user_id;
       if (link.kind === 'invite') {
         userId = newId();
@@ -251,10 +255,11 @@ export class TeamService {
 
   /** Changes your own password; your other sessions end. */
   async changePassword(session: Session, current: string, next: string): Promise<void> {
-    const me = await team.findMember(this.db, session.tenantId, session.userId);
-    if (!me || !(await verifyPassword(current, me.password_hash))) fail('The current password is not correct');
+    // The new password is checked first: a refused one costs no hash of the current one.
     const parsed = NewPassword.safeParse(next);
     if (!parsed.success) fail(`New password: ${parsed.error.issues[0]!.message}`);
+    const me = await team.findMember(this.db, session.tenantId, session.userId);
+    if (!me || !(await verifyPassword(current, me.password_hash))) fail('The current password is not correct');
     await team.setPassword(this.db, session.userId, await hashPassword(parsed.data));
     await team.deleteSessionsOf(this.db, session.userId, session.id);
     await this.audit(session, 'password.changed', session.email);
