@@ -7,7 +7,7 @@ import type { Page, PageQuery } from '../db/pagination.js';
 import { sha256 } from '../lib/crypto.js';
 import { newId } from '../lib/ids.js';
 import { getTenant } from '../modules/tenants/service.js';
-import { hashPassword, verifyPassword } from './passwords.js';
+import { hashPassword, isCommonPassword, verifyPassword } from './passwords.js';
 import * as repo from './repo.js';
 import { grantableRoles, isRole, requirePermission, type Role } from './roles.js';
 import type { Session } from './service.js';
@@ -19,7 +19,11 @@ export const INVITE_HOURS = 7 * 24;
 export const RESET_HOURS = 24;
 
 export const Email = z.string().trim().toLowerCase().max(254).email('Enter a valid email address');
-export const NewPassword = z.string().min(12, 'Use at least 12 characters').max(200, 'Use at most 200 characters');
+export const NewPassword = z
+  .string()
+  .min(12, 'Use at least 12 characters')
+  .max(200, 'Use at most 200 characters')
+  .refine((p) => !isCommonPassword(p), 'This password is too common: choose another (a few unrelated words work well)');
 
 /** The path of a link; the page prefixes it with the dashboard's origin. */
 export const linkPath = (token: string) => `/dashboard/invite/${token}`;
