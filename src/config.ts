@@ -285,6 +285,16 @@ const ConfigSchema = z.object({
       'Must be an email address, or Name <address>',
     )
     .optional(),
+  /**
+   * Lets sandbox webhook endpoints point at this machine's loopback (a receiver on the developer's
+   * laptop). It takes effect only while the server listens on loopback and PROFILE is not
+   * production (`webhookLoopbackAllowed`): a server others can reach never lets their sandbox
+   * keys probe its own host.
+   */
+  WEBHOOK_SANDBOX_LOOPBACK: z
+    .enum(['true', 'false'])
+    .default('false')
+    .transform((v) => v === 'true'),
   /** Whether `npm start` creates a demo business on an empty database. */
   DEMO_TENANT: z
     .enum(['true', 'false'])
@@ -293,6 +303,13 @@ const ConfigSchema = z.object({
 });
 
 export type Config = z.infer<typeof ConfigSchema>;
+
+const LOOPBACK_HOSTS = /^(?:localhost|127(?:\.\d{1,3}){3}|::1|\[::1\])$/i;
+
+/** Whether sandbox webhooks may reach loopback: asked for, on a loopback-only server, not in production. */
+export function webhookLoopbackAllowed(config: Pick<Config, 'WEBHOOK_SANDBOX_LOOPBACK' | 'PROFILE' | 'HOST'>): boolean {
+  return config.WEBHOOK_SANDBOX_LOOPBACK && config.PROFILE !== 'production' && LOOPBACK_HOSTS.test(config.HOST);
+}
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Partial<Config> = {}): Config {
   const parsed = ConfigSchema.safeParse(env);

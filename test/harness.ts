@@ -85,7 +85,8 @@ export async function openTestDatabase(options: { migrated?: boolean } = {}): Pr
  */
 export async function startTestApp(overrides: Partial<Config> = {}, options: { logger?: object } = {}) {
   const handle = await openTestDatabase();
-  const config = loadConfig({}, { LOG_LEVEL: 'silent', DEMO_TENANT: false, ...overrides });
+  // Webhook tests deliver to receivers on 127.0.0.1: the development server's loopback setting.
+  const config = loadConfig({}, { LOG_LEVEL: 'silent', DEMO_TENANT: false, WEBHOOK_SANDBOX_LOOPBACK: true, ...overrides });
   const sealer = new Sealer(randomBytes(32).toString('base64'));
   const app: FastifyInstance = await buildApp({
     config,

@@ -1,4 +1,5 @@
 import { randomBytes, scrypt, timingSafeEqual, type ScryptOptions } from 'node:crypto';
+import { dictionary } from '@zxcvbn-ts/language-common';
 
 /**
  * scrypt with N=2^15, r=8, p=1: 32 MiB (128·N·r bytes) and tens of milliseconds per hash (the OWASP
@@ -37,4 +38,19 @@ export async function verifyAgainstDummy(password: string): Promise<false> {
   dummyHash ??= hashPassword(randomBytes(16).toString('hex'));
   await verifyPassword(password, await dummyHash);
   return false;
+}
+
+let common: Set<string> | undefined;
+
+/**
+ * Whether a password is one attackers try first: on zxcvbn's list of common passwords (tens of
+ * thousands, from real breaches), as typed or with digits and symbols around a listed word
+ * (`Password2024!`), or one character repeated. Length alone lets `123456789012` through.
+ */
+export function isCommonPassword(password: string): boolean {
+  common ??= new Set(dictionary['passwords-common']);
+  const lower = password.normalize('NFKC').toLowerCase();
+  if (common.has(lower) || new Set(lower).size <= 2) return true;
+  const core = lower.replace(/^[^a-z]+|[^a-z]+$/g, '');
+  return core.length >= 4 && core !== lower && common.has(core);
 }

@@ -73,7 +73,7 @@ function dashboard(deps: Deps) {
     await app.register(eventRoutes(deps));
     await app.register(requestLogRoutes(deps));
     await app.register(settingsRoutes(deps, team));
-    await app.register(teamRoutes(service, team));
+    await app.register(teamRoutes(service, team, deps.counters));
     await app.register(approvalRoutes(deps));
   };
 }
@@ -97,7 +97,9 @@ function loginRoutes(service: DashboardService, team: TeamService, counters: Cou
       const form = formOf(request);
       const parsed = LoginForm.safeParse({ email: form.get('email') ?? '', password: form.get('password') ?? '' });
       const email = parsed.success ? parsed.data.email : '';
-      const keys = [`email:${email}`, `ip:${request.ip}`];
+      // The email's limit is per client address too: someone else's wrong guesses never lock the
+      // owner of a known email out; the address's own limit still bounds a spray over emails.
+      const keys = [`email:${email}:ip:${request.ip}`, `ip:${request.ip}`];
       const wait = Math.max(await limits.email.blockedFor(keys[0]!), await limits.ip.blockedFor(keys[1]!));
       const csrf = preauthToken(request, reply);
       if (wait > 0) {
@@ -155,6 +157,8 @@ function signupRoutes(service: DashboardService, counters: Counters) {
           429,
         );
       }
+      // Every attempt counts, a taken email included: it answers like any refusal.
+      await signups.fail(request.ip);
       if (!parsed.success) {
         const errors: Record<string, string> = {};
         for (const issue of parsed.error.issues) errors[String(issue.path[0])] ??= issue.message;
@@ -162,13 +166,13 @@ function signupRoutes(service: DashboardService, counters: Counters) {
       }
       try {
         const result = await service.signup(parsed.data);
-        await signups.fail(request.ip);
         addCookie(reply, sessionCookie(request, result.token, SESSION_HOURS * 3600));
         return seeOther(reply, '/dashboard/keys');
       } catch (err) {
         if (!(err instanceof EmailTaken)) throw err;
-        const state = { values, errors: { email: 'An account with this email already exists; log in instead.' } };
-        return sendPage(reply, signupPage(csrf, state, alert('error', 'Please correct the fields below.')), 409);
+        // Generic: the page does not confirm that someone has a login with this email.
+        const message = 'We could not create an account with these details. If you already have one, log in or ask for a password reset.';
+        return sendPage(reply, signupPage(csrf, { values, errors: {} }, alert('error', message)), 400);
       }
     });
   };

@@ -6,7 +6,7 @@ import type { Environment } from '../core/context.js';
 import { sha256, type Sealer } from '../lib/crypto.js';
 import { newId } from '../lib/ids.js';
 import { createTenant, getTenant, listKeys, maskKey, rotateKeys, type KeyPair } from '../modules/tenants/service.js';
-import { hashPassword, verifyAgainstDummy, verifyPassword } from './passwords.js';
+import { hashPassword, isCommonPassword, verifyAgainstDummy, verifyPassword } from './passwords.js';
 import * as repo from './repo.js';
 import type { Role } from './roles.js';
 
@@ -16,7 +16,11 @@ export const SESSION_HOURS = 12;
 export const SignupForm = z.object({
   business_name: z.string().trim().min(2, 'Enter the business name (2 to 100 characters)').max(100, 'At most 100 characters'),
   email: z.string().trim().toLowerCase().max(254).email('Enter a valid email address'),
-  password: z.string().min(12, 'Use at least 12 characters').max(200, 'Use at most 200 characters'),
+  password: z
+    .string()
+    .min(12, 'Use at least 12 characters')
+    .max(200, 'Use at most 200 characters')
+    .refine((p) => !isCommonPassword(p), 'This password is too common: choose another (a few unrelated words work well)'),
 });
 export type SignupForm = z.infer<typeof SignupForm>;
 

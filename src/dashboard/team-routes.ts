@@ -8,7 +8,8 @@ import { html, type Html } from './html.js';
 import { alert, appPage, copyable, csrfField, filterForm, pager, publicPage, table, when } from './layout.js';
 import { can, grantableRoles } from './roles.js';
 import { formOf, preauthToken, seeOther, sendPage, sessionCookie, sessionOf } from './replies.js';
-import { addCookie } from './security.js';
+import type { Counters } from '../lib/counters.js';
+import { addCookie, FailureLimiter } from './security.js';
 import { SESSION_HOURS, type DashboardService, type Flash, type Session } from './service.js';
 import type { LinkMail } from './team-mail.js';
 import { linkPath, TeamError, type AuditEntry, type TeamService } from './team-service.js';
@@ -168,8 +169,23 @@ function linkPage(csrf: string, link: { kind: string; email: string; role: strin
 const AuditQuery = PageQuery.extend({ action: z.string().trim().max(100).optional() });
 
 /** Team, audit log, your login, and the invitation / reset link pages (public, by token). */
-export function teamRoutes(service: DashboardService, team: TeamService) {
+/** The window of the password-check limits below. */
+const CHECK_WINDOW_MS = 15 * 60_000;
+
+export function teamRoutes(service: DashboardService, team: TeamService, counters: Counters) {
   const options = team.links;
+  // A wrong current password is a password guess, like a failed log-in: limited per login and
+  // per client address, so a stolen session cannot search for the password behind it.
+  const passwordChecks = {
+    user: new FailureLimiter(counters, 'password-check-user', 10, CHECK_WINDOW_MS),
+    ip: new FailureLimiter(counters, 'password-check-ip', 20, CHECK_WINDOW_MS),
+  };
+  // Failed uses of a link (unknown, used or expired token, refused password) per client address.
+  const linkUses = new FailureLimiter(counters, 'link-ip', 20, CHECK_WINDOW_MS);
+  const tooMany = (reply: FastifyReply, wait: number) => {
+    reply.header('Retry-After', String(wait));
+    return alert('error', `Too many failed attempts. Try again in ${Math.ceil(wait / 60)} minutes.`);
+  };
   return async function plugin(app: FastifyInstance) {
     /** Mails a new link when SMTP is configured; what happened goes into the flash. */
     async function mail(request: FastifyRequest, session: Session, link: Omit<LinkMail, 'url' | 'business' | 'from'> & { path: string }) {
@@ -250,10 +266,15 @@ export function teamRoutes(service: DashboardService, team: TeamService) {
     app.post('/profile/password', async (request, reply) => {
       const session = sessionOf(request);
       const form = formOf(request);
+      const keys = { user: session.userId, ip: request.ip };
+      const wait = Math.max(await passwordChecks.user.blockedFor(keys.user), await passwordChecks.ip.blockedFor(keys.ip));
+      if (wait > 0) return sendPage(reply, profilePage(session, tooMany(reply, wait)), 429);
       try {
         await team.changePassword(session, form.get('current_password') ?? '', form.get('new_password') ?? '');
       } catch (err) {
         if (!(err instanceof TeamError)) throw err;
+        await passwordChecks.user.fail(keys.user);
+        await passwordChecks.ip.fail(keys.ip);
         return sendPage(reply, profilePage(session, alert('error', err.message)), 400);
       }
       return sendPage(reply, profilePage(session, alert('success', 'Password changed. Your other sessions were ended.')));
@@ -277,6 +298,8 @@ export function teamRoutes(service: DashboardService, team: TeamService) {
     });
     app.post('/invite/:token', open, async (request, reply) => {
       const token = (request.params as { token: string }).token;
+      const wait = await linkUses.blockedFor(request.ip);
+      if (wait > 0) return sendPage(reply, linkPage(csrfFor(request, reply), null, token, tooMany(reply, wait)), 429);
       try {
         const user = await team.useLink(token, formOf(request).get('password') ?? '');
         const started = await service.startSessionFor(user.userId);
@@ -284,6 +307,7 @@ export function teamRoutes(service: DashboardService, team: TeamService) {
         return seeOther(reply, '/dashboard/business');
       } catch (err) {
         if (!(err instanceof TeamError)) throw err;
+        await linkUses.fail(request.ip);
         const link = await team.openLink(token);
         return sendPage(reply, linkPage(csrfFor(request, reply), link, token, alert('error', err.message)), 400);
       }

@@ -7,7 +7,7 @@ import type { Page, PageQuery } from '../db/pagination.js';
 import { sha256 } from '../lib/crypto.js';
 import { newId } from '../lib/ids.js';
 import { getTenant } from '../modules/tenants/service.js';
-import { hashPassword, verifyPassword } from './passwords.js';
+import { hashPassword, isCommonPassword, verifyPassword } from './passwords.js';
 import * as repo from './repo.js';
 import { grantableRoles, isRole, requirePermission, type Role } from './roles.js';
 import type { Session } from './service.js';
@@ -19,10 +19,16 @@ export const INVITE_HOURS = 7 * 24;
 export const RESET_HOURS = 24;
 
 export const Email = z.string().trim().toLowerCase().max(254).email('Enter a valid email address');
-export const NewPassword = z.string().min(12, 'Use at least 12 characters').max(200, 'Use at most 200 characters');
+export const NewPassword = z
+  .string()
+  .min(12, 'Use at least 12 characters')
+  .max(200, 'Use at most 200 characters')
+  .refine((p) => !isCommonPassword(p), 'This password is too common: choose another (a few unrelated words work well)');
 
 /** The path of a link; the page prefixes it with the dashboard's origin. */
 export const linkPath = (token: string) => `/dashboard/invite/${token}`;
+
+const LINK_GONE = 'This link was already used or has expired. Ask for a new one.';
 
 /** A client's mistake in a team form, shown on the page. */
 export class TeamError extends AppError {}
@@ -168,12 +174,14 @@ export class TeamService {
    * password and ends the login's sessions. Returns the login to start a session for.
    */
   async useLink(token: string, password: string): Promise<{ userId: string; tenantId: string; email: string }> {
+    // The token first: a guessed one costs a lookup, never a password hash.
+    if (!(await this.openLink(token))) fail(LINK_GONE);
     const parsed = NewPassword.safeParse(password);
     if (!parsed.success) fail(parsed.error.issues[0]!.message);
     const passwordHash = await hashPassword(parsed.data);
     return this.inTransaction(async (trx) => {
       const link = await this.openLinkIn(trx, token);
-      if (!link || !(await team.useInvite(trx, link.id))) fail('This link was already used or has expired. Ask for a new one.');
+      if (!link || !(await team.useInvite(trx, link.id))) fail(LINK_GONE);
       let userId = link.user_id;
       if (link.kind === 'invite') {
         userId = newId();
@@ -251,10 +259,11 @@ export class TeamService {
 
   /** Changes your own password; your other sessions end. */
   async changePassword(session: Session, current: string, next: string): Promise<void> {
-    const me = await team.findMember(this.db, session.tenantId, session.userId);
-    if (!me || !(await verifyPassword(current, me.password_hash))) fail('The current password is not correct');
+    // The new password is checked first: a refused one costs no hash of the current one.
     const parsed = NewPassword.safeParse(next);
     if (!parsed.success) fail(`New password: ${parsed.error.issues[0]!.message}`);
+    const me = await team.findMember(this.db, session.tenantId, session.userId);
+    if (!me || !(await verifyPassword(current, me.password_hash))) fail('The current password is not correct');
     await team.setPassword(this.db, session.userId, await hashPassword(parsed.data));
     await team.deleteSessionsOf(this.db, session.userId, session.id);
     await this.audit(session, 'password.changed', session.email);

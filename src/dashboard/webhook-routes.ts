@@ -1,4 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { webhookLoopbackAllowed } from '../config.js';
 import type { Deps } from '../http/deps.js';
 import { AppError, notFound } from '../core/errors.js';
 import { statusOf } from '../http/errors.js';
@@ -38,6 +39,7 @@ function userMessage(err: AppError): string {
 
 /** The webhooks page: endpoint management, delivery history and resend, via the webhooks service. */
 export function webhookRoutes(deps: Deps, service: DashboardService, team: TeamService) {
+  const urlRules = { allowLoopback: webhookLoopbackAllowed(deps.config) };
   return async function plugin(app: FastifyInstance) {
     const scopeOf = (s: Session) => ({ tenantId: s.tenantId, environment: s.environment });
 
@@ -89,10 +91,16 @@ export function webhookRoutes(deps: Deps, service: DashboardService, team: TeamS
 
     app.post('/webhooks', async (request, reply) =>
       act(request, reply, 'webhook.endpoint_created', async (session, form) => {
-        const created = await webhooks.createEndpoint(deps.db, scopeOf(session), deps.sealer, {
-          url: (form.get('url') ?? '').trim(),
-          event_types: eventTypesOf(form),
-        });
+        const created = await webhooks.createEndpoint(
+          deps.db,
+          scopeOf(session),
+          deps.sealer,
+          {
+            url: (form.get('url') ?? '').trim(),
+            event_types: eventTypesOf(form),
+          },
+          urlRules,
+        );
         await service.setFlash(session, { kind: 'webhook_secret', endpoint_id: created.id, secret: created.secret });
         return '/dashboard/webhooks';
       }),
@@ -106,10 +114,13 @@ export function webhookRoutes(deps: Deps, service: DashboardService, team: TeamS
     app.post('/webhooks/endpoints/:id', async (request, reply) =>
       act(request, reply, 'webhook.endpoint_updated', async (session, form) => {
         const id = idParam(request);
-        await webhooks.updateEndpoint(deps.db, scopeOf(session), id, {
-          url: (form.get('url') ?? '').trim(),
-          event_types: eventTypesOf(form),
-        });
+        await webhooks.updateEndpoint(
+          deps.db,
+          scopeOf(session),
+          id,
+          { url: (form.get('url') ?? '').trim(), event_types: eventTypesOf(form) },
+          urlRules,
+        );
         return '/dashboard/webhooks';
       }),
     );
@@ -118,7 +129,7 @@ export function webhookRoutes(deps: Deps, service: DashboardService, team: TeamS
       act(request, reply, 'webhook.endpoint_status', async (session, form) => {
         const status = form.get('status');
         if (status !== 'enabled' && status !== 'disabled') throw new AppError('bad_request', 'Choose enabled or disabled');
-        await webhooks.updateEndpoint(deps.db, scopeOf(session), idParam(request), { status });
+        await webhooks.updateEndpoint(deps.db, scopeOf(session), idParam(request), { status }, urlRules);
         return '/dashboard/webhooks';
       }),
     );

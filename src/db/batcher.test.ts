@@ -19,7 +19,7 @@ describe('Batcher', () => {
         started.push(batch);
         if (started.length === 1) await first.opened;
       },
-      { maxBatch: 2, lanes: 1 },
+      { maxBatch: 2, lanes: 1, fail: () => {} },
     );
     [1, 2, 3].forEach((n) => batcher.submit(n));
     await turn();
@@ -51,7 +51,7 @@ describe('Batcher', () => {
         release(); // a second release (and the one when run ends) changes nothing
         await first.opened;
       },
-      { maxBatch: 2, lanes: 1 },
+      { maxBatch: 2, lanes: 1, fail: () => {} },
     );
     [1, 2, 3, 4, 5, 6].forEach((n) => batcher.submit(n));
     await turn();
@@ -85,12 +85,45 @@ describe('Batcher', () => {
         release();
         await turn();
       },
-      { maxBatch: 1, lanes: 2 },
+      { maxBatch: 1, lanes: 2, fail: () => {} },
     );
     const all = Array.from({ length: 20 }, (_, n) => n);
     all.forEach((n) => batcher.submit(n));
     for (let i = 0; i < 40; i++) await turn();
     expect(most).toBe(2);
     expect(running).toBe(0);
+  });
+
+  it('fails only the items of a batch whose run throws, and keeps serving the next ones', async () => {
+    const failed: number[] = [];
+    const ran: number[][] = [];
+    const batcher = new Batcher<number>(
+      (batch) => {
+        if (batch.includes(1)) throw new TypeError('a bad item');
+        ran.push(batch);
+        return Promise.resolve();
+      },
+      { maxBatch: 1, lanes: 1, fail: (batch) => failed.push(...batch) },
+    );
+    const rejected = new Promise((resolve) => setImmediate(() => resolve(null)));
+    batcher.submit(1);
+    batcher.submit(2);
+    await rejected;
+    for (let i = 0; i < 5; i++) await turn();
+    expect(failed).toEqual([1]);
+    expect(ran).toEqual([[2]]);
+  });
+
+  it('fails the items of a batch whose run rejects', async () => {
+    const failed: number[] = [];
+    const batcher = new Batcher<number>(() => Promise.reject(new Error('down')), {
+      maxBatch: 2,
+      lanes: 1,
+      fail: (batch) => failed.push(...batch),
+    });
+    batcher.submit(1);
+    batcher.submit(2);
+    for (let i = 0; i < 5; i++) await turn();
+    expect(failed).toEqual([1, 2]);
   });
 });

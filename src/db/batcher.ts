@@ -1,12 +1,17 @@
 import { observeBatchSize } from '../lib/metrics.js';
 
-export interface BatcherOptions {
+export interface BatcherOptions<I> {
   /** Items per batch. */
   maxBatch: number;
   /** Batches in flight at once (1 on PGlite: it has one connection). */
   lanes: number;
   /** The batch-size metric's label (default `transfers`). */
   name?: string;
+  /**
+   * Settles each item of a batch whose `run` threw (its own bug, or an item it could not read):
+   * those items fail, and nothing else does; the error never leaves the batcher.
+   */
+  fail: (batch: I[], err: unknown) => void;
 }
 
 interface Queued<I> {
@@ -35,7 +40,7 @@ export class Batcher<I> {
      * requests. The lane is released when `run` ends in any case.
      */
     private readonly run: (batch: I[], release: () => void) => Promise<void>,
-    private readonly options: BatcherOptions,
+    private readonly options: BatcherOptions<I>,
   ) {}
 
   submit(item: I, key?: string): void {
@@ -70,7 +75,21 @@ export class Batcher<I> {
         this.running--;
         this.schedule();
       };
-      void this.run(batch, release).finally(release);
+      let running: Promise<void>;
+      try {
+        running = this.run(batch, release);
+      } catch (err) {
+        running = Promise.reject(err);
+      }
+      running.catch((err: unknown) => this.failAll(batch, err)).finally(release);
+    }
+  }
+
+  private failAll(batch: I[], err: unknown) {
+    try {
+      this.options.fail(batch, err);
+    } catch {
+      // A settler that throws has nothing left to tell; the lane is released all the same.
     }
   }
 

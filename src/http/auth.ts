@@ -3,6 +3,7 @@ import type { KeyLookup } from '../core/context.js';
 import { AppError } from '../core/errors.js';
 import type { ChangeFeed } from '../db/change-feed.js';
 import { sha256Hex } from '../lib/crypto.js';
+import { isApiRequest } from './context.js';
 
 /** With a live change feed an entry lives until a notification drops it (bounded for safety). */
 const LISTENED_TTL_MS = 60_000;
@@ -80,7 +81,7 @@ export function registerAuth(app: FastifyInstance, lookupKey: (key: string) => P
 
   app.decorateRequest('ctx', null as unknown as FastifyRequest['ctx']);
   app.addHook('onRequest', async (request) => {
-    if (!request.url.startsWith('/v1/') || request.routeOptions.config?.noAuth) return;
+    if (!isApiRequest(request) || request.routeOptions.config?.noAuth) return;
     const header = request.headers['api-key'];
     const key = Array.isArray(header) ? header[0] : header;
     if (!key) throw new AppError('missing_api_key', 'Send your API key in the Api-Key header');
@@ -106,6 +107,12 @@ export function registerAuth(app: FastifyInstance, lookupKey: (key: string) => P
       requestId: request.id,
       settings: found.settings,
     };
+  });
+  // Fails closed: a /v1 handler never runs without the business its key named, whatever let the
+  // request past the check above.
+  app.addHook('preHandler', async (request) => {
+    if (request.ctx || !isApiRequest(request) || request.routeOptions.config?.noAuth) return;
+    throw new AppError('missing_api_key', 'Send your API key in the Api-Key header');
   });
   return cache;
 }

@@ -76,7 +76,7 @@ export class BatchedIdempotency<I, T, A = never> {
       writes: WriteSet,
       ahead?: A,
     ) => Promise<ItemOutcome<T>[]>,
-    options: BatcherOptions,
+    options: Omit<BatcherOptions<Item<I>>, 'fail'>,
     /**
      * The work's first locks, for every item of the batch (or none: undefined), sent right behind
      * the claim in the same round trip (db/pipeline.ts: PostgreSQL runs them after it, so the
@@ -86,7 +86,10 @@ export class BatchedIdempotency<I, T, A = never> {
      */
     private readonly planFirstLocks?: (trx: Trx, inputs: { request: FastifyRequest; input: I }[]) => LockPlan<A> | undefined,
   ) {
-    this.batcher = new Batcher((batch, release) => this.execute(batch, release), options);
+    this.batcher = new Batcher((batch, release) => this.execute(batch, release), {
+      ...options,
+      fail: (batch, err) => batch.forEach((item) => item.reject(err)),
+    });
   }
 
   /**

@@ -110,6 +110,8 @@ export class Idempotency {
   ): Promise<{ data: T; error: null }> {
     const { tenantId, environment } = request.ctx;
     const key = idempotencyKeyOf(request);
+    // A secret in the answer (first or replayed) is kept by no cache between us and the client.
+    if (options.sensitive) reply.header('Cache-Control', 'no-store');
     const fingerprint = sha256Hex(`${operation}\n${canonicalJson(request.params ?? {})}\n${canonicalJson(request.body ?? null)}`);
     const scope: KeyScope = { tenantId, environment, key };
     const claimToken = await this.claim(scope, fingerprint);

@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { parseJsonPreservingNumbers } from '../lib/json.js';
 import { AppError, type ErrorDetail } from '../core/errors.js';
+import { isApiRequest } from './context.js';
 
 /**
  * The one place where client input is screened before any route sees it. PostgreSQL cannot
@@ -145,7 +146,7 @@ export function screenRequest(request: FastifyRequest): void {
   }
   if (problems.length > 0) throw new AppError('validation_failed', 'Invalid request parameters', problems);
 
-  if (!BODY_METHODS.has(request.method) || !request.url.startsWith('/v1/')) return;
+  if (!BODY_METHODS.has(request.method) || !isApiRequest(request)) return;
   if (request.routeOptions.schema?.body !== undefined || isEmptyBody(request.body)) return;
   const body = request.body;
   const details =

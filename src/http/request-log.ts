@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { MAX_CAPTURED_BODY_BYTES, type RequestLogSink } from '../core/request-log.js';
+import { isApiRequest } from './context.js';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -47,7 +48,7 @@ export function registerRequestLog(app: FastifyInstance, log: RequestLogSink): v
   app.addHook('onResponse', (request: FastifyRequest, reply: FastifyReply, done: () => void) => {
     try {
       const ctx = request.ctx;
-      if (ctx && request.url.startsWith('/v1/')) {
+      if (ctx && isApiRequest(request)) {
         const elapsed = reply.elapsedTime;
         log.record({
           tenantId: ctx.tenantId,

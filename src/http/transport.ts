@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Config } from '../config.js';
 import { AppError } from '../core/errors.js';
+import { isApiRequest } from './context.js';
 import { registerInputScreen } from './input.js';
 
 export const BODY_LIMIT = 1024 * 1024;
@@ -31,7 +32,7 @@ export function registerTransport(app: FastifyInstance, config: Config): void {
       reply.header('Strict-Transport-Security', 'max-age=31536000; includeSubDomains');
       return;
     }
-    if (config.PROFILE !== 'production' || !request.url.startsWith('/v1/')) return;
+    if (config.PROFILE !== 'production' || !isApiRequest(request)) return;
     const viaTrustedProxy = trusted.has(request.socket.remoteAddress ?? '') && request.headers['x-forwarded-proto'] === 'https';
     if (!viaTrustedProxy) throw new AppError('https_required', 'Use HTTPS');
   });

@@ -31,6 +31,44 @@ export const SENSITIVE_FIELDS = [
   'file',
   'document',
   'content',
+  'card_pin',
+  'new_pin',
+  'token',
+  'client_secret',
+  'webhook_secret',
+  'current_password',
+  'new_password',
+] as const;
+
+/**
+ * Words that make any key holding them sensitive, as a segment of the key: `card_pin`, `cardPin`,
+ * `new-PIN`, `pin.code`, `signingSecret`, `access_token` all carry one. Matching whole segments,
+ * not substrings, keeps harmless keys such as `spin`, `panel`, `company` or `shipping` readable.
+ */
+const SENSITIVE_SEGMENTS = new Set([
+  'pin',
+  'pins',
+  'cvv',
+  'cvv2',
+  'cvc',
+  'cvc2',
+  'pan',
+  'secret',
+  'secrets',
+  'password',
+  'passwords',
+  'passwd',
+  'passphrase',
+  'token',
+  'tokens',
+]);
+/** Runs of segments that are sensitive together (`card_number`, `CardNumber`, `card_exp_month`). */
+const SENSITIVE_PAIRS = [
+  ['card', 'number'],
+  ['exp', 'month'],
+  ['exp', 'year'],
+  ['expiry', 'month'],
+  ['expiry', 'year'],
 ] as const;
 
 export const REDACTED = '[redacted]';
@@ -85,8 +123,34 @@ export function redactString(value: string): string {
   return out;
 }
 
+/** A key's words: split on `_`, `-`, `.`, spaces and camelCase boundaries (`cardPIN2` → card, pin2). */
+export function keySegments(name: string): string[] {
+  return name
+    .replace(/([a-z0-9])([A-Z])/g, '$1 $2')
+    .replace(/([A-Z]+)([A-Z][a-z])/g, '$1 $2')
+    .toLowerCase()
+    .split(/[\s_.-]+/)
+    .filter((w) => w !== '');
+}
+
+const verdicts = new Map<string, boolean>();
+
+function judge(name: string): boolean {
+  if (FIELD_SET.has(name.toLowerCase())) return true;
+  const words = keySegments(name);
+  if (words.some((w) => SENSITIVE_SEGMENTS.has(w))) return true;
+  return SENSITIVE_PAIRS.some(([a, b]) => words.some((w, i) => w === a && words[i + 1] === b));
+}
+
 export function isSensitiveField(name: string): boolean {
-  return FIELD_SET.has(name.toLowerCase());
+  let verdict = verdicts.get(name);
+  if (verdict === undefined) {
+    verdict = judge(name);
+    // Keys come from clients too: the memo stays bounded.
+    if (verdicts.size >= 10_000) verdicts.clear();
+    verdicts.set(name, verdict);
+  }
+  return verdict;
 }
 
 /**
@@ -100,13 +164,19 @@ export function redactValue(value: unknown, depth = 0): unknown {
   if (Array.isArray(value)) return value.map((v) => redactValue(v, depth + 1));
   const out: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(value as Record<string, unknown>)) {
-    out[k] = isSensitiveField(k) && v !== null && v !== undefined ? REDACTED : redactValue(v, depth + 1);
+    // A flag (`pin_set: true`) tells nothing secret; any other value of a sensitive key goes.
+    out[k] = isSensitiveField(k) && v !== null && v !== undefined && typeof v !== 'boolean' ? REDACTED : redactValue(v, depth + 1);
   }
   return out;
 }
 
-/** A sensitive field as a JSON key, whatever its case. */
-const SENSITIVE_KEY = new RegExp(`"(?:${SENSITIVE_FIELDS.join('|')})"\\s*:`, 'i');
+/** Every key of a JSON text (as JSON.stringify writes them). */
+const JSON_KEY = /"((?:[^"\\]|\\.)*)"\s*:/g;
+
+function hasSensitiveKey(text: string): boolean {
+  for (const m of text.matchAll(JSON_KEY)) if (isSensitiveField(m[1]!)) return true;
+  return false;
+}
 
 /**
  * JSON text → redacted JSON text; text that is not JSON is redacted as a string.
@@ -117,7 +187,7 @@ const SENSITIVE_KEY = new RegExp(`"(?:${SENSITIVE_FIELDS.join('|')})"\\s*:`, 'i'
  * responses): it writes a key's letters as they are, never as \u escapes.
  */
 export function redactJsonText(text: string): string {
-  if (!SENSITIVE_KEY.test(text) && !SECRET_HINT.test(text) && !hasLongDigitRun(text)) return text;
+  if (!SECRET_HINT.test(text) && !hasLongDigitRun(text) && !hasSensitiveKey(text)) return text;
   try {
     return JSON.stringify(redactValue(JSON.parse(text)));
   } catch {

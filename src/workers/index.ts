@@ -1,6 +1,6 @@
 import type { Job } from '../core/job.js';
 import type { FastifyBaseLogger } from 'fastify';
-import type { Config } from '../config.js';
+import { webhookLoopbackAllowed, type Config } from '../config.js';
 import type { Db, UnitOfWork } from '../db/client.js';
 import { purgeExpiredSessions } from '../dashboard/service.js';
 import { Idempotency } from '../http/idempotency.js';
@@ -96,7 +96,12 @@ export function startWorkers(deps: WorkerDeps, options: WorkerOptions = {}) {
     },
     ...webhookJobs(
       { db: deps.db, sealer: deps.sealer, log: deps.log },
-      { maxInFlight: deps.config.WEBHOOK_CONCURRENCY, perEndpoint: deps.config.WEBHOOK_ENDPOINT_CONCURRENCY, ...options.webhooks },
+      {
+        maxInFlight: deps.config.WEBHOOK_CONCURRENCY,
+        perEndpoint: deps.config.WEBHOOK_ENDPOINT_CONCURRENCY,
+        allowLoopback: webhookLoopbackAllowed(deps.config),
+        ...options.webhooks,
+      },
     ),
     limitOrderJob(deps.db, deps.config),
     approvalExpiryJob(deps.db, deps.config),

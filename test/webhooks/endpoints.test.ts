@@ -76,7 +76,8 @@ describe('POST /v1/webhooks/endpoints', () => {
   it('allows http and loopback in sandbox only', async () => {
     expect((await api.post('/v1/webhooks/endpoints', { url: 'http://127.0.0.1:9/x' })).status).toBe(201);
     expect((await api.post('/v1/webhooks/endpoints', { url: 'http://localhost:9/x' })).status).toBe(201);
-    expect((await api.post('/v1/webhooks/endpoints', { url: 'http://10.0.0.5:8080/x' })).status).toBe(201);
+    // Loopback only (the test server's development setting): private networks stay refused.
+    expect((await api.post('/v1/webhooks/endpoints', { url: 'http://10.0.0.5:8080/x' })).status).toBe(400);
     // Link-local (cloud metadata services) is refused even in sandbox.
     for (const url of ['http://169.254.169.254/latest/meta-data', 'http://[fe80::1]/x']) {
       const res = await api.post('/v1/webhooks/endpoints', { url });

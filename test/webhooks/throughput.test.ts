@@ -44,7 +44,10 @@ describe('webhook delivery throughput', () => {
     // One endpoint, two of its deliveries in flight at a time, and a poll interval far longer
     // than the test: the pool used to claim again only after pollMs, so a busy endpoint got
     // perEndpoint deliveries per interval (2 here, then a minute's wait).
-    const jobs = runJobs(webhookJobs({ db: t.db, sealer: t.sealer }, { perEndpoint: 2, maxInFlight: 4, pollMs: 60_000 }), t.app.log);
+    const jobs = runJobs(
+      webhookJobs({ db: t.db, sealer: t.sealer }, { perEndpoint: 2, maxInFlight: 4, pollMs: 60_000, allowLoopback: true }),
+      t.app.log,
+    );
     try {
       await until(
         () => rx.received.length >= 12,
@@ -117,7 +120,10 @@ describe('webhook delivery throughput', () => {
     const recordsBefore = await attemptRecords();
 
     const jobs = runJobs(
-      webhookJobs({ db: t.db, sealer: t.sealer }, { perEndpoint: 2, maxInFlight: 8, retryDelaysMs: [60_000], jitter: 0 }),
+      webhookJobs(
+        { db: t.db, sealer: t.sealer },
+        { perEndpoint: 2, maxInFlight: 8, retryDelaysMs: [60_000], jitter: 0, allowLoopback: true },
+      ),
       t.app.log,
     );
     try {

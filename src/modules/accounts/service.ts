@@ -184,7 +184,7 @@ export function accountReader(
         }
       }
     },
-    { ...options, name: 'account_reads' },
+    { ...options, name: 'account_reads', fail: (reads, err) => reads.forEach((read) => read.reject(err)) },
   );
   return (ctx, id) => new Promise((resolve, reject) => batcher.submit({ ctx, id, resolve, reject }));
 }

@@ -68,7 +68,16 @@ export function collectionSimulationRoutes(deps: Deps): FastifyPluginAsyncZod {
         errors: ['not_found'],
       },
       (req, reply) =>
-        deps.idempotency.run(req, reply, 'simulations.card_tokens.create', (trx) => simulateCardToken(trx, req.ctx, deps.sealer, req.body)),
+        // The card_token charges the card: sealed at rest like every secret answer.
+        deps.idempotency.run(
+          req,
+          reply,
+          'simulations.card_tokens.create',
+          (trx) => simulateCardToken(trx, req.ctx, deps.sealer, req.body),
+          {
+            sensitive: true,
+          },
+        ),
     );
   };
 }

@@ -21,13 +21,17 @@ const COLUMNS = [
   'description',
 ] as const satisfies readonly (keyof TransactionResponse)[];
 
+/** A number as we write amounts and balances (`-12.50`): the only cells left as they are. */
+const NUMERIC = /^-?\d+(?:\.\d+)?$/;
+
 /**
  * RFC 4180 quoting, and a leading apostrophe on text that a spreadsheet would run as a formula
- * (=, +, -, @): descriptions and references are client-supplied.
+ * (=, +, -, @, tab, CR): descriptions and references are client-supplied, and `-1+HYPERLINK(…)`
+ * starts like a number.
  */
-function cell(value: string | null): string {
+export function cell(value: string | null): string {
   if (value === null) return '';
-  const safe = /^[=+\-@\t\r]/.test(value) && !/^-?\d/.test(value) ? `'${value}` : value;
+  const safe = /^[=+\-@\t\r]/.test(value) && !NUMERIC.test(value) ? `'${value}` : value;
   return /[",\r\n]/.test(safe) ? `"${safe.replace(/"/g, '""')}"` : safe;
 }
 

@@ -1,6 +1,6 @@
 import type { FastifyBaseLogger } from 'fastify';
 import { sql } from 'kysely';
-import type { LookupFunction } from 'node:net';
+import { isIP, type LookupFunction } from 'node:net';
 import { Batcher } from '../../db/batcher.js';
 import type { Db } from '../../db/client.js';
 import type { Environment } from '../../core/context.js';
@@ -13,7 +13,7 @@ import { disableEndpoint } from './repo.js';
 import { postJson, type SendResult } from './sender.js';
 import { sealContext } from './service.js';
 import { signedHeaders } from './signing.js';
-import { assertEndpointUrl, guardedLookup, systemResolver, type Resolver } from './url-safety.js';
+import { assertEndpointUrl, guardedLookup, isBlockedAddress, systemResolver, type Resolver } from './url-safety.js';
 
 /**
  * Webhook delivery. Fan-out turns each new outbox event into one delivery per matching endpoint
@@ -56,6 +56,8 @@ export interface DeliveryOptions {
   circuitMaxOpenMs: number;
   /** DNS for endpoints (every answer is screened before the socket connects). */
   resolver: Resolver;
+  /** Sandbox endpoints may reach loopback (config `webhookLoopbackAllowed`; off unless set). */
+  allowLoopback: boolean;
 }
 
 export const DEFAULT_DELIVERY_OPTIONS: DeliveryOptions = {
@@ -73,6 +75,7 @@ export const DEFAULT_DELIVERY_OPTIONS: DeliveryOptions = {
   circuitOpenMs: 30_000,
   circuitMaxOpenMs: 600_000,
   resolver: systemResolver,
+  allowLoopback: false,
 };
 
 export interface DeliveryDeps {
@@ -147,7 +150,9 @@ function secretsOf(work: queue.DeliveryWork, sealer: Sealer): string[] {
 
 /**
  * The URL is checked again (rules may have changed since registration) and every DNS answer is
- * screened at the moment of connecting: live refuses private addresses, sandbox link-local ones.
+ * screened at the moment of connecting. A target that is not public (loopback, where the sandbox
+ * of a development server may send) keeps its answer's status only: its headers and body are
+ * neither stored nor shown, so an endpoint cannot read out what listens there.
  */
 async function send(
   work: queue.DeliveryWork,
@@ -157,8 +162,10 @@ async function send(
   signal?: AbortSignal,
 ): Promise<SendResult> {
   const environment = work.environment as Environment;
+  const rules = { allowLoopback: options.allowLoopback };
+  let host: string;
   try {
-    assertEndpointUrl(work.url, environment);
+    host = assertEndpointUrl(work.url, environment, rules).hostname.replace(/^\[|\]$/g, '');
   } catch (err) {
     return {
       statusCode: null,
@@ -169,12 +176,17 @@ async function send(
       retryAfterMs: null,
     };
   }
-  return postJson(work.url, body, headers, {
+  let notPublic = isIP(host) !== 0 && isBlockedAddress(host);
+  const onResolved = (addresses: { address: string }[]) => {
+    if (addresses.some((a) => isBlockedAddress(a.address))) notPublic = true;
+  };
+  const result = await postJson(work.url, body, headers, {
     timeoutMs: options.timeoutMs,
     maxResponseBytes: options.maxResponseBytes,
-    lookup: guardedLookup(options.resolver, environment) as unknown as LookupFunction,
+    lookup: guardedLookup(options.resolver, environment, rules, onResolved) as unknown as LookupFunction,
     ...(signal ? { signal } : {}),
   });
+  return notPublic ? { ...result, headers: null, excerpt: null } : result;
 }
 
 interface Attempted {
@@ -290,7 +302,7 @@ function attemptRecorder(deps: DeliveryDeps, options: DeliveryOptions, token: st
         }
       }
     },
-    { maxBatch: 100, lanes: 1, name: 'webhook_attempts' },
+    { maxBatch: 100, lanes: 1, name: 'webhook_attempts', fail: (batch, err) => batch.forEach((b) => b.settle(err)) },
   );
   return (done: Attempted) =>
     new Promise<void>((resolve, reject) => batcher.submit({ done, settle: (err) => (err === undefined ? resolve() : reject(err)) }));

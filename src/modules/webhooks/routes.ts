@@ -20,8 +20,10 @@ import {
   UpdateEndpointBody,
 } from './schema.js';
 import * as service from './service.js';
+import { webhookLoopbackAllowed } from '../../config.js';
 
 export function webhookRoutes(deps: Deps): FastifyPluginAsyncZod {
+  const urlRules = { allowLoopback: webhookLoopbackAllowed(deps.config) };
   return async (app) => {
     const r = routes(app, ['Webhooks']);
     r.post(
@@ -39,7 +41,7 @@ export function webhookRoutes(deps: Deps): FastifyPluginAsyncZod {
           req,
           reply,
           'webhooks.endpoints.create',
-          (trx) => service.createEndpoint(trx, req.ctx, deps.sealer, req.body),
+          (trx) => service.createEndpoint(trx, req.ctx, deps.sealer, req.body, urlRules),
           { status: 201, sensitive: true },
         ),
     );
@@ -71,7 +73,7 @@ export function webhookRoutes(deps: Deps): FastifyPluginAsyncZod {
         data: EndpointResponse,
         errors: [],
       },
-      async (req) => ok(await deps.inTransaction((trx) => service.updateEndpoint(trx, req.ctx, req.params.id, req.body))),
+      async (req) => ok(await deps.inTransaction((trx) => service.updateEndpoint(trx, req.ctx, req.params.id, req.body, urlRules))),
     );
 
     r.delete(

@@ -26,7 +26,7 @@ import {
   type UpdateEndpointBody,
 } from './schema.js';
 import { generateSecret } from './signing.js';
-import { assertEndpointUrl } from './url-safety.js';
+import { assertEndpointUrl, type UrlRules } from './url-safety.js';
 
 /**
  * The webhooks service: endpoint management, delivery history and manual resend. The API routes
@@ -71,8 +71,9 @@ export async function createEndpoint(
   ctx: Scope,
   sealer: Sealer,
   input: CreateEndpointBody,
+  rules: UrlRules,
 ): Promise<EndpointWithSecretResponse> {
-  const url = assertEndpointUrl(input.url, ctx.environment).toString();
+  const url = assertEndpointUrl(input.url, ctx.environment, rules).toString();
   if ((await repo.countEndpoints(db, ctx)) >= MAX_ENDPOINTS) {
     throw new AppError('limit_exceeded', `At most ${MAX_ENDPOINTS} webhook endpoints per environment`);
   }
@@ -102,9 +103,15 @@ export async function getEndpoint(db: Queryable, ctx: Scope, id: string): Promis
 }
 
 /** Changes URL, event types and enabled/disabled; re-enabling resumes its open deliveries. */
-export async function updateEndpoint(db: Queryable, ctx: Scope, id: string, patch: UpdateEndpointBody): Promise<EndpointResponse> {
+export async function updateEndpoint(
+  db: Queryable,
+  ctx: Scope,
+  id: string,
+  patch: UpdateEndpointBody,
+  rules: UrlRules,
+): Promise<EndpointResponse> {
   const changes: repo.EndpointPatch = {};
-  if (patch.url !== undefined) changes.url = assertEndpointUrl(patch.url, ctx.environment).toString();
+  if (patch.url !== undefined) changes.url = assertEndpointUrl(patch.url, ctx.environment, rules).toString();
   if (patch.event_types !== undefined) changes.event_types = normalizeTypes(patch.event_types);
   if (patch.status !== undefined) {
     changes.status = patch.status;

@@ -4,13 +4,13 @@ import type { Environment } from '../../core/context.js';
 import { AppError } from '../../core/errors.js';
 
 /**
- * Server-side request forgery guard. Live endpoints must be public HTTPS URLs: no loopback,
- * private, link-local, CGNAT, multicast or reserved addresses, neither as a literal at
- * registration nor as what the name resolves to at delivery time (checked on the very address
- * the socket connects to, so a DNS answer cannot change between check and connect).
- * The sandbox allows http, loopback and private networks so a developer can point it at their
- * laptop or a container next to the server, but never link-local addresses: that is where cloud
- * metadata services live (169.254.169.254), and no webhook receiver does.
+ * Server-side request forgery guard. Endpoints must be public URLs: no loopback, private,
+ * link-local, CGNAT, multicast or reserved addresses, neither as a literal at registration nor as
+ * what the name resolves to at delivery time (checked on the very address the socket connects to,
+ * so a DNS answer cannot change between check and connect). Anyone who signs up gets sandbox
+ * keys, so the sandbox keeps to the same addresses as live; it differs in allowing plain http
+ * and, when the operator allows it on a loopback-only development server
+ * (`webhookLoopbackAllowed`), this machine's loopback. Live also needs https.
  */
 const BLOCKED = new BlockList();
 for (const [net, prefix] of [
@@ -32,8 +32,10 @@ for (const [net, prefix] of [
   BLOCKED.addSubnet(net, prefix, 'ipv4');
 }
 for (const [net, prefix] of [
-  ['::', 128],
+  // IPv4-compatible (::a.b.c.d, deprecated) holds :: and ::1 and any IPv4 address in disguise.
+  ['::', 96],
   ['::1', 128],
+  ['2002::', 16],
   ['fc00::', 7],
   ['fe80::', 10],
   ['ff00::', 8],
@@ -47,6 +49,16 @@ const LINK_LOCAL = new BlockList();
 LINK_LOCAL.addSubnet('169.254.0.0', 16, 'ipv4');
 LINK_LOCAL.addSubnet('fe80::', 10, 'ipv6');
 
+const LOOPBACK = new BlockList();
+LOOPBACK.addSubnet('127.0.0.0', 8, 'ipv4');
+LOOPBACK.addAddress('::1', 'ipv6');
+
+/** What an environment's endpoints may reach beyond public addresses. */
+export interface UrlRules {
+  /** Sandbox endpoints may point at loopback (`webhookLoopbackAllowed`). */
+  allowLoopback: boolean;
+}
+
 function inList(list: BlockList, address: string): boolean {
   const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
   if (mapped) return inList(list, mapped[1] as string);
@@ -56,13 +68,20 @@ function inList(list: BlockList, address: string): boolean {
   return true;
 }
 
-/** True for addresses a live webhook may not reach. */
+/** True for addresses that are not public: no webhook reaches them (but loopback, see refusedIn). */
 export const isBlockedAddress = (address: string) => inList(BLOCKED, address);
-/** True for addresses no webhook may reach, sandbox included. */
+/** True for link-local addresses (cloud metadata services). */
 export const isLinkLocal = (address: string) => inList(LINK_LOCAL, address);
+/** True for this machine's loopback, IPv4-mapped forms included. */
+export const isLoopback = (address: string) => isIP(address) !== 0 && inList(LOOPBACK, address);
+
+const loopbackAllowed = (environment: Environment, rules: UrlRules) => environment === 'sandbox' && rules.allowLoopback;
 
 /** The address check of an environment. */
-export const refusedIn = (environment: Environment) => (environment === 'live' ? isBlockedAddress : isLinkLocal);
+export function refusedIn(environment: Environment, rules: UrlRules): (address: string) => boolean {
+  if (!loopbackAllowed(environment, rules)) return isBlockedAddress;
+  return (address) => isBlockedAddress(address) && !isLoopback(address);
+}
 
 const MAX_URL_LENGTH = 2048;
 
@@ -70,8 +89,13 @@ function invalidUrl(message: string): AppError {
   return new AppError('validation_failed', message, [{ field: 'url', code: 'invalid', message }]);
 }
 
-/** Registration-time check of an endpoint URL for its environment (400 validation_failed). */
-export function assertEndpointUrl(raw: string, environment: Environment): URL {
+const LOCAL_NAME = /(?:^|\.)(?:localhost|local|internal|localdomain|home\.arpa)$/;
+
+/**
+ * Registration-time check of an endpoint URL for its environment (400 validation_failed), and
+ * again before every delivery (the rules may have changed since).
+ */
+export function assertEndpointUrl(raw: string, environment: Environment, rules: UrlRules): URL {
   if (raw.length > MAX_URL_LENGTH) throw invalidUrl(`The URL must be at most ${MAX_URL_LENGTH} characters`);
   let url: URL;
   try {
@@ -82,17 +106,21 @@ export function assertEndpointUrl(raw: string, environment: Environment): URL {
   if (url.protocol !== 'https:' && url.protocol !== 'http:') throw invalidUrl('The URL must use https');
   if (url.username || url.password) throw invalidUrl('The URL must not contain credentials');
   if (url.hash) throw invalidUrl('The URL must not contain a fragment');
+  // The URL parser has already turned 127.1, 2130706433 and 0x7f000001 into 127.0.0.1.
   const host = url.hostname.replace(/^\[|\]$/g, '').toLowerCase();
-  if (isIP(host) && isLinkLocal(host)) throw invalidUrl('The URL must not point at a link-local address');
-  if (environment === 'sandbox') return url;
-  if (url.protocol !== 'https:') throw invalidUrl('Live endpoints must use https (http is allowed in sandbox only)');
-  if (host === 'localhost' || host.endsWith('.localhost') || host.endsWith('.local') || host.endsWith('.internal')) {
-    throw invalidUrl('Live endpoints must not point at a local host name (allowed in sandbox only)');
+  if (environment === 'live' && url.protocol !== 'https:')
+    throw invalidUrl('Live endpoints must use https (http is allowed in sandbox only)');
+  if (host.endsWith('.')) throw invalidUrl('The host name must not end with a dot');
+  if (isIP(host)) {
+    if (isLinkLocal(host)) throw invalidUrl('The URL must not point at a link-local address');
+    if (refusedIn(environment, rules)(host))
+      throw invalidUrl('The URL must not point at a private, loopback, link-local or reserved address');
+    return url;
   }
-  if (isIP(host) && isBlockedAddress(host)) {
-    throw invalidUrl('Live endpoints must not point at a private, loopback or link-local address (allowed in sandbox only)');
-  }
-  if (!host.includes('.') && !isIP(host)) throw invalidUrl('Live endpoints need a fully qualified host name');
+  const loopbackName = host === 'localhost' || host.endsWith('.localhost');
+  if (loopbackName && loopbackAllowed(environment, rules)) return url;
+  if (LOCAL_NAME.test(host)) throw invalidUrl('The URL must not point at a local host name');
+  if (!host.includes('.')) throw invalidUrl('The URL needs a fully qualified host name');
   return url;
 }
 
@@ -105,15 +133,22 @@ export const systemResolver: Resolver = (hostname) =>
 /**
  * A `lookup` for node:http that refuses a name when any of its addresses is refused in the
  * environment. It is what the socket connects with, so the checked address is the connected one.
+ * `onResolved` sees every answer (the caller learns whether the target was public).
  */
-export function guardedLookup(resolver: Resolver, environment: Environment) {
-  const refused = refusedIn(environment);
+export function guardedLookup(
+  resolver: Resolver,
+  environment: Environment,
+  rules: UrlRules,
+  onResolved?: (addresses: LookupAddress[]) => void,
+) {
+  const refused = refusedIn(environment, rules);
   return (hostname: string, options: { all?: boolean }, callback: LookupCallback) => {
     resolver(hostname).then(
       (addresses) => {
+        onResolved?.(addresses);
         const bad = addresses.find((a) => refused(a.address));
         if (addresses.length === 0 || bad) {
-          const what = environment === 'live' ? 'a private, loopback or link-local' : 'a link-local';
+          const what = bad && isLinkLocal(bad.address) ? 'a link-local' : 'a private, loopback or link-local';
           const err: NodeJS.ErrnoException = new Error(`refused: ${hostname} resolves to ${what} address`);
           err.code = 'EBLOCKEDADDRESS';
           callback(err, []);
