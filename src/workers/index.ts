@@ -95,7 +95,13 @@ export function startWorkers(deps: WorkerDeps, options: WorkerOptions = {}) {
     },
     ...webhookJobs(
       { db: deps.db, sealer: deps.sealer, log: deps.log },
-      { maxInFlight: deps.config.WEBHOOK_CONCURRENCY, perEndpoint: deps.config.WEBHOOK_ENDPOINT_CONCURRENCY, ...options.webhooks },
+      {
+        maxInFlight: deps.config.WEBHOOK_CONCURRENCY,
+        perEndpoint: deps.config.WEBHOOK_ENDPOINT_CONCURRENCY,
+        maxPerEndpoint: deps.config.WEBHOOK_ENDPOINT_MAX_CONCURRENCY,
+        timeoutMs: deps.config.WEBHOOK_TIMEOUT_MS,
+        ...options.webhooks,
+      },
     ),
     limitOrderJob(deps.db, deps.config),
     approvalExpiryJob(deps.db, deps.config),
