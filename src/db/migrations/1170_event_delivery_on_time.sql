@@ -41,3 +41,9 @@ create table webhook_replays (
   created_at timestamptz not null default now()
 );
 create index webhook_replays_endpoint_idx on webhook_replays (tenant_id, environment, endpoint_id, id desc);
+
+-- The claim reads an endpoint's due first attempts and its due retries apart (first attempts go
+-- first), each from its own index, so neither kind's backlog is read to find the other.
+create index webhook_deliveries_first_due_idx on webhook_deliveries (endpoint_id, next_attempt_at) where status = 'pending';
+create index webhook_deliveries_retry_due_idx on webhook_deliveries (endpoint_id, next_attempt_at)
+  where status in ('retrying', 'processing');

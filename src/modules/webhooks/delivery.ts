@@ -124,6 +124,7 @@ export async function fanOutTick(db: Db, partial: Partial<DeliveryOptions> = {})
           next_attempt_at: sql<Date>`now()` as unknown as Date,
         })),
     );
+    await queue.assignSequences(trx, events);
     await queue.insertDeliveries(trx, rows);
     await queue.markFannedOut(trx, queued);
     return queued.length === options.fanoutBatch;
@@ -206,10 +207,13 @@ type Claimed = queue.ClaimedDelivery;
 
 /** Signs and sends one delivery; touches no database. */
 async function attempt(deps: DeliveryDeps, options: DeliveryOptions, work: Claimed, signal?: AbortSignal): Promise<Attempted> {
-  // The stored payload as sent; the signature covers exactly these bytes.
-  const body = JSON.stringify(work.payload);
+  // The stored payload with the event's sequence number; the signature covers exactly these bytes.
+  const body = JSON.stringify(work.sequence === null ? work.payload : { ...work.payload, sequence: Number(work.sequence) });
   // webhook-id is the event id: the same on every retry, so receivers can deduplicate.
-  const headers = signedHeaders(secretsOf(work, deps.sealer), work.event_id, body);
+  const headers: Record<string, string> = {
+    ...signedHeaders(secretsOf(work, deps.sealer), work.event_id, body),
+    ...(work.sequence === null ? {} : { 'webhook-sequence': work.sequence }),
+  };
   const startedAt = new Date();
   const result = await send(work, body, headers, options, signal);
   const attemptNumber = work.attempts + 1;

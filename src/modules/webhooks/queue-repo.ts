@@ -34,6 +34,50 @@ export async function claimNewEvents(trx: Queryable, limit: number): Promise<{ q
   return { queued: rows.map((r) => r.queued), events: rows.filter((r): r is typeof r & NewEvent => typeof r.id === 'string') };
 }
 
+/**
+ * Numbers these events per business and environment, after every event numbered before them:
+ * each scope's counter row is bumped by its count (scopes in a fixed order, so fan-outs running at
+ * once lock them in the same order), and the row stays locked until this transaction commits,
+ * so a later fan-out's numbers are higher and are seen only after these. The events were all
+ * committed before this fan-out claimed them: the numbers follow the order events become
+ * visible, oldest id first within a batch.
+ */
+export async function assignSequences(trx: Queryable, events: readonly NewEvent[]): Promise<void> {
+  if (events.length === 0) return;
+  const byScope = new Map<string, NewEvent[]>();
+  for (const e of [...events].sort((a, b) => (a.id < b.id ? -1 : 1))) {
+    const key = `${e.tenant_id}:${e.environment}`;
+    byScope.set(key, [...(byScope.get(key) ?? []), e]);
+  }
+  const scopes = [...byScope.keys()].sort();
+  const counters = valuesOf(
+    'c',
+    { tenant_id: 'uuid', environment: 'text', n: 'int8' },
+    scopes.map((key) => {
+      const first = byScope.get(key)![0]!;
+      return [first.tenant_id, first.environment, byScope.get(key)!.length];
+    }),
+  );
+  const { rows } = await sql<{ tenant_id: string; environment: string; last_sequence: string }>`
+    insert into event_sequence_counters (tenant_id, environment, last_sequence)
+    select tenant_id, environment, n from ${counters}
+    on conflict (tenant_id, environment) do update set last_sequence = event_sequence_counters.last_sequence + excluded.last_sequence
+    returning tenant_id, environment, last_sequence::text as last_sequence`.execute(trx);
+  const numbered: { event_id: string; tenant_id: string; environment: string; sequence: string }[] = [];
+  for (const row of rows) {
+    const list = byScope.get(`${row.tenant_id}:${row.environment}`)!;
+    const firstNumber = BigInt(row.last_sequence) - BigInt(list.length) + 1n;
+    list.forEach((e, i) =>
+      numbered.push({ event_id: e.id, tenant_id: e.tenant_id, environment: e.environment, sequence: String(firstNumber + BigInt(i)) }),
+    );
+  }
+  await trx
+    .insertInto('event_sequences')
+    .values(numbered)
+    .onConflict((oc) => oc.doNothing())
+    .execute();
+}
+
 export interface FanoutEndpoint {
   id: string;
   tenant_id: string;
@@ -235,10 +279,11 @@ export async function claimDue(
         for update skip locked)
       returning id, tenant_id, environment, event_id, endpoint_id, attempts, manual)
     select c.id, c.tenant_id, c.environment, c.event_id, c.endpoint_id, c.attempts, c.manual,
-      e.url, e.secret_sealed, e.previous_secret_sealed, e.previous_secret_expires_at, ev.payload
+      e.url, e.secret_sealed, e.previous_secret_sealed, e.previous_secret_expires_at, ev.payload, s.sequence::text as sequence
     from claimed c
     join webhook_endpoints e on e.id = c.endpoint_id
     join events ev on ev.id = c.event_id
+    left join event_sequences s on s.event_id = c.event_id
     order by c.id`.execute(db);
   return claimed.rows.map((w) => ({ ...w, due_at: picked.get(w.id)! }));
 }
@@ -300,7 +345,7 @@ export async function noteEndpointOutcomes(
   const quiet =
     lastSuccess >= 0
       ? sql`false`
-      : sql`(last_success_at is null or last_success_at < now() - make_interval(secs => ${(circuit.windowMs ?? 0) / 1000}))`;
+      : sql`(last_success_at is null or last_success_at < now() - make_interval(secs => ${(circuit.windowMs ?? 0) / 1000 + 1}))`;
   await sql`
     update webhook_endpoints set consecutive_failures = ${failures}, slot_limit = ${slots},
       last_success_at = ${lastSuccess >= 0 ? sql`now()` : sql`last_success_at`},
@@ -324,6 +369,8 @@ export interface DeliveryWork {
   previous_secret_sealed: string | null;
   previous_secret_expires_at: Date | null;
   payload: EventPayload;
+  /** The event's number in its business and environment (none on test events). */
+  sequence: string | null;
 }
 
 export interface DeliveryOutcome {
