@@ -26756,6 +26756,10 @@ export interface components {
             status: "enabled" | "disabled";
             disabled_reason: string | null;
             previous_secret_expires_at: string | null;
+            /** @enum {string} */
+            circuit: "closed" | "open" | "probing";
+            circuit_open_until: string | null;
+            consecutive_failures: number;
             date_created: string;
             date_updated: string;
         };
@@ -26767,6 +26771,10 @@ export interface components {
             status: "enabled" | "disabled";
             disabled_reason: string | null;
             previous_secret_expires_at: string | null;
+            /** @enum {string} */
+            circuit: "closed" | "open" | "probing";
+            circuit_open_until: string | null;
+            consecutive_failures: number;
             date_created: string;
             date_updated: string;
             secret: string;
@@ -28063,6 +28071,10 @@ export interface components {
             status: "enabled" | "disabled";
             disabled_reason: string | null;
             previous_secret_expires_at: string | null;
+            /** @enum {string} */
+            circuit: "closed" | "open" | "probing";
+            circuit_open_until: string | null;
+            consecutive_failures: number;
             date_created: string;
             date_updated: string;
         };
@@ -28074,6 +28086,10 @@ export interface components {
             status: "enabled" | "disabled";
             disabled_reason: string | null;
             previous_secret_expires_at: string | null;
+            /** @enum {string} */
+            circuit: "closed" | "open" | "probing";
+            circuit_open_until: string | null;
+            consecutive_failures: number;
             date_created: string;
             date_updated: string;
             secret: string;

@@ -50,6 +50,14 @@ export const EndpointResponse = z
     status: z.enum(['enabled', 'disabled']),
     disabled_reason: z.string().nullable(),
     previous_secret_expires_at: z.string().nullable(),
+    /**
+     * Delivery circuit: closed (delivering), open (paused after failing everything; events wait
+     * and are sent when it closes) or probing (one delivery at a time until one succeeds).
+     */
+    circuit: z.enum(['closed', 'open', 'probing']),
+    circuit_open_until: z.string().nullable(),
+    /** Failed attempts in a row. */
+    consecutive_failures: z.number().int(),
     date_created: z.string(),
     date_updated: z.string(),
   })

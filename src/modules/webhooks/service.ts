@@ -61,6 +61,9 @@ export function toEndpointResponse(row: repo.EndpointRow): EndpointResponse {
     status: row.status,
     disabled_reason: row.disabled_reason,
     previous_secret_expires_at: overlap ? row.previous_secret_expires_at!.toISOString() : null,
+    circuit: row.circuit_open_until === null ? 'closed' : row.circuit_open_until > new Date() ? 'open' : 'probing',
+    circuit_open_until: row.circuit_open_until?.toISOString() ?? null,
+    consecutive_failures: row.consecutive_failures,
     date_created: row.created_at.toISOString(),
     date_updated: row.updated_at.toISOString(),
   };
