@@ -109,17 +109,6 @@ describe('a misbehaving receiver with volume', () => {
         `p50 ${pct(latency, 50)} ms, p99 ${pct(latency, 99)} ms, max ${Math.max(...latency)} ms; ` +
         `${lateness.length} retries started p50 ${pct(lateness, 50)} ms, max ${Math.max(...lateness)} ms after their scheduled time`,
     );
-    if (process.env.DEBUG_TIMELINE) {
-      const t0 = Math.min(...first.map((r) => r.event_created_at.getTime()));
-      console.log(
-        first
-          .map(
-            (r) => `${r.event_created_at.getTime() - t0}:${r.started_at.getTime() - r.event_created_at.getTime()}:${r.status_code ?? 'x'}`,
-          )
-          .sort((a, b) => parseInt(a) - parseInt(b))
-          .join(' '),
-      );
-    }
     lateness.forEach((late, i) => {
       expect(late).toBeGreaterThanOrEqual(0);
       expect(late, `retry due after ${delays[i]} ms started ${late} ms late`).toBeLessThanOrEqual(Math.max(0.1 * delays[i]!, 1000));
