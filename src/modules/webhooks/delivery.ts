@@ -349,7 +349,9 @@ function claim(
     await sql`set local synchronous_commit = off`.execute(trx);
     return queue.claimDue(trx, limit, leaseMs, token, {
       perEndpoint,
-      maxPerEndpoint: Math.max(perEndpoint, options.maxPerEndpoint),
+      // Hanging requests of one endpoint never take more than half of this process's slots:
+      // the other half stays for everyone else.
+      maxPerEndpoint: Math.max(perEndpoint, Math.min(options.maxPerEndpoint, Math.floor(options.maxInFlight / 2))),
       slowMs: options.slowMs,
       probeAfter: options.circuitThreshold,
       ...(local ? { localInFlight: local } : {}),
@@ -429,12 +431,16 @@ export function deliveryPool(
     controllers.set(w.id, controller);
     const run = attempt(deps, options, w, controller.signal)
       .then((done) => {
-        // The request is over: its slot is free for the next delivery now, not once it is recorded.
-        local.started.delete(w.id);
-        local.answered++;
-        answered = true;
-        finished++;
-        wake?.();
+        // A delivered request's slot is free for the next delivery now, not once it is recorded.
+        // A failed one keeps it until recorded: the record may open the endpoint's circuit, and
+        // no further request may go out before that is decided.
+        if (done.outcome.status === 'sent') {
+          local.started.delete(w.id);
+          local.answered++;
+          answered = true;
+          finished++;
+          wake?.();
+        }
         // An attempt cut short by `stop` is recorded like any failed one: the receiver may already
         // have its body, so the history must show the attempt that a later retry duplicates.
         return recordSoon(done);
