@@ -27,8 +27,9 @@ import {
 } from './server.js';
 import { steadyTransfers } from './steady.js';
 import { coreTransfers } from './core.js';
+import { webhookBench } from './webhooks.js';
 
-export const SCENARIOS = ['spread', 'hot', 'reads', 'steady', 'pglite', 'bulk', 'history', 'requestlog', 'fx', 'core'] as const;
+export const SCENARIOS = ['spread', 'hot', 'reads', 'steady', 'pglite', 'bulk', 'history', 'requestlog', 'fx', 'core', 'webhooks'] as const;
 export type Scenario = (typeof SCENARIOS)[number];
 
 export interface BenchOptions {
@@ -524,6 +525,12 @@ export async function runBench(o: BenchOptions): Promise<{ rows: Row[]; reconcil
         await handle.close();
         rmSync(dataDir, { recursive: true, force: true });
       }
+    }
+
+    if (has('webhooks')) {
+      const handle = openPostgres(await createDb('webhooks'), 8);
+      handles.push(handle);
+      rows.push(...(await webhookBench(handle, log)));
     }
 
     if (has('history')) {

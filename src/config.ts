@@ -77,8 +77,15 @@ const ConfigSchema = z.object({
    * what a hanging one holds; a busy endpoint's throughput is about this many times one request's
    * round (docs/reliability.md).
    */
-  WEBHOOK_CONCURRENCY: z.coerce.number().int().min(1).max(1000).default(64),
+  WEBHOOK_CONCURRENCY: z.coerce.number().int().min(1).max(1000).default(256),
   WEBHOOK_ENDPOINT_CONCURRENCY: z.coerce.number().int().min(1).max(1000).default(8),
+  /**
+   * The bound on one endpoint's requests in flight while some of them hang: a request slower than
+   * a second frees its slot for the next delivery, up to this many (docs/webhooks.md).
+   */
+  WEBHOOK_ENDPOINT_MAX_CONCURRENCY: z.coerce.number().int().min(1).max(1000).default(64),
+  /** How long a webhook request may take (ms); the contract's figure is 15 s. */
+  WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(15_000),
   /** Upper bound of every background job's idle wait (tests and small sandboxes shorten it). */
   JOB_INTERVAL_MAX_MS: z.coerce.number().int().min(10).max(3_600_000).optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),

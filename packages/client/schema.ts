@@ -12290,6 +12290,684 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/webhooks/endpoints/{id}/replay": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Replay an endpoint's events over a time range
+         * @description Queues one more attempt of each delivery that failed (scope `failed`, the default) or of every event of the range the endpoint subscribes to (scope `all`, also events it never got), at most 14 days and 10,000 events. A delivery still waiting or in flight is not queued again, so replaying twice never sends an event twice at once.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": components["schemas"]["WebhookReplayRequestInput"];
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: components["schemas"]["WebhookReplay"];
+                            error: null;
+                        };
+                    };
+                };
+                /** @description Invalid request: malformed JSON, invalid fields (every one listed in `details`), a bad Idempotency-Key */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "bad_request" | "validation_failed" | "invalid_json" | "missing_idempotency_key" | "invalid_idempotency_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
+                    };
+                };
+                /** @description Missing, invalid or expired API key */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "missing_api_key" | "invalid_api_key" | "expired_api_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
+                    };
+                };
+                /** @description The key may not do this (public key, other business, HTTPS required, feature or KYC level missing) */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
+                    };
+                };
+                /** @description No such resource in this business and environment */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "not_found";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
+                    };
+                };
+                /** @description State conflict, or the same Idempotency-Key is still in flight (Retry-After) */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "invalid_state_transition" | "conflict" | "idempotency_request_in_progress";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
+                    };
+                };
+                /** @description Body too large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "payload_too_large";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
+                    };
+                };
+                /** @description Body not sent as application/json */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "unsupported_media_type";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
+                    };
+                };
+                /** @description Business rule refused it (insufficient funds, limits, currency), or an Idempotency-Key reused for another request */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "idempotency_key_reused" | "limit_exceeded";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
+                    };
+                };
+                /** @description Rate limited (Retry-After, RateLimit headers) */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "rate_limited";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
+                    };
+                };
+                /** @description Something went wrong on our side; the request id is logged with the cause */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "internal_error";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
+                    };
+                };
+                /** @description The database is briefly unavailable; retry after Retry-After */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "service_unavailable";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List events
+         * @description What the webhooks carried, readable without them: cursor pages newest first (`order=asc`: oldest first), filtered by `event_type`, time range (`from`/`to`) and `resource_id` (the event_group_id). Each event carries its `sequence` (per business and environment, increasing in commit order) once given, a moment after its commit.
+         */
+        get: {
+            parameters: {
+                query?: {
+                    page?: number;
+                    items_per_page?: number;
+                    limit?: number;
+                    cursor?: string;
+                    from?: string;
+                    to?: string;
+                    start_date?: string;
+                    end_date?: string;
+                    event_type?: "customer.created" | "customer.kyc.status.pending" | "customer.kyc.status.manual_review" | "customer.kyc.status.approved" | "customer.kyc.status.rejected" | "feature.activated" | "account.created" | "account.status.updated" | "payee.setup.pending" | "payee.setup.completed" | "payee.setup.failed" | "transfer.status.pending" | "transfer.status.processing" | "transfer.status.completed" | "transfer.status.failed" | "transfer.status.returned" | "collection.status.pending" | "collection.status.completed" | "collection.status.failed" | "collection.status.expired" | "cards.application.update" | "cards.status.update" | "cards.transaction.funding" | "cards.transaction.payment" | "cards.transaction.withdraw" | "cards.transaction.declined" | "fx.order.completed" | "fx.order.cancelled" | "fx.order.expired";
+                    resource_id?: string;
+                    order?: "asc" | "desc";
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: {
+                                items: components["schemas"]["Event"][];
+                                page: number;
+                                items_per_page: number;
+                                total_pages: number | null;
+                                total_items: number | null;
+                                next_cursor: string | null;
+                            };
+                            error: null;
+                        };
+                    };
+                };
+                /** @description Invalid request: malformed JSON, invalid fields (every one listed in `details`), a bad Idempotency-Key */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "bad_request" | "validation_failed";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
+                    };
+                };
+                /** @description Missing, invalid or expired API key */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "missing_api_key" | "invalid_api_key" | "expired_api_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
+                    };
+                };
+                /** @description The key may not do this (public key, other business, HTTPS required, feature or KYC level missing) */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
+                    };
+                };
+                /** @description Rate limited (Retry-After, RateLimit headers) */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "rate_limited";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
+                    };
+                };
+                /** @description Something went wrong on our side; the request id is logged with the cause */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "internal_error";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
+                    };
+                };
+                /** @description The database is briefly unavailable; retry after Retry-After */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "service_unavailable";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/events/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get an event */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: components["schemas"]["Event"];
+                            error: null;
+                        };
+                    };
+                };
+                /** @description Invalid request: malformed JSON, invalid fields (every one listed in `details`), a bad Idempotency-Key */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "bad_request" | "validation_failed";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
+                    };
+                };
+                /** @description Missing, invalid or expired API key */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "missing_api_key" | "invalid_api_key" | "expired_api_key";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
+                    };
+                };
+                /** @description The key may not do this (public key, other business, HTTPS required, feature or KYC level missing) */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "secret_key_required" | "tenant_mismatch" | "live_access_frozen" | "https_required";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
+                    };
+                };
+                /** @description No such resource in this business and environment */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "not_found";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
+                    };
+                };
+                /** @description Rate limited (Retry-After, RateLimit headers) */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "rate_limited";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
+                    };
+                };
+                /** @description Something went wrong on our side; the request id is logged with the cause */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "internal_error";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
+                    };
+                };
+                /** @description The database is briefly unavailable; retry after Retry-After */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: null;
+                            error: {
+                                /** @enum {string} */
+                                code: "service_unavailable";
+                                message: string;
+                                request_id: string;
+                                details: {
+                                    field: string;
+                                    code: string;
+                                    message: string;
+                                }[];
+                            };
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/customers/kyc/start": {
         parameters: {
             query?: never;
@@ -26768,6 +27446,10 @@ export interface components {
             status: "enabled" | "disabled";
             disabled_reason: string | null;
             previous_secret_expires_at: string | null;
+            /** @enum {string} */
+            circuit: "closed" | "open" | "probing";
+            circuit_open_until: string | null;
+            consecutive_failures: number;
             date_created: string;
             date_updated: string;
         };
@@ -26779,6 +27461,10 @@ export interface components {
             status: "enabled" | "disabled";
             disabled_reason: string | null;
             previous_secret_expires_at: string | null;
+            /** @enum {string} */
+            circuit: "closed" | "open" | "probing";
+            circuit_open_until: string | null;
+            consecutive_failures: number;
             date_created: string;
             date_updated: string;
             secret: string;
@@ -26867,6 +27553,39 @@ export interface components {
             /** @enum {string} */
             status: "pending" | "processing" | "sent" | "failed" | "retrying";
             next_attempt: string | null;
+        };
+        EventInput: {
+            event_id: string;
+            tenant_id: string;
+            environment: string;
+            timestamp: string;
+            event_type: string;
+            event_category: string;
+            event_group_id: string;
+            event_data: {
+                [key: string]: unknown;
+            };
+            sequence?: number;
+        };
+        WebhookReplayRequestInput: {
+            from: string;
+            to?: string;
+            /**
+             * @default failed
+             * @enum {string}
+             */
+            scope?: "failed" | "all";
+        };
+        WebhookReplayInput: {
+            id: string;
+            endpoint_id: string;
+            /** @enum {string} */
+            scope: "failed" | "all";
+            from: string;
+            to: string;
+            queued: number;
+            already_queued: number;
+            date_created: string;
         };
         KycDocumentMetadataInput: {
             /** @enum {string} */
@@ -28081,6 +28800,10 @@ export interface components {
             status: "enabled" | "disabled";
             disabled_reason: string | null;
             previous_secret_expires_at: string | null;
+            /** @enum {string} */
+            circuit: "closed" | "open" | "probing";
+            circuit_open_until: string | null;
+            consecutive_failures: number;
             date_created: string;
             date_updated: string;
         };
@@ -28092,6 +28815,10 @@ export interface components {
             status: "enabled" | "disabled";
             disabled_reason: string | null;
             previous_secret_expires_at: string | null;
+            /** @enum {string} */
+            circuit: "closed" | "open" | "probing";
+            circuit_open_until: string | null;
+            consecutive_failures: number;
             date_created: string;
             date_updated: string;
             secret: string;
@@ -28180,6 +28907,39 @@ export interface components {
             /** @enum {string} */
             status: "pending" | "processing" | "sent" | "failed" | "retrying";
             next_attempt: string | null;
+        };
+        Event: {
+            event_id: string;
+            tenant_id: string;
+            environment: string;
+            timestamp: string;
+            event_type: string;
+            event_category: string;
+            event_group_id: string;
+            event_data: {
+                [key: string]: unknown;
+            };
+            sequence?: number;
+        };
+        WebhookReplayRequest: {
+            from: string;
+            to?: string;
+            /**
+             * @default failed
+             * @enum {string}
+             */
+            scope: "failed" | "all";
+        };
+        WebhookReplay: {
+            id: string;
+            endpoint_id: string;
+            /** @enum {string} */
+            scope: "failed" | "all";
+            from: string;
+            to: string;
+            queued: number;
+            already_queued: number;
+            date_created: string;
         };
         KycDocumentMetadata: {
             /** @enum {string} */

@@ -156,6 +156,26 @@ export function endpointPage(session: Session, e: EndpointResponse, notice?: Htm
   </form>
 </section>
 <section class="card">
+  <h2>Delivery</h2>
+  <p>Circuit: <strong id="wh-circuit">${e.circuit}</strong>${
+    e.circuit === 'open' && e.circuit_open_until
+      ? html` until ${e.circuit_open_until} (events wait and are sent when it closes)`
+      : e.circuit === 'probing'
+        ? ' (one delivery at a time until one succeeds)'
+        : ''
+  }; ${e.consecutive_failures} failed attempt(s) in a row.</p>
+  <form method="post" action="/dashboard/webhooks/endpoints/${e.id}/replay">
+    ${csrfField(session)}
+    <div class="field"><label for="wh-replay-from">Replay events from (UTC)</label>
+      <input id="wh-replay-from" name="from" type="datetime-local" required></div>
+    <div class="field"><label for="wh-replay-to">to (UTC, empty: now)</label>
+      <input id="wh-replay-to" name="to" type="datetime-local"></div>
+    <div class="field"><label for="wh-replay-scope">Which</label>
+      <select id="wh-replay-scope" name="scope"><option value="failed">Failed deliveries</option><option value="all">All events</option></select></div>
+    <button type="submit">Replay</button>
+  </form>
+</section>
+<section class="card">
   <h2>Delete</h2>
   <form method="post" action="/dashboard/webhooks/endpoints/${e.id}/delete" data-confirm="Delete this endpoint? Nothing more will be sent to it.">
     ${csrfField(session)}<button type="submit" class="danger">Delete endpoint</button>

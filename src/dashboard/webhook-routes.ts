@@ -4,7 +4,7 @@ import type { Deps } from '../http/deps.js';
 import { AppError, notFound } from '../core/errors.js';
 import { statusOf } from '../http/errors.js';
 import { isUuid } from '../lib/ids.js';
-import { AttemptsQuery, HistoryQuery, MAX_OVERLAP_SECONDS } from '../modules/webhooks/schema.js';
+import { AttemptsQuery, HistoryQuery, MAX_OVERLAP_SECONDS, ReplayBody } from '../modules/webhooks/schema.js';
 import * as webhooks from '../modules/webhooks/service.js';
 import { EVENT_TYPES, type EventType } from '../modules/webhooks/service.js';
 import type { Html } from './html.js';
@@ -171,6 +171,23 @@ export function webhookRoutes(deps: Deps, service: DashboardService, team: TeamS
         // Back to the page the button was on (an event's page), else the webhooks page.
         const back = form.get('back') ?? '';
         return /^\/dashboard\/events\/[0-9a-f-]{36}$/.test(back) ? back : '/dashboard/webhooks';
+      }),
+    );
+
+    app.post('/webhooks/endpoints/:id/replay', async (request, reply) =>
+      act(request, reply, 'webhook.replayed', async (session, form) => {
+        // datetime-local sends no zone and maybe no seconds: read it as UTC.
+        const utc = (v: string | null) =>
+          v && /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2})?$/.test(v) ? `${v.length === 16 ? `${v}:00` : v}Z` : v;
+        const parsed = ReplayBody.safeParse({
+          from: utc(form.get('from')) ?? '',
+          ...(form.get('to') ? { to: utc(form.get('to')) } : {}),
+          scope: form.get('scope') ?? 'failed',
+        });
+        if (!parsed.success) throw new AppError('bad_request', 'Choose a start (and an end after it)');
+        const id = idParam(request);
+        await deps.inTransaction((trx) => webhooks.replay(trx, scopeOf(session), id, parsed.data));
+        return `/dashboard/webhooks/endpoints/${id}`;
       }),
     );
 

@@ -28,13 +28,39 @@ const WRITE_EVERY_MS = 200;
  * pino flushes what is buffered when the process exits.
  */
 export function processLogDestination(options: LogDestinationOptions): pino.DestinationStream {
+  watchExit();
   const destination = pino.destination({
     dest: 1,
     sync: false,
     minLength: WRITE_AT_BYTES,
     periodicFlush: WRITE_EVERY_MS,
     maxLength: options.maxBufferedBytes,
+    // While running, a full pipe is waited for (off the event loop, lines beyond the buffer are
+    // dropped); once the process exits, it is not: the exit's last flush writes synchronously and
+    // retried a full pipe forever, so a server whose log reader hung never ended on SIGTERM.
+    retryEAGAIN: () => !exiting,
   });
   destination.on('drop', countDroppedLogLine);
+  // A closed pipe (EPIPE) is already silenced by pino; a full one at exit throws from the last
+  // flush: what it could not write is dropped, and the process ends.
+  const flushSync = destination.flushSync.bind(destination);
+  destination.flushSync = () => {
+    try {
+      flushSync();
+    } catch {
+      // dropped: nobody is reading standard output
+    }
+  };
   return destination;
+}
+
+let exiting = false;
+let watching = false;
+/** Marks the exit before pino's own exit handler flushes (prepended: it runs first). */
+function watchExit() {
+  if (watching) return;
+  watching = true;
+  process.prependListener('exit', () => {
+    exiting = true;
+  });
 }

@@ -100,6 +100,8 @@ export function startWorkers(deps: WorkerDeps, options: WorkerOptions = {}) {
         maxInFlight: deps.config.WEBHOOK_CONCURRENCY,
         perEndpoint: deps.config.WEBHOOK_ENDPOINT_CONCURRENCY,
         allowLoopback: webhookLoopbackAllowed(deps.config),
+        maxPerEndpoint: deps.config.WEBHOOK_ENDPOINT_MAX_CONCURRENCY,
+        timeoutMs: deps.config.WEBHOOK_TIMEOUT_MS,
         ...options.webhooks,
       },
     ),

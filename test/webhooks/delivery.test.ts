@@ -84,6 +84,7 @@ describe('signed delivery', () => {
       'event_group_id',
       'event_id',
       'event_type',
+      'sequence', // the contract's added field: the event's number in its business and environment
       'tenant_id',
       'timestamp',
     ]);

@@ -1,4 +1,5 @@
 import type { FastifyBaseLogger } from 'fastify';
+import { performance } from 'node:perf_hooks';
 import { sql } from 'kysely';
 import { isIP, type LookupFunction } from 'node:net';
 import { Batcher } from '../../db/batcher.js';
@@ -45,8 +46,14 @@ export interface DeliveryOptions {
   fanoutBatch: number;
   /** Requests in flight per process (the pool's slots). */
   maxInFlight: number;
-  /** Requests in flight per endpoint, across all workers. */
+  /** Requests in flight per endpoint, across all workers (its base slots). */
   perEndpoint: number;
+  /**
+   * The bound on requests in flight per endpoint while some hang: a request in flight longer
+   * than `slowMs` frees its base slot for the next delivery, up to this many in all.
+   */
+  maxPerEndpoint: number;
+  slowMs: number;
   /** How often the pool looks for due work when it found none. */
   pollMs: number;
   /** Failed attempts in a row that open an endpoint's circuit. */
@@ -54,6 +61,8 @@ export interface DeliveryOptions {
   /** How long a circuit stays open (doubling per further failure, up to circuitMaxOpenMs). */
   circuitOpenMs: number;
   circuitMaxOpenMs: number;
+  /** The circuit opens only for an endpoint that has not succeeded for this long. */
+  circuitWindowMs: number;
   /** DNS for endpoints (every answer is screened before the socket connects). */
   resolver: Resolver;
   /** Sandbox endpoints may reach loopback (config `webhookLoopbackAllowed`; off unless set). */
@@ -68,12 +77,15 @@ export const DEFAULT_DELIVERY_OPTIONS: DeliveryOptions = {
   maxResponseBytes: 4096,
   deliveryBatch: 20,
   fanoutBatch: 200,
-  maxInFlight: 64,
+  maxInFlight: 256,
   perEndpoint: 8,
+  maxPerEndpoint: 64,
+  slowMs: 1000,
   pollMs: 100,
   circuitThreshold: 10,
   circuitOpenMs: 30_000,
   circuitMaxOpenMs: 600_000,
+  circuitWindowMs: 30_000,
   resolver: systemResolver,
   allowLoopback: false,
 };
@@ -115,6 +127,7 @@ export async function fanOutTick(db: Db, partial: Partial<DeliveryOptions> = {})
           next_attempt_at: sql<Date>`now()` as unknown as Date,
         })),
     );
+    await queue.assignSequences(trx, events);
     await queue.insertDeliveries(trx, rows);
     await queue.markFannedOut(trx, queued);
     return queued.length === options.fanoutBatch;
@@ -193,16 +206,26 @@ interface Attempted {
   work: Claimed;
   attempt: queue.NewAttempt;
   outcome: Outcome;
+  result: SendResult;
+}
+
+/** The receiver said it cannot take more now: it refused the connection, or answered 429 or 503. */
+export function refusedBy(result: SendResult): boolean {
+  if (result.statusCode === 429 || result.statusCode === 503) return true;
+  return result.statusCode === null && /^(ECONNREFUSED|ECONNRESET)\b/.test(result.error ?? '');
 }
 
 type Claimed = queue.ClaimedDelivery;
 
 /** Signs and sends one delivery; touches no database. */
 async function attempt(deps: DeliveryDeps, options: DeliveryOptions, work: Claimed, signal?: AbortSignal): Promise<Attempted> {
-  // The stored payload as sent; the signature covers exactly these bytes.
-  const body = JSON.stringify(work.payload);
+  // The stored payload with the event's sequence number; the signature covers exactly these bytes.
+  const body = JSON.stringify(work.sequence === null ? work.payload : { ...work.payload, sequence: Number(work.sequence) });
   // webhook-id is the event id: the same on every retry, so receivers can deduplicate.
-  const headers = signedHeaders(secretsOf(work, deps.sealer), work.event_id, body);
+  const headers: Record<string, string> = {
+    ...signedHeaders(secretsOf(work, deps.sealer), work.event_id, body),
+    ...(work.sequence === null ? {} : { 'webhook-sequence': work.sequence }),
+  };
   const startedAt = new Date();
   const result = await send(work, body, headers, options, signal);
   const attemptNumber = work.attempts + 1;
@@ -213,6 +236,7 @@ async function attempt(deps: DeliveryDeps, options: DeliveryOptions, work: Claim
   );
   return {
     work,
+    result,
     // The retry is scheduled from the moment this attempt ended.
     outcome: decide(attemptNumber, work.manual, result, options, startedAt.getTime() + result.durationMs),
     attempt: {
@@ -250,6 +274,7 @@ async function record(deps: DeliveryDeps, options: DeliveryOptions, token: strin
       done.map((d) => ({ attempt: d.attempt, outcome: d.outcome })),
     );
     const outcomes = new Map<string, boolean[]>();
+    const refused = new Map<string, number>();
     const disable = new Map<string, string>();
     for (const d of done) {
       if (!held.has(d.work.id)) continue;
@@ -258,6 +283,7 @@ async function record(deps: DeliveryDeps, options: DeliveryOptions, token: strin
       // A manual resend's failure says nothing new about the endpoint; its success closes the circuit.
       const success = d.outcome.status === 'sent';
       if (success || !d.work.manual) outcomes.set(d.work.endpoint_id, [...(outcomes.get(d.work.endpoint_id) ?? []), success]);
+      if (refusedBy(d.result)) refused.set(d.work.endpoint_id, (refused.get(d.work.endpoint_id) ?? 0) + 1);
     }
     // Endpoint rows in ascending id: two workers recording attempts of the same endpoints at
     // once lock them in the same order, so they wait for each other instead of deadlocking.
@@ -266,11 +292,19 @@ async function record(deps: DeliveryDeps, options: DeliveryOptions, token: strin
       if (reason) await disableEndpoint(trx, endpointId, reason);
       const run = outcomes.get(endpointId);
       if (run) {
-        await queue.noteEndpointOutcomes(trx, endpointId, run, {
-          threshold: options.circuitThreshold,
-          openMs: options.circuitOpenMs,
-          maxOpenMs: options.circuitMaxOpenMs,
-        });
+        await queue.noteEndpointOutcomes(
+          trx,
+          endpointId,
+          run,
+          {
+            threshold: options.circuitThreshold,
+            openMs: options.circuitOpenMs,
+            maxOpenMs: options.circuitMaxOpenMs,
+            windowMs: options.circuitWindowMs,
+            baseSlots: options.perEndpoint,
+          },
+          refused.get(endpointId) ?? 0,
+        );
       }
     }
   });
@@ -315,7 +349,7 @@ function claim(
   limit: number,
   token: string,
   perEndpoint: number,
-  local?: Map<string, number>,
+  local?: Map<string, queue.LocalInFlight>,
 ): Promise<Claimed[]> {
   // The lease outlives the slowest attempt, so only a crashed worker's deliveries are retaken.
   const leaseMs = options.timeoutMs + 60_000;
@@ -325,7 +359,15 @@ function claim(
     // on webhook-id). So its commit does not wait for the WAL flush (several ms on a real disk,
     // and every freed slot claims anew); the attempts are recorded durably.
     await sql`set local synchronous_commit = off`.execute(trx);
-    return queue.claimDue(trx, limit, leaseMs, token, { perEndpoint, ...(local ? { localInFlight: local } : {}) });
+    return queue.claimDue(trx, limit, leaseMs, token, {
+      perEndpoint,
+      // Hanging requests of one endpoint never take more than half of this process's slots:
+      // the other half stays for everyone else.
+      maxPerEndpoint: Math.max(perEndpoint, Math.min(options.maxPerEndpoint, Math.floor(options.maxInFlight / 2))),
+      slowMs: options.slowMs,
+      probeAfter: options.circuitThreshold,
+      ...(local ? { localInFlight: local } : {}),
+    });
   });
 }
 
@@ -364,7 +406,18 @@ export function deliveryPool(
   const token = newId();
   const recordSoon = attemptRecorder(deps, options, token);
   const inFlight = new Map<string, Promise<void>>();
-  const perEndpoint = new Map<string, number>();
+  /** Per endpoint: start times of this pool's requests in flight, and how many answered ones wait to be recorded. */
+  const perEndpoint = new Map<string, { started: Map<string, number>; answered: number }>();
+  const localInFlight = () => {
+    const now = performance.now();
+    const out = new Map<string, queue.LocalInFlight>();
+    for (const [endpoint, { started, answered }] of perEndpoint) {
+      let fast = 0;
+      for (const at of started.values()) if (now - at < options.slowMs) fast++;
+      out.set(endpoint, { all: started.size, fast, answered });
+    }
+    return out;
+  };
   const controllers = new Map<string, AbortController>();
   let stopping = false;
   /** Requests ended so far, and the tick waiting for the next one to end. */
@@ -382,20 +435,35 @@ export function deliveryPool(
     });
 
   const launch = (w: Claimed) => {
-    perEndpoint.set(w.endpoint_id, (perEndpoint.get(w.endpoint_id) ?? 0) + 1);
+    const local = perEndpoint.get(w.endpoint_id) ?? { started: new Map<string, number>(), answered: 0 };
+    local.started.set(w.id, performance.now());
+    perEndpoint.set(w.endpoint_id, local);
+    let answered = false;
     const controller = new AbortController();
     controllers.set(w.id, controller);
     const run = attempt(deps, options, w, controller.signal)
-      // An attempt cut short by `stop` is recorded like any failed one: the receiver may already
-      // have its body, so the history must show the attempt that a later retry duplicates.
-      .then(recordSoon)
+      .then((done) => {
+        // A delivered request's slot is free for the next delivery now, not once it is recorded.
+        // A failed one keeps it until recorded: the record may open the endpoint's circuit, and
+        // no further request may go out before that is decided.
+        if (done.outcome.status === 'sent') {
+          local.started.delete(w.id);
+          local.answered++;
+          answered = true;
+          finished++;
+          wake?.();
+        }
+        // An attempt cut short by `stop` is recorded like any failed one: the receiver may already
+        // have its body, so the history must show the attempt that a later retry duplicates.
+        return recordSoon(done);
+      })
       .catch((err: unknown) => deps.log?.error({ err, delivery_id: w.id }, 'webhook delivery could not be sent or recorded'))
       .finally(() => {
         inFlight.delete(w.id);
         controllers.delete(w.id);
-        const left = (perEndpoint.get(w.endpoint_id) ?? 1) - 1;
-        if (left > 0) perEndpoint.set(w.endpoint_id, left);
-        else perEndpoint.delete(w.endpoint_id);
+        local.started.delete(w.id);
+        if (answered) local.answered--;
+        if (local.started.size === 0 && local.answered === 0 && perEndpoint.get(w.endpoint_id) === local) perEndpoint.delete(w.endpoint_id);
         finished++;
         wake?.();
       });
@@ -410,7 +478,7 @@ export function deliveryPool(
       const before = finished;
       const free = options.maxInFlight - inFlight.size;
       if (free > 0) {
-        const work = await claim(deps, options, free, token, options.perEndpoint, perEndpoint);
+        const work = await claim(deps, options, free, token, options.perEndpoint, localInFlight());
         for (const w of work) launch(w);
         // A full claim means more may be due right now.
         if (work.length === free && inFlight.size < options.maxInFlight) return true;

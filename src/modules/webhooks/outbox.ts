@@ -53,10 +53,26 @@ export interface EventFanoutQueueTable {
   event_id: string;
 }
 
+/** Each event's number in its business and environment, given by the fan-out (migration 1170). */
+export interface EventSequencesTable {
+  event_id: string;
+  tenant_id: string;
+  environment: string;
+  sequence: ColumnType<string, string | bigint, never>;
+}
+
+export interface EventSequenceCountersTable {
+  tenant_id: string;
+  environment: string;
+  last_sequence: ColumnType<string, string | bigint, string | bigint>;
+}
+
 declare module '../../db/types.js' {
   interface Database {
     events: EventsTable;
     event_fanout_queue: EventFanoutQueueTable;
+    event_sequences: EventSequencesTable;
+    event_sequence_counters: EventSequenceCountersTable;
   }
 }
 
@@ -69,6 +85,8 @@ export interface EventPayload {
   event_category: string;
   event_group_id: string;
   event_data: unknown;
+  /** Added when sent (and listed): the event's number in its business and environment. */
+  sequence?: number;
 }
 
 type EventScope = Pick<RequestContext, 'tenantId' | 'environment'>;

@@ -12,6 +12,10 @@ import {
   DeliverySummary,
   EndpointResponse,
   EndpointWithSecretResponse,
+  EventResponse,
+  ListEventsQuery,
+  ReplayBody,
+  ReplayResponse,
   HistoryQuery,
   IdParams,
   ListEndpointsQuery,
@@ -151,6 +155,43 @@ export function webhookRoutes(deps: Deps): FastifyPluginAsyncZod {
         errors: ['invalid_state_transition'],
       },
       (req, reply) => deps.idempotency.run(req, reply, 'webhooks.event.send', (trx) => service.resend(trx, req.ctx, req.params.id)),
+    );
+
+    r.post(
+      '/v1/webhooks/endpoints/:id/replay',
+      {
+        summary: "Replay an endpoint's events over a time range",
+        description:
+          'Queues one more attempt of each delivery that failed (scope `failed`, the default) or of every event of the range ' +
+          'the endpoint subscribes to (scope `all`, also events it never got), at most 14 days and 10,000 events. A delivery ' +
+          'still waiting or in flight is not queued again, so replaying twice never sends an event twice at once.',
+        params: IdParams,
+        body: ReplayBody,
+        data: ReplayResponse,
+        errors: ['invalid_state_transition', 'limit_exceeded'],
+      },
+      (req, reply) =>
+        deps.idempotency.run(req, reply, 'webhooks.endpoints.replay', (trx) => service.replay(trx, req.ctx, req.params.id, req.body)),
+    );
+
+    const events = routes(app, ['Events']);
+    events.get(
+      '/v1/events',
+      {
+        summary: 'List events',
+        description:
+          'What the webhooks carried, readable without them: cursor pages newest first (`order=asc`: oldest first), filtered by ' +
+          '`event_type`, time range (`from`/`to`) and `resource_id` (the event_group_id). Each event carries its `sequence` ' +
+          '(per business and environment, increasing in commit order) once given, a moment after its commit.',
+        querystring: ListEventsQuery,
+        data: pageSchema(EventResponse),
+        errors: [],
+      },
+      async (req) => ok(await service.listApiEvents(deps.db, req.ctx, req.query)),
+    );
+
+    events.get('/v1/events/:id', { summary: 'Get an event', params: IdParams, data: EventResponse, errors: [] }, async (req) =>
+      ok(await service.getApiEvent(deps.db, req.ctx, req.params.id)),
     );
   };
 }

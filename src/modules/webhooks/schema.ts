@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { PageQuery } from '../../db/pagination.js';
+import { DateParam, PageQuery } from '../../db/pagination.js';
 import { UuidParam } from '../../lib/validators.js';
 import { EVENT_TYPES } from './outbox.js';
 
@@ -50,6 +50,14 @@ export const EndpointResponse = z
     status: z.enum(['enabled', 'disabled']),
     disabled_reason: z.string().nullable(),
     previous_secret_expires_at: z.string().nullable(),
+    /**
+     * Delivery circuit: closed (delivering), open (paused after failing everything; events wait
+     * and are sent when it closes) or probing (one delivery at a time until one succeeds).
+     */
+    circuit: z.enum(['closed', 'open', 'probing']),
+    circuit_open_until: z.string().nullable(),
+    /** Failed attempts in a row. */
+    consecutive_failures: z.number().int(),
     date_created: z.string(),
     date_updated: z.string(),
   })
@@ -151,3 +159,63 @@ export const ResendResponse = z
   })
   .meta({ id: 'WebhookResend' });
 export type ResendResponse = z.infer<typeof ResendResponse>;
+
+// ---- events (catching up without webhooks) and replays ------------------------------------------
+
+export const ListEventsQuery = PageQuery.extend({
+  event_type: z.enum(EVENT_TYPES).optional(),
+  /** The resource the event is about (its event_group_id: a customer, transfer, card … id). */
+  resource_id: z.string().trim().min(1).max(255).optional(),
+  /** desc: newest first (the default, like every list); asc: oldest first, to catch up in order. */
+  order: z.enum(['asc', 'desc']).default('desc'),
+});
+export type ListEventsQuery = z.infer<typeof ListEventsQuery>;
+
+/** An event as its webhook carries it, with its sequence number once the fan-out has given it one. */
+export const EventResponse = z
+  .object({
+    event_id: z.string(),
+    tenant_id: z.string(),
+    environment: z.string(),
+    timestamp: z.string(),
+    event_type: z.string(),
+    event_category: z.string(),
+    event_group_id: z.string(),
+    event_data: z.record(z.string(), z.unknown()),
+    /** Per business and environment, increasing in the order events were committed; absent for a moment after the commit. */
+    sequence: z.number().int().optional(),
+  })
+  .meta({ id: 'Event' });
+export type EventResponse = z.infer<typeof EventResponse>;
+
+/** Longest time range one replay covers, and most events it queues. */
+export const MAX_REPLAY_DAYS = 14;
+export const MAX_REPLAY_EVENTS = 10_000;
+
+export const ReplayBody = z
+  .strictObject({
+    /** Start of the range (events created at or after it). */
+    from: DateParam,
+    /** End of the range (default: now). */
+    to: DateParam.optional(),
+    /** failed (default): the endpoint's deliveries that failed; all: every event of the range it subscribes to. */
+    scope: z.enum(['failed', 'all']).default('failed'),
+  })
+  .meta({ id: 'WebhookReplayRequest' });
+export type ReplayBody = z.infer<typeof ReplayBody>;
+
+export const ReplayResponse = z
+  .object({
+    id: z.string(),
+    endpoint_id: z.string(),
+    scope: z.enum(['failed', 'all']),
+    from: z.string(),
+    to: z.string(),
+    /** Deliveries queued for one more attempt each. */
+    queued: z.number().int(),
+    /** Events of the range whose delivery to this endpoint is already waiting or in flight (not queued twice). */
+    already_queued: z.number().int(),
+    date_created: z.string(),
+  })
+  .meta({ id: 'WebhookReplay' });
+export type ReplayResponse = z.infer<typeof ReplayResponse>;

@@ -1,10 +1,10 @@
 import type { Lock } from '../../db/scoped.js';
 import type { Queryable, Trx } from '../../db/client.js';
 import type { Scope } from '../../core/context.js';
-import { AppError, notFound } from '../../core/errors.js';
+import { AppError, notFound, validationError } from '../../core/errors.js';
 import type { Page, PageQuery } from '../../db/pagination.js';
 import type { Sealer } from '../../lib/crypto.js';
-import { newId } from '../../lib/ids.js';
+import { newId, uuidv7LowerBound } from '../../lib/ids.js';
 /** The outbox every module writes its events to, in the transaction of the change they report. */
 export { EVENT_TYPES, recordEvent, recordEvents, type EventType } from './outbox.js';
 import * as eventsRepo from './events-repo.js';
@@ -19,6 +19,12 @@ import {
   type DeliverySummary,
   type EndpointResponse,
   type EndpointWithSecretResponse,
+  type EventResponse,
+  type ListEventsQuery,
+  MAX_REPLAY_DAYS,
+  MAX_REPLAY_EVENTS,
+  type ReplayBody,
+  type ReplayResponse,
   type HistoryQuery,
   type ListEndpointsQuery,
   type ResendResponse,
@@ -54,6 +60,9 @@ export function toEndpointResponse(row: repo.EndpointRow): EndpointResponse {
     status: row.status,
     disabled_reason: row.disabled_reason,
     previous_secret_expires_at: overlap ? row.previous_secret_expires_at!.toISOString() : null,
+    circuit: row.circuit_open_until === null ? 'closed' : row.circuit_open_until > new Date() ? 'open' : 'probing',
+    circuit_open_until: row.circuit_open_until?.toISOString() ?? null,
+    consecutive_failures: row.consecutive_failures,
     date_created: row.created_at.toISOString(),
     date_updated: row.updated_at.toISOString(),
   };
@@ -314,8 +323,8 @@ export async function eventsOf(db: Queryable, ctx: Scope, groupIds: string[]): P
   return (await eventsRepo.eventsOfGroups(db, ctx, [...new Set(groupIds)].slice(0, 20))).map(toEventSummary);
 }
 
-/** The type of test events: sent to one endpoint on request, never raised by the API itself. */
-export const TEST_EVENT_TYPE = 'webhook.test';
+export { TEST_EVENT_TYPE } from './events-repo.js';
+const TEST_EVENT_TYPE = eventsRepo.TEST_EVENT_TYPE;
 
 /** Queues a signed test event to one enabled endpoint; returns the delivery to watch. */
 export async function sendTestEvent(trx: Trx, ctx: Scope, endpointId: string): Promise<{ delivery_id: string; event_id: string }> {
@@ -335,4 +344,111 @@ export async function sendTestEvent(trx: Trx, ctx: Scope, endpointId: string): P
   };
   await eventsRepo.insertTestEvent(trx, ctx, { eventId, deliveryId, endpointId }, payload);
   return { delivery_id: deliveryId, event_id: eventId };
+}
+
+// ---- the events API and replays ---------------------------------------------------------------
+
+function toEvent(row: eventsRepo.EventWithSequenceRow): EventResponse {
+  return {
+    ...row.payload,
+    event_data: row.payload.event_data as Record<string, unknown>,
+    ...(row.sequence === null ? {} : { sequence: Number(row.sequence) }),
+  };
+}
+
+/** A business's events, newest (or oldest) first: what its webhooks carried, readable without them. */
+export async function listApiEvents(db: Queryable, ctx: Scope, query: ListEventsQuery): Promise<Page<EventResponse>> {
+  const page = await eventsRepo.listEventPayloads(db, ctx, query);
+  return { ...page, items: page.items.map(toEvent) };
+}
+
+export async function getApiEvent(db: Queryable, ctx: Scope, id: string): Promise<EventResponse> {
+  const row = await eventsRepo.findEventPayload(db, ctx, id);
+  if (!row) throw notFound('Event');
+  return toEvent(row);
+}
+
+/** A `from`/`to` value as an instant; a date-only `to` means the end of that day. */
+function instant(value: string, end: boolean): Date {
+  if (/^\d{4}-\d{2}-\d{2}$/.test(value)) return new Date(Date.parse(`${value}T00:00:00Z`) + (end ? 86_400_000 : 0));
+  return new Date(value);
+}
+
+/**
+ * Replays an endpoint's events of a time range (like Svix's recover): each delivery that failed
+ * (scope `failed`), or every event of the range the endpoint subscribes to (scope `all`, also
+ * those it never got), gets one more attempt, sent by the delivery workers. Bounded (at most
+ * MAX_REPLAY_DAYS and MAX_REPLAY_EVENTS), and idempotent in effect: a delivery still waiting or in
+ * flight is not queued again, so replaying twice never sends an event twice at once.
+ */
+export async function replay(trx: Trx, ctx: Scope, endpointId: string, input: ReplayBody): Promise<ReplayResponse> {
+  const from = instant(input.from, false);
+  const to = input.to ? instant(input.to, true) : new Date();
+  if (to <= from) throw validationError([{ field: 'to', code: 'invalid', message: 'to must be after from' }]);
+  if (to.getTime() - from.getTime() > MAX_REPLAY_DAYS * 86_400_000) {
+    throw validationError([{ field: 'to', code: 'invalid', message: `A replay covers at most ${MAX_REPLAY_DAYS} days` }]);
+  }
+  const endpoint = await requireEndpoint(trx, ctx, endpointId, 'update');
+  if (endpoint.status !== 'enabled') throw new AppError('invalid_state_transition', 'The webhook endpoint is disabled; enable it first');
+  const range = { fromId: uuidv7LowerBound(from), toIdExclusive: uuidv7LowerBound(to) };
+  const tooMany = () => new AppError('limit_exceeded', `A replay queues at most ${MAX_REPLAY_EVENTS} events; choose a shorter time range`);
+  let queued = 0;
+  let alreadyQueued = 0;
+  if (input.scope === 'failed') {
+    const failed = await eventsRepo.deliveriesInRange(trx, ctx, endpointId, range, 'failed', MAX_REPLAY_EVENTS + 1);
+    if (failed.length > MAX_REPLAY_EVENTS) throw tooMany();
+    queued = await eventsRepo.requeueFinished(
+      trx,
+      ctx,
+      endpointId,
+      failed.map((d) => d.id),
+    );
+  } else {
+    const events = await eventsRepo.eventIdsInRange(trx, ctx, { ...range, types: endpoint.event_types }, MAX_REPLAY_EVENTS + 1);
+    if (events.length > MAX_REPLAY_EVENTS) throw tooMany();
+    const existing = await eventsRepo.deliveriesInRange(trx, ctx, endpointId, range, null, 10 * MAX_REPLAY_EVENTS);
+    const byEvent = new Map(existing.map((d) => [d.event_id, d]));
+    const finished = existing.filter((d) => d.status === 'sent' || d.status === 'failed').map((d) => d.id);
+    alreadyQueued = existing.length - finished.length;
+    queued = await eventsRepo.requeueFinished(trx, ctx, endpointId, finished);
+    queued += await eventsRepo.insertReplayDeliveries(
+      trx,
+      events
+        .filter((e) => !byEvent.has(e.id))
+        .map((e) => ({
+          id: newId(),
+          tenant_id: ctx.tenantId,
+          environment: ctx.environment,
+          event_id: e.id,
+          endpoint_id: endpointId,
+          event_type: e.event_type,
+          transaction_id: e.transaction_id,
+          status: 'retrying' as const,
+          manual: true,
+          next_attempt_at: new Date(),
+        })),
+    );
+  }
+  if (input.scope === 'failed') alreadyQueued = 0;
+  const id = newId();
+  const created = await eventsRepo.insertReplay(trx, {
+    id,
+    tenant_id: ctx.tenantId,
+    environment: ctx.environment,
+    endpoint_id: endpointId,
+    scope: input.scope,
+    range_from: from,
+    range_to: to,
+    queued,
+  });
+  return {
+    id,
+    endpoint_id: endpointId,
+    scope: input.scope,
+    from: from.toISOString(),
+    to: to.toISOString(),
+    queued,
+    already_queued: alreadyQueued,
+    date_created: created.toISOString(),
+  };
 }
