@@ -193,12 +193,37 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /**
+                     * @description A key unique to this request (a UUID is a good choice), 1-255 printable ASCII characters. The same key with the same request replays the stored answer.
+                     * @example replace-with-a-fresh-key
+                     */
+                    "Idempotency-Key"?: string;
+                };
                 path?: never;
                 cookie?: never;
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "individual",
+                     *       "first_name": "John",
+                     *       "middle_name": "Michael",
+                     *       "last_name": "Doe",
+                     *       "email": "john.doe@example.com",
+                     *       "phone": "+2348012345678",
+                     *       "gender": "male",
+                     *       "date_of_birth": "1990-01-15",
+                     *       "address": {
+                     *         "address_line1": "12 Marina Road",
+                     *         "city": "Lagos",
+                     *         "country": "NG",
+                     *         "postal_code": "101001",
+                     *         "state": "NG-LA"
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["CreateCustomerRequestInput"];
                 };
             };
@@ -645,6 +670,18 @@ export interface paths {
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "phone": "+2348012345679",
+                     *       "address": {
+                     *         "address_line1": "14 Marina Road",
+                     *         "city": "Lagos",
+                     *         "country": "NG",
+                     *         "postal_code": "101001",
+                     *         "state": "NG-LA"
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["UpdateCustomerRequestInput"];
                 };
             };
@@ -1085,12 +1122,38 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /**
+                     * @description A key unique to this request (a UUID is a good choice), 1-255 printable ASCII characters. The same key with the same request replays the stored answer.
+                     * @example replace-with-a-fresh-key
+                     */
+                    "Idempotency-Key"?: string;
+                };
                 path?: never;
                 cookie?: never;
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "customer_id": "0190a5b1-7c1e-7c3a-9f0e-2b5d1c4e8a01",
+                     *       "payee_type": "ach_wire",
+                     *       "account_name": "John Doe",
+                     *       "bank_name": "Example Bank",
+                     *       "account_number": "123456789",
+                     *       "routing_number": "021000021",
+                     *       "account_owner_type": "individual",
+                     *       "account_type": "checking",
+                     *       "currency": "USD",
+                     *       "address": {
+                     *         "address_line1": "1 Main Street",
+                     *         "city": "New York",
+                     *         "postal_code": "10001",
+                     *         "state": "US-NY",
+                     *         "country": "US"
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["AddExternalAccountRequestInput"];
                 };
             };
@@ -1569,12 +1632,25 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /**
+                     * @description A key unique to this request (a UUID is a good choice), 1-255 printable ASCII characters. The same key with the same request replays the stored answer.
+                     * @example replace-with-a-fresh-key
+                     */
+                    "Idempotency-Key"?: string;
+                };
                 path?: never;
                 cookie?: never;
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "iban": "DE89370400440532013000",
+                     *       "country_code": "DE",
+                     *       "account_owner_type": "individual"
+                     *     }
+                     */
                     "application/json": components["schemas"]["VerifyExternalAccountRequestInput"];
                 };
             };
@@ -2461,12 +2537,29 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /**
+                     * @description A key unique to this request (a UUID is a good choice), 1-255 printable ASCII characters. The same key with the same request replays the stored answer.
+                     * @example replace-with-a-fresh-key
+                     */
+                    "Idempotency-Key"?: string;
+                };
                 path?: never;
                 cookie?: never;
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "customer_id": "0190a5b1-7c1e-7c3a-9f0e-2b5d1c4e8a01",
+                     *       "application_type": "individual",
+                     *       "data": {
+                     *         "account_type": "regular",
+                     *         "currency": "NGN",
+                     *         "label": "main"
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["CreateAccountApplicationRequestInput"];
                 };
             };
@@ -2920,12 +3013,28 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /**
+                     * @description A key unique to this request (a UUID is a good choice), 1-255 printable ASCII characters. The same key with the same request replays the stored answer.
+                     * @example replace-with-a-fresh-key
+                     */
+                    "Idempotency-Key"?: string;
+                };
                 path?: never;
                 cookie?: never;
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "application_type": "individual",
+                     *       "data": {
+                     *         "account_type": "regular",
+                     *         "currency": "NGN",
+                     *         "label": "main"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** @enum {string} */
                         application_type: "individual" | "business";
@@ -3195,12 +3304,24 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /**
+                     * @description A key unique to this request (a UUID is a good choice), 1-255 printable ASCII characters. The same key with the same request replays the stored answer.
+                     * @example replace-with-a-fresh-key
+                     */
+                    "Idempotency-Key"?: string;
+                };
                 path?: never;
                 cookie?: never;
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "application_id": "0190a5b1-7c1e-7c3a-9f0e-2b5d1c4e8a04",
+                     *       "agreement_id": "tos-2024-01"
+                     *     }
+                     */
                     "application/json": {
                         /** Format: uuid */
                         application_id: string;
@@ -3670,6 +3791,15 @@ export interface paths {
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "account_type": "savings",
+                     *         "currency": "NGN",
+                     *         "label": "savings pot"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         data: components["schemas"]["ApplicationDataInput"];
                     };
@@ -4178,7 +4308,13 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /**
+                     * @description A key unique to this request (a UUID is a good choice), 1-255 printable ASCII characters. The same key with the same request replays the stored answer.
+                     * @example replace-with-a-fresh-key
+                     */
+                    "Idempotency-Key"?: string;
+                };
                 path: {
                     id: string;
                 };
@@ -4461,7 +4597,13 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /**
+                     * @description A key unique to this request (a UUID is a good choice), 1-255 printable ASCII characters. The same key with the same request replays the stored answer.
+                     * @example replace-with-a-fresh-key
+                     */
+                    "Idempotency-Key"?: string;
+                };
                 path: {
                     id: string;
                 };
@@ -4757,7 +4899,13 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /**
+                     * @description A key unique to this request (a UUID is a good choice), 1-255 printable ASCII characters. The same key with the same request replays the stored answer.
+                     * @example replace-with-a-fresh-key
+                     */
+                    "Idempotency-Key"?: string;
+                };
                 path: {
                     id: string;
                 };
@@ -5444,12 +5592,25 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /**
+                     * @description A key unique to this request (a UUID is a good choice), 1-255 printable ASCII characters. The same key with the same request replays the stored answer.
+                     * @example replace-with-a-fresh-key
+                     */
+                    "Idempotency-Key"?: string;
+                };
                 path?: never;
                 cookie?: never;
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "currency": "NGN",
+                     *       "label": "main",
+                     *       "customer_id": "0190a5b1-7c1e-7c3a-9f0e-2b5d1c4e8a01"
+                     *     }
+                     */
                     "application/json": components["schemas"]["CreateAccountRequestInput"];
                 };
             };
@@ -5939,6 +6100,11 @@ export interface paths {
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "status": "frozen"
+                     *     }
+                     */
                     "application/json": components["schemas"]["UpdateAccountStatusRequestInput"];
                 };
             };
@@ -6195,12 +6361,33 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /**
+                     * @description A key unique to this request (a UUID is a good choice), 1-255 printable ASCII characters. The same key with the same request replays the stored answer.
+                     * @example replace-with-a-fresh-key
+                     */
+                    "Idempotency-Key"?: string;
+                };
                 path?: never;
                 cookie?: never;
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "source": {
+                     *         "source_type": "internal_account",
+                     *         "id": "0190a5b1-7c1e-7c3a-9f0e-2b5d1c4e8a02"
+                     *       },
+                     *       "destination": {
+                     *         "destination_type": "internal_account",
+                     *         "id": "0190a5b1-7c1e-7c3a-9f0e-2b5d1c4e8a03"
+                     *       },
+                     *       "amount": "250.50",
+                     *       "description": "Rent for March",
+                     *       "client_reference": "inv-1001"
+                     *     }
+                     */
                     "application/json": components["schemas"]["TransferRequestInput"];
                 };
             };
@@ -6657,12 +6844,33 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /**
+                     * @description A key unique to this request (a UUID is a good choice), 1-255 printable ASCII characters. The same key with the same request replays the stored answer.
+                     * @example replace-with-a-fresh-key
+                     */
+                    "Idempotency-Key"?: string;
+                };
                 path?: never;
                 cookie?: never;
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "source": {
+                     *         "source_type": "internal_account",
+                     *         "id": "0190a5b1-7c1e-7c3a-9f0e-2b5d1c4e8a02"
+                     *       },
+                     *       "destination": {
+                     *         "destination_type": "internal_account",
+                     *         "id": "0190a5b1-7c1e-7c3a-9f0e-2b5d1c4e8a03"
+                     *       },
+                     *       "amount": "250.50",
+                     *       "description": "Rent for March",
+                     *       "client_reference": "inv-1001"
+                     *     }
+                     */
                     "application/json": components["schemas"]["TransferRequestInput"];
                 };
             };
@@ -6945,12 +7153,51 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /**
+                     * @description A key unique to this request (a UUID is a good choice), 1-255 printable ASCII characters. The same key with the same request replays the stored answer.
+                     * @example replace-with-a-fresh-key
+                     */
+                    "Idempotency-Key"?: string;
+                };
                 path?: never;
                 cookie?: never;
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "description": "March payroll",
+                     *       "transfers": [
+                     *         {
+                     *           "source": {
+                     *             "source_type": "internal_account",
+                     *             "id": "0190a5b1-7c1e-7c3a-9f0e-2b5d1c4e8a02"
+                     *           },
+                     *           "destination": {
+                     *             "destination_type": "internal_account",
+                     *             "id": "0190a5b1-7c1e-7c3a-9f0e-2b5d1c4e8a03"
+                     *           },
+                     *           "amount": "250.50",
+                     *           "description": "Rent for March",
+                     *           "client_reference": "pay-1"
+                     *         },
+                     *         {
+                     *           "source": {
+                     *             "source_type": "internal_account",
+                     *             "id": "0190a5b1-7c1e-7c3a-9f0e-2b5d1c4e8a02"
+                     *           },
+                     *           "destination": {
+                     *             "destination_type": "internal_account",
+                     *             "id": "0190a5b1-7c1e-7c3a-9f0e-2b5d1c4e8a03"
+                     *           },
+                     *           "amount": "100.00",
+                     *           "description": "Rent for March",
+                     *           "client_reference": "pay-2"
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["BulkTransferRequestInput"];
                 };
             };
@@ -9098,7 +9345,13 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /**
+                     * @description A key unique to this request (a UUID is a good choice), 1-255 printable ASCII characters. The same key with the same request replays the stored answer.
+                     * @example replace-with-a-fresh-key
+                     */
+                    "Idempotency-Key"?: string;
+                };
                 path: {
                     account_id: string;
                 };
@@ -9106,6 +9359,13 @@ export interface paths {
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "amount": "1000.00",
+                     *       "reference": "first-funding",
+                     *       "description": "Inbound bank transfer"
+                     *     }
+                     */
                     "application/json": components["schemas"]["SimulateFundingRequestInput"];
                 };
             };
@@ -9560,12 +9820,27 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /**
+                     * @description A key unique to this request (a UUID is a good choice), 1-255 printable ASCII characters. The same key with the same request replays the stored answer.
+                     * @example replace-with-a-fresh-key
+                     */
+                    "Idempotency-Key"?: string;
+                };
                 path?: never;
                 cookie?: never;
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "url": "https://example.com/webhooks",
+                     *       "event_types": [
+                     *         "transfer.status.completed",
+                     *         "transfer.status.failed"
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["CreateWebhookEndpointRequestInput"];
                 };
             };
@@ -10265,6 +10540,11 @@ export interface paths {
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "status": "disabled"
+                     *     }
+                     */
                     "application/json": components["schemas"]["UpdateWebhookEndpointRequestInput"];
                 };
             };
@@ -10521,7 +10801,13 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /**
+                     * @description A key unique to this request (a UUID is a good choice), 1-255 printable ASCII characters. The same key with the same request replays the stored answer.
+                     * @example replace-with-a-fresh-key
+                     */
+                    "Idempotency-Key"?: string;
+                };
                 path: {
                     id: string;
                 };
@@ -10529,6 +10815,11 @@ export interface paths {
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "expire_old_in_seconds": 3600
+                     *     }
+                     */
                     "application/json": components["schemas"]["RotateWebhookSecretRequestInput"] | null;
                 };
             };
@@ -11620,7 +11911,13 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /**
+                     * @description A key unique to this request (a UUID is a good choice), 1-255 printable ASCII characters. The same key with the same request replays the stored answer.
+                     * @example replace-with-a-fresh-key
+                     */
+                    "Idempotency-Key"?: string;
+                };
                 path: {
                     id: string;
                 };
@@ -11903,12 +12200,24 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /**
+                     * @description A key unique to this request (a UUID is a good choice), 1-255 printable ASCII characters. The same key with the same request replays the stored answer.
+                     * @example replace-with-a-fresh-key
+                     */
+                    "Idempotency-Key"?: string;
+                };
                 path?: never;
                 cookie?: never;
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "customer_id": "0190a5b1-7c1e-7c3a-9f0e-2b5d1c4e8a01",
+                     *       "kyc_level": "basic"
+                     *     }
+                     */
                     "application/json": components["schemas"]["StartKycRequestInput"];
                 };
             };
@@ -12197,12 +12506,23 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /**
+                     * @description A key unique to this request (a UUID is a good choice), 1-255 printable ASCII characters. The same key with the same request replays the stored answer.
+                     * @example replace-with-a-fresh-key
+                     */
+                    "Idempotency-Key"?: string;
+                };
                 path?: never;
                 cookie?: never;
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "customer_id": "0190a5b1-7c1e-7c3a-9f0e-2b5d1c4e8a01"
+                     *     }
+                     */
                     "application/json": components["schemas"]["StartKycRequestInput"];
                 };
             };
@@ -12491,12 +12811,23 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /**
+                     * @description A key unique to this request (a UUID is a good choice), 1-255 printable ASCII characters. The same key with the same request replays the stored answer.
+                     * @example replace-with-a-fresh-key
+                     */
+                    "Idempotency-Key"?: string;
+                };
                 path?: never;
                 cookie?: never;
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "customer_id": "0190a5b1-7c1e-7c3a-9f0e-2b5d1c4e8a01"
+                     *     }
+                     */
                     "application/json": components["schemas"]["StartKycS2sRequestInput"];
                 };
             };
@@ -12808,12 +13139,23 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /**
+                     * @description A key unique to this request (a UUID is a good choice), 1-255 printable ASCII characters. The same key with the same request replays the stored answer.
+                     * @example replace-with-a-fresh-key
+                     */
+                    "Idempotency-Key"?: string;
+                };
                 path?: never;
                 cookie?: never;
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "customer_id": "0190a5b1-7c1e-7c3a-9f0e-2b5d1c4e8a01"
+                     *     }
+                     */
                     "application/json": components["schemas"]["StartKycS2sRequestInput"];
                 };
             };
@@ -13549,7 +13891,13 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /**
+                     * @description A key unique to this request (a UUID is a good choice), 1-255 printable ASCII characters. The same key with the same request replays the stored answer.
+                     * @example replace-with-a-fresh-key
+                     */
+                    "Idempotency-Key"?: string;
+                };
                 path: {
                     customer_id: string;
                 };
@@ -13557,6 +13905,11 @@ export interface paths {
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "outcome": "approved"
+                     *     }
+                     */
                     "application/json": components["schemas"]["SimulateKycRequestInput"];
                 };
             };
@@ -13836,12 +14189,29 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /**
+                     * @description A key unique to this request (a UUID is a good choice), 1-255 printable ASCII characters. The same key with the same request replays the stored answer.
+                     * @example replace-with-a-fresh-key
+                     */
+                    "Idempotency-Key"?: string;
+                };
                 path?: never;
                 cookie?: never;
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "customer_id": "0190a5b1-7c1e-7c3a-9f0e-2b5d1c4e8a01",
+                     *       "metadata": {
+                     *         "idDocType": "PASSPORT",
+                     *         "country": "NGA"
+                     *       },
+                     *       "content": "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==",
+                     *       "filename": "passport.png"
+                     *     }
+                     */
                     "application/json": components["schemas"]["UploadKycDocumentRequestInput"];
                 };
             };
@@ -14133,12 +14503,29 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /**
+                     * @description A key unique to this request (a UUID is a good choice), 1-255 printable ASCII characters. The same key with the same request replays the stored answer.
+                     * @example replace-with-a-fresh-key
+                     */
+                    "Idempotency-Key"?: string;
+                };
                 path?: never;
                 cookie?: never;
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "customer_id": "0190a5b1-7c1e-7c3a-9f0e-2b5d1c4e8a01",
+                     *       "metadata": {
+                     *         "idDocType": "PASSPORT",
+                     *         "country": "NGA"
+                     *       },
+                     *       "content": "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==",
+                     *       "filename": "passport.png"
+                     *     }
+                     */
                     "application/json": components["schemas"]["UploadKycDocumentRequestInput"];
                 };
             };
@@ -14645,12 +15032,24 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /**
+                     * @description A key unique to this request (a UUID is a good choice), 1-255 printable ASCII characters. The same key with the same request replays the stored answer.
+                     * @example replace-with-a-fresh-key
+                     */
+                    "Idempotency-Key"?: string;
+                };
                 path?: never;
                 cookie?: never;
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "feature_id": "virtual_cards",
+                     *       "customer_id": "0190a5b1-7c1e-7c3a-9f0e-2b5d1c4e8a01"
+                     *     }
+                     */
                     "application/json": components["schemas"]["FeatureEligibilityRequestInput"];
                 };
             };
@@ -14930,12 +15329,24 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /**
+                     * @description A key unique to this request (a UUID is a good choice), 1-255 printable ASCII characters. The same key with the same request replays the stored answer.
+                     * @example replace-with-a-fresh-key
+                     */
+                    "Idempotency-Key"?: string;
+                };
                 path?: never;
                 cookie?: never;
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "feature_id": "virtual_cards",
+                     *       "customer_id": "0190a5b1-7c1e-7c3a-9f0e-2b5d1c4e8a01"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ActivateFeatureRequestInput"];
                 };
             };
@@ -15568,12 +15979,26 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /**
+                     * @description A key unique to this request (a UUID is a good choice), 1-255 printable ASCII characters. The same key with the same request replays the stored answer.
+                     * @example replace-with-a-fresh-key
+                     */
+                    "Idempotency-Key"?: string;
+                };
                 path?: never;
                 cookie?: never;
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "from_currency": "USD",
+                     *       "to_currency": "NGN",
+                     *       "amount": "100.00",
+                     *       "direction": "SELL"
+                     *     }
+                     */
                     "application/json": components["schemas"]["FxQuoteRequestInput"];
                 };
             };
@@ -16011,12 +16436,34 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /**
+                     * @description A key unique to this request (a UUID is a good choice), 1-255 printable ASCII characters. The same key with the same request replays the stored answer.
+                     * @example replace-with-a-fresh-key
+                     */
+                    "Idempotency-Key"?: string;
+                };
                 path?: never;
                 cookie?: never;
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "customer_id": "0190a5b1-7c1e-7c3a-9f0e-2b5d1c4e8a01",
+                     *       "order_type": "market",
+                     *       "pair": {
+                     *         "base": "USD",
+                     *         "quote": "NGN"
+                     *       },
+                     *       "side": "sell",
+                     *       "amount": "100.00",
+                     *       "source_type": "account",
+                     *       "source_id": "0190a5b1-7c1e-7c3a-9f0e-2b5d1c4e8a02",
+                     *       "destination_type": "account",
+                     *       "destination_id": "0190a5b1-7c1e-7c3a-9f0e-2b5d1c4e8a03"
+                     *     }
+                     */
                     "application/json": components["schemas"]["FxOrderRequestInput"];
                 };
             };
@@ -16678,7 +17125,13 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /**
+                     * @description A key unique to this request (a UUID is a good choice), 1-255 printable ASCII characters. The same key with the same request replays the stored answer.
+                     * @example replace-with-a-fresh-key
+                     */
+                    "Idempotency-Key"?: string;
+                };
                 path: {
                     order_id: string;
                 };
@@ -16686,6 +17139,7 @@ export interface paths {
             };
             requestBody: {
                 content: {
+                    /** @example {} */
                     "application/json": Record<string, never> | null;
                 };
             };
@@ -16965,12 +17419,25 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /**
+                     * @description A key unique to this request (a UUID is a good choice), 1-255 printable ASCII characters. The same key with the same request replays the stored answer.
+                     * @example replace-with-a-fresh-key
+                     */
+                    "Idempotency-Key"?: string;
+                };
                 path?: never;
                 cookie?: never;
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "base": "USD",
+                     *       "quote": "NGN",
+                     *       "rate": "1550.25"
+                     *     }
+                     */
                     "application/json": components["schemas"]["FxSimulateRateRequestInput"];
                 };
             };
@@ -17259,7 +17726,13 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /**
+                     * @description A key unique to this request (a UUID is a good choice), 1-255 printable ASCII characters. The same key with the same request replays the stored answer.
+                     * @example replace-with-a-fresh-key
+                     */
+                    "Idempotency-Key"?: string;
+                };
                 path: {
                     transfer_id: string;
                 };
@@ -17267,6 +17740,11 @@ export interface paths {
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "reason": "sandbox decision"
+                     *     }
+                     */
                     "application/json": components["schemas"]["SimulationReasonInput"];
                 };
             };
@@ -17549,7 +18027,13 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /**
+                     * @description A key unique to this request (a UUID is a good choice), 1-255 printable ASCII characters. The same key with the same request replays the stored answer.
+                     * @example replace-with-a-fresh-key
+                     */
+                    "Idempotency-Key"?: string;
+                };
                 path: {
                     transfer_id: string;
                 };
@@ -17557,6 +18041,11 @@ export interface paths {
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "reason": "account_closed"
+                     *     }
+                     */
                     "application/json": components["schemas"]["SimulationReasonInput"];
                 };
             };
@@ -17839,7 +18328,13 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /**
+                     * @description A key unique to this request (a UUID is a good choice), 1-255 printable ASCII characters. The same key with the same request replays the stored answer.
+                     * @example replace-with-a-fresh-key
+                     */
+                    "Idempotency-Key"?: string;
+                };
                 path: {
                     transfer_id: string;
                 };
@@ -17847,6 +18342,11 @@ export interface paths {
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "reason": "beneficiary_refused"
+                     *     }
+                     */
                     "application/json": components["schemas"]["SimulationReasonInput"];
                 };
             };
@@ -18303,12 +18803,37 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /**
+                     * @description A key unique to this request (a UUID is a good choice), 1-255 printable ASCII characters. The same key with the same request replays the stored answer.
+                     * @example replace-with-a-fresh-key
+                     */
+                    "Idempotency-Key"?: string;
+                };
                 path?: never;
                 cookie?: never;
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "amount": "5000.00",
+                     *       "currency": "NGN",
+                     *       "country": "NG",
+                     *       "customer_id": "0190a5b1-7c1e-7c3a-9f0e-2b5d1c4e8a01",
+                     *       "client_reference": "order-42",
+                     *       "source": {
+                     *         "source_type": "external",
+                     *         "methods": [
+                     *           "bank_transfer"
+                     *         ]
+                     *       },
+                     *       "destination": {
+                     *         "destination_type": "internal_account",
+                     *         "id": "0190a5b1-7c1e-7c3a-9f0e-2b5d1c4e8a02"
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["CollectionRequestInput"];
                 };
             };
@@ -18789,12 +19314,36 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /**
+                     * @description A key unique to this request (a UUID is a good choice), 1-255 printable ASCII characters. The same key with the same request replays the stored answer.
+                     * @example replace-with-a-fresh-key
+                     */
+                    "Idempotency-Key"?: string;
+                };
                 path?: never;
                 cookie?: never;
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "customer_id": "0190a5b1-7c1e-7c3a-9f0e-2b5d1c4e8a01",
+                     *       "amount": "25.00",
+                     *       "currency": "USD",
+                     *       "country": "US",
+                     *       "source": {
+                     *         "source_type": "external",
+                     *         "methods": [
+                     *           "card"
+                     *         ]
+                     *       },
+                     *       "destination": {
+                     *         "destination_type": "internal_account",
+                     *         "id": "0190a5b1-7c1e-7c3a-9f0e-2b5d1c4e8a02"
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["CreatePaymentIntentRequestInput"];
                 };
             };
@@ -19077,12 +19626,27 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /**
+                     * @description A key unique to this request (a UUID is a good choice), 1-255 printable ASCII characters. The same key with the same request replays the stored answer.
+                     * @example replace-with-a-fresh-key
+                     */
+                    "Idempotency-Key"?: string;
+                };
                 path?: never;
                 cookie?: never;
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "payment_intent_id": "0190a5b1-7c1e-7c3a-9f0e-2b5d1c4e8a06",
+                     *       "card_token": "tok_sandbox_visa",
+                     *       "first_name": "John",
+                     *       "last_name": "Doe",
+                     *       "email": "john.doe@example.com"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ChargeCardRequestInput"];
                 };
             };
@@ -20000,7 +20564,13 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /**
+                     * @description A key unique to this request (a UUID is a good choice), 1-255 printable ASCII characters. The same key with the same request replays the stored answer.
+                     * @example replace-with-a-fresh-key
+                     */
+                    "Idempotency-Key"?: string;
+                };
                 path: {
                     collection_id: string;
                 };
@@ -20008,6 +20578,11 @@ export interface paths {
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "reason": "sandbox decision"
+                     *     }
+                     */
                     "application/json": {
                         reason?: string;
                     };
@@ -20292,7 +20867,13 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /**
+                     * @description A key unique to this request (a UUID is a good choice), 1-255 printable ASCII characters. The same key with the same request replays the stored answer.
+                     * @example replace-with-a-fresh-key
+                     */
+                    "Idempotency-Key"?: string;
+                };
                 path: {
                     collection_id: string;
                 };
@@ -20300,6 +20881,11 @@ export interface paths {
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "reason": "payer_cancelled"
+                     *     }
+                     */
                     "application/json": {
                         reason?: string;
                     };
@@ -20584,7 +21170,13 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /**
+                     * @description A key unique to this request (a UUID is a good choice), 1-255 printable ASCII characters. The same key with the same request replays the stored answer.
+                     * @example replace-with-a-fresh-key
+                     */
+                    "Idempotency-Key"?: string;
+                };
                 path: {
                     collection_id: string;
                 };
@@ -20592,6 +21184,11 @@ export interface paths {
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "reason": "sandbox decision"
+                     *     }
+                     */
                     "application/json": {
                         reason?: string;
                     };
@@ -20876,12 +21473,26 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /**
+                     * @description A key unique to this request (a UUID is a good choice), 1-255 printable ASCII characters. The same key with the same request replays the stored answer.
+                     * @example replace-with-a-fresh-key
+                     */
+                    "Idempotency-Key"?: string;
+                };
                 path?: never;
                 cookie?: never;
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "card_number": "4242424242424242",
+                     *       "expiry": "12/30",
+                     *       "cvv": "123",
+                     *       "customer_id": "0190a5b1-7c1e-7c3a-9f0e-2b5d1c4e8a01"
+                     *     }
+                     */
                     "application/json": components["schemas"]["SimulateCardTokenRequestInput"];
                 };
             };
@@ -21161,12 +21772,27 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /**
+                     * @description A key unique to this request (a UUID is a good choice), 1-255 printable ASCII characters. The same key with the same request replays the stored answer.
+                     * @example replace-with-a-fresh-key
+                     */
+                    "Idempotency-Key"?: string;
+                };
                 path?: never;
                 cookie?: never;
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "customer_id": "0190a5b1-7c1e-7c3a-9f0e-2b5d1c4e8a01",
+                     *       "account_id": "0190a5b1-7c1e-7c3a-9f0e-2b5d1c4e8a02",
+                     *       "annual_remuneration": "50000.00",
+                     *       "estimated_monthly_limit": "2000.00",
+                     *       "ip_address": "203.0.113.10"
+                     *     }
+                     */
                     "application/json": components["schemas"]["CreateCardApplicationRequestInput"];
                 };
             };
@@ -22014,12 +22640,31 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /**
+                     * @description A key unique to this request (a UUID is a good choice), 1-255 printable ASCII characters. The same key with the same request replays the stored answer.
+                     * @example replace-with-a-fresh-key
+                     */
+                    "Idempotency-Key"?: string;
+                };
                 path?: never;
                 cookie?: never;
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "customer_id": "0190a5b1-7c1e-7c3a-9f0e-2b5d1c4e8a01",
+                     *       "card_type": "virtual",
+                     *       "card_limit": "1000.00",
+                     *       "name_on_card": "John Doe",
+                     *       "spending_controls": {
+                     *         "activated": true,
+                     *         "single_transaction_limit": "200.00",
+                     *         "daily_transaction_limit": "500.00"
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["CreateCardRequestInput"];
                 };
             };
@@ -22718,6 +23363,11 @@ export interface paths {
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "status": "freeze"
+                     *     }
+                     */
                     "application/json": components["schemas"]["UpdateCardStatusRequestInput"];
                 };
             };
@@ -22986,6 +23636,13 @@ export interface paths {
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "activated": true,
+                     *       "single_transaction_limit": "200.00",
+                     *       "daily_transaction_limit": "500.00"
+                     *     }
+                     */
                     "application/json": {
                         activated?: boolean;
                         single_transaction_limit?: (string | number) | null;
@@ -23437,6 +24094,11 @@ export interface paths {
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "card_pin": "4821"
+                     *     }
+                     */
                     "application/json": {
                         card_pin: string;
                     };
@@ -23902,12 +24564,25 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /**
+                     * @description A key unique to this request (a UUID is a good choice), 1-255 printable ASCII characters. The same key with the same request replays the stored answer.
+                     * @example replace-with-a-fresh-key
+                     */
+                    "Idempotency-Key"?: string;
+                };
                 path?: never;
                 cookie?: never;
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "card_id": "0190a5b1-7c1e-7c3a-9f0e-2b5d1c4e8a05",
+                     *       "amount": "50.00",
+                     *       "account_id": "0190a5b1-7c1e-7c3a-9f0e-2b5d1c4e8a02"
+                     *     }
+                     */
                     "application/json": components["schemas"]["CardWithdrawRequestInput"];
                 };
             };
@@ -24607,7 +25282,13 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /**
+                     * @description A key unique to this request (a UUID is a good choice), 1-255 printable ASCII characters. The same key with the same request replays the stored answer.
+                     * @example replace-with-a-fresh-key
+                     */
+                    "Idempotency-Key"?: string;
+                };
                 path: {
                     card_id: string;
                 };
@@ -24615,6 +25296,13 @@ export interface paths {
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "amount": "12.50",
+                     *       "merchant_name": "Corner Cafe",
+                     *       "merchant_category": "5814"
+                     *     }
+                     */
                     "application/json": {
                         amount: string | number;
                         merchant_name: string;
@@ -24900,7 +25588,13 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /**
+                     * @description A key unique to this request (a UUID is a good choice), 1-255 printable ASCII characters. The same key with the same request replays the stored answer.
+                     * @example replace-with-a-fresh-key
+                     */
+                    "Idempotency-Key"?: string;
+                };
                 path: {
                     authorization_id: string;
                 };
@@ -24908,6 +25602,11 @@ export interface paths {
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "amount": "12.50"
+                     *     }
+                     */
                     "application/json": {
                         amount?: string | number;
                     };
@@ -25189,7 +25888,13 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /**
+                     * @description A key unique to this request (a UUID is a good choice), 1-255 printable ASCII characters. The same key with the same request replays the stored answer.
+                     * @example replace-with-a-fresh-key
+                     */
+                    "Idempotency-Key"?: string;
+                };
                 path: {
                     authorization_id: string;
                 };
@@ -25197,6 +25902,7 @@ export interface paths {
             };
             requestBody: {
                 content: {
+                    /** @example {} */
                     "application/json": {
                         amount?: string | number;
                     };
@@ -25478,7 +26184,13 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /**
+                     * @description A key unique to this request (a UUID is a good choice), 1-255 printable ASCII characters. The same key with the same request replays the stored answer.
+                     * @example replace-with-a-fresh-key
+                     */
+                    "Idempotency-Key"?: string;
+                };
                 path: {
                     application_id: string;
                 };
@@ -25486,6 +26198,11 @@ export interface paths {
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "status": "approved"
+                     *     }
+                     */
                     "application/json": {
                         /** @enum {string} */
                         status: "approved" | "pending" | "needs_verification" | "needs_information" | "manual_review" | "denied" | "locked" | "canceled";
@@ -25768,7 +26485,13 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /**
+                     * @description A key unique to this request (a UUID is a good choice), 1-255 printable ASCII characters. The same key with the same request replays the stored answer.
+                     * @example replace-with-a-fresh-key
+                     */
+                    "Idempotency-Key"?: string;
+                };
                 path: {
                     card_id: string;
                 };
@@ -25776,6 +26499,11 @@ export interface paths {
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "status": "shipped"
+                     *     }
+                     */
                     "application/json": {
                         /** @enum {string} */
                         status: "shipped" | "delivered" | "returned";
@@ -26529,8 +27257,16 @@ export interface components {
             metadata?: {
                 [key: string]: unknown;
             };
-            /** @enum {string} */
+            /**
+             * @deprecated
+             * @description Accepted and ignored: the service is fiat only.
+             * @enum {string}
+             */
             blockchain_network?: "polygon" | "stellar" | "ethereum" | "solana" | "avalanche";
+            /**
+             * @deprecated
+             * @description Accepted and ignored: the service is fiat only.
+             */
             wallet_address?: string;
         };
         UpdateAccountStatusRequestInput: {
@@ -26614,19 +27350,35 @@ export interface components {
                  * @default internal_account
                  * @enum {string}
                  */
-                source_type?: "internal_account" | "internal_crypto_wallet";
+                source_type?: "internal_account";
                 /** Format: uuid */
                 id: string;
+                /**
+                 * @deprecated
+                 * @description Accepted and ignored: the service is fiat only.
+                 */
                 crypto_asset?: string;
             };
             destination: {
                 /** @enum {string} */
-                destination_type: "internal_account" | "account" | "customer_account" | "card" | "external_account" | "crypto_wallet";
+                destination_type: "internal_account" | "account" | "customer_account" | "card" | "external_account";
                 /** Format: uuid */
                 id?: string;
                 rail?: string;
+                /**
+                 * @deprecated
+                 * @description Accepted and ignored: the service is fiat only.
+                 */
                 blockchain_network?: string;
+                /**
+                 * @deprecated
+                 * @description Accepted and ignored: the service is fiat only.
+                 */
                 wallet_address?: string;
+                /**
+                 * @deprecated
+                 * @description Accepted and ignored: the service is fiat only.
+                 */
                 blockchain_memo?: string;
             };
             amount: string | number;
@@ -26749,8 +27501,20 @@ export interface components {
             metadata?: {
                 [key: string]: unknown;
             };
+            /**
+             * @deprecated
+             * @description Accepted and ignored: the service is fiat only.
+             */
             blockchain_network?: string;
+            /**
+             * @deprecated
+             * @description Accepted and ignored: the service is fiat only.
+             */
             wallet_address?: string;
+            /**
+             * @deprecated
+             * @description Accepted and ignored: the service is fiat only.
+             */
             wallet_id?: string;
         };
         CreateAccountApplicationRequestInput: {
@@ -27111,9 +27875,13 @@ export interface components {
             };
             destination: {
                 /** @enum {string} */
-                destination_type: "internal_account" | "internal_crypto_wallet" | "external_crypto_wallet";
+                destination_type: "internal_account";
                 /** Format: uuid */
                 id?: string;
+                /**
+                 * @deprecated
+                 * @description Accepted and ignored: the service is fiat only.
+                 */
                 wallet_address?: string;
                 network?: string;
             };
@@ -27175,9 +27943,13 @@ export interface components {
             client_reference?: string;
             destination: {
                 /** @enum {string} */
-                destination_type: "internal_account" | "internal_crypto_wallet" | "external_crypto_wallet";
+                destination_type: "internal_account";
                 /** Format: uuid */
                 id?: string;
+                /**
+                 * @deprecated
+                 * @description Accepted and ignored: the service is fiat only.
+                 */
                 wallet_address?: string;
                 network?: string;
             };
@@ -27808,8 +28580,16 @@ export interface components {
             metadata?: {
                 [key: string]: unknown;
             };
-            /** @enum {string} */
+            /**
+             * @deprecated
+             * @description Accepted and ignored: the service is fiat only.
+             * @enum {string}
+             */
             blockchain_network?: "polygon" | "stellar" | "ethereum" | "solana" | "avalanche";
+            /**
+             * @deprecated
+             * @description Accepted and ignored: the service is fiat only.
+             */
             wallet_address?: string;
         };
         UpdateAccountStatusRequest: {
@@ -27893,19 +28673,35 @@ export interface components {
                  * @default internal_account
                  * @enum {string}
                  */
-                source_type: "internal_account" | "internal_crypto_wallet";
+                source_type: "internal_account";
                 /** Format: uuid */
                 id: string;
+                /**
+                 * @deprecated
+                 * @description Accepted and ignored: the service is fiat only.
+                 */
                 crypto_asset?: string;
             };
             destination: {
                 /** @enum {string} */
-                destination_type: "internal_account" | "account" | "customer_account" | "card" | "external_account" | "crypto_wallet";
+                destination_type: "internal_account" | "account" | "customer_account" | "card" | "external_account";
                 /** Format: uuid */
                 id?: string;
                 rail?: string;
+                /**
+                 * @deprecated
+                 * @description Accepted and ignored: the service is fiat only.
+                 */
                 blockchain_network?: string;
+                /**
+                 * @deprecated
+                 * @description Accepted and ignored: the service is fiat only.
+                 */
                 wallet_address?: string;
+                /**
+                 * @deprecated
+                 * @description Accepted and ignored: the service is fiat only.
+                 */
                 blockchain_memo?: string;
             };
             amount: string | number;
@@ -28028,8 +28824,20 @@ export interface components {
             metadata?: {
                 [key: string]: unknown;
             };
+            /**
+             * @deprecated
+             * @description Accepted and ignored: the service is fiat only.
+             */
             blockchain_network?: string;
+            /**
+             * @deprecated
+             * @description Accepted and ignored: the service is fiat only.
+             */
             wallet_address?: string;
+            /**
+             * @deprecated
+             * @description Accepted and ignored: the service is fiat only.
+             */
             wallet_id?: string;
         };
         CreateAccountApplicationRequest: {
@@ -28390,9 +29198,13 @@ export interface components {
             };
             destination: {
                 /** @enum {string} */
-                destination_type: "internal_account" | "internal_crypto_wallet" | "external_crypto_wallet";
+                destination_type: "internal_account";
                 /** Format: uuid */
                 id?: string;
+                /**
+                 * @deprecated
+                 * @description Accepted and ignored: the service is fiat only.
+                 */
                 wallet_address?: string;
                 network?: string;
             };
@@ -28454,9 +29266,13 @@ export interface components {
             client_reference?: string;
             destination: {
                 /** @enum {string} */
-                destination_type: "internal_account" | "internal_crypto_wallet" | "external_crypto_wallet";
+                destination_type: "internal_account";
                 /** Format: uuid */
                 id?: string;
+                /**
+                 * @deprecated
+                 * @description Accepted and ignored: the service is fiat only.
+                 */
                 wallet_address?: string;
                 network?: string;
             };
