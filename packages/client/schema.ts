@@ -13921,7 +13921,7 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
-                            data: components["schemas"]["KycStatus"];
+                            data: components["schemas"]["KycSimulation"];
                             error: null;
                         };
                     };
@@ -26953,6 +26953,23 @@ export interface components {
             reviewDate?: string;
             priority: number;
         };
+        KycSimulationInput: {
+            applicant_id: string;
+            customer_id: string;
+            /** @enum {string} */
+            kyc_level: "basic" | "intermediate";
+            /** @enum {string} */
+            review_status: "init" | "pending" | "completed";
+            review_reason?: string;
+            review_result?: {
+                /** @enum {string} */
+                review_answer: "approved" | "rejected";
+                reject_labels?: string[];
+                review_reject_type?: string;
+            };
+            review_date?: string;
+            priority: number;
+        };
         SimulateKycRequestInput: {
             /** @enum {string} */
             outcome: "approved" | "rejected" | "manual_review";
@@ -27200,7 +27217,8 @@ export interface components {
             business_type?: string;
             business_industry?: string;
             registration_number?: string;
-            industry_code: string;
+            /** @description Absent: no industry code is kept */
+            industry_code?: string;
             external_id?: string;
             address: {
                 address_line1: string;
@@ -27284,7 +27302,8 @@ export interface components {
             capabilities: string[];
             currency: string;
             tenant_id: string;
-            tier: string;
+            /** @description Absent: accounts have no pricing tier */
+            tier?: string;
             /** @enum {string} */
             status: "active" | "frozen" | "deleted";
             category: string;
@@ -28271,6 +28290,23 @@ export interface components {
             reviewDate?: string;
             priority: number;
         };
+        KycSimulation: {
+            applicant_id: string;
+            customer_id: string;
+            /** @enum {string} */
+            kyc_level: "basic" | "intermediate";
+            /** @enum {string} */
+            review_status: "init" | "pending" | "completed";
+            review_reason?: string;
+            review_result?: {
+                /** @enum {string} */
+                review_answer: "approved" | "rejected";
+                reject_labels?: string[];
+                review_reject_type?: string;
+            };
+            review_date?: string;
+            priority: number;
+        };
         SimulateKycRequest: {
             /** @enum {string} */
             outcome: "approved" | "rejected" | "manual_review";
@@ -28523,7 +28559,8 @@ export interface components {
             business_type?: string;
             business_industry?: string;
             registration_number?: string;
-            industry_code: string;
+            /** @description Absent: no industry code is kept */
+            industry_code?: string;
             external_id?: string;
             address: {
                 address_line1: string;
@@ -28607,7 +28644,8 @@ export interface components {
             capabilities: string[];
             currency: string;
             tenant_id: string;
-            tier: string;
+            /** @description Absent: accounts have no pricing tier */
+            tier?: string;
             /** @enum {string} */
             status: "active" | "frozen" | "deleted";
             category: string;
