@@ -63,6 +63,13 @@ export async function docsRoutes(app: FastifyInstance): Promise<void> {
     reference ??= referenceDocument(app.swagger());
     return reply.header('Cache-Control', 'no-store').send(withFreshIdempotencyKeys(reference, () => `docs-${randomUUID()}`));
   });
+  // The site's root: a person who opens the server's address lands on the dashboard; browsers
+  // asking for the icon get the product's logo.
+  app.get('/', { schema: { hide: true }, config: noAuth }, async (_request, reply) => reply.redirect('/dashboard', 302));
+  const logo = ASSETS['logo.svg']!;
+  app.get('/favicon.ico', { schema: { hide: true }, config: noAuth }, async (_request, reply) =>
+    reply.header('Cache-Control', 'public, max-age=86400').type(logo.type).send(logo.body),
+  );
   for (const [name, file] of Object.entries(ASSETS)) {
     app.get(`/docs/static/${name}`, { schema: { hide: true }, config: noAuth }, async (_request, reply) =>
       reply.header('Cache-Control', 'public, max-age=3600').type(file.type).send(file.body),

@@ -106,3 +106,15 @@ describe('OpenAPI document', () => {
     expect(JSON.stringify(destination)).toContain('Accepted and ignored');
   });
 });
+
+describe('site root', () => {
+  it('redirects / to the dashboard and serves a favicon', async () => {
+    const root = await t.app.inject({ method: 'GET', url: '/' });
+    expect(root.statusCode).toBe(302);
+    expect(root.headers.location).toBe('/dashboard');
+    const icon = await t.app.inject({ method: 'GET', url: '/favicon.ico' });
+    expect(icon.statusCode).toBe(200);
+    expect(icon.headers['content-type']).toContain('image/svg+xml');
+    expect(icon.body).toContain('<svg');
+  });
+});
