@@ -291,6 +291,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     throw new Error(`Invalid configuration:\n${lines.join('\n')}`);
   }
   const config = { ...parsed.data, ...overrides };
+  // Development logs warnings and errors unless LOG_LEVEL says otherwise: an access line per
+  // request would scroll the start banner, with its keys shown only once, off the screen.
+  if (env.LOG_LEVEL === undefined && overrides.LOG_LEVEL === undefined && config.PROFILE === 'development') config.LOG_LEVEL = 'warn';
   if ((config.TLS_CERT_FILE === undefined) !== (config.TLS_KEY_FILE === undefined)) {
     throw new Error('Invalid configuration: TLS_CERT_FILE and TLS_KEY_FILE must be set together');
   }
