@@ -33,6 +33,16 @@ function branchIssues(union: z.ZodDiscriminatedUnion, data: unknown): Issue[] {
   return best ?? [];
 }
 
+/** Whether `data` names one of the union's branches (then Zod already checked that branch whole). */
+function hasKnownDiscriminator(union: z.ZodDiscriminatedUnion, data: unknown): boolean {
+  if (typeof data !== 'object' || data === null) return false;
+  const value = (data as Record<string, unknown>)[union._zod.def.discriminator];
+  return union.options.some((option) => {
+    const literal = (option as z.ZodObject).shape?.[union._zod.def.discriminator];
+    return literal instanceof z.ZodLiteral && literal.values.has(value as never);
+  });
+}
+
 /**
  * Zod validation (fastify-type-provider-zod's compiler), plus, for a body that is a discriminated
  * union sent without a valid discriminator, the other invalid fields of its closest branch.
@@ -41,13 +51,11 @@ export const validatorCompiler: FastifySchemaCompiler<z.ZodType> = (route) => {
   const validate = zodValidatorCompiler(route);
   const union = discriminatedUnion(route.schema);
   if (!union) return validate;
-  const key = union._zod.def.discriminator;
   const check = validate as (data: unknown) => { error?: FastifySchemaValidationError[] | Error; value?: unknown };
   return (data: unknown) => {
     const result = check(data);
     if (!Array.isArray(result.error)) return result;
-    const discriminatorFailed = result.error.some((e) => e.instancePath === `/${key}` || e.instancePath === '/');
-    if (!discriminatorFailed) return result;
+    if (hasKnownDiscriminator(union, data)) return result;
     const extra = branchIssues(union, data).map(asValidationError) as unknown as FastifySchemaValidationError[];
     return { error: [...result.error, ...extra] };
   };
