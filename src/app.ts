@@ -1,8 +1,8 @@
 import { readFileSync } from 'node:fs';
 import fastifySwagger from '@fastify/swagger';
-import fastifySwaggerUi from '@fastify/swagger-ui';
 import Fastify, { LogController, type FastifyInstance } from 'fastify';
-import { jsonSchemaTransformObject, serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
+import { jsonSchemaTransformObject, serializerCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
+import { validatorCompiler } from './http/validation.js';
 import type { Config } from './config.js';
 import type { ChangeFeed } from './db/change-feed.js';
 import type { Db, PoolStats, ReplicaStats } from './db/client.js';
@@ -15,6 +15,8 @@ import { registerInFlight } from './http/in-flight.js';
 import { lazyChildLogger } from './http/lazy-logger.js';
 import { registerObservability } from './http/observability.js';
 import { openApiTransform } from './http/openapi.js';
+import { polishDocument } from './http/openapi-document.js';
+import { docsRoutes, PRODUCT_NAME } from './http/docs-page.js';
 import { registerRateLimit } from './http/rate-limit.js';
 import { registerRequestLog } from './http/request-log.js';
 import { assertDeclaresErrors } from './http/route-errors.js';
@@ -182,7 +184,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     openapi: {
       openapi: '3.1.0',
       info: {
-        title: 'Financial Services API',
+        title: PRODUCT_NAME,
         version: '1.0.0',
         description:
           'Banking-as-a-service core. Authenticate with the `Api-Key` header; every POST needs an `Idempotency-Key`. ' +
@@ -192,9 +194,9 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
       security: [{ ApiKeyAuth: [] }],
     },
     transform: openApiTransform,
-    transformObject: jsonSchemaTransformObject,
+    transformObject: (input) => polishDocument(jsonSchemaTransformObject(input), { serverUrl: config.PUBLIC_BASE_URL }),
   });
-  await app.register(fastifySwaggerUi, { routePrefix: '/docs' });
+  await app.register(docsRoutes);
   app.get('/v1/openapi.json', { schema: { hide: true }, config: { noAuth: true } }, async () => app.swagger());
 
   await app.register(customerRoutes(deps));

@@ -294,13 +294,13 @@ const ConfigSchema = z.object({
     .optional(),
   /**
    * Lets sandbox webhook endpoints point at this machine's loopback (a receiver on the developer's
-   * laptop). It takes effect only while the server listens on loopback and PROFILE is not
+   * laptop); on by default, it takes effect only while the server listens on loopback and PROFILE is not
    * production (`webhookLoopbackAllowed`): a server others can reach never lets their sandbox
    * keys probe its own host.
    */
   WEBHOOK_SANDBOX_LOOPBACK: z
     .enum(['true', 'false'])
-    .default('false')
+    .default('true')
     .transform((v) => v === 'true'),
   /** Whether `npm start` creates a demo business on an empty database. */
   DEMO_TENANT: z
@@ -325,6 +325,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     throw new Error(`Invalid configuration:\n${lines.join('\n')}`);
   }
   const config = { ...parsed.data, ...overrides };
+  // Development logs warnings and errors unless LOG_LEVEL says otherwise: an access line per
+  // request would scroll the start banner, with its keys shown only once, off the screen.
+  if (env.LOG_LEVEL === undefined && overrides.LOG_LEVEL === undefined && config.PROFILE === 'development') config.LOG_LEVEL = 'warn';
   if ((config.TLS_CERT_FILE === undefined) !== (config.TLS_KEY_FILE === undefined)) {
     throw new Error('Invalid configuration: TLS_CERT_FILE and TLS_KEY_FILE must be set together');
   }

@@ -4,7 +4,7 @@ import { loadConfig } from './config.js';
 import { checkDatabaseBudget, openRuntime } from './runtime.js';
 import { countTenants, createTenant } from './modules/tenants/service.js';
 import { startWorkers } from './workers/index.js';
-import { addUser } from './dashboard/service.js';
+import { createDemoBusiness } from './dashboard/service.js';
 import { randomBase62 } from './lib/crypto.js';
 
 /** After SIGTERM the process ends within this, whatever hangs (exit 1 and a log line if forced). */
@@ -45,9 +45,8 @@ async function main() {
   let demo: Awaited<ReturnType<typeof createTenant>> | undefined;
   let demoLogin: { email: string; password: string } | undefined;
   if (config.DEMO_TENANT && (await countTenants(handle.db)) === 0) {
-    demo = await handle.db.transaction().execute((trx) => createTenant(trx, 'Demo Business'));
     demoLogin = { email: 'demo@example.com', password: randomBase62(16) };
-    await addUser(handle.db, demo.tenant_id, demoLogin);
+    demo = await createDemoBusiness(handle.db, (work) => handle.db.transaction().execute(work), demoLogin);
   }
 
   await checkDatabaseBudget(config, handle); // scale: refuses a deployment that cannot fit max_connections

@@ -59,7 +59,14 @@ async function generate(): Promise<Record<(typeof FILES)[number], string>> {
   const spec = await exportSpec();
   // defaultNonNullable off: a field with a default is optional in a request (the spec's `required`
   // lists are exact: Zod's input schemas leave defaulted fields out, its output schemas keep them).
-  const ast = await openapiTS(spec, { defaultNonNullable: false });
+  // The client sends a fresh Idempotency-Key on every POST itself (index.ts), so its types leave
+  // the header to the caller: optional, where the document says every POST requires it.
+  const forTypes = structuredClone(spec);
+  for (const operations of Object.values(forTypes.paths ?? {})) {
+    const post = (operations as { post?: { parameters?: { in?: string; name?: string; required?: boolean }[] } }).post;
+    for (const p of post?.parameters ?? []) if (p.in === 'header' && p.name === 'Idempotency-Key') p.required = false;
+  }
+  const ast = await openapiTS(forTypes, { defaultNonNullable: false });
   return {
     'openapi.json': JSON.stringify(spec, null, 2) + '\n',
     'schema.ts': BANNER + astToString(ast),

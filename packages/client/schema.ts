@@ -193,12 +193,37 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /**
+                     * @description A key unique to this request (a UUID is a good choice), 1-255 printable ASCII characters. The same key with the same request replays the stored answer.
+                     * @example replace-with-a-fresh-key
+                     */
+                    "Idempotency-Key"?: string;
+                };
                 path?: never;
                 cookie?: never;
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "individual",
+                     *       "first_name": "John",
+                     *       "middle_name": "Michael",
+                     *       "last_name": "Doe",
+                     *       "email": "john.doe@example.com",
+                     *       "phone": "+2348012345678",
+                     *       "gender": "male",
+                     *       "date_of_birth": "1990-01-15",
+                     *       "address": {
+                     *         "address_line1": "12 Marina Road",
+                     *         "city": "Lagos",
+                     *         "country": "NG",
+                     *         "postal_code": "101001",
+                     *         "state": "NG-LA"
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["CreateCustomerRequestInput"];
                 };
             };
@@ -645,6 +670,18 @@ export interface paths {
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "phone": "+2348012345679",
+                     *       "address": {
+                     *         "address_line1": "14 Marina Road",
+                     *         "city": "Lagos",
+                     *         "country": "NG",
+                     *         "postal_code": "101001",
+                     *         "state": "NG-LA"
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["UpdateCustomerRequestInput"];
                 };
             };
@@ -1085,12 +1122,38 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /**
+                     * @description A key unique to this request (a UUID is a good choice), 1-255 printable ASCII characters. The same key with the same request replays the stored answer.
+                     * @example replace-with-a-fresh-key
+                     */
+                    "Idempotency-Key"?: string;
+                };
                 path?: never;
                 cookie?: never;
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "customer_id": "0190a5b1-7c1e-7c3a-9f0e-2b5d1c4e8a01",
+                     *       "payee_type": "ach_wire",
+                     *       "account_name": "John Doe",
+                     *       "bank_name": "Example Bank",
+                     *       "account_number": "123456789",
+                     *       "routing_number": "021000021",
+                     *       "account_owner_type": "individual",
+                     *       "account_type": "checking",
+                     *       "currency": "USD",
+                     *       "address": {
+                     *         "address_line1": "1 Main Street",
+                     *         "city": "New York",
+                     *         "postal_code": "10001",
+                     *         "state": "US-NY",
+                     *         "country": "US"
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["AddExternalAccountRequestInput"];
                 };
             };
@@ -1569,12 +1632,25 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /**
+                     * @description A key unique to this request (a UUID is a good choice), 1-255 printable ASCII characters. The same key with the same request replays the stored answer.
+                     * @example replace-with-a-fresh-key
+                     */
+                    "Idempotency-Key"?: string;
+                };
                 path?: never;
                 cookie?: never;
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "iban": "DE89370400440532013000",
+                     *       "country_code": "DE",
+                     *       "account_owner_type": "individual"
+                     *     }
+                     */
                     "application/json": components["schemas"]["VerifyExternalAccountRequestInput"];
                 };
             };
@@ -2461,12 +2537,29 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /**
+                     * @description A key unique to this request (a UUID is a good choice), 1-255 printable ASCII characters. The same key with the same request replays the stored answer.
+                     * @example replace-with-a-fresh-key
+                     */
+                    "Idempotency-Key"?: string;
+                };
                 path?: never;
                 cookie?: never;
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "customer_id": "0190a5b1-7c1e-7c3a-9f0e-2b5d1c4e8a01",
+                     *       "application_type": "individual",
+                     *       "data": {
+                     *         "account_type": "regular",
+                     *         "currency": "NGN",
+                     *         "label": "main"
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["CreateAccountApplicationRequestInput"];
                 };
             };
@@ -2920,12 +3013,28 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /**
+                     * @description A key unique to this request (a UUID is a good choice), 1-255 printable ASCII characters. The same key with the same request replays the stored answer.
+                     * @example replace-with-a-fresh-key
+                     */
+                    "Idempotency-Key"?: string;
+                };
                 path?: never;
                 cookie?: never;
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "application_type": "individual",
+                     *       "data": {
+                     *         "account_type": "regular",
+                     *         "currency": "NGN",
+                     *         "label": "main"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** @enum {string} */
                         application_type: "individual" | "business";
@@ -3195,12 +3304,24 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /**
+                     * @description A key unique to this request (a UUID is a good choice), 1-255 printable ASCII characters. The same key with the same request replays the stored answer.
+                     * @example replace-with-a-fresh-key
+                     */
+                    "Idempotency-Key"?: string;
+                };
                 path?: never;
                 cookie?: never;
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "application_id": "0190a5b1-7c1e-7c3a-9f0e-2b5d1c4e8a04",
+                     *       "agreement_id": "tos-2024-01"
+                     *     }
+                     */
                     "application/json": {
                         /** Format: uuid */
                         application_id: string;
@@ -3670,6 +3791,15 @@ export interface paths {
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "account_type": "savings",
+                     *         "currency": "NGN",
+                     *         "label": "savings pot"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         data: components["schemas"]["ApplicationDataInput"];
                     };
@@ -4178,7 +4308,13 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /**
+                     * @description A key unique to this request (a UUID is a good choice), 1-255 printable ASCII characters. The same key with the same request replays the stored answer.
+                     * @example replace-with-a-fresh-key
+                     */
+                    "Idempotency-Key"?: string;
+                };
                 path: {
                     id: string;
                 };
@@ -4461,7 +4597,13 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /**
+                     * @description A key unique to this request (a UUID is a good choice), 1-255 printable ASCII characters. The same key with the same request replays the stored answer.
+                     * @example replace-with-a-fresh-key
+                     */
+                    "Idempotency-Key"?: string;
+                };
                 path: {
                     id: string;
                 };
@@ -4757,7 +4899,13 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /**
+                     * @description A key unique to this request (a UUID is a good choice), 1-255 printable ASCII characters. The same key with the same request replays the stored answer.
+                     * @example replace-with-a-fresh-key
+                     */
+                    "Idempotency-Key"?: string;
+                };
                 path: {
                     id: string;
                 };
@@ -5444,12 +5592,25 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /**
+                     * @description A key unique to this request (a UUID is a good choice), 1-255 printable ASCII characters. The same key with the same request replays the stored answer.
+                     * @example replace-with-a-fresh-key
+                     */
+                    "Idempotency-Key"?: string;
+                };
                 path?: never;
                 cookie?: never;
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "currency": "NGN",
+                     *       "label": "main",
+                     *       "customer_id": "0190a5b1-7c1e-7c3a-9f0e-2b5d1c4e8a01"
+                     *     }
+                     */
                     "application/json": components["schemas"]["CreateAccountRequestInput"];
                 };
             };
@@ -5939,6 +6100,11 @@ export interface paths {
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "status": "frozen"
+                     *     }
+                     */
                     "application/json": components["schemas"]["UpdateAccountStatusRequestInput"];
                 };
             };
@@ -6195,12 +6361,33 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /**
+                     * @description A key unique to this request (a UUID is a good choice), 1-255 printable ASCII characters. The same key with the same request replays the stored answer.
+                     * @example replace-with-a-fresh-key
+                     */
+                    "Idempotency-Key"?: string;
+                };
                 path?: never;
                 cookie?: never;
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "source": {
+                     *         "source_type": "internal_account",
+                     *         "id": "0190a5b1-7c1e-7c3a-9f0e-2b5d1c4e8a02"
+                     *       },
+                     *       "destination": {
+                     *         "destination_type": "internal_account",
+                     *         "id": "0190a5b1-7c1e-7c3a-9f0e-2b5d1c4e8a03"
+                     *       },
+                     *       "amount": "250.50",
+                     *       "description": "Rent for March",
+                     *       "client_reference": "inv-1001"
+                     *     }
+                     */
                     "application/json": components["schemas"]["TransferRequestInput"];
                 };
             };
@@ -6657,12 +6844,33 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /**
+                     * @description A key unique to this request (a UUID is a good choice), 1-255 printable ASCII characters. The same key with the same request replays the stored answer.
+                     * @example replace-with-a-fresh-key
+                     */
+                    "Idempotency-Key"?: string;
+                };
                 path?: never;
                 cookie?: never;
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "source": {
+                     *         "source_type": "internal_account",
+                     *         "id": "0190a5b1-7c1e-7c3a-9f0e-2b5d1c4e8a02"
+                     *       },
+                     *       "destination": {
+                     *         "destination_type": "internal_account",
+                     *         "id": "0190a5b1-7c1e-7c3a-9f0e-2b5d1c4e8a03"
+                     *       },
+                     *       "amount": "250.50",
+                     *       "description": "Rent for March",
+                     *       "client_reference": "inv-1001"
+                     *     }
+                     */
                     "application/json": components["schemas"]["TransferRequestInput"];
                 };
             };
@@ -6945,12 +7153,51 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /**
+                     * @description A key unique to this request (a UUID is a good choice), 1-255 printable ASCII characters. The same key with the same request replays the stored answer.
+                     * @example replace-with-a-fresh-key
+                     */
+                    "Idempotency-Key"?: string;
+                };
                 path?: never;
                 cookie?: never;
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "description": "March payroll",
+                     *       "transfers": [
+                     *         {
+                     *           "source": {
+                     *             "source_type": "internal_account",
+                     *             "id": "0190a5b1-7c1e-7c3a-9f0e-2b5d1c4e8a02"
+                     *           },
+                     *           "destination": {
+                     *             "destination_type": "internal_account",
+                     *             "id": "0190a5b1-7c1e-7c3a-9f0e-2b5d1c4e8a03"
+                     *           },
+                     *           "amount": "250.50",
+                     *           "description": "Rent for March",
+                     *           "client_reference": "pay-1"
+                     *         },
+                     *         {
+                     *           "source": {
+                     *             "source_type": "internal_account",
+                     *             "id": "0190a5b1-7c1e-7c3a-9f0e-2b5d1c4e8a02"
+                     *           },
+                     *           "destination": {
+                     *             "destination_type": "internal_account",
+                     *             "id": "0190a5b1-7c1e-7c3a-9f0e-2b5d1c4e8a03"
+                     *           },
+                     *           "amount": "100.00",
+                     *           "description": "Rent for March",
+                     *           "client_reference": "pay-2"
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["BulkTransferRequestInput"];
                 };
             };
@@ -9498,7 +9745,13 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /**
+                     * @description A key unique to this request (a UUID is a good choice), 1-255 printable ASCII characters. The same key with the same request replays the stored answer.
+                     * @example replace-with-a-fresh-key
+                     */
+                    "Idempotency-Key"?: string;
+                };
                 path: {
                     account_id: string;
                 };
@@ -9506,6 +9759,13 @@ export interface paths {
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "amount": "1000.00",
+                     *       "reference": "first-funding",
+                     *       "description": "Inbound bank transfer"
+                     *     }
+                     */
                     "application/json": components["schemas"]["SimulateFundingRequestInput"];
                 };
             };
@@ -9960,12 +10220,27 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /**
+                     * @description A key unique to this request (a UUID is a good choice), 1-255 printable ASCII characters. The same key with the same request replays the stored answer.
+                     * @example replace-with-a-fresh-key
+                     */
+                    "Idempotency-Key"?: string;
+                };
                 path?: never;
                 cookie?: never;
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "url": "https://example.com/webhooks",
+                     *       "event_types": [
+                     *         "transfer.status.completed",
+                     *         "transfer.status.failed"
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["CreateWebhookEndpointRequestInput"];
                 };
             };
@@ -10665,6 +10940,11 @@ export interface paths {
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "status": "disabled"
+                     *     }
+                     */
                     "application/json": components["schemas"]["UpdateWebhookEndpointRequestInput"];
                 };
             };
@@ -10921,7 +11201,13 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /**
+                     * @description A key unique to this request (a UUID is a good choice), 1-255 printable ASCII characters. The same key with the same request replays the stored answer.
+                     * @example replace-with-a-fresh-key
+                     */
+                    "Idempotency-Key"?: string;
+                };
                 path: {
                     id: string;
                 };
@@ -10929,6 +11215,11 @@ export interface paths {
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "expire_old_in_seconds": 3600
+                     *     }
+                     */
                     "application/json": components["schemas"]["RotateWebhookSecretRequestInput"] | null;
                 };
             };
@@ -12020,7 +12311,13 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /**
+                     * @description A key unique to this request (a UUID is a good choice), 1-255 printable ASCII characters. The same key with the same request replays the stored answer.
+                     * @example replace-with-a-fresh-key
+                     */
+                    "Idempotency-Key"?: string;
+                };
                 path: {
                     id: string;
                 };
@@ -12306,7 +12603,13 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /**
+                     * @description A key unique to this request (a UUID is a good choice), 1-255 printable ASCII characters. The same key with the same request replays the stored answer.
+                     * @example replace-with-a-fresh-key
+                     */
+                    "Idempotency-Key"?: string;
+                };
                 path: {
                     id: string;
                 };
@@ -12981,12 +13284,24 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /**
+                     * @description A key unique to this request (a UUID is a good choice), 1-255 printable ASCII characters. The same key with the same request replays the stored answer.
+                     * @example replace-with-a-fresh-key
+                     */
+                    "Idempotency-Key"?: string;
+                };
                 path?: never;
                 cookie?: never;
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "customer_id": "0190a5b1-7c1e-7c3a-9f0e-2b5d1c4e8a01",
+                     *       "kyc_level": "basic"
+                     *     }
+                     */
                     "application/json": components["schemas"]["StartKycRequestInput"];
                 };
             };
@@ -13275,12 +13590,23 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /**
+                     * @description A key unique to this request (a UUID is a good choice), 1-255 printable ASCII characters. The same key with the same request replays the stored answer.
+                     * @example replace-with-a-fresh-key
+                     */
+                    "Idempotency-Key"?: string;
+                };
                 path?: never;
                 cookie?: never;
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "customer_id": "0190a5b1-7c1e-7c3a-9f0e-2b5d1c4e8a01"
+                     *     }
+                     */
                     "application/json": components["schemas"]["StartKycRequestInput"];
                 };
             };
@@ -13569,12 +13895,23 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /**
+                     * @description A key unique to this request (a UUID is a good choice), 1-255 printable ASCII characters. The same key with the same request replays the stored answer.
+                     * @example replace-with-a-fresh-key
+                     */
+                    "Idempotency-Key"?: string;
+                };
                 path?: never;
                 cookie?: never;
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "customer_id": "0190a5b1-7c1e-7c3a-9f0e-2b5d1c4e8a01"
+                     *     }
+                     */
                     "application/json": components["schemas"]["StartKycS2sRequestInput"];
                 };
             };
@@ -13886,12 +14223,23 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /**
+                     * @description A key unique to this request (a UUID is a good choice), 1-255 printable ASCII characters. The same key with the same request replays the stored answer.
+                     * @example replace-with-a-fresh-key
+                     */
+                    "Idempotency-Key"?: string;
+                };
                 path?: never;
                 cookie?: never;
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "customer_id": "0190a5b1-7c1e-7c3a-9f0e-2b5d1c4e8a01"
+                     *     }
+                     */
                     "application/json": components["schemas"]["StartKycS2sRequestInput"];
                 };
             };
@@ -14627,7 +14975,13 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /**
+                     * @description A key unique to this request (a UUID is a good choice), 1-255 printable ASCII characters. The same key with the same request replays the stored answer.
+                     * @example replace-with-a-fresh-key
+                     */
+                    "Idempotency-Key"?: string;
+                };
                 path: {
                     customer_id: string;
                 };
@@ -14635,6 +14989,11 @@ export interface paths {
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "outcome": "approved"
+                     *     }
+                     */
                     "application/json": components["schemas"]["SimulateKycRequestInput"];
                 };
             };
@@ -14646,7 +15005,7 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
-                            data: components["schemas"]["KycStatus"];
+                            data: components["schemas"]["KycSimulation"];
                             error: null;
                         };
                     };
@@ -14914,12 +15273,29 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /**
+                     * @description A key unique to this request (a UUID is a good choice), 1-255 printable ASCII characters. The same key with the same request replays the stored answer.
+                     * @example replace-with-a-fresh-key
+                     */
+                    "Idempotency-Key"?: string;
+                };
                 path?: never;
                 cookie?: never;
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "customer_id": "0190a5b1-7c1e-7c3a-9f0e-2b5d1c4e8a01",
+                     *       "metadata": {
+                     *         "idDocType": "PASSPORT",
+                     *         "country": "NGA"
+                     *       },
+                     *       "content": "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==",
+                     *       "filename": "passport.png"
+                     *     }
+                     */
                     "application/json": components["schemas"]["UploadKycDocumentRequestInput"];
                 };
             };
@@ -15211,12 +15587,29 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /**
+                     * @description A key unique to this request (a UUID is a good choice), 1-255 printable ASCII characters. The same key with the same request replays the stored answer.
+                     * @example replace-with-a-fresh-key
+                     */
+                    "Idempotency-Key"?: string;
+                };
                 path?: never;
                 cookie?: never;
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "customer_id": "0190a5b1-7c1e-7c3a-9f0e-2b5d1c4e8a01",
+                     *       "metadata": {
+                     *         "idDocType": "PASSPORT",
+                     *         "country": "NGA"
+                     *       },
+                     *       "content": "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==",
+                     *       "filename": "passport.png"
+                     *     }
+                     */
                     "application/json": components["schemas"]["UploadKycDocumentRequestInput"];
                 };
             };
@@ -15723,12 +16116,24 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /**
+                     * @description A key unique to this request (a UUID is a good choice), 1-255 printable ASCII characters. The same key with the same request replays the stored answer.
+                     * @example replace-with-a-fresh-key
+                     */
+                    "Idempotency-Key"?: string;
+                };
                 path?: never;
                 cookie?: never;
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "feature_id": "virtual_cards",
+                     *       "customer_id": "0190a5b1-7c1e-7c3a-9f0e-2b5d1c4e8a01"
+                     *     }
+                     */
                     "application/json": components["schemas"]["FeatureEligibilityRequestInput"];
                 };
             };
@@ -16008,12 +16413,24 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /**
+                     * @description A key unique to this request (a UUID is a good choice), 1-255 printable ASCII characters. The same key with the same request replays the stored answer.
+                     * @example replace-with-a-fresh-key
+                     */
+                    "Idempotency-Key"?: string;
+                };
                 path?: never;
                 cookie?: never;
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "feature_id": "virtual_cards",
+                     *       "customer_id": "0190a5b1-7c1e-7c3a-9f0e-2b5d1c4e8a01"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ActivateFeatureRequestInput"];
                 };
             };
@@ -16646,12 +17063,26 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /**
+                     * @description A key unique to this request (a UUID is a good choice), 1-255 printable ASCII characters. The same key with the same request replays the stored answer.
+                     * @example replace-with-a-fresh-key
+                     */
+                    "Idempotency-Key"?: string;
+                };
                 path?: never;
                 cookie?: never;
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "from_currency": "USD",
+                     *       "to_currency": "NGN",
+                     *       "amount": "100.00",
+                     *       "direction": "SELL"
+                     *     }
+                     */
                     "application/json": components["schemas"]["FxQuoteRequestInput"];
                 };
             };
@@ -17089,12 +17520,34 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /**
+                     * @description A key unique to this request (a UUID is a good choice), 1-255 printable ASCII characters. The same key with the same request replays the stored answer.
+                     * @example replace-with-a-fresh-key
+                     */
+                    "Idempotency-Key"?: string;
+                };
                 path?: never;
                 cookie?: never;
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "customer_id": "0190a5b1-7c1e-7c3a-9f0e-2b5d1c4e8a01",
+                     *       "order_type": "market",
+                     *       "pair": {
+                     *         "base": "USD",
+                     *         "quote": "NGN"
+                     *       },
+                     *       "side": "sell",
+                     *       "amount": "100.00",
+                     *       "source_type": "account",
+                     *       "source_id": "0190a5b1-7c1e-7c3a-9f0e-2b5d1c4e8a02",
+                     *       "destination_type": "account",
+                     *       "destination_id": "0190a5b1-7c1e-7c3a-9f0e-2b5d1c4e8a03"
+                     *     }
+                     */
                     "application/json": components["schemas"]["FxOrderRequestInput"];
                 };
             };
@@ -17756,7 +18209,13 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /**
+                     * @description A key unique to this request (a UUID is a good choice), 1-255 printable ASCII characters. The same key with the same request replays the stored answer.
+                     * @example replace-with-a-fresh-key
+                     */
+                    "Idempotency-Key"?: string;
+                };
                 path: {
                     order_id: string;
                 };
@@ -17764,6 +18223,7 @@ export interface paths {
             };
             requestBody: {
                 content: {
+                    /** @example {} */
                     "application/json": Record<string, never> | null;
                 };
             };
@@ -18043,12 +18503,25 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /**
+                     * @description A key unique to this request (a UUID is a good choice), 1-255 printable ASCII characters. The same key with the same request replays the stored answer.
+                     * @example replace-with-a-fresh-key
+                     */
+                    "Idempotency-Key"?: string;
+                };
                 path?: never;
                 cookie?: never;
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "base": "USD",
+                     *       "quote": "NGN",
+                     *       "rate": "1550.25"
+                     *     }
+                     */
                     "application/json": components["schemas"]["FxSimulateRateRequestInput"];
                 };
             };
@@ -18337,7 +18810,13 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /**
+                     * @description A key unique to this request (a UUID is a good choice), 1-255 printable ASCII characters. The same key with the same request replays the stored answer.
+                     * @example replace-with-a-fresh-key
+                     */
+                    "Idempotency-Key"?: string;
+                };
                 path: {
                     transfer_id: string;
                 };
@@ -18345,6 +18824,11 @@ export interface paths {
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "reason": "sandbox decision"
+                     *     }
+                     */
                     "application/json": components["schemas"]["SimulationReasonInput"];
                 };
             };
@@ -18627,7 +19111,13 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /**
+                     * @description A key unique to this request (a UUID is a good choice), 1-255 printable ASCII characters. The same key with the same request replays the stored answer.
+                     * @example replace-with-a-fresh-key
+                     */
+                    "Idempotency-Key"?: string;
+                };
                 path: {
                     transfer_id: string;
                 };
@@ -18635,6 +19125,11 @@ export interface paths {
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "reason": "account_closed"
+                     *     }
+                     */
                     "application/json": components["schemas"]["SimulationReasonInput"];
                 };
             };
@@ -18917,7 +19412,13 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /**
+                     * @description A key unique to this request (a UUID is a good choice), 1-255 printable ASCII characters. The same key with the same request replays the stored answer.
+                     * @example replace-with-a-fresh-key
+                     */
+                    "Idempotency-Key"?: string;
+                };
                 path: {
                     transfer_id: string;
                 };
@@ -18925,6 +19426,11 @@ export interface paths {
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "reason": "beneficiary_refused"
+                     *     }
+                     */
                     "application/json": components["schemas"]["SimulationReasonInput"];
                 };
             };
@@ -19381,12 +19887,37 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /**
+                     * @description A key unique to this request (a UUID is a good choice), 1-255 printable ASCII characters. The same key with the same request replays the stored answer.
+                     * @example replace-with-a-fresh-key
+                     */
+                    "Idempotency-Key"?: string;
+                };
                 path?: never;
                 cookie?: never;
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "amount": "5000.00",
+                     *       "currency": "NGN",
+                     *       "country": "NG",
+                     *       "customer_id": "0190a5b1-7c1e-7c3a-9f0e-2b5d1c4e8a01",
+                     *       "client_reference": "order-42",
+                     *       "source": {
+                     *         "source_type": "external",
+                     *         "methods": [
+                     *           "bank_transfer"
+                     *         ]
+                     *       },
+                     *       "destination": {
+                     *         "destination_type": "internal_account",
+                     *         "id": "0190a5b1-7c1e-7c3a-9f0e-2b5d1c4e8a02"
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["CollectionRequestInput"];
                 };
             };
@@ -19867,12 +20398,36 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /**
+                     * @description A key unique to this request (a UUID is a good choice), 1-255 printable ASCII characters. The same key with the same request replays the stored answer.
+                     * @example replace-with-a-fresh-key
+                     */
+                    "Idempotency-Key"?: string;
+                };
                 path?: never;
                 cookie?: never;
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "customer_id": "0190a5b1-7c1e-7c3a-9f0e-2b5d1c4e8a01",
+                     *       "amount": "25.00",
+                     *       "currency": "USD",
+                     *       "country": "US",
+                     *       "source": {
+                     *         "source_type": "external",
+                     *         "methods": [
+                     *           "card"
+                     *         ]
+                     *       },
+                     *       "destination": {
+                     *         "destination_type": "internal_account",
+                     *         "id": "0190a5b1-7c1e-7c3a-9f0e-2b5d1c4e8a02"
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["CreatePaymentIntentRequestInput"];
                 };
             };
@@ -20155,12 +20710,27 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /**
+                     * @description A key unique to this request (a UUID is a good choice), 1-255 printable ASCII characters. The same key with the same request replays the stored answer.
+                     * @example replace-with-a-fresh-key
+                     */
+                    "Idempotency-Key"?: string;
+                };
                 path?: never;
                 cookie?: never;
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "payment_intent_id": "0190a5b1-7c1e-7c3a-9f0e-2b5d1c4e8a06",
+                     *       "card_token": "tok_sandbox_visa",
+                     *       "first_name": "John",
+                     *       "last_name": "Doe",
+                     *       "email": "john.doe@example.com"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ChargeCardRequestInput"];
                 };
             };
@@ -21078,7 +21648,13 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /**
+                     * @description A key unique to this request (a UUID is a good choice), 1-255 printable ASCII characters. The same key with the same request replays the stored answer.
+                     * @example replace-with-a-fresh-key
+                     */
+                    "Idempotency-Key"?: string;
+                };
                 path: {
                     collection_id: string;
                 };
@@ -21086,6 +21662,11 @@ export interface paths {
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "reason": "sandbox decision"
+                     *     }
+                     */
                     "application/json": {
                         reason?: string;
                     };
@@ -21370,7 +21951,13 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /**
+                     * @description A key unique to this request (a UUID is a good choice), 1-255 printable ASCII characters. The same key with the same request replays the stored answer.
+                     * @example replace-with-a-fresh-key
+                     */
+                    "Idempotency-Key"?: string;
+                };
                 path: {
                     collection_id: string;
                 };
@@ -21378,6 +21965,11 @@ export interface paths {
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "reason": "payer_cancelled"
+                     *     }
+                     */
                     "application/json": {
                         reason?: string;
                     };
@@ -21662,7 +22254,13 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /**
+                     * @description A key unique to this request (a UUID is a good choice), 1-255 printable ASCII characters. The same key with the same request replays the stored answer.
+                     * @example replace-with-a-fresh-key
+                     */
+                    "Idempotency-Key"?: string;
+                };
                 path: {
                     collection_id: string;
                 };
@@ -21670,6 +22268,11 @@ export interface paths {
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "reason": "sandbox decision"
+                     *     }
+                     */
                     "application/json": {
                         reason?: string;
                     };
@@ -21954,12 +22557,26 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /**
+                     * @description A key unique to this request (a UUID is a good choice), 1-255 printable ASCII characters. The same key with the same request replays the stored answer.
+                     * @example replace-with-a-fresh-key
+                     */
+                    "Idempotency-Key"?: string;
+                };
                 path?: never;
                 cookie?: never;
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "card_number": "4242424242424242",
+                     *       "expiry": "12/30",
+                     *       "cvv": "123",
+                     *       "customer_id": "0190a5b1-7c1e-7c3a-9f0e-2b5d1c4e8a01"
+                     *     }
+                     */
                     "application/json": components["schemas"]["SimulateCardTokenRequestInput"];
                 };
             };
@@ -22239,12 +22856,27 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /**
+                     * @description A key unique to this request (a UUID is a good choice), 1-255 printable ASCII characters. The same key with the same request replays the stored answer.
+                     * @example replace-with-a-fresh-key
+                     */
+                    "Idempotency-Key"?: string;
+                };
                 path?: never;
                 cookie?: never;
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "customer_id": "0190a5b1-7c1e-7c3a-9f0e-2b5d1c4e8a01",
+                     *       "account_id": "0190a5b1-7c1e-7c3a-9f0e-2b5d1c4e8a02",
+                     *       "annual_remuneration": "50000.00",
+                     *       "estimated_monthly_limit": "2000.00",
+                     *       "ip_address": "203.0.113.10"
+                     *     }
+                     */
                     "application/json": components["schemas"]["CreateCardApplicationRequestInput"];
                 };
             };
@@ -23092,12 +23724,31 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /**
+                     * @description A key unique to this request (a UUID is a good choice), 1-255 printable ASCII characters. The same key with the same request replays the stored answer.
+                     * @example replace-with-a-fresh-key
+                     */
+                    "Idempotency-Key"?: string;
+                };
                 path?: never;
                 cookie?: never;
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "customer_id": "0190a5b1-7c1e-7c3a-9f0e-2b5d1c4e8a01",
+                     *       "card_type": "virtual",
+                     *       "card_limit": "1000.00",
+                     *       "name_on_card": "John Doe",
+                     *       "spending_controls": {
+                     *         "activated": true,
+                     *         "single_transaction_limit": "200.00",
+                     *         "daily_transaction_limit": "500.00"
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["CreateCardRequestInput"];
                 };
             };
@@ -23796,6 +24447,11 @@ export interface paths {
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "status": "freeze"
+                     *     }
+                     */
                     "application/json": components["schemas"]["UpdateCardStatusRequestInput"];
                 };
             };
@@ -24064,6 +24720,13 @@ export interface paths {
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "activated": true,
+                     *       "single_transaction_limit": "200.00",
+                     *       "daily_transaction_limit": "500.00"
+                     *     }
+                     */
                     "application/json": {
                         activated?: boolean;
                         single_transaction_limit?: (string | number) | null;
@@ -24515,6 +25178,11 @@ export interface paths {
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "card_pin": "4821"
+                     *     }
+                     */
                     "application/json": {
                         card_pin: string;
                     };
@@ -24980,12 +25648,25 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /**
+                     * @description A key unique to this request (a UUID is a good choice), 1-255 printable ASCII characters. The same key with the same request replays the stored answer.
+                     * @example replace-with-a-fresh-key
+                     */
+                    "Idempotency-Key"?: string;
+                };
                 path?: never;
                 cookie?: never;
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "card_id": "0190a5b1-7c1e-7c3a-9f0e-2b5d1c4e8a05",
+                     *       "amount": "50.00",
+                     *       "account_id": "0190a5b1-7c1e-7c3a-9f0e-2b5d1c4e8a02"
+                     *     }
+                     */
                     "application/json": components["schemas"]["CardWithdrawRequestInput"];
                 };
             };
@@ -25685,7 +26366,13 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /**
+                     * @description A key unique to this request (a UUID is a good choice), 1-255 printable ASCII characters. The same key with the same request replays the stored answer.
+                     * @example replace-with-a-fresh-key
+                     */
+                    "Idempotency-Key"?: string;
+                };
                 path: {
                     card_id: string;
                 };
@@ -25693,6 +26380,13 @@ export interface paths {
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "amount": "12.50",
+                     *       "merchant_name": "Corner Cafe",
+                     *       "merchant_category": "5814"
+                     *     }
+                     */
                     "application/json": {
                         amount: string | number;
                         merchant_name: string;
@@ -25978,7 +26672,13 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /**
+                     * @description A key unique to this request (a UUID is a good choice), 1-255 printable ASCII characters. The same key with the same request replays the stored answer.
+                     * @example replace-with-a-fresh-key
+                     */
+                    "Idempotency-Key"?: string;
+                };
                 path: {
                     authorization_id: string;
                 };
@@ -25986,6 +26686,11 @@ export interface paths {
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "amount": "12.50"
+                     *     }
+                     */
                     "application/json": {
                         amount?: string | number;
                     };
@@ -26267,7 +26972,13 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /**
+                     * @description A key unique to this request (a UUID is a good choice), 1-255 printable ASCII characters. The same key with the same request replays the stored answer.
+                     * @example replace-with-a-fresh-key
+                     */
+                    "Idempotency-Key"?: string;
+                };
                 path: {
                     authorization_id: string;
                 };
@@ -26275,6 +26986,7 @@ export interface paths {
             };
             requestBody: {
                 content: {
+                    /** @example {} */
                     "application/json": {
                         amount?: string | number;
                     };
@@ -26556,7 +27268,13 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /**
+                     * @description A key unique to this request (a UUID is a good choice), 1-255 printable ASCII characters. The same key with the same request replays the stored answer.
+                     * @example replace-with-a-fresh-key
+                     */
+                    "Idempotency-Key"?: string;
+                };
                 path: {
                     application_id: string;
                 };
@@ -26564,6 +27282,11 @@ export interface paths {
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "status": "approved"
+                     *     }
+                     */
                     "application/json": {
                         /** @enum {string} */
                         status: "approved" | "pending" | "needs_verification" | "needs_information" | "manual_review" | "denied" | "locked" | "canceled";
@@ -26846,7 +27569,13 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /**
+                     * @description A key unique to this request (a UUID is a good choice), 1-255 printable ASCII characters. The same key with the same request replays the stored answer.
+                     * @example replace-with-a-fresh-key
+                     */
+                    "Idempotency-Key"?: string;
+                };
                 path: {
                     card_id: string;
                 };
@@ -26854,6 +27583,11 @@ export interface paths {
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "status": "shipped"
+                     *     }
+                     */
                     "application/json": {
                         /** @enum {string} */
                         status: "shipped" | "delivered" | "returned";
@@ -27139,7 +27873,13 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /**
+                     * @description A key unique to this request (a UUID is a good choice), 1-255 printable ASCII characters. The same key with the same request replays the stored answer.
+                     * @example replace-with-a-fresh-key
+                     */
+                    "Idempotency-Key"?: string;
+                };
                 path: {
                     account_id: string;
                 };
@@ -27634,6 +28374,23 @@ export interface components {
             reviewDate?: string;
             priority: number;
         };
+        KycSimulationInput: {
+            applicant_id: string;
+            customer_id: string;
+            /** @enum {string} */
+            kyc_level: "basic" | "intermediate";
+            /** @enum {string} */
+            review_status: "init" | "pending" | "completed";
+            review_reason?: string;
+            review_result?: {
+                /** @enum {string} */
+                review_answer: "approved" | "rejected";
+                reject_labels?: string[];
+                review_reject_type?: string;
+            };
+            review_date?: string;
+            priority: number;
+        };
         SimulateKycRequestInput: {
             /** @enum {string} */
             outcome: "approved" | "rejected" | "manual_review";
@@ -27881,7 +28638,8 @@ export interface components {
             business_type?: string;
             business_industry?: string;
             registration_number?: string;
-            industry_code: string;
+            /** @description Absent: no industry code is kept */
+            industry_code?: string;
             external_id?: string;
             address: {
                 address_line1: string;
@@ -27938,8 +28696,16 @@ export interface components {
             metadata?: {
                 [key: string]: unknown;
             };
-            /** @enum {string} */
+            /**
+             * @deprecated
+             * @description Accepted and ignored: the service is fiat only.
+             * @enum {string}
+             */
             blockchain_network?: "polygon" | "stellar" | "ethereum" | "solana" | "avalanche";
+            /**
+             * @deprecated
+             * @description Accepted and ignored: the service is fiat only.
+             */
             wallet_address?: string;
         };
         UpdateAccountStatusRequestInput: {
@@ -27957,7 +28723,8 @@ export interface components {
             capabilities: string[];
             currency: string;
             tenant_id: string;
-            tier: string;
+            /** @description Absent: accounts have no pricing tier */
+            tier?: string;
             /** @enum {string} */
             status: "active" | "frozen" | "deleted";
             category: string;
@@ -28023,19 +28790,35 @@ export interface components {
                  * @default internal_account
                  * @enum {string}
                  */
-                source_type?: "internal_account" | "internal_crypto_wallet";
+                source_type?: "internal_account";
                 /** Format: uuid */
                 id: string;
+                /**
+                 * @deprecated
+                 * @description Accepted and ignored: the service is fiat only.
+                 */
                 crypto_asset?: string;
             };
             destination: {
                 /** @enum {string} */
-                destination_type: "internal_account" | "account" | "customer_account" | "card" | "external_account" | "crypto_wallet";
+                destination_type: "internal_account" | "account" | "customer_account" | "card" | "external_account";
                 /** Format: uuid */
                 id?: string;
                 rail?: string;
+                /**
+                 * @deprecated
+                 * @description Accepted and ignored: the service is fiat only.
+                 */
                 blockchain_network?: string;
+                /**
+                 * @deprecated
+                 * @description Accepted and ignored: the service is fiat only.
+                 */
                 wallet_address?: string;
+                /**
+                 * @deprecated
+                 * @description Accepted and ignored: the service is fiat only.
+                 */
                 blockchain_memo?: string;
             };
             amount: string | number;
@@ -28172,8 +28955,20 @@ export interface components {
             metadata?: {
                 [key: string]: unknown;
             };
+            /**
+             * @deprecated
+             * @description Accepted and ignored: the service is fiat only.
+             */
             blockchain_network?: string;
+            /**
+             * @deprecated
+             * @description Accepted and ignored: the service is fiat only.
+             */
             wallet_address?: string;
+            /**
+             * @deprecated
+             * @description Accepted and ignored: the service is fiat only.
+             */
             wallet_id?: string;
         };
         CreateAccountApplicationRequestInput: {
@@ -28534,9 +29329,13 @@ export interface components {
             };
             destination: {
                 /** @enum {string} */
-                destination_type: "internal_account" | "internal_crypto_wallet" | "external_crypto_wallet";
+                destination_type: "internal_account";
                 /** Format: uuid */
                 id?: string;
+                /**
+                 * @deprecated
+                 * @description Accepted and ignored: the service is fiat only.
+                 */
                 wallet_address?: string;
                 network?: string;
             };
@@ -28598,9 +29397,13 @@ export interface components {
             client_reference?: string;
             destination: {
                 /** @enum {string} */
-                destination_type: "internal_account" | "internal_crypto_wallet" | "external_crypto_wallet";
+                destination_type: "internal_account";
                 /** Format: uuid */
                 id?: string;
+                /**
+                 * @deprecated
+                 * @description Accepted and ignored: the service is fiat only.
+                 */
                 wallet_address?: string;
                 network?: string;
             };
@@ -28988,6 +29791,23 @@ export interface components {
             reviewDate?: string;
             priority: number;
         };
+        KycSimulation: {
+            applicant_id: string;
+            customer_id: string;
+            /** @enum {string} */
+            kyc_level: "basic" | "intermediate";
+            /** @enum {string} */
+            review_status: "init" | "pending" | "completed";
+            review_reason?: string;
+            review_result?: {
+                /** @enum {string} */
+                review_answer: "approved" | "rejected";
+                reject_labels?: string[];
+                review_reject_type?: string;
+            };
+            review_date?: string;
+            priority: number;
+        };
         SimulateKycRequest: {
             /** @enum {string} */
             outcome: "approved" | "rejected" | "manual_review";
@@ -29240,7 +30060,8 @@ export interface components {
             business_type?: string;
             business_industry?: string;
             registration_number?: string;
-            industry_code: string;
+            /** @description Absent: no industry code is kept */
+            industry_code?: string;
             external_id?: string;
             address: {
                 address_line1: string;
@@ -29297,8 +30118,16 @@ export interface components {
             metadata?: {
                 [key: string]: unknown;
             };
-            /** @enum {string} */
+            /**
+             * @deprecated
+             * @description Accepted and ignored: the service is fiat only.
+             * @enum {string}
+             */
             blockchain_network?: "polygon" | "stellar" | "ethereum" | "solana" | "avalanche";
+            /**
+             * @deprecated
+             * @description Accepted and ignored: the service is fiat only.
+             */
             wallet_address?: string;
         };
         UpdateAccountStatusRequest: {
@@ -29316,7 +30145,8 @@ export interface components {
             capabilities: string[];
             currency: string;
             tenant_id: string;
-            tier: string;
+            /** @description Absent: accounts have no pricing tier */
+            tier?: string;
             /** @enum {string} */
             status: "active" | "frozen" | "deleted";
             category: string;
@@ -29382,19 +30212,35 @@ export interface components {
                  * @default internal_account
                  * @enum {string}
                  */
-                source_type: "internal_account" | "internal_crypto_wallet";
+                source_type: "internal_account";
                 /** Format: uuid */
                 id: string;
+                /**
+                 * @deprecated
+                 * @description Accepted and ignored: the service is fiat only.
+                 */
                 crypto_asset?: string;
             };
             destination: {
                 /** @enum {string} */
-                destination_type: "internal_account" | "account" | "customer_account" | "card" | "external_account" | "crypto_wallet";
+                destination_type: "internal_account" | "account" | "customer_account" | "card" | "external_account";
                 /** Format: uuid */
                 id?: string;
                 rail?: string;
+                /**
+                 * @deprecated
+                 * @description Accepted and ignored: the service is fiat only.
+                 */
                 blockchain_network?: string;
+                /**
+                 * @deprecated
+                 * @description Accepted and ignored: the service is fiat only.
+                 */
                 wallet_address?: string;
+                /**
+                 * @deprecated
+                 * @description Accepted and ignored: the service is fiat only.
+                 */
                 blockchain_memo?: string;
             };
             amount: string | number;
@@ -29531,8 +30377,20 @@ export interface components {
             metadata?: {
                 [key: string]: unknown;
             };
+            /**
+             * @deprecated
+             * @description Accepted and ignored: the service is fiat only.
+             */
             blockchain_network?: string;
+            /**
+             * @deprecated
+             * @description Accepted and ignored: the service is fiat only.
+             */
             wallet_address?: string;
+            /**
+             * @deprecated
+             * @description Accepted and ignored: the service is fiat only.
+             */
             wallet_id?: string;
         };
         CreateAccountApplicationRequest: {
@@ -29893,9 +30751,13 @@ export interface components {
             };
             destination: {
                 /** @enum {string} */
-                destination_type: "internal_account" | "internal_crypto_wallet" | "external_crypto_wallet";
+                destination_type: "internal_account";
                 /** Format: uuid */
                 id?: string;
+                /**
+                 * @deprecated
+                 * @description Accepted and ignored: the service is fiat only.
+                 */
                 wallet_address?: string;
                 network?: string;
             };
@@ -29957,9 +30819,13 @@ export interface components {
             client_reference?: string;
             destination: {
                 /** @enum {string} */
-                destination_type: "internal_account" | "internal_crypto_wallet" | "external_crypto_wallet";
+                destination_type: "internal_account";
                 /** Format: uuid */
                 id?: string;
+                /**
+                 * @deprecated
+                 * @description Accepted and ignored: the service is fiat only.
+                 */
                 wallet_address?: string;
                 network?: string;
             };

@@ -25,13 +25,17 @@ export type Section = (typeof NAV)[number][0];
 /** Sections a role does not see in the navigation (the server refuses them anyway). */
 const HIDDEN: Partial<Record<Section, Permission>> = { keys: 'keys', audit: 'team' };
 
+/** The product's name, shown on every page (and before sign-in, so a person knows where they are). */
+const PRODUCT = 'Financial Services API';
+
 function head(title: string): Html {
   return html`<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<title>${title} · Dashboard</title>
+<title>${title} · ${PRODUCT} dashboard</title>
+<link rel="icon" href="/favicon.ico" type="image/svg+xml">
 <link rel="stylesheet" href="/dashboard/static/app.css">
 <script src="/dashboard/static/app.js" defer></script>
 </head>`;
@@ -83,6 +87,7 @@ export function publicPage(title: string, body: Html, status?: Html): Html {
   return html`${head(title)}
 <body class="public">
 <main id="main" class="card narrow">
+<p class="product-name">${PRODUCT}</p>
 <h1>${title}</h1>
 ${status ?? ''}
 ${body}

@@ -196,6 +196,18 @@ export async function addUser(
   return { user_id: id, email };
 }
 
+/**
+ * The demo business of a first start: the business, its owner's login, and its public keys kept
+ * for the keys page (public keys may be shown again; secret keys are shown once, by the caller).
+ */
+export async function createDemoBusiness(db: Db, inTransaction: UnitOfWork, login: { email: string; password: string }) {
+  const demo = await inTransaction((trx) => createTenant(trx, 'Demo Business'));
+  await repo.upsertPublicKey(db, demo.tenant_id, 'sandbox', demo.sandbox.public_key);
+  await repo.upsertPublicKey(db, demo.tenant_id, 'live', demo.live.public_key);
+  await addUser(db, demo.tenant_id, login);
+  return demo;
+}
+
 /** Background job: deletes a bounded batch of expired sessions; > 0 means run again. */
 export async function purgeExpiredSessions(db: Db): Promise<number> {
   return repo.deleteExpiredSessions(db);

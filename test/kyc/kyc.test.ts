@@ -331,7 +331,7 @@ describe('POST /v1/simulations/kyc/{customer_id}', () => {
       expect(await events(`customer.kyc.status.${outcome}`, id)).toHaveLength(1);
     }
     const inter = await api.post(`/v1/simulations/kyc/${id}`, { outcome: 'approved', level: 'intermediate' });
-    expect(inter.body.data).toMatchObject({ kyc_level: 'intermediate', reviewStatus: 'completed' });
+    expect(inter.body.data).toMatchObject({ kyc_level: 'intermediate', review_status: 'completed' });
     expect((await api.post(`/v1/simulations/kyc/${id}`, { outcome: 'maybe' })).status).toBe(400);
     expect((await live.post(`/v1/simulations/kyc/${id}`, { outcome: 'approved' })).status).toBe(404);
     expect((await other.post(`/v1/simulations/kyc/${id}`, { outcome: 'approved' })).status).toBe(404);

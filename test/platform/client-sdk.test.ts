@@ -74,8 +74,8 @@ describe('the generated client', () => {
     expect(kyc.error).toBeUndefined();
     expect(kyc.data!.data).toMatchObject({
       customer_id: customerId,
-      reviewStatus: 'completed',
-      reviewResult: { reviewAnswer: 'approved' },
+      review_status: 'completed',
+      review_result: { review_answer: 'approved' },
     });
 
     const account = await api.POST('/v1/accounts', { body: { currency: 'NGN', label: 'main', customer_id: customerId } });

@@ -92,7 +92,9 @@ describe('the loopback setting', () => {
     expect(webhookLoopbackAllowed({ ...base, HOST: '10.0.0.4' })).toBe(false);
     expect(webhookLoopbackAllowed({ ...base, PROFILE: 'production' })).toBe(false);
     expect(webhookLoopbackAllowed({ ...base, WEBHOOK_SANDBOX_LOOPBACK: false })).toBe(false);
-    expect(loadConfig({}).WEBHOOK_SANDBOX_LOOPBACK).toBe(false);
+    expect(loadConfig({}).WEBHOOK_SANDBOX_LOOPBACK).toBe(true);
+    expect(webhookLoopbackAllowed(loadConfig({}))).toBe(true);
+    expect(webhookLoopbackAllowed(loadConfig({ HOST: '0.0.0.0' }))).toBe(false);
   });
 
   it('on a server listening on all interfaces, sandbox loopback stays refused', async () => {

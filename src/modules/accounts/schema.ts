@@ -47,7 +47,7 @@ export const AccountResponse = z
     capabilities: z.array(z.string()),
     currency: z.string(),
     tenant_id: z.string(),
-    tier: z.string(),
+    tier: z.string().optional().describe('Absent: accounts have no pricing tier'),
     status: AccountStatus,
     category: z.string(),
     /** Posted balance. */

@@ -128,7 +128,7 @@ export const CustomerResponse = z
     business_type: z.string().optional(),
     business_industry: z.string().optional(),
     registration_number: z.string().optional(),
-    industry_code: z.string(),
+    industry_code: z.string().optional().describe('Absent: no industry code is kept'),
     external_id: z.string().optional(),
     address: AddressOut,
     kyc_status: z.string(),

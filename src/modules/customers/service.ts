@@ -66,7 +66,6 @@ export function toCustomerResponse(c: repo.CustomerRow, persons: repo.PersonRow[
       business_type: c.business_type,
       business_industry: c.business_industry,
       registration_number: c.registration_number,
-      industry_code: '',
       external_id: c.external_id,
       address: c.address,
       kyc_status: c.kyc_status,

@@ -11,7 +11,9 @@ import {
   KycDocumentsQuery,
   KycDocumentsResponse,
   KycStatusQuery,
+  KycSimulationResponse,
   KycStatusResponse,
+  toSimulationResponse,
   SimulateKycBody,
   StartKycBody,
   StartKycResponse,
@@ -97,13 +99,13 @@ export function kycRoutes(deps: Deps): FastifyPluginAsyncZod {
         summary: 'Sandbox: force a KYC result',
         params: CustomerIdParams,
         body: SimulateKycBody,
-        data: KycStatusResponse,
+        data: KycSimulationResponse,
         errors: ['invalid_state_transition'],
       },
       (req, reply) => {
         if (req.ctx.environment !== 'sandbox') throw notFound(`Route POST ${req.url}`);
         return deps.idempotency.run(req, reply, 'simulations.kyc', (trx) =>
-          service.simulateKyc(trx, req.ctx, req.params.customer_id, req.body),
+          service.simulateKyc(trx, req.ctx, req.params.customer_id, req.body).then(toSimulationResponse),
         );
       },
     );

@@ -120,6 +120,48 @@ export const KycStatusResponse = z
   .meta({ id: 'KycStatus' });
 export type KycStatusResponse = z.infer<typeof KycStatusResponse>;
 
+/**
+ * The sandbox simulation's answer: the case as KycStatus says it, in snake_case like every answer
+ * of our own (KycStatus keeps the reference's camelCase, which its clients read).
+ */
+export const KycSimulationResponse = z
+  .object({
+    applicant_id: z.string(),
+    customer_id: z.string(),
+    kyc_level: KycLevelField,
+    review_status: z.enum(['init', 'pending', 'completed']),
+    review_reason: z.string().optional(),
+    review_result: z
+      .object({
+        review_answer: z.enum(['approved', 'rejected']),
+        reject_labels: z.array(z.string()).optional(),
+        review_reject_type: z.string().optional(),
+      })
+      .optional(),
+    review_date: z.string().optional(),
+    priority: z.number().int(),
+  })
+  .meta({ id: 'KycSimulation' });
+export type KycSimulationResponse = z.infer<typeof KycSimulationResponse>;
+
+export function toSimulationResponse(s: KycStatusResponse): KycSimulationResponse {
+  const { reviewStatus, reviewResult, reviewDate, ...rest } = s;
+  return {
+    ...rest,
+    review_status: reviewStatus,
+    ...(reviewResult
+      ? {
+          review_result: {
+            review_answer: reviewResult.reviewAnswer,
+            ...(reviewResult.rejectLabels ? { reject_labels: reviewResult.rejectLabels } : {}),
+            ...(reviewResult.reviewRejectType ? { review_reject_type: reviewResult.reviewRejectType } : {}),
+          },
+        }
+      : {}),
+    ...(reviewDate ? { review_date: reviewDate } : {}),
+  };
+}
+
 export const KycStatusQuery = z.strictObject({ level: KycLevelField.optional() });
 
 export const KycDocument = z.object({

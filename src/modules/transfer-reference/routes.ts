@@ -15,7 +15,7 @@ import {
 } from './schema.js';
 import * as service from './service.js';
 
-const tags = ['Transfer'];
+const tags = ['Transfers'];
 /** Reference data a public key may read (docs/api-rules.md#keys-and-environments). */
 const publicRead = { publicKeyAllowed: true };
 
