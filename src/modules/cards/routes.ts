@@ -100,7 +100,7 @@ export function cardRoutes(deps: Deps): FastifyPluginAsyncZod {
       (req, reply) => deps.idempotency.run(req, reply, 'cards.create', (trx) => service.createCard(trx, deps, req.ctx, req.body)),
     );
     r.get('/v1/cards', { summary: 'List cards', querystring: ListCardsQuery, data: pageSchema(CardResponse), errors: [] }, async (req) =>
-      ok(await service.listCards(deps.db, req.ctx, req.query)),
+      ok(await service.listCards(deps.readDb(), req.ctx, req.query)),
     );
     r.get('/v1/cards/:card_id', { summary: 'Get a card', params: CardIdParams, data: CardResponse, errors: [] }, async (req) =>
       ok(await service.getCard(deps.db, req.ctx, req.params.card_id)),
@@ -187,7 +187,7 @@ export function cardRoutes(deps: Deps): FastifyPluginAsyncZod {
         data: pageSchema(AuthorizationResponse),
         errors: [],
       },
-      async (req) => ok(await payments.listAuthorizations(deps.db, req.ctx, req.params.card_id, req.query)),
+      async (req) => ok(await payments.listAuthorizations(deps.readDb(), req.ctx, req.params.card_id, req.query)),
     );
     r.get(
       '/v1/card-authorizations/:authorization_id',

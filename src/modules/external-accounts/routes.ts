@@ -47,7 +47,7 @@ export function externalAccountRoutes(deps: Deps): FastifyPluginAsyncZod {
     r.get(
       '/v1/external-accounts',
       { summary: 'List external accounts', querystring: ListExternalAccountsQuery, data: pageSchema(ExternalAccountResponse), errors: [] },
-      async (req) => ok(await service.listExternalAccounts(deps.db, req.ctx, req.query)),
+      async (req) => ok(await service.listExternalAccounts(deps.readDb(), req.ctx, req.query)),
     );
 
     r.get(

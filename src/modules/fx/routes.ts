@@ -108,7 +108,7 @@ export function fxRoutes(deps: Deps): FastifyPluginAsyncZod {
     r.get(
       '/v1/fx/orders',
       { summary: 'List orders', querystring: ListOrdersQuery, data: pageSchema(OrderResponse), errors: [] },
-      async (req) => ok(await orders.listOrders(deps.db, req.ctx, req.query)),
+      async (req) => ok(await orders.listOrders(deps.readDb(), req.ctx, req.query)),
     );
 
     // With approvals on (business setting `approvals.fx_orders`), orders wait here for an owner or
@@ -122,7 +122,7 @@ export function fxRoutes(deps: Deps): FastifyPluginAsyncZod {
         data: pageSchema(OrderResponse),
         errors: [],
       },
-      async (req) => ok(await orders.listOrders(deps.db, req.ctx, { ...req.query, status: 'waiting_approval' })),
+      async (req) => ok(await orders.listOrders(deps.readDb(), req.ctx, { ...req.query, status: 'waiting_approval' })),
     );
 
     r.get('/v1/fx/orders/:order_id', { summary: 'Get an order', params: OrderIdParams, data: OrderResponse, errors: [] }, async (req) =>

@@ -103,7 +103,7 @@ export function transferRoutes(deps: Deps): FastifyPluginAsyncZod {
     r.get(
       '/v1/transfers',
       { summary: 'List transfers', querystring: ListTransfersQuery, data: pageSchema(TransferResponse), errors: [] },
-      async (req) => ok(await service.listTransfers(deps.db, req.ctx, req.query)),
+      async (req) => ok(await service.listTransfers(deps.readDb(), req.ctx, req.query)),
     );
 
     r.get(

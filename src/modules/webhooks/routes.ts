@@ -115,7 +115,7 @@ export function webhookRoutes(deps: Deps): FastifyPluginAsyncZod {
         data: pageSchema(AttemptResponse),
         errors: [],
       },
-      async (req) => ok(await service.listEndpointAttempts(deps.db, req.ctx, req.params.id, req.query)),
+      async (req) => ok(await service.listEndpointAttempts(deps.readDb(), req.ctx, req.params.id, req.query)),
     );
 
     r.get(
@@ -126,7 +126,7 @@ export function webhookRoutes(deps: Deps): FastifyPluginAsyncZod {
         data: pageSchema(DeliverySummary),
         errors: [],
       },
-      async (req) => ok(await service.listDeliveries(deps.db, req.ctx, req.query)),
+      async (req) => ok(await service.listDeliveries(deps.readDb(), req.ctx, req.query)),
     );
 
     r.get('/v1/webhooks/event/:id', { summary: 'Webhook event detail', params: IdParams, data: DeliveryDetail, errors: [] }, async (req) =>
@@ -142,7 +142,7 @@ export function webhookRoutes(deps: Deps): FastifyPluginAsyncZod {
         data: pageSchema(AttemptResponse),
         errors: [],
       },
-      async (req) => ok(await service.listAttempts(deps.db, req.ctx, req.params.id, req.query)),
+      async (req) => ok(await service.listAttempts(deps.readDb(), req.ctx, req.params.id, req.query)),
     );
 
     r.post(
@@ -187,7 +187,7 @@ export function webhookRoutes(deps: Deps): FastifyPluginAsyncZod {
         data: pageSchema(EventResponse),
         errors: [],
       },
-      async (req) => ok(await service.listApiEvents(deps.db, req.ctx, req.query)),
+      async (req) => ok(await service.listApiEvents(deps.readDb(), req.ctx, req.query)),
     );
 
     events.get('/v1/events/:id', { summary: 'Get an event', params: IdParams, data: EventResponse, errors: [] }, async (req) =>
