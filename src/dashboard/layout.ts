@@ -28,17 +28,51 @@ const HIDDEN: Partial<Record<Section, Permission>> = { keys: 'keys', audit: 'tea
 /** The product's name, shown on every page (and before sign-in, so a person knows where they are). */
 const PRODUCT = 'Financial Services API';
 
-function head(title: string): Html {
+/** A page's document head: the dashboard's stylesheet and script (the operator console shares them). */
+export function pageHead(fullTitle: string): Html {
   return html`<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<title>${title} · ${PRODUCT} dashboard</title>
+<title>${fullTitle}</title>
 <link rel="icon" href="/favicon.ico" type="image/svg+xml">
 <link rel="stylesheet" href="/dashboard/static/app.css">
 <script src="/dashboard/static/app.js" defer></script>
 </head>`;
+}
+
+function head(title: string): Html {
+  return pageHead(`${title} · ${PRODUCT} dashboard`);
+}
+
+/** The signed-in frame of the dashboard and of the operator console: top bar, side navigation, main. */
+export function signedInFrame(page: {
+  head: Html;
+  bodyClass: string;
+  topbar: Html;
+  links: Html[];
+  title: string;
+  body: Html;
+  notice?: Html | undefined;
+}): Html {
+  return html`${page.head}
+<body class="${page.bodyClass}">
+<a class="skip" href="#main">Skip to content</a>
+<header class="topbar">
+${page.topbar}
+</header>
+<div class="frame">
+<nav class="sidebar" aria-label="Sections"><ul>${page.links}</ul></nav>
+<main id="main" tabindex="-1">
+<h1>${page.title}</h1>
+${page.notice ?? ''}
+${page.body}
+</main>
+</div>
+<p class="sr-only" aria-live="polite" id="live-status"></p>
+</body>
+</html>`;
 }
 
 export function csrfField(session: Session): Html {
@@ -59,27 +93,19 @@ export function appPage(session: Session, section: Section, title: string, body:
   const links = NAV.filter(([id]) => !HIDDEN[id] || can(session.role, HIDDEN[id]!)).map(
     ([id, label]) => html`<li><a href="/dashboard/${id}"${id === section ? html` aria-current="page"` : ''}>${label}</a></li>`,
   );
-  return html`${head(title)}
-<body class="env-${session.environment}">
-<a class="skip" href="#main">Skip to content</a>
-<header class="topbar">
-  <span class="brand">Financial Services</span>
+  return signedInFrame({
+    head: head(title),
+    bodyClass: `env-${session.environment}`,
+    topbar: html`  <span class="brand">Financial Services</span>
   <span class="env-badge" id="env-badge">${session.environment === 'live' ? 'Live data' : 'Sandbox data'}</span>
   ${environmentSwitch(session, section)}
   <span class="who">${session.email} <small>(${session.role})</small></span>
-  <form method="post" action="/dashboard/logout">${csrfField(session)}<button type="submit" class="link">Log out</button></form>
-</header>
-<div class="frame">
-<nav class="sidebar" aria-label="Sections"><ul>${links}</ul></nav>
-<main id="main" tabindex="-1">
-<h1>${title}</h1>
-${notice ?? ''}
-${body}
-</main>
-</div>
-<p class="sr-only" aria-live="polite" id="live-status"></p>
-</body>
-</html>`;
+  <form method="post" action="/dashboard/logout">${csrfField(session)}<button type="submit" class="link">Log out</button></form>`,
+    links,
+    title,
+    body,
+    notice,
+  });
 }
 
 /** Pages before sign-in (log in, sign up, errors). */

@@ -1,4 +1,5 @@
 import { html, type Html } from '../dashboard/html.js';
+import { pageHead, signedInFrame } from '../dashboard/layout.js';
 import { opsCan, type OpsPermission } from './roles.js';
 import type { OpsSession } from './service.js';
 
@@ -20,15 +21,7 @@ export const OPS_NAV: readonly { id: string; label: string; permission: OpsPermi
 ];
 
 function head(title: string): Html {
-  return html`<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>${title} · Operator console</title>
-<link rel="stylesheet" href="/dashboard/static/app.css">
-<script src="/dashboard/static/app.js" defer></script>
-</head>`;
+  return pageHead(`${title} · Operator console`);
 }
 
 export function opsCsrf(session: OpsSession): Html {
@@ -39,25 +32,17 @@ export function opsPage(session: OpsSession, section: string, title: string, bod
   const links = OPS_NAV.filter((n) => opsCan(session.role, n.permission)).map(
     (n) => html`<li><a href="/ops/${n.id}"${n.id === section ? html` aria-current="page"` : ''}>${n.label}</a></li>`,
   );
-  return html`${head(title)}
-<body class="env-live ops">
-<a class="skip" href="#main">Skip to content</a>
-<header class="topbar">
-  <span class="brand">Financial Services · Operator console</span>
+  return signedInFrame({
+    head: head(title),
+    bodyClass: 'env-live ops',
+    topbar: html`  <span class="brand">Financial Services · Operator console</span>
   <span class="who">${session.email} <small>(${session.role})</small></span>
-  <form method="post" action="/ops/logout">${opsCsrf(session)}<button type="submit" class="link">Log out</button></form>
-</header>
-<div class="frame">
-<nav class="sidebar" aria-label="Sections"><ul>${links}</ul></nav>
-<main id="main" tabindex="-1">
-<h1>${title}</h1>
-${notice ?? ''}
-${body}
-</main>
-</div>
-<p class="sr-only" aria-live="polite" id="live-status"></p>
-</body>
-</html>`;
+  <form method="post" action="/ops/logout">${opsCsrf(session)}<button type="submit" class="link">Log out</button></form>`,
+    links,
+    title,
+    body,
+    notice,
+  });
 }
 
 export function opsPublicPage(title: string, body: Html, status?: Html): Html {
