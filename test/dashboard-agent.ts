@@ -35,12 +35,15 @@ export class Agent {
     return res;
   }
 
-  /** Posts a form; `_csrf` is taken from the last page unless given (null: left out). */
-  async post(url: string, fields: Record<string, string | null> = {}, headers: Record<string, string> = {}) {
+  /** Posts a form (a list value: the field repeated); `_csrf` is taken from the last page unless given (null: left out). */
+  async post(url: string, fields: Record<string, string | string[] | null> = {}, headers: Record<string, string> = {}) {
     const form = new URLSearchParams();
     const csrf = fields._csrf === undefined ? this.csrf() : fields._csrf;
-    if (csrf !== null && csrf !== undefined) form.set('_csrf', csrf);
-    for (const [k, v] of Object.entries(fields)) if (k !== '_csrf' && v !== null) form.append(k, v);
+    if (typeof csrf === 'string') form.set('_csrf', csrf);
+    for (const [k, v] of Object.entries(fields)) {
+      if (k === '_csrf' || v === null) continue;
+      for (const one of [v].flat()) form.append(k, one);
+    }
     const res = await this.t.app.inject({
       method: 'POST',
       url,

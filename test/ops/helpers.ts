@@ -8,62 +8,13 @@ import { dispatchPendingPayouts } from '../../src/modules/transfers/payout-lifec
 import { createOperator, startEnrolment, confirmEnrolment, sessionFor, startSession } from '../../src/ops/service.js';
 import { findOperatorByEmail } from '../../src/ops/repo.js';
 import type { OpsRole } from '../../src/ops/roles.js';
+import { Agent } from '../dashboard-agent.js';
 import { clientFor, johnDoe, type Client, type TestApp } from '../harness.js';
 
 export const PASSWORD = 'operator password 1';
 
-/** A cookie-keeping client over Fastify's inject: forms, cookies and the last page's CSRF field. */
-export class OpsAgent {
-  cookies = new Map<string, string>();
-  lastHtml = '';
-  constructor(private readonly t: TestApp) {}
-
-  private cookieHeader() {
-    return [...this.cookies].map(([k, v]) => `${k}=${v}`).join('; ');
-  }
-
-  private remember(setCookie: string | string[] | undefined) {
-    for (const line of [setCookie ?? []].flat()) {
-      const [pair] = line.split(';');
-      const eq = pair!.indexOf('=');
-      const name = pair!.slice(0, eq);
-      const value = pair!.slice(eq + 1);
-      if (/Max-Age=0/.test(line) || value === '') this.cookies.delete(name);
-      else this.cookies.set(name, value);
-    }
-  }
-
-  async get(url: string) {
-    const res = await this.t.app.inject({ method: 'GET', url, headers: { cookie: this.cookieHeader() } });
-    this.remember(res.headers['set-cookie']);
-    if (res.statusCode === 200 && String(res.headers['content-type']).startsWith('text/html')) this.lastHtml = res.body;
-    return res;
-  }
-
-  /** Posts a form; `_csrf` from the last page unless given (null: left out). */
-  async post(url: string, fields: Record<string, string | string[] | null> = {}, headers: Record<string, string> = {}) {
-    const form = new URLSearchParams();
-    const csrf = fields._csrf === undefined ? this.csrf() : fields._csrf;
-    if (typeof csrf === 'string') form.set('_csrf', csrf);
-    for (const [k, v] of Object.entries(fields)) {
-      if (k === '_csrf' || v === null) continue;
-      for (const one of [v].flat()) form.append(k, one);
-    }
-    const res = await this.t.app.inject({
-      method: 'POST',
-      url,
-      headers: { cookie: this.cookieHeader(), 'content-type': 'application/x-www-form-urlencoded', ...headers },
-      payload: form.toString(),
-    });
-    this.remember(res.headers['set-cookie']);
-    if (res.statusCode === 200 && String(res.headers['content-type']).startsWith('text/html')) this.lastHtml = res.body;
-    return res;
-  }
-
-  csrf(): string | undefined {
-    return /name="_csrf" value="([^"]+)"/.exec(this.lastHtml)?.[1];
-  }
-
+/** The dashboard's cookie-keeping test client, logging in to the console. */
+export class OpsAgent extends Agent {
   async login(email: string, code = '', password = PASSWORD) {
     await this.get('/ops/login');
     return this.post('/ops/login', { email, password, code });
