@@ -12617,6 +12617,13 @@ export interface paths {
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "from": "2026-12-01T00:00:00Z",
+                     *       "to": "2026-12-02T00:00:00Z",
+                     *       "scope": "failed"
+                     *     }
+                     */
                     "application/json": components["schemas"]["WebhookReplayRequestInput"];
                 };
             };
@@ -27887,6 +27894,13 @@ export interface paths {
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "amount": "500.00",
+                     *       "payer_name": "Ada Obi",
+                     *       "reference": "INV-2041"
+                     *     }
+                     */
                     "application/json": components["schemas"]["SimulateBankCreditRequestInput"];
                 };
             };

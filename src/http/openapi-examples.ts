@@ -73,12 +73,18 @@ export const REQUEST_EXAMPLES: Record<string, unknown> = {
     reference: 'first-funding',
     description: 'Inbound bank transfer',
   },
+  'POST /v1/simulations/accounts/{account_id}/bank-credits': {
+    amount: '500.00',
+    payer_name: 'Ada Obi',
+    reference: 'INV-2041',
+  },
   'POST /v1/webhooks/endpoints': {
     url: 'https://example.com/webhooks',
     event_types: ['transfer.status.completed', 'transfer.status.failed'],
   },
   'PATCH /v1/webhooks/endpoints/{id}': { status: 'disabled' },
   'POST /v1/webhooks/endpoints/{id}/rotate-secret': { expire_old_in_seconds: 3600 },
+  'POST /v1/webhooks/endpoints/{id}/replay': { from: '2026-12-01T00:00:00Z', to: '2026-12-02T00:00:00Z', scope: 'failed' },
   'POST /v1/customers/kyc/start': { customer_id: CUSTOMER, kyc_level: 'basic' },
   'POST /v1/risk/start-kyc': { customer_id: CUSTOMER },
   'POST /v1/customers/kyc/start-s2s': { customer_id: CUSTOMER },

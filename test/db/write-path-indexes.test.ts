@@ -43,6 +43,7 @@ const WRITE_PATH_INDEXES: Record<string, Record<string, string>> = {
     events_pkey: 'an event by id (webhook deliveries, resend)',
     events_tenant_idx: "the dashboard's event list",
     events_group_idx: 'the events of a resource',
+    events_type_idx: 'GET /v1/events filtered by type',
   },
   event_fanout_queue: {
     event_fanout_queue_pkey: "the webhook fan-out's claim, oldest first",

@@ -107,6 +107,7 @@ const NOT_SECRET = new Set([
   'cards',
   'masked_pan',
   'idempotency_key',
+  'Idempotency-Key',
   'last4',
   'card_status',
   'file_name',
