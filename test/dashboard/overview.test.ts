@@ -1,6 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newId } from '../../src/lib/ids.js';
+import { runWebhookTick } from '../../src/modules/webhooks/delivery.js';
 import { Agent } from '../dashboard-agent.js';
+import { startReceiver, until, type Receiver } from '../webhooks/receiver.js';
 import { clientFor, johnDoe, startTestApp, type Client, type TestApp } from '../harness.js';
 
 /** The overview the dashboard opens on: checklist from real data, balances per currency, SVG charts, range. */
@@ -8,6 +10,7 @@ let t: TestApp;
 let agent: Agent;
 let sandbox: Client;
 let live: Client;
+let receiver: Receiver | undefined;
 
 const step = (body: string, key: string) => new RegExp(`data-step="${key}" data-done="(true|false)"`).exec(body)?.[1];
 
@@ -19,7 +22,10 @@ beforeAll(async () => {
   sandbox = clientFor(t, agent.textOf('new-secret-sandbox')!);
   live = clientFor(t, agent.textOf('new-secret-live')!);
 });
-afterAll(() => t.close());
+afterAll(async () => {
+  await receiver?.close();
+  await t.close();
+});
 
 describe('overview', () => {
   it('is where log-in and / land, first in the navigation, with the business page still there', async () => {
@@ -66,6 +72,20 @@ describe('overview', () => {
     expect(step(livePage.body, 'request')).toBe('true');
     expect(step(livePage.body, 'customer')).toBe('false');
     await agent.post('/dashboard/environment', { environment: 'sandbox', back: 'overview' });
+  });
+
+  it('ticks "first event delivered" once a webhook reaches its endpoint, and the success chart shows it', async () => {
+    receiver = await startReceiver();
+    expect((await sandbox.post('/v1/webhooks/endpoints', { url: receiver.url, event_types: ['customer.created'] })).status).toBe(201);
+    expect((await sandbox.post('/v1/customers', johnDoe({ first_name: 'Hooked' }))).status).toBe(200);
+    const tick = () =>
+      runWebhookTick({ db: t.db, sealer: t.sealer }, { retryDelaysMs: [60_000], jitter: 0, timeoutMs: 5000, allowLoopback: true });
+    await until(() => receiver!.received.length >= 1, tick);
+    await until(async () => step((await agent.get('/dashboard/overview')).body, 'delivered') === 'true', tick);
+    const page = await agent.get('/dashboard/overview?range=7');
+    const today = new Date().toISOString().slice(0, 10);
+    const success = /aria-label="Share of finished webhook deliveries[^]*?<\/svg>/.exec(page.body)![0];
+    expect(success).toContain(`<title>${today}: 100 %</title>`);
   });
 
   it('sums the balances of the accounts per currency, as decimal strings', async () => {
