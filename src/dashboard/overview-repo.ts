@@ -58,10 +58,11 @@ export async function checklist(db: Queryable, scope: Scope): Promise<Checklist>
     found(scoped(db, 'api_request_log', scope).select('api_request_log.id').limit(1).executeTakeFirst()),
     found(scoped(db, 'customers', scope).select('customers.id').limit(1).executeTakeFirst()),
     found(scoped(db, 'webhook_endpoints', scope).select('webhook_endpoints.id').limit(1).executeTakeFirst()),
+    // An endpoint's last success, not a scan of deliveries: a business has few endpoints and many deliveries.
     found(
-      scoped(db, 'webhook_deliveries', scope)
-        .where('webhook_deliveries.status', '=', 'sent')
-        .select('webhook_deliveries.id')
+      scoped(db, 'webhook_endpoints', scope)
+        .where(sql<boolean>`webhook_endpoints.last_success_at is not null`)
+        .select('webhook_endpoints.id')
         .limit(1)
         .executeTakeFirst(),
     ),
