@@ -188,6 +188,7 @@ describe.skipIf(!hasChromium)('the developer dashboard in a browser', () => {
       await page.goto(`${base}/dashboard/business`);
       await page.getByRole('button', { name: env }).click();
       for (const [link, heading] of [
+        ['Overview', /^Overview/],
         ['Events', /^Events/],
         ['Request log', /^Request log/],
         ['Cards', /^Cards/],
