@@ -10,10 +10,10 @@ describe('svgChart', () => {
 
   it('draws one bar per point, scaled to the largest value, inside a viewBox', () => {
     const svg = svgChart(series, { title: 'Transfers per day', kind: 'bar' }).value;
-    expect(svg).toMatch(/^<svg class="chart" viewBox="0 0 600 200" width="100%"/);
+    expect(svg).toMatch(/^<svg class="chart" viewBox="0 0 400 180" width="100%"/);
     expect(svg.match(/<rect /g)).toHaveLength(3);
-    // The tallest bar fills the plot (166 units); the empty day has no height.
-    expect(svg).toContain('height="166"><title>2026-01-03: 4</title>');
+    // The tallest bar fills the plot (146 units); the empty day has no height.
+    expect(svg).toContain('height="146"><title>2026-01-03: 4</title>');
     expect(svg).toContain('height="0"><title>2026-01-02: 0</title>');
     expect(svg).not.toMatch(/style=|<script/);
     expect(svg.trimEnd().endsWith('</svg>')).toBe(true);

@@ -19,8 +19,8 @@ export interface ChartOptions {
   max?: number;
 }
 
-const WIDTH = 600;
-const HEIGHT = 200;
+const WIDTH = 400;
+const HEIGHT = 180;
 const PAD = { left: 44, right: 8, top: 10, bottom: 24 };
 
 /** 3 significant figures at most, no exponent: axis labels stay short. */

@@ -96,14 +96,21 @@ ${chartCard(
 ${chartCard(
   'API error rate (4xx and 5xx)',
   svgChart(
-    fillDays(days, requests, (d) => percent(d?.errors ?? 0, d?.total ?? 0)),
+    days.map((label) => {
+      const d = requests.get(label);
+      return d?.total ? { label, value: percent(d.errors, d.total) } : { label, value: 0, text: 'no requests' };
+    }),
     { title: `Share of API requests answered with an error per day, last ${range} days`, kind: 'line', unit: ' %', max: 100 },
   ),
 )}
 ${chartCard(
   'Webhook delivery success',
   svgChart(
-    fillDays(days, deliveries, (d) => percent(d?.sent ?? 0, (d?.sent ?? 0) + (d?.failed ?? 0))),
+    days.map((label) => {
+      const d = deliveries.get(label);
+      const finished = (d?.sent ?? 0) + (d?.failed ?? 0);
+      return finished ? { label, value: percent(d!.sent, finished) } : { label, value: 0, text: 'no finished deliveries' };
+    }),
     { title: `Share of finished webhook deliveries that succeeded per day, last ${range} days`, kind: 'line', unit: ' %', max: 100 },
   ),
 )}`;

@@ -121,7 +121,7 @@ describe('overview', () => {
     // Transfers per day, volume in USD (the only currency transferred), requests, error rate, webhook success.
     expect(svgs).toHaveLength(5);
     for (const svg of svgs) {
-      expect(svg).toMatch(/^<svg class="chart" viewBox="0 0 600 200" width="100%"/);
+      expect(svg).toMatch(/^<svg class="chart" viewBox="0 0 400 180" width="100%"/);
       expect(svg).not.toMatch(/style=|<script|NaN|Infinity/);
       // Every element opened is closed (or self-closed): a small well-formedness check.
       const opened = (svg.match(/<(rect|circle|text|title|svg)[\s>]/g) ?? []).length;
