@@ -4,6 +4,7 @@ import { can, type Permission } from './roles.js';
 import type { Session } from './service.js';
 
 export const NAV = [
+  ['overview', 'Overview'],
   ['business', 'Business'],
   ['keys', 'API keys'],
   ['webhooks', 'Webhooks'],

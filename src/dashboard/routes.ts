@@ -30,6 +30,7 @@ import { teamMailer } from './team-mail.js';
 import { teamRoutes } from './team-routes.js';
 import { TeamService } from './team-service.js';
 import { webhookRoutes } from './webhook-routes.js';
+import { overviewRoutes } from './overview-routes.js';
 
 const FORM_LIMIT = 64 * 1024;
 /** Failed logins: 5 per email and 20 per client address in 15 minutes, then 429. */
@@ -62,11 +63,12 @@ function dashboard(deps: Deps) {
     registerGuards(app, service, deps.config.PROFILE === 'production');
     registerErrorPages(app);
 
-    app.get('/', async (request, reply) => seeOther(reply, request.dashboardSession ? '/dashboard/business' : '/dashboard/login'));
+    app.get('/', async (request, reply) => seeOther(reply, request.dashboardSession ? '/dashboard/overview' : '/dashboard/login'));
     await app.register(staticRoutes);
     await app.register(loginRoutes(service, team, deps.counters));
     await app.register(signupRoutes(service, deps.counters));
     await app.register(businessRoutes(deps, service, team));
+    await app.register(overviewRoutes(deps));
     await app.register(dataRoutes(deps));
     await app.register(detailRoutes(deps));
     await app.register(webhookRoutes(deps, service, team));
@@ -89,7 +91,7 @@ function loginRoutes(service: DashboardService, team: TeamService, counters: Cou
     };
 
     app.get('/login', open, async (request, reply) => {
-      if (request.dashboardSession) return seeOther(reply, '/dashboard/business');
+      if (request.dashboardSession) return seeOther(reply, '/dashboard/overview');
       return sendPage(reply, loginPage(preauthToken(request, reply)));
     });
 
@@ -117,7 +119,7 @@ function loginRoutes(service: DashboardService, team: TeamService, counters: Cou
       await limits.email.reset(keys[0]!);
       await team.audit(result.session, 'login', result.session.email);
       addCookie(reply, sessionCookie(request, result.token, SESSION_HOURS * 3600));
-      return seeOther(reply, '/dashboard/business');
+      return seeOther(reply, '/dashboard/overview');
     });
 
     app.post('/logout', async (request, reply) => {
@@ -135,7 +137,7 @@ function signupRoutes(service: DashboardService, counters: Counters) {
     const signups = new FailureLimiter(counters, 'signup-ip', 30, 3_600_000);
 
     app.get('/signup', open, async (request, reply) => {
-      if (request.dashboardSession) return seeOther(reply, '/dashboard/business');
+      if (request.dashboardSession) return seeOther(reply, '/dashboard/overview');
       return sendPage(reply, signupPage(preauthToken(request, reply)));
     });
 
@@ -187,7 +189,7 @@ function businessRoutes(deps: Deps, service: DashboardService, team: TeamService
       if (env !== 'sandbox' && env !== 'live') throw new AppError('bad_request', 'Choose sandbox or live');
       await service.switchEnvironment(sessionOf(request), env);
       const back = form.get('back') ?? '';
-      return seeOther(reply, `/dashboard/${/^[a-z]{1,20}$/.test(back) ? back : 'business'}`);
+      return seeOther(reply, `/dashboard/${/^[a-z]{1,20}$/.test(back) ? back : 'overview'}`);
     });
 
     app.get('/business', async (request, reply) => {

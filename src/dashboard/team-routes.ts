@@ -304,7 +304,7 @@ export function teamRoutes(service: DashboardService, team: TeamService, counter
         const user = await team.useLink(token, formOf(request).get('password') ?? '');
         const started = await service.startSessionFor(user.userId);
         addCookie(reply, sessionCookie(request, started.token, SESSION_HOURS * 3600));
-        return seeOther(reply, '/dashboard/business');
+        return seeOther(reply, '/dashboard/overview');
       } catch (err) {
         if (!(err instanceof TeamError)) throw err;
         await linkUses.fail(request.ip);

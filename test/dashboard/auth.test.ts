@@ -148,7 +148,7 @@ describe('log in and out', () => {
 
     const ok = await agent.post('/dashboard/login', { email: address.toUpperCase(), password: 'correct horse battery' });
     expect(ok.statusCode).toBe(303);
-    expect(ok.headers.location).toBe('/dashboard/business');
+    expect(ok.headers.location).toBe('/dashboard/overview');
     const stolen = agent.cookies.get('fsd_session')!;
     expect((await agent.get('/dashboard/business')).statusCode).toBe(200);
 

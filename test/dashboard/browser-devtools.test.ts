@@ -151,7 +151,7 @@ describe.skipIf(!hasChromium)('the developer dashboard in a browser', () => {
     await viewer.goto(link);
     await viewer.getByLabel(/^Password/).fill('viewer password 123');
     await viewer.getByRole('button', { name: 'Join' }).click();
-    await viewer.waitForURL(`${base}/dashboard/business`);
+    await viewer.waitForURL(`${base}/dashboard/overview`);
     expect(await viewer.getByRole('link', { name: 'API keys' }).count()).toBe(0);
     const refused = await viewer.goto(`${base}/dashboard/keys`);
     expect(refused?.status()).toBe(403);
@@ -188,6 +188,7 @@ describe.skipIf(!hasChromium)('the developer dashboard in a browser', () => {
       await page.goto(`${base}/dashboard/business`);
       await page.getByRole('button', { name: env }).click();
       for (const [link, heading] of [
+        ['Overview', /^Overview/],
         ['Events', /^Events/],
         ['Request log', /^Request log/],
         ['Cards', /^Cards/],
