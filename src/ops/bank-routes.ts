@@ -5,7 +5,7 @@ import { html, queryString, type Html } from '../dashboard/html.js';
 import { alert, badge, facts, table, when } from '../dashboard/layout.js';
 import { formatAmount } from '../lib/money.js';
 import * as bank from '../modules/bank-files/service.js';
-import { opsCsrf, opsPage } from './layout.js';
+import { decisionsTable, opsCsrf, opsPage } from './layout.js';
 import * as repo from './repo.js';
 import { opsCan } from './roles.js';
 import { allowed, formOf, sendPage, seeOther, uuidParam } from './replies.js';
@@ -300,17 +300,7 @@ ${fileTable(files, names)}
 <h2>Reconciliations</h2>
 ${reconciliationTable(recs, names)}
 <h2>Exchanges run from the console</h2>
-${table(
-  'Exchanges',
-  [
-    { label: 'When', cell: (r) => when(r.at.toISOString()) },
-    { label: 'Operator', cell: (r) => r.operator_email },
-    { label: 'Action', cell: (r) => html`<code>${r.action}</code>` },
-    { label: 'Reason', cell: (r) => r.reason },
-  ],
-  decisions,
-  'None yet.',
-)}`;
+${decisionsTable('Exchanges', decisions, 'None yet.')}`;
     return sendPage(reply, opsPage(session, 'bank', `Bank connection ${c.name}`, body, notice), status);
   }
 

@@ -6,7 +6,7 @@ import { html, type Html } from '../dashboard/html.js';
 import { alert, badge, facts, table, when } from '../dashboard/layout.js';
 import { validateSetting } from '../modules/approvals/service.js';
 import { InvalidSettings, setSettings } from '../modules/tenants/service.js';
-import { opsCsrf, opsPage } from './layout.js';
+import { decisionsTable, opsCsrf, opsPage } from './layout.js';
 import * as repo from './repo.js';
 import { opsCan } from './roles.js';
 import { allowed, formOf, sendPage, seeOther, uuidParam } from './replies.js';
@@ -195,16 +195,6 @@ ${table(
   'No dashboard users.',
 )}
 <h2>Decisions in the console</h2>
-${table(
-  'Decisions',
-  [
-    { label: 'When', cell: (r) => when(r.at.toISOString()) },
-    { label: 'Operator', cell: (r) => r.operator_email },
-    { label: 'Action', cell: (r) => html`<code>${r.action}</code>` },
-    { label: 'Reason', cell: (r) => r.reason },
-  ],
-  decisions,
-  'No decision yet.',
-)}`;
+${decisionsTable('Decisions', decisions)}`;
   return sendPage(reply, opsPage(session, 'businesses', b.name, body, notice), status);
 }

@@ -5,7 +5,7 @@ import type { Deps } from '../http/deps.js';
 import { html, queryString, type Html } from '../dashboard/html.js';
 import { alert, badge, facts, filterForm, table, when } from '../dashboard/layout.js';
 import { reviewCase } from '../modules/kyc/service.js';
-import { age, opsCsrf, opsPage } from './layout.js';
+import { age, decisionsTable, opsCsrf, opsPage } from './layout.js';
 import * as repo from './repo.js';
 import { opsCan } from './roles.js';
 import { allowed, formOf, sendPage, seeOther, uuidParam } from './replies.js';
@@ -301,16 +301,9 @@ ${docs.length ? docs.map(document) : html`<p class="empty">No documents uploaded
 ${decide}
 <h2>History</h2>
 <h3>Decisions in the console</h3>
-${table(
+${decisionsTable(
   'Decisions in the console',
-  [
-    { label: 'When', cell: (r) => when(r.at.toISOString()) },
-    { label: 'Operator', cell: (r) => r.operator_email },
-    { label: 'Action', cell: (r) => html`<code>${r.action}</code>` },
-    { label: 'Reason', cell: (r) => r.reason },
-  ],
   decisions.filter((d) => d.action !== 'kyc.document_viewed'),
-  'No decision yet.',
 )}
 <h3>Cases of this customer</h3>
 ${table(

@@ -1,5 +1,6 @@
 import { html, type Html } from '../dashboard/html.js';
-import { pageHead, signedInFrame } from '../dashboard/layout.js';
+import { pageHead, signedInFrame, table, when } from '../dashboard/layout.js';
+import type { AuditRow } from './repo.js';
 import { opsCan, type OpsPermission } from './roles.js';
 import type { OpsSession } from './service.js';
 
@@ -63,4 +64,19 @@ export function age(since: Date, now = Date.now()): string {
   if (hours < 1) return `${Math.round(hours * 60)} min`;
   if (hours < 48) return `${Math.floor(hours)} h`;
   return `${Math.floor(hours / 24)} d`;
+}
+
+/** The audit rows about one thing (a case, a payout, a business, a connection): who did what, when and why. */
+export function decisionsTable(caption: string, rows: AuditRow[], empty = 'No decision yet.'): Html {
+  return table(
+    caption,
+    [
+      { label: 'When', cell: (r) => when(r.at.toISOString()) },
+      { label: 'Operator', cell: (r) => r.operator_email },
+      { label: 'Action', cell: (r) => html`<code>${r.action}</code>` },
+      { label: 'Reason', cell: (r) => r.reason },
+    ],
+    rows,
+    empty,
+  );
 }

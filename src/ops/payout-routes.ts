@@ -6,7 +6,7 @@ import { html, queryString, type Html } from '../dashboard/html.js';
 import { alert, badge, facts, table, when } from '../dashboard/layout.js';
 import { formatAmount } from '../lib/money.js';
 import { operatorOutcome } from '../modules/transfers/payout-operator.js';
-import { age, opsCsrf, opsPage } from './layout.js';
+import { age, decisionsTable, opsCsrf, opsPage } from './layout.js';
 import * as repo from './repo.js';
 import { opsCan } from './roles.js';
 import { allowed, formOf, sendPage, seeOther, uuidParam } from './replies.js';
@@ -216,16 +216,6 @@ ${table(
   'No events.',
 )}
 <h2>Decisions in the console</h2>
-${table(
-  'Decisions',
-  [
-    { label: 'When', cell: (r) => when(r.at.toISOString()) },
-    { label: 'Operator', cell: (r) => r.operator_email },
-    { label: 'Action', cell: (r) => html`<code>${r.action}</code>` },
-    { label: 'Reason', cell: (r) => r.reason },
-  ],
-  decisions,
-  'No decision yet.',
-)}`;
+${decisionsTable('Decisions', decisions)}`;
   return sendPage(reply, opsPage(session, 'payouts', 'Payout', body, notice), status);
 }
