@@ -51,7 +51,10 @@ function head(title: string): Html {
 export function signedInFrame(page: {
   head: Html;
   bodyClass: string;
+  /** What the top bar shows before the signed-in person and the log-out button. */
   topbar: Html;
+  who: { email: string; role: string };
+  logout: { action: string; csrf: Html };
   links: Html[];
   title: string;
   body: Html;
@@ -62,6 +65,8 @@ export function signedInFrame(page: {
 <a class="skip" href="#main">Skip to content</a>
 <header class="topbar">
 ${page.topbar}
+  <span class="who">${page.who.email} <small>(${page.who.role})</small></span>
+  <form method="post" action="${page.logout.action}">${page.logout.csrf}<button type="submit" class="link">Log out</button></form>
 </header>
 <div class="frame">
 <nav class="sidebar" aria-label="Sections"><ul>${page.links}</ul></nav>
@@ -99,9 +104,9 @@ export function appPage(session: Session, section: Section, title: string, body:
     bodyClass: `env-${session.environment}`,
     topbar: html`  <span class="brand">Financial Services</span>
   <span class="env-badge" id="env-badge">${session.environment === 'live' ? 'Live data' : 'Sandbox data'}</span>
-  ${environmentSwitch(session, section)}
-  <span class="who">${session.email} <small>(${session.role})</small></span>
-  <form method="post" action="/dashboard/logout">${csrfField(session)}<button type="submit" class="link">Log out</button></form>`,
+  ${environmentSwitch(session, section)}`,
+    who: session,
+    logout: { action: '/dashboard/logout', csrf: csrfField(session) },
     links,
     title,
     body,

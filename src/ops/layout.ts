@@ -36,9 +36,9 @@ export function opsPage(session: OpsSession, section: string, title: string, bod
   return signedInFrame({
     head: head(title),
     bodyClass: 'env-live ops',
-    topbar: html`  <span class="brand">Financial Services · Operator console</span>
-  <span class="who">${session.email} <small>(${session.role})</small></span>
-  <form method="post" action="/ops/logout">${opsCsrf(session)}<button type="submit" class="link">Log out</button></form>`,
+    topbar: html`  <span class="brand">Financial Services · Operator console</span>`,
+    who: session,
+    logout: { action: '/ops/logout', csrf: opsCsrf(session) },
     links,
     title,
     body,
