@@ -5,7 +5,6 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { reconcile } from '../../src/ledger/index.js';
 import { listInstitutions } from '../../src/lib/institutions.js';
-import { parseAmount } from '../../src/lib/money.js';
 import { buildCamt054, buildPain001, buildPain002, type CashEntryInput } from '../../src/modules/bank-files/messages.js';
 import { toLatin } from '../../src/lib/latin.js';
 import * as bank from '../../src/modules/bank-files/service.js';
@@ -14,13 +13,12 @@ import { dispatchPendingPayouts } from '../../src/modules/transfers/payout-lifec
 import { bankDeps } from '../../src/workers/bank-files.js';
 import { clientFor, johnDoe, startTestApp, type Client, type TestApp } from '../harness.js';
 import { approveKycLive } from '../kyc-helpers.js';
+import { camt054, folderConnection, ngnCredit } from './fixtures.js';
 import { nubans, payoutBody } from '../payout-fixtures.js';
 
 /** Files from the bank that must be refused whole, group-level rejections, and the operator API's door. */
 const TOKEN = 'operator-token-of-the-import-tests-0123456789';
-const PLATFORM = { iban: null, accountNumber: '0987654321' };
 const today = new Date().toISOString().slice(0, 10);
-const minor = (s: string) => parseAmount(s, 'NGN');
 const cfg = { SANDBOX_RAIL_DELAY_MS: 0 };
 
 let t: TestApp;
@@ -34,17 +32,7 @@ const deps = () => bankDeps(t.config, t.sealer, { warn: () => undefined } as nev
 const auth = { headers: { authorization: `Bearer ${TOKEN}` } };
 const ops = (method: 'GET' | 'POST', url: string, body?: unknown) => t.request(method, `/operator/v1/bank${url}`, body, auth);
 
-const credit = (ref: string, amount: string, more: Partial<CashEntryInput> = {}): CashEntryInput => ({
-  ref,
-  amount: minor(amount),
-  currency: 'NGN',
-  direction: 'credit',
-  bookingDate: today,
-  creditorAccount: { iban: null, accountNumber: acc.account_number },
-  ...more,
-});
-const camt054 = (messageId: string, entries: CashEntryInput[]) =>
-  buildCamt054({ messageId, createdAt: new Date(), reportId: messageId, account: PLATFORM, currency: 'NGN', entries });
+const credit = (ref: string, amount: string, more: Partial<CashEntryInput> = {}) => ngnCredit(ref, amount, acc.account_number, more);
 const importing = (content: string, filename = 'f.xml') => ops('POST', `/connections/${connectionId}/files`, { filename, content });
 const balance = async () => (await live.get(`/v1/accounts/${acc.id}`)).body.data.balance;
 
@@ -60,15 +48,7 @@ beforeAll(async () => {
   customer = (await live.post('/v1/customers', johnDoe())).body.data.id;
   await approveKycLive(t.db, tenantId, live, customer);
   acc = (await live.post('/v1/accounts', { currency: 'NGN', label: 'main', customer_id: customer })).body.data;
-  const conn = await ops('POST', '/connections', {
-    name: 'Folder Bank',
-    account_name: 'FSAPI Platform Ltd',
-    account_number: PLATFORM.accountNumber,
-    bic: 'FSAPNGLAXXX',
-    currency: 'NGN',
-    rails: ['bank_transfer'],
-    transport: { type: 'folder', outbox: join(dir, 'out'), inbox: join(dir, 'in') },
-  });
+  const conn = await ops('POST', '/connections', folderConnection(dir));
   expect(conn.status, conn.text).toBe(201);
   connectionId = conn.body.data.id;
   expect((await importing(camt054('FUND', [credit('FUND1', '1000.00')]))).status).toBe(200);

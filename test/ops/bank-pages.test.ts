@@ -3,16 +3,16 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseAmount } from '../../src/lib/money.js';
-import { buildCamt053, buildCamt054, buildPain002, type CashEntryInput } from '../../src/modules/bank-files/messages.js';
+import { buildCamt053, buildPain002 } from '../../src/modules/bank-files/messages.js';
 import { dispatchPendingPayouts } from '../../src/modules/transfers/payout-lifecycle.js';
 import { clientFor, johnDoe, startTestApp, type Client, type TestApp } from '../harness.js';
 import { approveKycLive } from '../kyc-helpers.js';
 import { nubans, payoutBody, verifiedPayee } from '../payout-fixtures.js';
+import { PLATFORM, camt054, folderConnection, ngnCredit } from '../bank-files/fixtures.js';
 import { operator, type OpsAgent } from './helpers.js';
 
 /** The console's bank pages over HTTP: connections, files, the exceptions queue, reconciliation, run now. */
 const TOKEN = 'operator-token-of-the-console-bank-tests-0123456789';
-const PLATFORM = { iban: null, accountNumber: '0987654321' };
 const today = new Date().toISOString().slice(0, 10);
 
 let t: TestApp;
@@ -28,17 +28,7 @@ let admin: OpsAgent;
 
 const auth = { headers: { authorization: `Bearer ${TOKEN}` } };
 const api = (method: 'GET' | 'POST', url: string, body?: unknown) => t.request(method, `/operator/v1/bank${url}`, body, auth);
-const credit = (ref: string, amount: string, accountNumber: string, more: Partial<CashEntryInput> = {}): CashEntryInput => ({
-  ref,
-  amount: parseAmount(amount, 'NGN'),
-  currency: 'NGN',
-  direction: 'credit',
-  bookingDate: today,
-  creditorAccount: { iban: null, accountNumber },
-  ...more,
-});
-const camt054 = (messageId: string, entries: CashEntryInput[]) =>
-  buildCamt054({ messageId, createdAt: new Date(), reportId: messageId, account: PLATFORM, currency: 'NGN', entries });
+const credit = ngnCredit;
 const importing = (content: string, filename: string) => api('POST', `/connections/${connectionId}/files`, { filename, content });
 const balance = async () => (await live.get(`/v1/accounts/${acc.id}`)).body.data.balance as string;
 const auditRows = (action: string, target?: string) => {
@@ -57,15 +47,7 @@ beforeAll(async () => {
   const customer = (await live.post('/v1/customers', johnDoe())).body.data.id as string;
   await approveKycLive(t.db, tenant.tenant_id, live, customer);
   acc = (await live.post('/v1/accounts', { currency: 'NGN', label: 'main', customer_id: customer })).body.data;
-  const conn = await api('POST', '/connections', {
-    name: 'Folder Bank',
-    account_name: 'FSAPI Platform Ltd',
-    account_number: PLATFORM.accountNumber,
-    bic: 'FSAPNGLAXXX',
-    currency: 'NGN',
-    rails: ['bank_transfer'],
-    transport: { type: 'folder', outbox: join(dir, 'out'), inbox: join(dir, 'in') },
-  });
+  const conn = await api('POST', '/connections', folderConnection(dir));
   expect(conn.status, conn.text).toBe(201);
   connectionId = conn.body.data.id;
   // Funds in, and two credits to an account number nobody holds (the exceptions).
