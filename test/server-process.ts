@@ -92,6 +92,23 @@ export async function waitExit(p: ServerProcess, ms: number): Promise<{ code: nu
   return { code: await p.exited, killed: true };
 }
 
+/**
+ * A port for a database cluster a test stops and starts again: below the kernel's ephemeral range
+ * (32768 and up), so while the cluster is down no outgoing connection and no `listen(0)` of
+ * another test file running beside it can take its port and receive its clients.
+ */
+export async function clusterPort(): Promise<number> {
+  for (;;) {
+    const port = 20_000 + Math.floor(Math.random() * 12_000);
+    const free = await new Promise<boolean>((resolve) => {
+      const srv = createServer();
+      srv.once('error', () => resolve(false));
+      srv.listen(port, '127.0.0.1', () => srv.close(() => resolve(true)));
+    });
+    if (free) return port;
+  }
+}
+
 export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const srv = createServer();

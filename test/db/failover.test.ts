@@ -6,7 +6,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newId } from '../../src/lib/ids.js';
 import { gtbPayee, nubans, payoutBody } from '../payout-fixtures.js';
-import { call, freePort, runCli, startServer, waitExit, type HttpResult, type ServerProcess } from '../server-process.js';
+import { call, clusterPort, freePort, runCli, startServer, waitExit, type HttpResult, type ServerProcess } from '../server-process.js';
 
 /**
  * Losing the primary's machine under load loses no acknowledged write. pg_auto_failover (Debian's
@@ -141,9 +141,9 @@ beforeAll(async () => {
   if (!enabled) return;
   dir = mkdtempSync('/tmp/fsapi-failover-');
   chownSync(dir, (await pgUid()).uid, (await pgUid()).gid);
-  ports.monitor = await freePort();
-  ports.a = await freePort();
-  ports.b = await freePort();
+  ports.monitor = await clusterPort();
+  ports.a = await clusterPort();
+  ports.b = await clusterPort();
   autoctl(
     'create',
     'monitor',
@@ -349,7 +349,14 @@ describe.skipIf(!enabled)('failover under load (pg_auto_failover)', () => {
     stop = true;
     await load;
 
-    expect(others.map((f) => [f.status, JSON.stringify(f.body).slice(0, 200)])).toEqual([]);
+    // One line per kind of answer, with a count and the first body, so a failure reads at a glance.
+    const kinds = new Map<string, { n: number; body: string }>();
+    for (const f of others) {
+      const kind = `${f.status} ${f.body?.error?.code ?? ''}`;
+      const seen = kinds.get(kind) ?? { n: 0, body: JSON.stringify(f.body).slice(0, 300) };
+      kinds.set(kind, { ...seen, n: seen.n + 1 });
+    }
+    expect([...kinds].map(([kind, { n, body }]) => `${n} x ${kind}: ${body}`)).toEqual([]);
     const transfers = acks.filter((a) => a.kind === 'transfer').map((a) => a.id);
     const payouts = acks.filter((a) => a.kind === 'payout').map((a) => a.id);
     expect(new Set(acks.map((a) => a.id)).size).toBe(acks.length);

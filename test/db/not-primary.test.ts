@@ -7,7 +7,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openPostgres } from '../../src/db/client.js';
 import { registerErrorHandling } from '../../src/http/envelope.js';
-import { freePort } from '../server-process.js';
+import { clusterPort } from '../server-process.js';
 
 /**
  * A write that lands on a server that stopped accepting writes (25006: what a demoted primary
@@ -38,7 +38,7 @@ beforeAll(async () => {
   dir = mkdtempSync('/tmp/fsapi-not-primary-');
   execFileSync('chown', ['postgres:', dir]);
   for (const name of ['x', 'y']) {
-    const port = await freePort();
+    const port = await clusterPort();
     ports.push(port);
     asPostgres(`${BIN}/initdb`, '-D', join(dir, name), '--auth=trust', '--no-sync', '-U', 'postgres');
     appendFileSync(

@@ -2,7 +2,7 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newId } from '../../src/lib/ids.js';
-import { call, freePort, startServer, waitExit, type HttpResult, type ServerProcess } from '../server-process.js';
+import { call, clusterPort, startServer, waitExit, type HttpResult, type ServerProcess } from '../server-process.js';
 
 /**
  * Issue #15: a PostgreSQL restart under load must fail only the requests that used the dropped
@@ -27,7 +27,7 @@ function ctl(...args: string[]) {
 
 beforeAll(async () => {
   if (!enabled) return;
-  port = await freePort();
+  port = await clusterPort();
   execFileSync('pg_createcluster', [VERSION, cluster, '-p', String(port), '--', '--auth=trust', '--no-sync'], { stdio: 'pipe' });
   ctl(VERSION, cluster, 'start');
   const admin = new pg.Client({ connectionString: `postgres://postgres@127.0.0.1:${port}/postgres` });

@@ -6,7 +6,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openPostgres } from '../../src/db/client.js';
 import { attachReplica } from '../../src/runtime.js';
-import { call, freePort, startServer, waitExit, type ServerProcess } from '../server-process.js';
+import { call, clusterPort, startServer, waitExit, type ServerProcess } from '../server-process.js';
 
 /**
  * DATABASE_READ_URL: lag-tolerant reads go to a streaming replica (a cluster and a pg_basebackup
@@ -41,8 +41,8 @@ beforeAll(async () => {
   if (!enabled) return;
   dir = mkdtempSync('/tmp/fsapi-replica-');
   execFileSync('chown', ['postgres:', dir]);
-  primaryPort = await freePort();
-  replicaPort = await freePort();
+  primaryPort = await clusterPort();
+  replicaPort = await clusterPort();
   asPostgres(`${BIN}/initdb`, '-D', join(dir, 'primary'), '--auth=trust', '--no-sync', '-U', 'postgres');
   appendFileSync(
     join(dir, 'primary', 'postgresql.auto.conf'),

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newId } from '../../src/lib/ids.js';
-import { call, freePort, runCli, startServer, waitExit, type ServerProcess } from '../server-process.js';
+import { call, clusterPort, runCli, startServer, waitExit, type ServerProcess } from '../server-process.js';
 
 /**
  * Point-in-time restore with pgBackRest (Debian's pgbackrest): a cluster of the test's own with
@@ -55,8 +55,8 @@ beforeAll(async () => {
     mkdirSync(join(dir, sub), { recursive: true });
     chownSync(join(dir, sub), uid, gid);
   }
-  port = await freePort();
-  restoredPort = await freePort();
+  port = await clusterPort();
+  restoredPort = await clusterPort();
   // The configuration docs/operations.md describes, on this test's paths.
   writeFileSync(
     join(dir, 'pgbackrest.conf'),
