@@ -1,3 +1,4 @@
+import type { Environment } from '../core/context.js';
 import { html, type Html } from './html.js';
 import { snippet } from './layout.js';
 
@@ -40,7 +41,7 @@ export type EmptyKind =
   | 'requests'
   | 'approvals';
 
-const STATES: Record<EmptyKind, (origin: string) => Html> = {
+const STATES: Record<EmptyKind, (origin: string, environment: Environment) => Html> = {
   customers: (o) =>
     state(
       html`No customers yet — create one with <code>POST /v1/customers</code>:`,
@@ -53,8 +54,8 @@ const STATES: Record<EmptyKind, (origin: string) => Html> = {
     ),
   transfers: (o) =>
     state(
-      html`No transfers yet — fund an account (sandbox), then move money with <code>POST /v1/transfer</code>.
-  Set <code>ACCOUNT</code> and <code>OTHER</code> to two ids from <a href="/dashboard/accounts">Accounts</a>:`,
+      html`No transfers yet — move money between two accounts with <code>POST /v1/transfer</code>. Set <code>ACCOUNT</code>
+  (it needs a balance) and <code>OTHER</code> to two ids from <a href="/dashboard/accounts">Accounts</a>:`,
       curlCommand(
         o,
         'POST',
@@ -62,12 +63,14 @@ const STATES: Record<EmptyKind, (origin: string) => Html> = {
         '{"source":{"id":"\'"$ACCOUNT"\'"},"destination":{"destination_type":"internal_account","id":"\'"$OTHER"\'"},"amount":"250.50"}',
       ),
     ),
-  transactions: (o) =>
-    state(
-      html`No transactions yet — they appear when money moves. Fund a sandbox account (set <code>ACCOUNT</code> to an id from
+  transactions: (o, env) =>
+    env === 'live'
+      ? state(html`No transactions yet — they appear when money arrives or moves: see <a href="/dashboard/transfers">Transfers</a>.`)
+      : state(
+          html`No transactions yet — they appear when money moves. Fund a sandbox account (set <code>ACCOUNT</code> to an id from
   <a href="/dashboard/accounts">Accounts</a>):`,
-      curlCommand(o, 'POST', '/v1/simulations/accounts/$ACCOUNT/fund', '{"amount":"1000.00"}'),
-    ),
+          curlCommand(o, 'POST', '/v1/simulations/accounts/$ACCOUNT/fund', '{"amount":"1000.00"}'),
+        ),
   cards: () =>
     state(
       html`No cards yet — issue one to an approved customer with <code>POST /v1/cards</code>; the
@@ -97,8 +100,8 @@ const STATES: Record<EmptyKind, (origin: string) => Html> = {
 };
 
 /** The first step of an empty list, with a command to copy where the API does it. */
-export function emptyState(kind: EmptyKind, origin: string): Html {
-  return STATES[kind](origin);
+export function emptyState(kind: EmptyKind, origin: string, environment: Environment = 'sandbox'): Html {
+  return STATES[kind](origin, environment);
 }
 
 /** `kind` when a list of that section has its own first step. */

@@ -61,7 +61,7 @@ export async function renderList<Q, T>(request: FastifyRequest, session: Session
   const { page: _p, ...filters } = values;
   // Unfiltered and empty: the list has nothing yet, so show its first step instead of "none match".
   if (page.items.length === 0 && Object.keys(filters).length === 0 && isEmptyKind(view.section)) {
-    return appPage(session, view.section, view.title, html`${form}${emptyState(view.section, originOf(request))}`);
+    return appPage(session, view.section, view.title, html`${form}${emptyState(view.section, originOf(request), session.environment)}`);
   }
   return appPage(
     session,
