@@ -255,10 +255,11 @@ export function detailPath(kind: DetailKind, id: string): string {
   return `/dashboard/${DETAIL[kind]}/${encodeURIComponent(id)}`;
 }
 
-/** An id that links to its own page (`label` overrides the text shown). */
+/** An id that links to its own page, shortened in the middle (`label` overrides the text shown). */
 export function idLink(kind: DetailKind, id: string | null | undefined, label?: string): Html | null {
   if (!id) return null;
-  return html`<span class="with-copy"><a href="${detailPath(kind, id)}"><code class="id">${label ?? id}</code></a>${copyButton(id, `${kind} id`)}</span>`;
+  if (label === undefined) return shortValue(id, `${kind} id`, detailPath(kind, id));
+  return html`<span class="with-copy"><a href="${detailPath(kind, id)}"><code class="id">${label}</code></a>${copyButton(id, `${kind} id`)}</span>`;
 }
 
 /** JSON text pretty-printed when it parses, as it is otherwise. */
