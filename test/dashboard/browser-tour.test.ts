@@ -100,9 +100,16 @@ describe.skipIf(!hasChromium)('a newcomer in the dashboard', () => {
 
     const res = await runCurl(command);
     expect(res.status).toBe(200);
-    await stand!.t.app.requestLog!.flush();
-    await page.reload();
-    expect(await checklistStep('request')).toBe('true');
+    // The request log is written a moment after the answer: reload until it shows, as a person would.
+    await expect
+      .poll(
+        async () => {
+          await page.reload();
+          return checklistStep('request');
+        },
+        { timeout: 5000, interval: 200 },
+      )
+      .toBe('true');
     const after = await requestBars();
     expect(after.at(-1)).toMatch(/: 1$/);
     expect(after.slice(0, -1)).toEqual(before.slice(0, -1));
