@@ -145,9 +145,12 @@ export function copyable(id: string, label: string, value: string): Html {
 </div>`;
 }
 
-/** A small button that copies `value` itself (static/app.js); `what` names it for screen readers. */
-export function copyButton(value: string, what: string): Html {
-  return html`<button type="button" class="copy copy-small" data-copy-text="${value}" aria-label="Copy ${what} ${value}">Copy</button>`;
+/**
+ * A small button that copies `value` itself (static/app.js); `what` names it for screen readers,
+ * `text` is what it shows ("Copy id" beside a name, so nobody expects the name to be copied).
+ */
+export function copyButton(value: string, what: string, text = 'Copy'): Html {
+  return html`<button type="button" class="copy copy-small" data-copy-text="${value}" aria-label="Copy ${what} ${value}">${text}</button>`;
 }
 
 /** A command to paste into a shell (curl), shown whole and wrapped, with a copy button. */
@@ -259,7 +262,7 @@ export function detailPath(kind: DetailKind, id: string): string {
 export function idLink(kind: DetailKind, id: string | null | undefined, label?: string): Html | null {
   if (!id) return null;
   if (label === undefined) return shortValue(id, `${kind} id`, detailPath(kind, id));
-  return html`<span class="with-copy"><a href="${detailPath(kind, id)}"><code class="id">${label}</code></a>${copyButton(id, `${kind} id`)}</span>`;
+  return html`<span class="with-copy"><a href="${detailPath(kind, id)}"><code class="id">${label}</code></a>${copyButton(id, `${kind} id`, 'Copy id')}</span>`;
 }
 
 /** JSON text pretty-printed when it parses, as it is otherwise. */

@@ -67,7 +67,8 @@ describe('empty states and copy buttons', () => {
     expect(customer.status).toBe(200);
     const id = customer.body.data.id as string;
     const list = await agent.get('/dashboard/customers');
-    expect(list.body).toContain(`data-copy-text="${id}"`);
+    // Beside a name the button says what it copies.
+    expect(list.body).toMatch(new RegExp(`data-copy-text="${id}" aria-label="Copy customer id ${id}">Copy id</button>`));
     await t.app.requestLog!.flush();
     const log = await agent.get('/dashboard/requests');
     const m = /<code class="id trunc" title="([^"]+)">([^<]+)<\/code>/.exec(log.body)!;
