@@ -95,7 +95,7 @@ const STATES: Record<EmptyKind, (origin: string, environment: Environment) => Ht
   approvals: () =>
     state(
       html`Nothing is waiting for approval. To have a second person approve FX orders, new payees or payouts above an
-  amount, turn it on under <a href="#approval-settings">When approval is needed</a>; such requests then wait here.`,
+  amount, an owner or admin turns it on under <a href="#approval-settings">When approval is needed</a>; such requests then wait here.`,
     ),
 };
 
