@@ -1,6 +1,7 @@
 import type { Page } from '../db/pagination.js';
 import { formatAmount } from '../lib/money.js';
 import type { ApprovalPolicy, ApprovalRow } from '../modules/approvals/service.js';
+import { emptyState } from './empty-states.js';
 import { html, type Html } from './html.js';
 import { appPage, badge, csrfField, filterForm, idCell, idLink, pager, table, when } from './layout.js';
 import { can } from './roles.js';
@@ -34,7 +35,7 @@ function settingsCard(session: Session, policy: ApprovalPolicy | null): Html {
   if (!policy)
     return html`<section class="card"><h2>Settings</h2><p>The approvals setting of this business is not valid; ask the operator to fix it.</p></section>`;
   const checked = (on: boolean) => (on ? html` checked` : '');
-  return html`<section class="card"><h2>When approval is needed (${session.environment})</h2>
+  return html`<section class="card" id="approval-settings"><h2>When approval is needed (${session.environment})</h2>
 <form method="post" action="/dashboard/approvals/settings">${csrfField(session)}
   <fieldset>
   <legend>Wait for approval</legend>
@@ -83,7 +84,7 @@ export function approvalsPage(
       { label: 'Actions', cell: (r) => actions(session, r) },
     ],
     page.items,
-    filters.status === 'waiting_approval' ? 'Nothing is waiting for approval.' : 'No requests match.',
+    filters.status === 'waiting_approval' && !filters.kind ? emptyState('approvals', '') : 'No requests match.',
   );
   return appPage(
     session,

@@ -27,6 +27,11 @@ describe('svgChart', () => {
     expect(svg).toContain('>100 %</text>');
   });
 
+  it('ends the last day label at the right edge of the plot, so it is not cut off', () => {
+    const svg = svgChart(series, { title: 'Days', kind: 'bar' }).value;
+    expect(svg).toContain('<text class="chart-label" x="392" y="174" text-anchor="end">2026-01-03</text>');
+  });
+
   it('draws an empty or all-zero series without dividing by zero', () => {
     expect(svgChart([], { title: 'Empty', kind: 'bar' }).value).not.toContain('NaN');
     const zeros = svgChart([{ label: 'a', value: 0 }], { title: 'Zero', kind: 'line' }).value;

@@ -60,8 +60,12 @@ export function svgChart(series: readonly ChartPoint[], options: ChartOptions): 
 
   // First, middle and last day under the axis: enough to read the range at phone width.
   const ticks = [...new Set([0, Math.floor((series.length - 1) / 2), series.length - 1])].filter((i) => i >= 0 && i < series.length);
-  const labels = ticks.map(
-    (i) => html`<text class="chart-label" x="${r(x(i))}" y="${HEIGHT - 6}" text-anchor="middle">${series[i]!.label}</text>`,
+  // The last label ends at the plot's right edge, so it is never cut off by the viewBox.
+  const last = series.length - 1;
+  const labels = ticks.map((i) =>
+    i === last && i > 0
+      ? html`<text class="chart-label" x="${WIDTH - PAD.right}" y="${HEIGHT - 6}" text-anchor="end">${series[i]!.label}</text>`
+      : html`<text class="chart-label" x="${r(x(i))}" y="${HEIGHT - 6}" text-anchor="middle">${series[i]!.label}</text>`,
   );
   return html`<svg class="chart" viewBox="0 0 ${WIDTH} ${HEIGHT}" width="100%" role="img" aria-label="${options.title}" xmlns="http://www.w3.org/2000/svg" preserveAspectRatio="xMidYMid meet">
 <title>${options.title}</title>

@@ -19,7 +19,7 @@ import { getTransfer } from '../modules/transfers/service.js';
 import { eventsOf } from '../modules/webhooks/service.js';
 import { eventTable } from './event-routes.js';
 import { html, type Html } from './html.js';
-import { appPage, badge, facts, idLink, table, when, type Column } from './layout.js';
+import { appPage, badge, facts, idCell, idLink, table, when, type Column } from './layout.js';
 import { renderList } from './list-view.js';
 import { sendPage, sessionOf } from './replies.js';
 import type { Session } from './service.js';
@@ -67,7 +67,7 @@ function transferTarget(t: TransferResponse): Html | string | null {
   const d = t.destination;
   if (!d.id) return d.destination_type;
   if (d.destination_type === 'card') return idLink('card', d.id);
-  if (d.destination_type === 'external_account') return html`<code class="id">${d.id}</code> (external account)`;
+  if (d.destination_type === 'external_account') return html`${idCell(d.id, 'external account id')} (external account)`;
   return idLink('account', d.id);
 }
 
@@ -87,7 +87,7 @@ export function detailRoutes(deps: Deps) {
       ]);
       const name = c.type === 'business' ? (c.business_name ?? '') : [c.first_name, c.last_name].filter(Boolean).join(' ');
       const body = html`<section class="card">${facts([
-        ['Customer id', html`<code>${c.id}</code>`],
+        ['Customer id', idCell(c.id, 'customer id')],
         ['Type', c.type],
         ['Email', c.email],
         ['Status', badge(c.status)],
@@ -139,7 +139,7 @@ ${section('events-title', 'Events', eventTable('Events', await eventsOf(deps.db,
         listTransactions(deps.db, scope, { page: 1, items_per_page: 50, account_id: a.id, status: 'pending' } as never),
       ]);
       const body = html`<section class="card">${facts([
-        ['Account id', html`<code>${a.id}</code>`],
+        ['Account id', idCell(a.id, 'account id')],
         ['Label', a.label],
         ['Currency', a.currency],
         ['Balance (posted)', a.balance],
@@ -169,7 +169,7 @@ ${section(
       const t = await getTransfer(deps.db, scope, idOf(request, 'Transfer'));
       const timeline = await eventsOf(deps.db, scope, [t.id]);
       const body = html`<section class="card">${facts([
-        ['Transfer id', html`<code>${t.id}</code>`],
+        ['Transfer id', idCell(t.id, 'transfer id')],
         ['Status', badge(t.transfer_status)],
         ['Amount', `${t.amount} ${t.currency}`],
         ['Fee', t.fee],
@@ -216,7 +216,7 @@ ${section(
       const sc = c.spending_controls;
       const body = html`<section class="card">${facts([
         ['Card', html`<code>${c.masked_pan}</code>`],
-        ['Card id', html`<code>${c.id}</code>`],
+        ['Card id', idCell(c.id, 'card id')],
         ['Status', badge(c.status)],
         ['Type', c.card_type],
         ['Expiry', c.expiry],

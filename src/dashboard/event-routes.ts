@@ -8,8 +8,23 @@ import { isUuid } from '../lib/ids.js';
 import { EVENT_TYPES } from '../modules/webhooks/service.js';
 import type { AttemptResponse, DeliverySummary } from '../modules/webhooks/schema.js';
 import * as webhooks from '../modules/webhooks/service.js';
+import { emptyState } from './empty-states.js';
 import { html, type Html } from './html.js';
-import { alert, appPage, badge, csrfField, filterForm, idLink, pager, table, when, type DetailKind, type FilterField } from './layout.js';
+import {
+  alert,
+  appPage,
+  badge,
+  copyButton,
+  csrfField,
+  filterForm,
+  idCell,
+  idLink,
+  pager,
+  table,
+  when,
+  type DetailKind,
+  type FilterField,
+} from './layout.js';
 import { can } from './roles.js';
 import { queryValues } from './list-view.js';
 import { sendPage, sessionOf } from './replies.js';
@@ -38,10 +53,10 @@ export function resourceLink(eventType: string, id: string): Html | null {
         : eventType.startsWith('cards.status')
           ? 'card'
           : null;
-  return kind ? idLink(kind, id) : html`<code class="id">${id}</code>`;
+  return kind ? idLink(kind, id) : idCell(id);
 }
 
-export function eventTable(caption: string, events: webhooks.EventSummary[], empty: string): Html {
+export function eventTable(caption: string, events: webhooks.EventSummary[], empty: string | Html): Html {
   return table(
     caption,
     [
@@ -52,6 +67,11 @@ export function eventTable(caption: string, events: webhooks.EventSummary[], emp
     events,
     empty,
   );
+}
+
+/** Without filters an empty list means no event yet: say what makes one. */
+function noneMatch(filters: Record<string, string | undefined>): string | Html {
+  return Object.keys(filters).some((k) => k !== 'page') ? 'No events match.' : emptyState('events', '');
 }
 
 function listPage(
@@ -66,7 +86,7 @@ function listPage(
     `Events · ${session.environment}`,
     html`${filterForm('/dashboard/events', FIELDS, filters)}
 ${error ? alert('error', error) : ''}
-${page ? html`${eventTable('Events', page.items, 'No events match.')}${pager('/dashboard/events', (({ page: _p, ...f }) => f)(filters), page as Page<unknown>)}` : ''}`,
+${page ? html`${eventTable('Events', page.items, noneMatch(filters))}${pager('/dashboard/events', (({ page: _p, ...f }) => f)(filters), page as Page<unknown>)}` : ''}`,
   );
 }
 
@@ -119,7 +139,7 @@ async function detailPage(deps: Deps, session: Session, id: string): Promise<Htm
     `Event ${event.event_type}`,
     html`<section class="card">
   <dl class="facts">
-    <dt>Event id</dt><dd><code id="event-id">${event.id}</code></dd>
+    <dt>Event id</dt><dd><code id="event-id">${event.id}</code> ${copyButton(event.id, 'event id')}</dd>
     <dt>Resource</dt><dd>${resourceLink(event.event_type, event.event_group_id)}</dd>
     <dt>Time</dt><dd>${when(event.created_at)}</dd>
   </dl>

@@ -1,5 +1,5 @@
 import type { Page } from '../db/pagination.js';
-import { html, queryString, type Html } from './html.js';
+import { Html, html, queryString } from './html.js';
 import { can, type Permission } from './roles.js';
 import type { Session } from './service.js';
 
@@ -69,7 +69,11 @@ ${page.topbar}
   <form method="post" action="${page.logout.action}">${page.logout.csrf}<button type="submit" class="link">Log out</button></form>
 </header>
 <div class="frame">
-<nav class="sidebar" aria-label="Sections"><ul>${page.links}</ul></nav>
+<nav class="sidebar" aria-label="Sections">
+<input type="checkbox" id="nav-toggle" class="nav-toggle" aria-controls="nav-links">
+<label for="nav-toggle" class="nav-toggle-label">Menu<span class="sr-only"> (sections)</span></label>
+<ul id="nav-links">${page.links}</ul>
+</nav>
 <main id="main" tabindex="-1">
 <h1>${page.title}</h1>
 ${page.notice ?? ''}
@@ -137,7 +141,24 @@ export function copyable(id: string, label: string, value: string): Html {
   return html`<div class="copyable">
   <span class="label" id="${id}-label">${label}</span>
   <code id="${id}" class="key" aria-labelledby="${id}-label">${value}</code>
-  <button type="button" data-copy="${id}" aria-describedby="${id}-label">Copy</button>
+  <button type="button" class="copy" data-copy="${id}" aria-describedby="${id}-label">Copy</button>
+</div>`;
+}
+
+/**
+ * A small button that copies `value` itself (static/app.js); `what` names it for screen readers,
+ * `text` is what it shows ("Copy id" beside a name, so nobody expects the name to be copied).
+ */
+export function copyButton(value: string, what: string, text = 'Copy'): Html {
+  return html`<button type="button" class="copy copy-small" data-copy-text="${value}" aria-label="Copy ${what} ${value}">${text}</button>`;
+}
+
+/** A command to paste into a shell (curl), shown whole and wrapped, with a copy button. */
+export function snippet(id: string, label: string, text: string): Html {
+  return html`<div class="snippet">
+  <p class="snippet-label" id="${id}-label">${label}</p>
+  <pre class="snippet-code" tabindex="0" aria-labelledby="${id}-label"><code id="${id}">${text}</code></pre>
+  <button type="button" class="copy" data-copy="${id}" aria-describedby="${id}-label">Copy</button>
 </div>`;
 }
 
@@ -147,7 +168,8 @@ export interface Column<T> {
   numeric?: boolean;
 }
 
-export function table<T>(caption: string, columns: Column<T>[], rows: T[], empty: string): Html {
+export function table<T>(caption: string, columns: Column<T>[], rows: T[], empty: string | Html): Html {
+  if (rows.length === 0 && empty instanceof Html) return empty;
   if (rows.length === 0) return html`<p class="empty">${empty}</p>`;
   return html`<div class="table-wrap"><table>
 <caption class="sr-only">${caption}</caption>
@@ -199,9 +221,21 @@ export function badge(value: string): Html {
   return html`<span class="badge badge-${value.replace(/[^a-z_]/g, '')}">${value}</span>`;
 }
 
-/** An id in a table: monospace, never wrapped (the table scrolls instead). */
-export function idCell(id: string | null): Html | null {
-  return id ? html`<code class="id">${id}</code>` : null;
+/** An id in a table: monospace, never wrapped, with a copy button. */
+export function idCell(id: string | null, what = 'id'): Html | null {
+  return id ? html`<span class="with-copy"><code class="id">${id}</code>${copyButton(id, what)}</span>` : null;
+}
+
+/**
+ * A long value in a narrow column (request id, Idempotency-Key): shortened in the middle, whole in
+ * its title, copied whole by its button; `href` makes the text a link.
+ */
+export function shortValue(value: string | null, what: string, href?: string): Html | null {
+  if (!value) return null;
+  // Both ends: time-ordered ids share their first characters with their neighbours.
+  const shown = value.length > 18 ? `${value.slice(0, 8)}…${value.slice(-6)}` : value;
+  const code = html`<code class="id trunc" title="${value}">${shown}</code>`;
+  return html`<span class="with-copy">${href ? html`<a href="${href}">${code}</a>` : code}${copyButton(value, what)}</span>`;
 }
 
 /** A timestamp as `2024-01-15 10:30:00 UTC`, machine-readable in `datetime`. */
@@ -224,9 +258,11 @@ export function detailPath(kind: DetailKind, id: string): string {
   return `/dashboard/${DETAIL[kind]}/${encodeURIComponent(id)}`;
 }
 
-/** An id that links to its own page (`label` overrides the text shown). */
+/** An id that links to its own page, shortened in the middle (`label` overrides the text shown). */
 export function idLink(kind: DetailKind, id: string | null | undefined, label?: string): Html | null {
-  return id ? html`<a href="${detailPath(kind, id)}"><code class="id">${label ?? id}</code></a>` : null;
+  if (!id) return null;
+  if (label === undefined) return shortValue(id, `${kind} id`, detailPath(kind, id));
+  return html`<span class="with-copy"><a href="${detailPath(kind, id)}"><code class="id">${label}</code></a>${copyButton(id, `${kind} id`, 'Copy id')}</span>`;
 }
 
 /** JSON text pretty-printed when it parses, as it is otherwise. */

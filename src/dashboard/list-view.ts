@@ -3,7 +3,9 @@ import type { z } from 'zod';
 import { AppError } from '../core/errors.js';
 import { statusOf } from '../http/errors.js';
 import type { Page } from '../db/pagination.js';
+import { emptyState, isEmptyKind } from './empty-states.js';
 import { html, type Html } from './html.js';
+import { originOf } from './replies.js';
 import { alert, appPage, filterForm, pager, table, type Column, type FilterField, type Section } from './layout.js';
 import type { Session } from './service.js';
 import type { Scope } from '../core/context.js';
@@ -57,6 +59,10 @@ export async function renderList<Q, T>(request: FastifyRequest, session: Session
     return appPage(session, view.section, view.title, html`${form}${alert('error', err.message)}`);
   }
   const { page: _p, ...filters } = values;
+  // Unfiltered and empty: the list has nothing yet, so show its first step instead of "none match".
+  if (page.items.length === 0 && Object.keys(filters).length === 0 && isEmptyKind(view.section)) {
+    return appPage(session, view.section, view.title, html`${form}${emptyState(view.section, originOf(request), session.environment)}`);
+  }
   return appPage(
     session,
     view.section,

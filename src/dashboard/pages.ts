@@ -1,7 +1,8 @@
 import type { Environment } from '../core/context.js';
 import type { KeyPair } from '../modules/tenants/service.js';
 import { html, type Html } from './html.js';
-import { alert, appPage, copyable, csrfField, publicPage, table, when } from './layout.js';
+import { curlCommand } from './empty-states.js';
+import { alert, appPage, copyable, csrfField, publicPage, snippet, table, when } from './layout.js';
 import type { Flash, Session } from './service.js';
 
 export interface FormState {
@@ -76,11 +77,12 @@ export function businessPage(session: Session, name: string): Html {
   );
 }
 
-function oneTimeKeys(flash: Extract<Flash, { kind: 'keys' }>): Html {
+function oneTimeKeys(flash: Extract<Flash, { kind: 'keys' }>, origin: string): Html {
   const pairs = (Object.entries(flash.keys) as [Environment, KeyPair][]).map(
     ([env, pair]) => html`<h3>${env === 'live' ? 'Live' : 'Sandbox'}</h3>
   ${copyable(`new-secret-${env}`, `New ${env} secret key`, pair.secret_key)}
-  ${copyable(`new-public-${env}`, `New ${env} public key`, pair.public_key)}`,
+  ${copyable(`new-public-${env}`, `New ${env} public key`, pair.public_key)}
+  ${snippet(`curl-${env}`, `Your first ${env} request: list customers`, curlCommand(origin, 'GET', '/v1/customers', undefined, pair.secret_key))}`,
   );
   const expiry = flash.old_keys_expire_at
     ? html`<p>The previous keys stop working at <time datetime="${flash.old_keys_expire_at}">${flash.old_keys_expire_at}</time>.</p>`
@@ -105,7 +107,17 @@ export interface KeysView {
   publicKey: string | null;
 }
 
-export function keysPage(session: Session, view: KeysView, flash: Flash | null, notice?: Html): Html {
+/** A request to paste, with the key in `$KEY` (the secret itself is shown only once). */
+function tryCard(env: Environment, origin: string): Html {
+  return html`<section class="card">
+  <h2>Call the API</h2>
+  <p>Put your ${env} secret key in <code>KEY</code> (<code>export KEY=sk_${env}_…</code>), then:</p>
+  ${snippet('curl-try', `List your ${env} customers`, curlCommand(origin, 'GET', '/v1/customers'))}
+  <p>Every <code>POST</code> also needs an <code>Idempotency-Key</code> header; the <a href="/docs">API reference</a> sends requests too.</p>
+</section>`;
+}
+
+export function keysPage(session: Session, view: KeysView, flash: Flash | null, origin: string, notice?: Html): Html {
   const env = session.environment;
   const rows = table(
     `Active ${env} keys`,
@@ -125,7 +137,8 @@ export function keysPage(session: Session, view: KeysView, flash: Flash | null, 
     session,
     'keys',
     `API keys · ${env}`,
-    html`${flash?.kind === 'keys' ? oneTimeKeys(flash) : ''}
+    html`${flash?.kind === 'keys' ? oneTimeKeys(flash, origin) : ''}
+${tryCard(env, origin)}
 <section class="card">
   <h2>Public key</h2>
   ${publicKey}

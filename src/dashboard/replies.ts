@@ -50,3 +50,8 @@ export function preauthToken(request: FastifyRequest, reply: FastifyReply): stri
   addCookie(reply, serializeCookie(name, token, { secure, maxAgeSeconds: 3600, sameSite: 'Strict' }));
   return token;
 }
+
+/** The address the browser used, for commands a person pastes (curl) and links sent elsewhere. */
+export function originOf(request: FastifyRequest): string {
+  return `${request.protocol}://${request.headers.host ?? 'localhost'}`;
+}

@@ -8,9 +8,24 @@ import { isUuid } from '../lib/ids.js';
 import { getRequest, listRequests, type RequestLogDetail, type RequestLogSummary } from '../modules/request-log/service.js';
 import { eventsOf, type EventSummary } from '../modules/webhooks/service.js';
 import { html, queryString, type Html } from './html.js';
-import { alert, appPage, badge, facts, filterForm, idLink, prettyJson, table, when, type FilterField } from './layout.js';
+import { emptyState } from './empty-states.js';
+import {
+  alert,
+  appPage,
+  badge,
+  copyButton,
+  detailPath,
+  facts,
+  filterForm,
+  idCell,
+  prettyJson,
+  shortValue,
+  table,
+  when,
+  type FilterField,
+} from './layout.js';
 import { queryValues } from './list-view.js';
-import { sendPage, sessionOf } from './replies.js';
+import { originOf, sendPage, sessionOf } from './replies.js';
 import type { Session } from './service.js';
 
 const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
@@ -53,6 +68,7 @@ function keysetPager(filters: Record<string, string | undefined>, page: Page<unk
 
 function listPage(
   session: Session,
+  origin: string,
   filters: Record<string, string | undefined>,
   page: Page<RequestLogSummary> | null,
   error?: string,
@@ -69,18 +85,19 @@ function listPage(
           },
           { label: 'Status', cell: (r) => statusBadge(r.status) },
           { label: 'Duration (ms)', cell: (r) => r.duration_ms, numeric: true },
-          { label: 'Request id', cell: (r) => idLink('request', r.id, r.request_id) },
+          { label: 'Request id', cell: (r) => shortValue(r.request_id, 'request id', detailPath('request', r.id)) },
           {
             label: 'Idempotency-Key',
             cell: (r) =>
               r.idempotency_key
-                ? html`<code>${r.idempotency_key}</code>${r.idempotency_replayed ? html` ${badge('replayed')}` : ''}`
+                ? html`${shortValue(r.idempotency_key, 'Idempotency-Key')}${r.idempotency_replayed ? html` ${badge('replayed')}` : ''}`
                 : null,
           },
-          { label: 'Key', cell: (r) => (r.key_prefix ? html`<code>${r.key_prefix}</code>` : null) },
+          // The key is stored masked (`sk_sandbox_…abcd`): shown whole, nothing worth copying.
+          { label: 'Key', cell: (r) => (r.key_prefix ? html`<code class="id">${r.key_prefix}</code>` : null) },
         ],
         page.items,
-        'No API requests match.',
+        Object.keys(filters).length === 0 ? emptyState('requests', origin) : 'No API requests match.',
       )
     : '';
   return appPage(
@@ -91,7 +108,7 @@ function listPage(
   <code>request_id</code>: paste it below to find the request. Secrets and card data are never stored.</p>
 ${filterForm('/dashboard/requests', FIELDS, filters)}
 ${error ? alert('error', error) : ''}
-${rows}
+<div class="requests-table">${rows}</div>
 ${page ? keysetPager(filters, page as Page<unknown>) : ''}`,
   );
 }
@@ -118,7 +135,7 @@ function detailPage(session: Session, r: RequestLogDetail, events: EventSummary[
     'Events of the resources this request touched',
     [
       { label: 'Event', cell: (e: EventSummary) => html`<a href="/dashboard/events/${e.id}">${e.event_type}</a>` },
-      { label: 'Resource', cell: (e) => html`<code class="id">${e.event_group_id}</code>` },
+      { label: 'Resource', cell: (e) => idCell(e.event_group_id, 'resource id') },
       { label: 'Time', cell: (e) => when(e.created_at) },
     ],
     events,
@@ -131,11 +148,14 @@ function detailPage(session: Session, r: RequestLogDetail, events: EventSummary[
     html`<section class="card">
   ${facts([
     ['Status', statusBadge(r.status)],
-    ['Request id', html`<code id="request-id">${r.request_id}</code>`],
+    ['Request id', html`<code id="request-id">${r.request_id}</code> ${copyButton(r.request_id, 'request id')}`],
     ['Time', when(r.created_at)],
     ['Duration', `${r.duration_ms} ms`],
     ['Query', r.query ? html`<code>${r.query}</code>` : null],
-    ['Idempotency-Key', r.idempotency_key ? html`<code>${r.idempotency_key}</code>` : null],
+    [
+      'Idempotency-Key',
+      r.idempotency_key ? html`<code>${r.idempotency_key}</code> ${copyButton(r.idempotency_key, 'Idempotency-Key')}` : null,
+    ],
     ['Replayed', r.idempotency_key ? (r.idempotency_replayed ? 'Yes: the stored answer was sent again' : 'No') : null],
     ['API key', r.key_prefix ? html`<code>${r.key_prefix}</code>` : null],
   ])}
@@ -160,16 +180,16 @@ export function requestLogRoutes(deps: Deps) {
       const parsed = RequestLogQuery.safeParse({ ...filters, items_per_page: '50' });
       if (!parsed.success) {
         const message = parsed.error.issues.map((i) => `${i.path.join('.') || 'filter'}: ${i.message}`).join('; ');
-        return sendPage(reply, listPage(session, filters, null, `Invalid filter. ${message}`));
+        return sendPage(reply, listPage(session, originOf(request), filters, null, `Invalid filter. ${message}`));
       }
       await flush();
       const { status, ...query } = parsed.data;
       try {
         const page = await listRequests(deps.db, scopeOf(session), { ...query, status_class: status ? Number(status[0]) : undefined });
-        return sendPage(reply, listPage(session, filters, page));
+        return sendPage(reply, listPage(session, originOf(request), filters, page));
       } catch (err) {
         if (!(err instanceof AppError) || statusOf(err) !== 400) throw err;
-        return sendPage(reply, listPage(session, filters, null, err.message));
+        return sendPage(reply, listPage(session, originOf(request), filters, null, err.message));
       }
     });
 

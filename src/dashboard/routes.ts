@@ -19,7 +19,7 @@ import {
 } from './security.js';
 import type { Counters } from '../lib/counters.js';
 import { DashboardService, EmailTaken, LoginForm, SESSION_HOURS, SignupForm } from './service.js';
-import { formOf, preauthToken, seeOther, sendPage, sessionCookie, sessionOf } from './replies.js';
+import { formOf, originOf, preauthToken, seeOther, sendPage, sessionCookie, sessionOf } from './replies.js';
 import { detailRoutes } from './detail-routes.js';
 import { eventRoutes } from './event-routes.js';
 import { requestLogRoutes } from './request-routes.js';
@@ -203,7 +203,7 @@ function businessRoutes(deps: Deps, service: DashboardService, team: TeamService
       requirePermission(session.role, 'keys');
       const flash = await service.takeFlash(session);
       const notice = flash?.kind === 'keys' && flash.old_keys_expire_at ? alert('success', 'Keys rotated.') : undefined;
-      return sendPage(reply, keysPage(session, await service.keys(session), flash, notice));
+      return sendPage(reply, keysPage(session, await service.keys(session), flash, originOf(request), notice));
     });
 
     app.post('/keys/rotate', async (request, reply) => {

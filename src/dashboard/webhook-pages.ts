@@ -7,6 +7,7 @@ import {
   type DeliverySummary,
   type EndpointResponse,
 } from '../modules/webhooks/schema.js';
+import { emptyState } from './empty-states.js';
 import { html, type Html } from './html.js';
 import { appPage, badge, copyable, csrfField, filterForm, idLink, pager, table, when } from './layout.js';
 import { can } from './roles.js';
@@ -79,8 +80,35 @@ function addForm(session: Session, view: WebhooksView): Html {
 </section>`;
 }
 
-export function webhooksPage(session: Session, view: WebhooksView): Html {
+function deliveriesTable(session: Session, view: WebhooksView, deliveries: Page<DeliverySummary>): Html {
   const urls = new Map(view.endpoints.map((e) => [e.id, e.url]));
+  const filtered = Object.keys(view.filters).some((k) => k !== 'page' && view.filters[k]);
+  return html`${table(
+    'Webhook deliveries',
+    [
+      { label: 'Event', cell: (d: DeliverySummary) => html`<a href="/dashboard/webhooks/deliveries/${d.id}">${d.event_type}</a>` },
+      { label: 'Event id', cell: (d) => idLink('event', d.event_id) },
+      { label: 'Endpoint', cell: (d) => urls.get(d.endpoint_id) ?? d.path },
+      { label: 'Status', cell: (d) => badge(d.status) },
+      { label: 'Attempts', cell: (d) => d.attempts, numeric: true },
+      { label: 'Last response', cell: (d) => d.response_status_code },
+      { label: 'Last attempt', cell: (d) => when(d.last_attempt) },
+      { label: 'Next attempt', cell: (d) => when(d.next_attempt) },
+      {
+        label: 'Resend',
+        cell: (d) =>
+          !can(session.role, 'webhooks')
+            ? null
+            : html`<form method="post" action="/dashboard/webhooks/deliveries/${d.id}/resend">${csrfField(session)}
+              <button type="submit" aria-label="Resend ${d.event_type} event">Resend</button></form>`,
+      },
+    ],
+    deliveries.items,
+    filtered ? 'No deliveries match.' : 'No deliveries yet: each event sent to an endpoint shows up here with its attempts.',
+  )}${pager('/dashboard/webhooks', view.filters, deliveries as Page<unknown>)}`;
+}
+
+export function webhooksPage(session: Session, view: WebhooksView): Html {
   const endpoints = table(
     'Webhook endpoints',
     [
@@ -90,33 +118,9 @@ export function webhooksPage(session: Session, view: WebhooksView): Html {
       { label: 'Actions', cell: (e) => endpointActions(session, e) },
     ],
     view.endpoints,
-    'No endpoints yet.',
+    emptyState('webhooks', ''),
   );
-  const deliveries = view.deliveries
-    ? html`${table(
-        'Webhook deliveries',
-        [
-          { label: 'Event', cell: (d: DeliverySummary) => html`<a href="/dashboard/webhooks/deliveries/${d.id}">${d.event_type}</a>` },
-          { label: 'Event id', cell: (d) => idLink('event', d.event_id) },
-          { label: 'Endpoint', cell: (d) => urls.get(d.endpoint_id) ?? d.path },
-          { label: 'Status', cell: (d) => badge(d.status) },
-          { label: 'Attempts', cell: (d) => d.attempts, numeric: true },
-          { label: 'Last response', cell: (d) => d.response_status_code },
-          { label: 'Last attempt', cell: (d) => when(d.last_attempt) },
-          { label: 'Next attempt', cell: (d) => when(d.next_attempt) },
-          {
-            label: 'Resend',
-            cell: (d) =>
-              !can(session.role, 'webhooks')
-                ? null
-                : html`<form method="post" action="/dashboard/webhooks/deliveries/${d.id}/resend">${csrfField(session)}
-              <button type="submit" aria-label="Resend ${d.event_type} event">Resend</button></form>`,
-          },
-        ],
-        view.deliveries.items,
-        'No deliveries match.',
-      )}${pager('/dashboard/webhooks', view.filters, view.deliveries as Page<unknown>)}`
-    : '';
+  const deliveries = view.deliveries ? deliveriesTable(session, view, view.deliveries) : '';
   return appPage(
     session,
     'webhooks',

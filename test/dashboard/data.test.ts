@@ -84,7 +84,8 @@ describe('data views', () => {
   it('shows the live environment empty of sandbox data', async () => {
     await agent.post('/dashboard/environment', { environment: 'live', back: 'transactions' });
     const tx = await agent.get('/dashboard/transactions');
-    expect(tx.body).toContain('No transactions in this environment match');
+    expect(tx.body).toContain('No transactions yet');
+    expect(tx.body).not.toContain('/v1/simulations/');
     const accounts = await agent.get('/dashboard/accounts');
     expect(accounts.body).toContain('LiveOnly');
     expect(accounts.body).not.toContain('Operating');

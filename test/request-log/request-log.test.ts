@@ -142,7 +142,7 @@ describe('request log', () => {
   it('keeps the live environment apart', async () => {
     await agent.post('/dashboard/environment', { environment: 'live', back: 'requests' });
     const live = await agent.get('/dashboard/requests');
-    expect(live.body).toContain('No API requests match');
+    expect(live.body).toContain('No API requests yet');
     await agent.post('/dashboard/environment', { environment: 'sandbox', back: 'requests' });
   });
 

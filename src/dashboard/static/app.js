@@ -1,5 +1,5 @@
 /* global document, navigator, window, Element, HTMLFormElement, setTimeout */
-// Copy buttons: <button data-copy="ID"> copies the text of the element with that id.
+// Copy buttons and confirmations.
 // No framework; works with the keyboard because the buttons are real buttons.
 'use strict';
 
@@ -25,26 +25,43 @@ async function copyText(text) {
   area.remove();
 }
 
+// <button data-copy="ID"> copies the text of the element with that id; <button data-copy-text="…">
+// copies its own attribute (ids in tables). The label says "Copied" for two seconds.
+function copySource(button) {
+  const text = button.getAttribute('data-copy-text');
+  if (text !== null) return { text, node: null };
+  const node = document.getElementById(button.getAttribute('data-copy'));
+  return node ? { text: node.textContent.trim(), node } : null;
+}
+
+function selectNode(node) {
+  if (!node) return;
+  const range = document.createRange();
+  range.selectNodeContents(node);
+  const selection = window.getSelection();
+  selection.removeAllRanges();
+  selection.addRange(range);
+}
+
 document.addEventListener('click', async (event) => {
-  const button = event.target instanceof Element ? event.target.closest('button[data-copy]') : null;
+  const button = event.target instanceof Element ? event.target.closest('button[data-copy], button[data-copy-text]') : null;
   if (!button) return;
-  const source = document.getElementById(button.getAttribute('data-copy'));
+  const source = copySource(button);
   if (!source) return;
+  if (!button.hasAttribute('data-label')) button.setAttribute('data-label', button.textContent);
   try {
-    await copyText(source.textContent.trim());
+    await copyText(source.text);
     button.textContent = 'Copied';
+    button.classList.add('copied');
     announce('Copied to the clipboard');
   } catch {
     button.textContent = 'Select and copy';
-    const range = document.createRange();
-    range.selectNodeContents(source);
-    const selection = window.getSelection();
-    selection.removeAllRanges();
-    selection.addRange(range);
-    announce('Copying failed; the text is selected, press Ctrl+C');
+    selectNode(source.node);
+    announce(source.node ? 'Copying failed; the text is selected, press Ctrl+C' : 'Copying failed');
   }
   setTimeout(() => {
-    button.textContent = 'Copy';
+    button.textContent = button.getAttribute('data-label');
+    button.classList.remove('copied');
   }, 2000);
 });
 
