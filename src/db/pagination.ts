@@ -48,6 +48,24 @@ export interface Page<T> {
   next_cursor: string | null;
 }
 
+/**
+ * Columns a caller adds to each row of one page by joins on the page's own keys (the dashboard's
+ * names beside ids): the page stays one statement and its count never pays for them. `join` gets
+ * the page's query, its own columns already selected (qualified by its table), and adds one
+ * column, `extra`, which the list hands back beside each item.
+ */
+export interface PageExtra<E> {
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  join: (qb: SelectQueryBuilder<any, any, any>) => SelectQueryBuilder<any, any, any>;
+  /** Only carries the type of `extra`. */
+  readonly shape?: E;
+}
+
+/** A list's item with the `extra` column of its row, when the page was read with one. */
+export function withExtra<T extends object, E>(item: T, row: object, extra: PageExtra<E> | undefined): T & { extra?: E } {
+  return extra ? { ...item, extra: (row as { extra?: E }).extra } : item;
+}
+
 function parseDate(value: string, endOfDay: boolean): Date {
   if (DATE_ONLY.test(value)) {
     const d = new Date(`${value}T00:00:00.000Z`);
