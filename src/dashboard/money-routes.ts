@@ -15,7 +15,14 @@ import { idOf, scopeOf, section, transactionPath } from './detail-parts.js';
 import { html, type Html } from './html.js';
 import { appPage, badge, facts, idCell, idLink, when, type DetailKind } from './layout.js';
 import { renderList, type ListView } from './list-view.js';
-import { namesOfTransaction, namesOfTransfer, transactionNames, transferNames, type TransactionNames, type TransferNames } from './names-repo.js';
+import {
+  namesOfTransaction,
+  namesOfTransfer,
+  transactionNames,
+  transferNames,
+  type TransactionNames,
+  type TransferNames,
+} from './names-repo.js';
 import { party } from './names.js';
 import { sendPage, sessionOf } from './replies.js';
 

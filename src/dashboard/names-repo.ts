@@ -88,22 +88,20 @@ export const accountOwner: PageExtra<OwnerName> = {
 
 export const cardOwner: PageExtra<OwnerName> = {
   join: (qb) =>
-    qb.leftJoin('customers as oc', 'oc.id', 'cards.customer_id').select(sql`json_build_object('customer', ${customerName('oc')})`.as('extra')),
+    qb
+      .leftJoin('customers as oc', 'oc.id', 'cards.customer_id')
+      .select(sql`json_build_object('customer', ${customerName('oc')})`.as('extra')),
 };
 
 /** The names of one transfer, for its page (read beside the transfer, not after it). */
 export async function namesOfTransfer(db: Queryable, scope: Scope, id: string): Promise<TransferNames | undefined> {
-  const row = await transferNames
-    .join(scoped(db, 'transfers', scope).where('transfers.id', '=', id))
-    .executeTakeFirst();
+  const row = await transferNames.join(scoped(db, 'transfers', scope).where('transfers.id', '=', id)).executeTakeFirst();
   return (row as { extra?: TransferNames } | undefined)?.extra;
 }
 
 /** The names of one transaction, for its page. */
 export async function namesOfTransaction(db: Queryable, scope: Scope, id: string): Promise<TransactionNames | undefined> {
-  const row = await transactionNames
-    .join(scoped(db, 'transactions', scope).where('transactions.id', '=', id))
-    .executeTakeFirst();
+  const row = await transactionNames.join(scoped(db, 'transactions', scope).where('transactions.id', '=', id)).executeTakeFirst();
   return (row as { extra?: TransactionNames } | undefined)?.extra;
 }
 

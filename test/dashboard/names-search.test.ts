@@ -28,7 +28,11 @@ beforeAll(async () => {
   email = `ada.lovelace+${newId().slice(-8)}@example.com`;
   customerId = (await api.post('/v1/customers', johnDoe({ first_name: 'Ada', last_name: 'Lovelace', email }))).body.data.id;
   expect((await api.post('/v1/customers/kyc/upload-document', passport(customerId))).status).toBe(200);
-  await activateFeature(api, customerId, 'virtual_cards', { annual_remuneration: 12000, estimated_monthly_limit: '200.50', ip_address: '12.23.31.23' });
+  await activateFeature(api, customerId, 'virtual_cards', {
+    annual_remuneration: 12000,
+    estimated_monthly_limit: '200.50',
+    ip_address: '12.23.31.23',
+  });
   mainId = (await api.post('/v1/accounts', { currency: 'USD', label: 'Household', customer_id: customerId })).body.data.id;
   otherId = (await api.post('/v1/accounts', { currency: 'USD', label: 'Savings pot', customer_id: customerId })).body.data.id;
   await api.post(`/v1/simulations/accounts/${mainId}/fund`, { amount: '300.00' });
@@ -40,7 +44,12 @@ beforeAll(async () => {
   });
   expect(transfer.status, transfer.text).toBe(200);
   transferId = transfer.body.data.id;
-  const card = await api.post('/v1/cards', { customer_id: customerId, card_type: 'virtual', card_limit: '500.00', name_on_card: 'ADA LOVELACE' });
+  const card = await api.post('/v1/cards', {
+    customer_id: customerId,
+    card_type: 'virtual',
+    card_limit: '500.00',
+    name_on_card: 'ADA LOVELACE',
+  });
   cardId = card.body.data.card?.id ?? card.body.data.id;
 });
 afterAll(() => t.close());
@@ -148,7 +157,7 @@ describe('search', () => {
     expect(byName.body).toContain(`href="/dashboard/customers/${customerId}"`);
   });
 
-  it("finds nothing of another business or environment, and says so", async () => {
+  it('finds nothing of another business or environment, and says so', async () => {
     const other = new Agent(t);
     await other.signup(`names-other+${newId().slice(-12)}@example.com`);
     for (const q of [customerId, email, clientRef, transferId]) {
