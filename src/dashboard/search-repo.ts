@@ -83,18 +83,22 @@ function hits(db: Queryable, scope: Scope, kind: HitKind): HitQuery {
   ]) as HitQuery;
 }
 
-/** Every object of the scope with this id (at most one per table), in one statement. */
-export async function findById(db: Queryable, scope: Scope, id: string): Promise<SearchHit[]> {
+/** Every object of the scope with this id (at most one per table), as one statement. */
+export function byIdQuery(db: Queryable, scope: Scope, id: string): HitQuery {
   const branches = HIT_KINDS.map((kind) => {
     const q = hits(db, scope, kind).where(`${SOURCES[kind].table}.id`, '=', id);
     return kind === 'webhook_endpoint' ? q.where('webhook_endpoints.deleted_at', 'is', null) : q;
   });
   const [first, ...rest] = branches;
-  return rest.reduce((all, q) => all.unionAll(q), first!).execute();
+  return rest.reduce((all, q) => all.unionAll(q), first!);
 }
 
-/** Objects whose email, external id, client reference, reference or request id is exactly `text`. */
-export async function findByText(db: Queryable, scope: Scope, text: string): Promise<SearchHit[]> {
+export function findById(db: Queryable, scope: Scope, id: string): Promise<SearchHit[]> {
+  return byIdQuery(db, scope, id).execute();
+}
+
+/** The exact text matches: email, external id, client reference, reference, request id (each limited). */
+export function byTextQueries(db: Queryable, scope: Scope, text: string): HitQuery[] {
   const queries: HitQuery[] = [
     hits(db, scope, 'customer').where('customers.external_id', '=', text),
     hits(db, scope, 'transfer').where('transfers.client_reference', '=', text),
@@ -109,6 +113,10 @@ export async function findByText(db: Queryable, scope: Scope, text: string): Pro
         .where(sql`lower(customers.email)`, '=', text.toLowerCase()),
     );
   }
-  const found = await Promise.all(queries.map((q) => q.limit(PER_MATCH).execute()));
-  return found.flat();
+  return queries.map((q) => q.limit(PER_MATCH));
+}
+
+/** Objects whose email, external id, client reference, reference or request id is exactly `text`. */
+export async function findByText(db: Queryable, scope: Scope, text: string): Promise<SearchHit[]> {
+  return (await Promise.all(byTextQueries(db, scope, text).map((q) => q.execute()))).flat();
 }
