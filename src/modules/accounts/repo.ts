@@ -122,7 +122,7 @@ export async function listAccounts(
   if (query.status) base = base.where('accounts.status', '=', query.status);
   if (query.type) base = base.where('accounts.type', '=', query.type);
   // Each page row carries its balance (one join), so a list is the page and its count, in parallel.
-  return paginate<AccountWithBalance>(db, base, 'accounts.id', query, (qb) => (extra ? extra.join(withBalance(qb)) : withBalance(qb)));
+  return paginate<AccountWithBalance>(db, base, 'accounts.id', query, withBalance, 'desc', extra);
 }
 
 /**

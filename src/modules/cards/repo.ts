@@ -155,14 +155,11 @@ export async function updateCard(db: Queryable, ctx: Scope, id: string, patch: U
 
 export async function listCards(db: Queryable, ctx: Scope, query: ListCardsQuery, extra?: PageExtra<unknown>): Promise<Page<CardRow>> {
   let base = scoped(db, 'cards', ctx);
-  if (query.customer_id) base = base.where('cards.customer_id', '=', query.customer_id);
-  if (query.status) base = base.where('cards.status', '=', query.status);
-  if (query.card_type) base = base.where('cards.card_type', '=', query.card_type);
-  if (query.currency) base = base.where('cards.currency', '=', query.currency);
-  return paginate<CardRow>(db, base, 'cards.id', query, (qb) => {
-    const page = qb.selectAll('cards');
-    return extra ? extra.join(page) : page;
-  });
+  if (query.customer_id) base = base.where('customer_id', '=', query.customer_id);
+  if (query.status) base = base.where('status', '=', query.status);
+  if (query.card_type) base = base.where('card_type', '=', query.card_type);
+  if (query.currency) base = base.where('currency', '=', query.currency);
+  return paginate<CardRow>(db, base, 'cards.id', query, (qb) => qb.selectAll('cards'), 'desc', extra);
 }
 
 // ---------- authorizations ----------

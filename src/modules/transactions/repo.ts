@@ -58,20 +58,20 @@ export async function findTransaction(db: Queryable, ctx: Scope, id: string) {
 /** Every filter of the reference, scoped to the business and environment. */
 function filtered(db: Queryable, ctx: Scope, f: Filters) {
   let q = scoped(db, 'transactions', ctx);
-  if (f.customer_id) q = q.where('transactions.customer_id', '=', f.customer_id);
-  if (f.account_id) q = q.where('transactions.account_id', '=', f.account_id);
-  if (f.card_id) q = q.where('transactions.card_id', '=', f.card_id);
-  if (f.payment_link_id) q = q.where('transactions.payment_link_id', '=', f.payment_link_id);
+  if (f.customer_id) q = q.where('customer_id', '=', f.customer_id);
+  if (f.account_id) q = q.where('account_id', '=', f.account_id);
+  if (f.card_id) q = q.where('card_id', '=', f.card_id);
+  if (f.payment_link_id) q = q.where('payment_link_id', '=', f.payment_link_id);
   // Fiat only: no transaction has a blockchain hash, so a tx_hash filter matches nothing.
   if (f.tx_hash) q = q.where(sql<boolean>`false`);
-  if (f.channel) q = q.where('transactions.channel', '=', f.channel);
-  if (f.direction) q = q.where('transactions.direction', '=', f.direction);
-  if (f.status) q = q.where('transactions.status', '=', f.status);
-  if (f.transaction_type) q = q.where('transactions.transaction_type', '=', f.transaction_type);
-  if (f.currency) q = q.where('transactions.currency', '=', f.currency);
-  if (f.reference) q = q.where('transactions.reference', '=', f.reference);
-  if (f.sending_account_id) q = q.where('transactions.sending_account_id', '=', f.sending_account_id);
-  if (f.receiving_account_id) q = q.where('transactions.receiving_account_id', '=', f.receiving_account_id);
+  if (f.channel) q = q.where('channel', '=', f.channel);
+  if (f.direction) q = q.where('direction', '=', f.direction);
+  if (f.status) q = q.where('status', '=', f.status);
+  if (f.transaction_type) q = q.where('transaction_type', '=', f.transaction_type);
+  if (f.currency) q = q.where('currency', '=', f.currency);
+  if (f.reference) q = q.where('reference', '=', f.reference);
+  if (f.sending_account_id) q = q.where('sending_account_id', '=', f.sending_account_id);
+  if (f.receiving_account_id) q = q.where('receiving_account_id', '=', f.receiving_account_id);
   return q;
 }
 
@@ -81,10 +81,15 @@ export async function listTransactions(
   query: ListTransactionsQuery,
   extra?: PageExtra<unknown>,
 ): Promise<Page<TransactionRow>> {
-  return paginate<TransactionRow>(db, filtered(db, ctx, query), 'transactions.id', query, (qb) => {
-    const page = qb.selectAll('transactions');
-    return extra ? extra.join(page) : page;
-  });
+  return paginate<TransactionRow>(
+    db,
+    filtered(db, ctx, query),
+    'transactions.id',
+    query,
+    (qb) => qb.selectAll('transactions'),
+    'desc',
+    extra,
+  );
 }
 
 function withDates<T extends SelectQueryBuilder<Database, 'transactions', object>>(

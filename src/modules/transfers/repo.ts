@@ -63,19 +63,16 @@ export async function listTransfers(
   extra?: PageExtra<unknown>,
 ): Promise<Page<TransferRow>> {
   let base = scoped(db, 'transfers', ctx);
-  if (query.status) base = base.where('transfers.status', '=', query.status);
+  if (query.status) base = base.where('status', '=', query.status);
   if (query.account_id) {
     const id = query.account_id;
-    base = base.where((eb) => eb.or([eb('transfers.source_id', '=', id), eb('transfers.destination_id', '=', id)]));
+    base = base.where((eb) => eb.or([eb('source_id', '=', id), eb('destination_id', '=', id)]));
   }
   if (query.customer_id) {
     const id = query.customer_id;
-    base = base.where((eb) => eb.or([eb('transfers.customer_id', '=', id), eb('transfers.destination_customer_id', '=', id)]));
+    base = base.where((eb) => eb.or([eb('customer_id', '=', id), eb('destination_customer_id', '=', id)]));
   }
-  return paginate<TransferRow>(db, base, 'transfers.id', query, (qb) => {
-    const page = qb.selectAll('transfers');
-    return extra ? extra.join(page) : page;
-  });
+  return paginate<TransferRow>(db, base, 'transfers.id', query, (qb) => qb.selectAll('transfers'), 'desc', extra);
 }
 
 /** The transfer, row-locked until the caller commits (payout outcomes serialize on it). */
