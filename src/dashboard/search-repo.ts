@@ -83,12 +83,16 @@ function hits(db: Queryable, scope: Scope, kind: HitKind): HitQuery {
   ]) as HitQuery;
 }
 
-/** Every object of the scope with this id (at most one per table), as one statement. */
+/**
+ * Every object of the scope with this id (at most one per table), as one statement; a request's
+ * id (the X-Request-Id it was answered with) finds its request too.
+ */
 export function byIdQuery(db: Queryable, scope: Scope, id: string): HitQuery {
   const branches = HIT_KINDS.map((kind) => {
     const q = hits(db, scope, kind).where(`${SOURCES[kind].table}.id`, '=', id);
     return kind === 'webhook_endpoint' ? q.where('webhook_endpoints.deleted_at', 'is', null) : q;
   });
+  branches.push(hits(db, scope, 'request').where('api_request_log.request_id', '=', id));
   const [first, ...rest] = branches;
   return rest.reduce((all, q) => all.unionAll(q), first!);
 }

@@ -45,9 +45,18 @@ function hitPath(hit: Pick<SearchHit, 'kind' | 'id'>): string {
   }
 }
 
-/** Exact matches first, then customers whose name or email holds the text; each object once. */
+/** Each object once, in the order found. */
+function distinct(hits: SearchHit[]): SearchHit[] {
+  const seen = new Set<string>();
+  return hits.filter((h) => {
+    const key = `${h.kind}:${h.id}`;
+    return seen.has(key) ? false : (seen.add(key), true);
+  });
+}
+
+/** Exact matches first, then customers whose name or email holds the text. */
 async function search(deps: Deps, scope: Scope, q: string): Promise<SearchHit[]> {
-  if (isUuid(q)) return findById(deps.db, scope, q.toLowerCase());
+  if (isUuid(q)) return distinct(await findById(deps.db, scope, q.toLowerCase()));
   const [exact, named] = await Promise.all([
     findByText(deps.db, scope, q),
     q.length >= MIN_KEYWORD
@@ -55,11 +64,7 @@ async function search(deps: Deps, scope: Scope, q: string): Promise<SearchHit[]>
       : Promise.resolve({ items: [] }),
   ]);
   const byName: SearchHit[] = named.items.map((c) => ({ kind: 'customer', id: c.id, label: displayName(c), note: c.email }));
-  const seen = new Set<string>();
-  return [...exact, ...byName].filter((h) => {
-    const key = `${h.kind}:${h.id}`;
-    return seen.has(key) ? false : (seen.add(key), true);
-  });
+  return distinct([...exact, ...byName]);
 }
 
 function resultsBody(q: string, hits: SearchHit[]): Html {

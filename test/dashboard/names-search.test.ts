@@ -140,6 +140,16 @@ describe('search', () => {
     }
   });
 
+  it('opens an API request found by the request id it was answered with', async () => {
+    const answered = await api.get(`/v1/customers/${customerId}`);
+    await t.app.requestLog!.flush();
+    const requestId = answered.headers['x-request-id'] as string;
+    const res = await agent.get(`/dashboard/search?q=${encodeURIComponent(requestId)}`);
+    const path = location(res) ?? /href="(\/dashboard\/requests\/[0-9a-f-]{36})"/.exec(res.body)?.[1];
+    expect(path, res.body.slice(-2000)).toMatch(/^\/dashboard\/requests\/[0-9a-f-]{36}$/);
+    expect((await agent.get(path!)).body).toContain(requestId);
+  });
+
   it('finds a webhook endpoint by its id', async () => {
     const created = await api.post('/v1/webhooks/endpoints', { url: 'http://127.0.0.1:9/hook' });
     expect(created.status, created.text).toBeLessThan(300);
