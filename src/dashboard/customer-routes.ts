@@ -11,6 +11,7 @@ import { eventsOf } from '../modules/webhooks/service.js';
 import { displayName } from './data-routes.js';
 import { cardColumns } from './detail-routes.js';
 import { idOf, scopeOf, section } from './detail-parts.js';
+import { cardOwner } from './names-repo.js';
 import { eventTable } from './event-routes.js';
 import { html, type Html } from './html.js';
 import { appPage, badge, facts, idLink, table, when, type Column } from './layout.js';
@@ -88,7 +89,7 @@ async function customerPage(deps: Deps, session: Session, id: string): Promise<{
   const settings = await settingsOf(deps.db, session.tenantId);
   const [accounts, cards, docs, events, features] = await Promise.all([
     listAccounts(deps.db, scope, { page: 1, items_per_page: 50, customer_id: c.id } as never),
-    listCards(deps.db, scope, { page: 1, items_per_page: 50, customer_id: c.id }),
+    listCards(deps.db, scope, { page: 1, items_per_page: 50, customer_id: c.id }, cardOwner),
     listDocuments(deps.db, scope, c.id, { page: 1, items_per_page: 50 }),
     eventsOf(deps.db, scope, [c.id], 'desc'),
     listFeatures(deps.db, { ...scope, settings }, deps.config, { customer_id: c.id, status: 'all' }),
