@@ -97,6 +97,9 @@ describe('accounts', () => {
     expect(page.body).toContain('<svg class="chart"');
     expect(page.body).toContain(`${new Date().toISOString().slice(0, 10)}: 120.00 USD`);
     expect(page.body.match(/<circle class="chart-dot"/g)).toHaveLength(30);
+    // Before the account had any entry, its closing balance is zero.
+    const first = new Date(Date.now() - 29 * 86_400_000).toISOString().slice(0, 10);
+    expect(page.body).toContain(`${first}: 0.00 USD`);
   });
 });
 
