@@ -1,6 +1,7 @@
 import type { Page } from '../db/pagination.js';
 import { Html, html, queryString } from './html.js';
 import { can, type Permission } from './roles.js';
+import { searchForm } from './search-form.js';
 import type { Session } from './service.js';
 
 export const NAV = [
@@ -108,7 +109,8 @@ export function appPage(session: Session, section: Section, title: string, body:
     bodyClass: `env-${session.environment}`,
     topbar: html`  <span class="brand">Financial Services</span>
   <span class="env-badge" id="env-badge">${session.environment === 'live' ? 'Live data' : 'Sandbox data'}</span>
-  ${environmentSwitch(session, section)}`,
+  ${environmentSwitch(session, section)}
+  ${searchForm()}`,
     who: session,
     logout: { action: '/dashboard/logout', csrf: csrfField(session) },
     links,

@@ -19,6 +19,8 @@ export interface ListView<Q, T> {
   columns: Column<T>[];
   empty: string;
   load: (scope: Scope, query: Q) => Promise<Page<T>>;
+  /** Shown between the filters and the table (the accounts' totals), read beside the page. */
+  above?: (scope: Scope) => Promise<Html>;
 }
 
 /** The non-empty string values of these query parameters (other parameters are ignored). */
@@ -52,8 +54,9 @@ export async function renderList<Q, T>(request: FastifyRequest, session: Session
     return appPage(session, view.section, view.title, html`${form}${alert('error', `Invalid filter. ${messages.join('; ')}`)}`);
   }
   let page: Page<T>;
+  let above: Html | string;
   try {
-    page = await view.load(scope, parsed.data);
+    [page, above] = await Promise.all([view.load(scope, parsed.data), view.above?.(scope) ?? '']);
   } catch (err) {
     if (!(err instanceof AppError) || statusOf(err) !== 400) throw err;
     return appPage(session, view.section, view.title, html`${form}${alert('error', err.message)}`);
@@ -67,6 +70,6 @@ export async function renderList<Q, T>(request: FastifyRequest, session: Session
     session,
     view.section,
     view.title,
-    html`${form}${table(view.title, view.columns, page.items, view.empty)}${pager(base, filters, page as Page<unknown>)}`,
+    html`${form}${above}${table(view.title, view.columns, page.items, view.empty)}${pager(base, filters, page as Page<unknown>)}`,
   );
 }

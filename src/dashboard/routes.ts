@@ -20,6 +20,7 @@ import {
 import type { Counters } from '../lib/counters.js';
 import { DashboardService, EmailTaken, LoginForm, SESSION_HOURS, SignupForm } from './service.js';
 import { formOf, originOf, preauthToken, seeOther, sendPage, sessionCookie, sessionOf } from './replies.js';
+import { customerRoutes } from './customer-routes.js';
 import { detailRoutes } from './detail-routes.js';
 import { eventRoutes } from './event-routes.js';
 import { requestLogRoutes } from './request-routes.js';
@@ -31,6 +32,8 @@ import { teamRoutes } from './team-routes.js';
 import { TeamService } from './team-service.js';
 import { webhookRoutes } from './webhook-routes.js';
 import { overviewRoutes } from './overview-routes.js';
+import { moneyRoutes } from './money-routes.js';
+import { searchRoutes } from './search-routes.js';
 
 const FORM_LIMIT = 64 * 1024;
 /** Failed logins: 5 per email and 20 per client address in 15 minutes, then 429. */
@@ -70,7 +73,10 @@ function dashboard(deps: Deps) {
     await app.register(businessRoutes(deps, service, team));
     await app.register(overviewRoutes(deps));
     await app.register(dataRoutes(deps));
+    await app.register(customerRoutes(deps));
     await app.register(detailRoutes(deps));
+    await app.register(moneyRoutes(deps));
+    await app.register(searchRoutes(deps));
     await app.register(webhookRoutes(deps, service, team));
     await app.register(eventRoutes(deps));
     await app.register(requestLogRoutes(deps));

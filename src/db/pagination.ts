@@ -48,6 +48,25 @@ export interface Page<T> {
   next_cursor: string | null;
 }
 
+/**
+ * Columns a caller adds to each row of one page by joins on the page's own keys (the dashboard's
+ * names beside ids): the page stays one statement, and only the page's rows are joined (not the
+ * rows an offset skips, nor the count's). `join` gets a query of the page's rows under the name of
+ * their table (`transfers.source_id` still names the column) and adds one column, `extra`, which
+ * the list hands back beside each item.
+ */
+export interface PageExtra<E> {
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  join: (qb: SelectQueryBuilder<any, any, any>) => SelectQueryBuilder<any, any, any>;
+  /** Only carries the type of `extra`. */
+  readonly shape?: E;
+}
+
+/** A list's item with the `extra` column of its row, when the page was read with one. */
+export function withExtra<T extends object, E>(item: T, row: object, extra: PageExtra<E> | undefined): T & { extra?: E } {
+  return extra ? { ...item, extra: (row as { extra?: E }).extra } : item;
+}
+
 function parseDate(value: string, endOfDay: boolean): Date {
   if (DATE_ONLY.test(value)) {
     const d = new Date(`${value}T00:00:00.000Z`);
@@ -97,6 +116,7 @@ export async function paginate<Row>(
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
   select: (qb: SelectQueryBuilder<any, any, object>) => SelectQueryBuilder<any, any, any>,
   order: 'desc' | 'asc' = 'desc',
+  extra?: PageExtra<unknown>,
 ): Promise<Page<Row>> {
   const perPage = query.items_per_page ?? query.limit ?? 20;
   const { fromId, toIdExclusive } = dateRange(query);
@@ -115,7 +135,7 @@ export async function paginate<Row>(
     .limit(COUNT_CAP + 1)
     .as('capped');
   const [rows, countRow] = await Promise.all([
-    itemsQuery.execute() as Promise<Row[]>,
+    (extra ? joined(db, itemsQuery, idColumn, order, extra) : itemsQuery).execute() as Promise<Row[]>,
     db
       .selectFrom(countQuery)
       .select(sql<string>`count(*)`.as('n'))
@@ -135,4 +155,19 @@ export async function paginate<Row>(
     total_pages: exact ? Math.ceil(count / perPage) : null,
     next_cursor: hasMore && lastId ? encodeCursor(lastId) : null,
   };
+}
+
+/** The page's rows, as a subquery named after their table, with the caller's joins (PageExtra). */
+function joined(
+  db: Queryable,
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  page: SelectQueryBuilder<any, any, any>,
+  idColumn: string,
+  order: 'desc' | 'asc',
+  extra: PageExtra<unknown>,
+) {
+  const table = idColumn.split('.')[0]!;
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  const rows = (db as any).selectFrom(page.as(table)).selectAll(table) as SelectQueryBuilder<any, any, any>;
+  return extra.join(rows).orderBy(idColumn, order);
 }

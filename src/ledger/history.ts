@@ -130,3 +130,22 @@ export async function entriesPage(
       : null,
   }));
 }
+
+/**
+ * The posted balance just before each bound (a day's closing balance when the bound is the next
+ * day's first id): one statement, one index seek per bound on the account's history index,
+ * whatever the account's number of entries. In the order of `bounds`.
+ */
+export async function balancesBefore(db: Queryable, scope: LedgerScope, accountId: string, bounds: string[]): Promise<bigint[]> {
+  if (bounds.length === 0) return [];
+  const { rows } = await sql<{ balance: bigint | null }>`
+    select (
+      select e.balance_after from ledger_entries e
+      where e.account_id = ${accountId} and e.id < b.bound
+        and e.tenant_id = ${scope.tenantId} and e.environment = ${scope.environment}
+      order by e.id desc limit 1
+    ) as balance
+    from unnest(${bounds}::uuid[]) with ordinality as b(bound, n)
+    order by b.n`.execute(db);
+  return rows.map((r) => (r.balance === null ? 0n : BigInt(r.balance)));
+}

@@ -30,8 +30,9 @@
  *   lockPendingHolds(trx, scope, ids) -> Map of the pending ones, locked, for a batch that voids them.
  * - getBalance / getBalances(db, scope, ids) -> Balance(s); lockBalances(trx, scope, ids) locks
  *   rows (ascending id) for decisions that must not race postings (closing at zero balance).
- * - postedBefore / heldAt / totalsBetween / entriesPage (history.ts): an account's past, read
- *   from the entries' balance_after by index (balances as of an instant, statements).
+ * - postedBefore / heldAt / totalsBetween / entriesPage / balancesBefore (history.ts): an account's
+ *   past, read from the entries' balance_after by index (balances as of an instant, statements,
+ *   daily closing balances).
  * - getHold, getTransaction(db, scope, id) for reads; reconcile(db, tenantId?) proves zero-sum
  *   per transaction, posted = sum(entries) and pending = open holds (CLI: `ledger reconcile`).
  *
@@ -71,5 +72,5 @@ export {
 } from './service.js';
 export { PostingBatch, balanceLockAhead, systemBalancesAhead, type LockedAhead, type PostRefusal } from './batch.js';
 export { reconcile } from './reconcile.js';
-export { postedBefore, heldAt, totalsBetween, entriesPage, type HistoryEntry } from './history.js';
+export { postedBefore, heldAt, totalsBetween, entriesPage, balancesBefore, type HistoryEntry } from './history.js';
 export type { Balance, Hold, HoldInput, LedgerScope, Leg, PostedTransaction, PostingInput } from './types.js';

@@ -58,7 +58,7 @@ describe('detail pages', () => {
     expect(page.statusCode).toBe(200);
     expect(page.body).toContain('KYC state');
     expect(page.body).toContain('passport_front.png');
-    expect(page.body).toMatch(/<code>virtual_cards<\/code><\/td><td><span class="badge badge-active">active/);
+    expect(page.body).toMatch(/<li><code>virtual_cards<\/code> <span class="badge badge-active">active/);
     expect(page.body).toContain(`href="/dashboard/accounts/${accountId}"`);
     expect(page.body).toContain(`href="/dashboard/cards/${cardId}"`);
   });

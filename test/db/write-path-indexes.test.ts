@@ -35,6 +35,7 @@ const WRITE_PATH_INDEXES: Record<string, Record<string, string>> = {
     transfers_status_idx: 'the status filter',
     transfers_source_idx: 'the account_id filter (source side)',
     transfers_destination_idx: 'the account_id filter (destination side)',
+    transfers_client_reference_idx: "the dashboard's search by client reference (partial: transfers that carry one, migration 1220)",
     transfers_customer_idx: 'the customer_id filter (sender)',
     transfers_destination_customer_idx: 'the customer_id filter (receiver)',
     transfers_pending_payouts_idx: 'the payout worker (partial: pending external payouts only)',

@@ -2,7 +2,7 @@ import { sql, type ColumnType, type Insertable, type Selectable, type SelectQuer
 import type { Database } from '../../db/types.js';
 import type { Queryable } from '../../db/client.js';
 import type { Scope } from '../../core/context.js';
-import { paginate, type Page } from '../../db/pagination.js';
+import { paginate, type Page, type PageExtra } from '../../db/pagination.js';
 import { findScoped, scoped, scopedUpdate, type Lock } from '../../db/scoped.js';
 import type { BankDetails } from '../../lib/bank-details.js';
 import type { ListAccountsQuery } from './schema.js';
@@ -108,7 +108,12 @@ export async function updateStatus(db: Queryable, ctx: Scope, id: string, status
     .executeTakeFirstOrThrow();
 }
 
-export async function listAccounts(db: Queryable, ctx: Scope, query: ListAccountsQuery): Promise<Page<AccountWithBalance>> {
+export async function listAccounts(
+  db: Queryable,
+  ctx: Scope,
+  query: ListAccountsQuery,
+  extra?: PageExtra<unknown>,
+): Promise<Page<AccountWithBalance>> {
   // Qualified columns: the page query joins ledger_balances, which has some of the same names.
   let base = scoped(db, 'accounts', ctx);
   if (query.customer_id) base = base.where('accounts.customer_id', '=', query.customer_id);
@@ -117,7 +122,7 @@ export async function listAccounts(db: Queryable, ctx: Scope, query: ListAccount
   if (query.status) base = base.where('accounts.status', '=', query.status);
   if (query.type) base = base.where('accounts.type', '=', query.type);
   // Each page row carries its balance (one join), so a list is the page and its count, in parallel.
-  return paginate<AccountWithBalance>(db, base, 'accounts.id', query, withBalance);
+  return paginate<AccountWithBalance>(db, base, 'accounts.id', query, withBalance, 'desc', extra);
 }
 
 /**

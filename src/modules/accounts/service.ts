@@ -3,7 +3,7 @@ import { Batcher } from '../../db/batcher.js';
 import type { Queryable, Trx } from '../../db/client.js';
 import { groupByScope, scopeKey, type RequestContext, type Scope } from '../../core/context.js';
 import { AppError, notFound } from '../../core/errors.js';
-import type { Page } from '../../db/pagination.js';
+import { withExtra, type Page, type PageExtra } from '../../db/pagination.js';
 import { omitNulls } from '../../lib/absent.js';
 import { generateBankDetails } from '../../lib/bank-details.js';
 import { newId } from '../../lib/ids.js';
@@ -188,9 +188,15 @@ export function accountReader(
   return (ctx, id) => new Promise((resolve, reject) => batcher.submit({ ctx, id, resolve, reject }));
 }
 
-export async function listAccounts(db: Queryable, ctx: Scope, query: ListAccountsQuery): Promise<Page<AccountResponse>> {
-  const page = await repo.listAccounts(db, ctx, query);
-  return { ...page, items: page.items.map(fromJoinedRow) };
+/** A page of accounts; with `extra`, each item also carries the columns it joins (`extra`). */
+export async function listAccounts<E = never>(
+  db: Queryable,
+  ctx: Scope,
+  query: ListAccountsQuery,
+  extra?: PageExtra<E>,
+): Promise<Page<AccountResponse & { extra?: E }>> {
+  const page = await repo.listAccounts(db, ctx, query, extra);
+  return { ...page, items: page.items.map((r) => withExtra(fromJoinedRow(r), r, extra)) };
 }
 
 /**

@@ -1,7 +1,7 @@
 import { sql, type ColumnType, type Insertable, type Selectable, type Updateable } from 'kysely';
 import type { Queryable } from '../../db/client.js';
 import type { Scope } from '../../core/context.js';
-import { paginate, type Page } from '../../db/pagination.js';
+import { paginate, type Page, type PageExtra } from '../../db/pagination.js';
 import { uuidv7LowerBound } from '../../lib/ids.js';
 import type { ListApplicationsQuery, ListAuthorizationsQuery, ListCardsQuery } from './schema.js';
 import { findScoped, scoped, scopedUpdate, type Lock } from '../../db/scoped.js';
@@ -153,13 +153,13 @@ export async function updateCard(db: Queryable, ctx: Scope, id: string, patch: U
     .execute();
 }
 
-export async function listCards(db: Queryable, ctx: Scope, query: ListCardsQuery): Promise<Page<CardRow>> {
+export async function listCards(db: Queryable, ctx: Scope, query: ListCardsQuery, extra?: PageExtra<unknown>): Promise<Page<CardRow>> {
   let base = scoped(db, 'cards', ctx);
   if (query.customer_id) base = base.where('customer_id', '=', query.customer_id);
   if (query.status) base = base.where('status', '=', query.status);
   if (query.card_type) base = base.where('card_type', '=', query.card_type);
   if (query.currency) base = base.where('currency', '=', query.currency);
-  return paginate<CardRow>(db, base, 'cards.id', query, (qb) => qb.selectAll());
+  return paginate<CardRow>(db, base, 'cards.id', query, (qb) => qb.selectAll('cards'), 'desc', extra);
 }
 
 // ---------- authorizations ----------

@@ -3,7 +3,7 @@ import type { Lock } from '../../db/scoped.js';
 import type { Queryable, Trx } from '../../db/client.js';
 import type { RequestContext, Scope } from '../../core/context.js';
 import { AppError, notFound, validationError, type ErrorDetail } from '../../core/errors.js';
-import type { Page } from '../../db/pagination.js';
+import { withExtra, type Page, type PageExtra } from '../../db/pagination.js';
 import { omitNulls } from '../../lib/absent.js';
 import type { Sealer } from '../../lib/crypto.js';
 import { newId } from '../../lib/ids.js';
@@ -211,9 +211,15 @@ export async function getCard(db: Queryable, ctx: Scope, id: string): Promise<Ca
   return toCardResponse(await requireCard(db, ctx, id));
 }
 
-export async function listCards(db: Queryable, ctx: Scope, query: ListCardsQuery): Promise<Page<CardResponse>> {
-  const page = await repo.listCards(db, ctx, query);
-  return { ...page, items: page.items.map(toCardResponse) };
+/** A page of cards; with `extra`, each item also carries the columns it joins (`extra`). */
+export async function listCards<E = never>(
+  db: Queryable,
+  ctx: Scope,
+  query: ListCardsQuery,
+  extra?: PageExtra<E>,
+): Promise<Page<CardResponse & { extra?: E }>> {
+  const page = await repo.listCards(db, ctx, query, extra);
+  return { ...page, items: page.items.map((r) => withExtra(toCardResponse(r), r, extra)) };
 }
 
 export async function getBalance(db: Queryable, ctx: Scope, id: string) {

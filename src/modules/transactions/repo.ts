@@ -4,7 +4,7 @@ import { write, type Writer } from '../../db/write-set.js';
 import { valuesOf } from '../../db/values.js';
 import type { Database } from '../../db/types.js';
 import type { Scope } from '../../core/context.js';
-import { dateRange, paginate, type Page, type PageQuery } from '../../db/pagination.js';
+import { dateRange, paginate, type Page, type PageExtra, type PageQuery } from '../../db/pagination.js';
 import type { ListTransactionsQuery, VolumeQuery } from './schema.js';
 import { scoped, transition } from '../../db/scoped.js';
 
@@ -75,8 +75,21 @@ function filtered(db: Queryable, ctx: Scope, f: Filters) {
   return q;
 }
 
-export async function listTransactions(db: Queryable, ctx: Scope, query: ListTransactionsQuery): Promise<Page<TransactionRow>> {
-  return paginate<TransactionRow>(db, filtered(db, ctx, query), 'transactions.id', query, (qb) => qb.selectAll());
+export async function listTransactions(
+  db: Queryable,
+  ctx: Scope,
+  query: ListTransactionsQuery,
+  extra?: PageExtra<unknown>,
+): Promise<Page<TransactionRow>> {
+  return paginate<TransactionRow>(
+    db,
+    filtered(db, ctx, query),
+    'transactions.id',
+    query,
+    (qb) => qb.selectAll('transactions'),
+    'desc',
+    extra,
+  );
 }
 
 function withDates<T extends SelectQueryBuilder<Database, 'transactions', object>>(

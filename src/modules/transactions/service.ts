@@ -2,7 +2,7 @@ import type { Queryable } from '../../db/client.js';
 import type { Writer } from '../../db/write-set.js';
 import type { Scope } from '../../core/context.js';
 import { notFound } from '../../core/errors.js';
-import type { Page } from '../../db/pagination.js';
+import { withExtra, type Page, type PageExtra } from '../../db/pagination.js';
 import { omitNulls } from '../../lib/absent.js';
 import { newId } from '../../lib/ids.js';
 import { formatAmount } from '../../lib/money.js';
@@ -146,9 +146,15 @@ export async function getTransaction(db: Queryable, ctx: Scope, id: string): Pro
   return toTransactionResponse(row);
 }
 
-export async function listTransactions(db: Queryable, ctx: Scope, query: ListTransactionsQuery): Promise<Page<TransactionResponse>> {
-  const page = await repo.listTransactions(db, ctx, query);
-  return { ...page, items: page.items.map(toTransactionResponse) };
+/** A page of transactions; with `extra`, each item also carries the columns it joins (`extra`). */
+export async function listTransactions<E = never>(
+  db: Queryable,
+  ctx: Scope,
+  query: ListTransactionsQuery,
+  extra?: PageExtra<E>,
+): Promise<Page<TransactionResponse & { extra?: E }>> {
+  const page = await repo.listTransactions(db, ctx, query, extra);
+  return { ...page, items: page.items.map((r) => withExtra(toTransactionResponse(r), r, extra)) };
 }
 
 export async function volume(db: Queryable, ctx: Scope, query: VolumeQuery) {

@@ -4,7 +4,7 @@ import type { Queryable } from '../../db/client.js';
 import { write, type Writer } from '../../db/write-set.js';
 import { valuesOf } from '../../db/values.js';
 import type { Scope } from '../../core/context.js';
-import { paginate, type Page } from '../../db/pagination.js';
+import { paginate, type Page, type PageExtra } from '../../db/pagination.js';
 import type { ListTransfersQuery, TransferStatus } from './schema.js';
 import { findScoped, scoped, scopedUpdate, transition } from '../../db/scoped.js';
 
@@ -56,7 +56,12 @@ export async function findTransfer(db: Queryable, ctx: Scope, id: string) {
   return findScoped(db, 'transfers', ctx, id);
 }
 
-export async function listTransfers(db: Queryable, ctx: Scope, query: ListTransfersQuery): Promise<Page<TransferRow>> {
+export async function listTransfers(
+  db: Queryable,
+  ctx: Scope,
+  query: ListTransfersQuery,
+  extra?: PageExtra<unknown>,
+): Promise<Page<TransferRow>> {
   let base = scoped(db, 'transfers', ctx);
   if (query.status) base = base.where('status', '=', query.status);
   if (query.account_id) {
@@ -67,7 +72,7 @@ export async function listTransfers(db: Queryable, ctx: Scope, query: ListTransf
     const id = query.customer_id;
     base = base.where((eb) => eb.or([eb('customer_id', '=', id), eb('destination_customer_id', '=', id)]));
   }
-  return paginate<TransferRow>(db, base, 'transfers.id', query, (qb) => qb.selectAll());
+  return paginate<TransferRow>(db, base, 'transfers.id', query, (qb) => qb.selectAll('transfers'), 'desc', extra);
 }
 
 /** The transfer, row-locked until the caller commits (payout outcomes serialize on it). */

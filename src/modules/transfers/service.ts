@@ -3,7 +3,7 @@ import type { Queryable, Trx } from '../../db/client.js';
 import type { WriteSet } from '../../db/write-set.js';
 import type { RequestContext, Scope } from '../../core/context.js';
 import { AppError, notFound, validationError, type ItemOutcome } from '../../core/errors.js';
-import type { Page } from '../../db/pagination.js';
+import { withExtra, type Page, type PageExtra } from '../../db/pagination.js';
 import { movementBatch, planFirstLocks, type FirstLocks } from './batch.js';
 import { takesBatchPath, type MovementRequest } from './internal.js';
 import type { PayoutOptions } from './payout-rules.js';
@@ -97,9 +97,15 @@ export async function getTransfer(db: Queryable, ctx: Scope, id: string): Promis
   return toTransferResponse(row);
 }
 
-export async function listTransfers(db: Queryable, ctx: Scope, query: ListTransfersQuery): Promise<Page<TransferResponse>> {
-  const page = await repo.listTransfers(db, ctx, query);
-  return { ...page, items: page.items.map(toTransferResponse) };
+/** A page of transfers; with `extra`, each item also carries the columns it joins (`extra`). */
+export async function listTransfers<E = never>(
+  db: Queryable,
+  ctx: Scope,
+  query: ListTransfersQuery,
+  extra?: PageExtra<E>,
+): Promise<Page<TransferResponse & { extra?: E }>> {
+  const page = await repo.listTransfers(db, ctx, query, extra);
+  return { ...page, items: page.items.map((r) => withExtra(toTransferResponse(r), r, extra)) };
 }
 
 /** What a rail reports about a payout (bank files: pain.002 statuses, camt returns and confirmations). */

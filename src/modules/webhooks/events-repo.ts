@@ -60,12 +60,18 @@ export async function findEvent(db: Queryable, ctx: Scope, id: string): Promise<
 }
 
 /** Events of these resources (group ids), oldest first: a resource's timeline. */
-export async function eventsOfGroups(db: Queryable, ctx: Scope, groupIds: string[], limit = 100): Promise<EventSummaryRow[]> {
+export async function eventsOfGroups(
+  db: Queryable,
+  ctx: Scope,
+  groupIds: string[],
+  order: 'asc' | 'desc' = 'asc',
+  limit = 100,
+): Promise<EventSummaryRow[]> {
   if (groupIds.length === 0) return [];
   return events(db, ctx)
     .select(['id', 'event_type', 'event_group_id', 'created_at'])
     .where('event_group_id', 'in', groupIds)
-    .orderBy('id')
+    .orderBy('id', order)
     .limit(limit)
     .execute();
 }

@@ -318,9 +318,9 @@ export async function getEvent(db: Queryable, ctx: Scope, id: string) {
   return { ...toEventSummary(row), payload: row.payload, deliveries: deliveries.items.map(toSummary) };
 }
 
-/** The events of these resources (by event_group_id), oldest first. */
-export async function eventsOf(db: Queryable, ctx: Scope, groupIds: string[]): Promise<EventSummary[]> {
-  return (await eventsRepo.eventsOfGroups(db, ctx, [...new Set(groupIds)].slice(0, 20))).map(toEventSummary);
+/** The events of these resources (by event_group_id), oldest first (a timeline) or the latest, newest first. */
+export async function eventsOf(db: Queryable, ctx: Scope, groupIds: string[], order: 'asc' | 'desc' = 'asc'): Promise<EventSummary[]> {
+  return (await eventsRepo.eventsOfGroups(db, ctx, [...new Set(groupIds)].slice(0, 20), order)).map(toEventSummary);
 }
 
 export { TEST_EVENT_TYPE } from './events-repo.js';
