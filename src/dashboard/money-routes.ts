@@ -70,7 +70,7 @@ function transfersView(deps: Deps): ListView<ListTransfersQuery, NamedTransfer> 
       ...DATE_FIELDS,
     ],
     columns: [
-      { label: 'Transfer', cell: (x) => idLink('transfer', x.id, x.client_reference ?? x.reference) },
+      { label: 'Transfer', cell: (x) => idLink('transfer', x.id, x.client_reference ?? undefined) },
       { label: 'Amount', cell: (x) => `${x.amount} ${x.currency}`, numeric: true },
       { label: 'Fee', cell: (x) => x.fee, numeric: true },
       { label: 'Status', cell: (x) => badge(x.transfer_status) },
