@@ -4,6 +4,7 @@ import type { Deps } from '../../http/deps.js';
 import { envelope, ok } from '../../http/envelope.js';
 import { routes } from '../../http/route.js';
 import { gathered } from '../../http/idempotency-batch.js';
+import type { KeyedBatch } from '../../db/pipeline.js';
 import { notFound } from '../../core/errors.js';
 import { pageSchema } from '../../db/pagination.js';
 import {
@@ -50,16 +51,15 @@ export async function sandboxOnly(req: FastifyRequest): Promise<void> {
 export function cardRoutes(deps: Deps): FastifyPluginAsyncZod {
   // Withdrawals move money: concurrent ones share one transaction (the batch path,
   // docs/money-path.md), each with its own outcome and idempotency record.
-  type Withdrawals = { request: FastifyRequest; input: WithdrawBody }[];
-  const withdrawRequests = (items: Withdrawals) => items.map((i) => ({ ctx: i.request.ctx, body: i.input }));
+  // The cards, accounts and balance rows leave with the claim when the requests name them all.
   const withdrawals = gathered(
     deps,
     'cards.withdraw',
     'card_withdrawals',
-    (trx, items: Withdrawals, writes, first?: payments.WithdrawFirstReads) =>
-      payments.withdrawCards(trx, withdrawRequests(items), writes, first),
-    // The cards, accounts and balance rows leave with the claim when the requests name them all.
-    (trx, items: Withdrawals) => payments.planWithdrawalReads(trx, withdrawRequests(items)),
+    async (batch: KeyedBatch<payments.WithdrawRequest, WithdrawResponse>) => {
+      const { claimed, first } = await batch.claim(payments.planWithdrawalReads(batch.trx, batch.inputs));
+      batch.answer(claimed.length > 0 ? await payments.withdrawCards(batch.trx, claimed, batch.writes, first) : []);
+    },
   );
   return async (app) => {
     const r = routes(app, tags);
@@ -176,7 +176,7 @@ export function cardRoutes(deps: Deps): FastifyPluginAsyncZod {
         data: WithdrawResponse,
         errors: ['invalid_amount', 'not_found', 'currency_mismatch', 'insufficient_funds', 'account_frozen', 'account_inactive'],
       },
-      (req, reply) => withdrawals.run(req, reply, req.body),
+      (req, reply) => withdrawals.run(req, reply, { ctx: req.ctx, body: req.body }),
     );
     r.get(
       '/v1/cards/:card_id/authorizations',

@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { FastifyRequest } from 'fastify';
 import { gathered } from '../../http/idempotency-batch.js';
+import type { KeyedBatch } from '../../db/pipeline.js';
 import { z } from 'zod';
 import type { Deps } from '../../http/deps.js';
 import { ok } from '../../http/envelope.js';
@@ -35,15 +36,15 @@ export function collectionDeps(deps: Deps, req: FastifyRequest): service.Collect
 
 export function collectionRoutes(deps: Deps): FastifyPluginAsyncZod {
   // Charges settle money: concurrent ones share one transaction, each with its own outcome.
-  type Items = { request: FastifyRequest; input: ChargeCardBody }[];
-  const chargeRequests = (items: Items) => items.map((i) => ({ ctx: i.request.ctx, d: collectionDeps(deps, i.request), body: i.input }));
+  // The intents and saved cards leave with the claim (docs/money-path.md).
   const charges = gathered(
     deps,
     'collections.payment_intents.charge',
     'collections',
-    (trx, items: Items, writes, first?: cards.ChargeFirstReads) => cards.chargeCards(trx, chargeRequests(items), writes, first),
-    // The intents and saved cards leave with the claim (docs/money-path.md).
-    (trx, items: Items) => cards.planChargeReads(trx, chargeRequests(items)),
+    async (batch: KeyedBatch<cards.ChargeRequest, cards.ChargeResponse>) => {
+      const { claimed, first } = await batch.claim(cards.planChargeReads(batch.trx, batch.inputs));
+      batch.answer(claimed.length > 0 ? await cards.chargeCards(batch.trx, claimed, batch.writes, first) : []);
+    },
   );
   return async (app) => {
     const r = routes(app, tags);
@@ -123,7 +124,7 @@ export function collectionRoutes(deps: Deps): FastifyPluginAsyncZod {
         data: ChargeCardResponse,
         errors: ['not_found', 'invalid_state_transition'],
       },
-      (req, reply) => charges.run(req, reply, req.body),
+      (req, reply) => charges.run(req, reply, { ctx: req.ctx, d: collectionDeps(deps, req), body: req.body }),
     );
 
     r.get(

@@ -4,9 +4,9 @@ import type { Deps } from '../../http/deps.js';
 import { ok } from '../../http/envelope.js';
 import { routes } from '../../http/route.js';
 import { pageSchema, PageQuery } from '../../db/pagination.js';
-import type { FastifyRequest } from 'fastify';
 import { gathered } from '../../http/idempotency-batch.js';
-import { orderBatch, planFirstLocks, takesBatchPath, type FxFirstLocks } from './batch.js';
+import type { KeyedBatch } from '../../db/pipeline.js';
+import { orderBatch, planFirstLocks, takesBatchPath, type OrderRequest } from './batch.js';
 import * as orders from './orders.js';
 import {
   CreateOrderBody,
@@ -32,16 +32,11 @@ export function fxRoutes(deps: Deps): FastifyPluginAsyncZod {
   // Market orders into an account take the batch path, as transfers do (docs/money-path.md):
   // concurrent orders share one transaction, each with its own idempotency record and outcome.
   // The same operation name as the lone path, so a key means the same request on either.
-  type Items = { request: FastifyRequest; input: CreateOrderBody }[];
-  const requests = (items: Items) => items.map((i) => ({ ctx: i.request.ctx, config: deps.config, body: i.input }));
-  const batched = gathered(
-    deps,
-    'fx.orders.create',
-    'fx_orders',
-    (trx, items: Items, writes, first?: FxFirstLocks) => orderBatch(trx, requests(items), writes, first),
-    // The first reads and locks leave with the claim when known ahead (docs/money-path.md).
-    (trx, items: Items) => planFirstLocks(trx, requests(items)),
-  );
+  // The claim, with the first reads and locks when known ahead (docs/money-path.md), the orders, the answers.
+  const batched = gathered(deps, 'fx.orders.create', 'fx_orders', async (batch: KeyedBatch<OrderRequest, OrderResponse>) => {
+    const { claimed, first } = await batch.claim(planFirstLocks(batch.trx, batch.inputs));
+    batch.answer(claimed.length > 0 ? await orderBatch(batch.trx, claimed, batch.writes, first) : []);
+  });
   return async (app) => {
     const r = routes(app, tags);
     const sim = routes(app, ['Simulations']);
@@ -101,7 +96,7 @@ export function fxRoutes(deps: Deps): FastifyPluginAsyncZod {
       },
       (req, reply) =>
         takesBatchPath(req.ctx, req.body)
-          ? batched.run(req, reply, req.body)
+          ? batched.run(req, reply, { ctx: req.ctx, config: deps.config, body: req.body })
           : deps.idempotency.run(req, reply, 'fx.orders.create', (trx) => orders.createOrder(trx, req.ctx, deps.config, req.body)),
     );
 

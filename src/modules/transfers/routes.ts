@@ -23,19 +23,10 @@ export function transferRoutes(deps: Deps): FastifyPluginAsyncZod {
   // Every money movement from an account (internal transfer, card funding, payout) goes through
   // the batch path (docs/money-path.md): concurrent requests share one transaction and a handful
   // of multi-row statements, each still all-or-nothing with its own idempotency record.
-  type Items = { request: FastifyRequest; input: CreateTransferBody }[];
-  const requestsOf = (items: Items) => items.map((i) => ({ ctx: i.request.ctx, config: deps.config, body: i.input }));
-  const movements = gathered(
-    deps,
-    'transfers.create',
-    'transfers',
-    (trx, items: Items, writes, first?: service.FirstLocks) => service.createMovements(trx, requestsOf(items), writes, first),
-    // The first locks leave with the claim (docs/money-path.md).
-    (trx, items: Items) => service.planFirstLocks(trx, requestsOf(items)),
-  );
+  const movements = gathered(deps, 'transfers.create', 'transfers', service.movementPipeline);
   const create = (req: FastifyRequest<{ Body: CreateTransferBody }>, reply: FastifyReply) =>
     service.takesBatchPath(req.body)
-      ? movements.run(req, reply, req.body)
+      ? movements.run(req, reply, { ctx: req.ctx, config: deps.config, body: req.body })
       : deps.idempotency.run(req, reply, 'transfers.create', async () => service.refuseTransfer(req.body));
 
   // TRANSFER_BULK_CONCURRENCY (src/config.ts): a bulk's memory is held until it ends.
