@@ -28,7 +28,8 @@ export interface KeyedBatch<I, T> {
    * Claims every Idempotency-Key in one statement, `first` (the pipeline's first locks) right
    * behind it in the same round trip: PostgreSQL runs them after the claim, so the lock order is
    * the claim's and then the pipeline's. The requests claimed, in order (the others are replays or
-   * keys in progress, which the idempotency layer answers), and what `first` read.
+   * keys in progress, which the idempotency layer answers), and what `first` read. What `first`
+   * locked for a request that turns out not to be claimed stays locked until the commit: harmless.
    */
   claim<A>(first: LockPlan<A>): Promise<{ claimed: I[]; first: A }>;
   claim<A>(first: LockPlan<A> | undefined): Promise<{ claimed: I[]; first: A | undefined }>;

@@ -49,11 +49,12 @@ type Settlement = { text: string } | { err: unknown };
 
 /**
  * Idempotent POSTs executed in batches (docs/money-path.md): concurrent requests are gathered
- * (db/batcher.ts) and each batch runs in ONE transaction: claim every key with one multi-row
+ * (db/batcher.ts) and each batch runs in ONE transaction through the module's pipeline, which
+ * calls this layer's two steps (db/pipeline.ts KeyedBatch): `claim`, every key with one multi-row
  * INSERT … ON CONFLICT (a duplicate key waits on the row until the first holder commits, then
- * sees its outcome — so one effect per key, across processes too), run the work for the claimed
- * items, then complete every stored outcome with one UPDATE and drop unstored ones with one
- * DELETE, and commit. An item's refusal is its own outcome; an unexpected error reruns every
+ * sees its outcome — so one effect per key, across processes too), and `answer`, each claimed
+ * item's outcome. Then every stored outcome is completed with one UPDATE, unstored ones dropped
+ * with one DELETE, and the transaction commits. An item's refusal is its own outcome; an unexpected error reruns every
  * item alone, so only the faulty one fails. The response text is serialized by the route's
  * schema and stored as is, so a replay is byte for byte the same (same fingerprint as
  * idempotency.ts, so both paths recognize each other's keys).
