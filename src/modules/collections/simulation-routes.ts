@@ -16,24 +16,27 @@ const ACTIONS = [
   ['expire', 'The payer never pays (collection.status.expired).'],
 ] as const;
 
+/** The gatherer of one simulation action: the claim with the collections' lock, the simulations, the answers. */
+function simulationGatherer(deps: Deps, action: SimulationAction) {
+  return gathered(
+    deps,
+    `simulations.collections.${action}`,
+    'collections',
+    async (batch: KeyedBatch<SimulationRequest, CollectionResponse>) => {
+      const { claimed, first } = await batch.claim(planSimulationLocks(batch.trx, batch.inputs));
+      batch.answer(claimed.length > 0 ? await simulateCollections(batch.trx, claimed, batch.writes, first) : []);
+    },
+  );
+}
+
 /** Sandbox-only collection simulations (404 with a live key). */
 export function collectionSimulationRoutes(deps: Deps): FastifyPluginAsyncZod {
   // Each simulation settles (or ends) a collection: gathered like charges, the collections' lock
   // sent with the claim for a batch of one business (planSimulationLocks).
-  const simulations = Object.fromEntries(
-    ACTIONS.map(([action]) => [
-      action,
-      gathered(
-        deps,
-        `simulations.collections.${action}`,
-        'collections',
-        async (batch: KeyedBatch<SimulationRequest, CollectionResponse>) => {
-          const { claimed, first } = await batch.claim(planSimulationLocks(batch.trx, batch.inputs));
-          batch.answer(claimed.length > 0 ? await simulateCollections(batch.trx, claimed, batch.writes, first) : []);
-        },
-      ),
-    ]),
-  ) as Record<SimulationAction, ReturnType<typeof gathered<SimulationRequest, CollectionResponse>>>;
+  const simulations = Object.fromEntries(ACTIONS.map(([action]) => [action, simulationGatherer(deps, action)])) as Record<
+    SimulationAction,
+    ReturnType<typeof simulationGatherer>
+  >;
   return async (app) => {
     const r = routes(app, ['Simulations']);
     for (const [action, description] of ACTIONS) {
