@@ -1,6 +1,6 @@
 import type { DatabaseHandle } from '../src/db/client.js';
 import { newId } from '../src/lib/ids.js';
-import { movementBatch } from '../src/modules/transfers/batch.js';
+import { movementBatch } from '../src/modules/transfers/pipeline.js';
 import type { CreateTransferBody } from '../src/modules/transfers/schema.js';
 import { settingsOf } from '../src/modules/tenants/service.js';
 import { appConfig, postgresCpuMs } from './server.js';

@@ -1,13 +1,40 @@
 import type { CompiledQuery, QueryResult, UnknownRow } from 'kysely';
-import type { Queryable } from './client.js';
+import type { ItemOutcome } from '../core/errors.js';
+import type { Queryable, Trx } from './client.js';
+import type { WriteSet } from './write-set.js';
 
 /**
- * Statements a batch sends right behind its idempotency claim, in one round trip, and how to read
- * their rows (http/idempotency-batch.ts `planFirstLocks`).
+ * Statements sent back to back in one round trip (`pipelined`), such as a batch's first locks
+ * right behind its idempotency claim, and how to read their rows.
  */
 export interface LockPlan<A> {
   statements: CompiledQuery<unknown>[];
   read(rows: unknown[][]): A;
+}
+
+/**
+ * One gathered batch of idempotent requests, open in its transaction, as the idempotency layer
+ * (http/idempotency-batch.ts) hands it to the module that moves the money. The module's pipeline
+ * calls the steps in order: `claim` first, its own steps, then `answer`; the idempotency layer
+ * then writes the records, commits and answers each request.
+ */
+export interface KeyedBatch<I, T> {
+  readonly trx: Trx;
+  /** Every request of the batch, in arrival order, claimed or not. */
+  readonly inputs: I[];
+  /** Writes that nothing reads back before the commit: sent with the idempotency records as one statement. */
+  readonly writes: WriteSet;
+  /**
+   * Claims every Idempotency-Key in one statement, `first` (the pipeline's first locks) right
+   * behind it in the same round trip: PostgreSQL runs them after the claim, so the lock order is
+   * the claim's and then the pipeline's. The requests claimed, in order (the others are replays or
+   * keys in progress, which the idempotency layer answers), and what `first` read. What `first`
+   * locked for a request that turns out not to be claimed stays locked until the commit: harmless.
+   */
+  claim<A>(first: LockPlan<A>): Promise<{ claimed: I[]; first: A }>;
+  claim<A>(first: LockPlan<A> | undefined): Promise<{ claimed: I[]; first: A | undefined }>;
+  /** Each claimed request's outcome, in the order `claim` returned them. */
+  answer(outcomes: ItemOutcome<T>[]): void;
 }
 
 type RowsOf<T extends readonly CompiledQuery<unknown>[]> = { [K in keyof T]: T[K] extends CompiledQuery<infer R> ? R[] : never };

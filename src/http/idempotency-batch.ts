@@ -2,7 +2,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { sql, type CompiledQuery } from 'kysely';
 import { Batcher, type BatcherOptions } from '../db/batcher.js';
 import type { Db, Trx } from '../db/client.js';
-import { pipelined, type LockPlan } from '../db/pipeline.js';
+import { pipelined, type KeyedBatch, type LockPlan } from '../db/pipeline.js';
 import { write, WriteSet } from '../db/write-set.js';
 import { valuesOf } from '../db/values.js';
 import { canonicalJson } from '../lib/json.js';
@@ -49,16 +49,17 @@ type Settlement = { text: string } | { err: unknown };
 
 /**
  * Idempotent POSTs executed in batches (docs/money-path.md): concurrent requests are gathered
- * (db/batcher.ts) and each batch runs in ONE transaction: claim every key with one multi-row
+ * (db/batcher.ts) and each batch runs in ONE transaction through the module's pipeline, which
+ * calls this layer's two steps (db/pipeline.ts KeyedBatch): `claim`, every key with one multi-row
  * INSERT … ON CONFLICT (a duplicate key waits on the row until the first holder commits, then
- * sees its outcome — so one effect per key, across processes too), run the work for the claimed
- * items, then complete every stored outcome with one UPDATE and drop unstored ones with one
- * DELETE, and commit. An item's refusal is its own outcome; an unexpected error reruns every
+ * sees its outcome — so one effect per key, across processes too), and `answer`, each claimed
+ * item's outcome. Then every stored outcome is completed with one UPDATE, unstored ones dropped
+ * with one DELETE, and the transaction commits. An item's refusal is its own outcome; an unexpected error reruns every
  * item alone, so only the faulty one fails. The response text is serialized by the route's
  * schema and stored as is, so a replay is byte for byte the same (same fingerprint as
  * idempotency.ts, so both paths recognize each other's keys).
  */
-export class BatchedIdempotency<I, T, A = never> {
+export class BatchedIdempotency<I, T> {
   private readonly batcher: Batcher<Item<I>>;
 
   constructor(
@@ -66,25 +67,9 @@ export class BatchedIdempotency<I, T, A = never> {
     private readonly sealer: Sealer,
     private readonly ttlHours: number,
     private readonly operation: string,
-    /**
-     * Writes it can defer go into `writes`: sent with the idempotency records, as one statement,
-     * before the commit. `ahead`: what the statements of `planFirstLocks` locked (when given).
-     */
-    private readonly work: (
-      trx: Trx,
-      inputs: { request: FastifyRequest; input: I }[],
-      writes: WriteSet,
-      ahead?: A,
-    ) => Promise<ItemOutcome<T>[]>,
+    /** The module's steps for one batch: it calls `claim` first and `answer` last (db/pipeline.ts KeyedBatch). */
+    private readonly pipeline: (batch: KeyedBatch<I, T>) => Promise<void>,
     options: Omit<BatcherOptions<Item<I>>, 'fail'>,
-    /**
-     * The work's first locks, for every item of the batch (or none: undefined), sent right behind
-     * the claim in the same round trip (db/pipeline.ts: PostgreSQL runs them after it, so the
-     * lock order is that of the claim and then the work). For an item that turns out not to be
-     * claimed (a replay, a key in progress) its rows are locked for nothing until the commit,
-     * which is harmless.
-     */
-    private readonly planFirstLocks?: (trx: Trx, inputs: { request: FastifyRequest; input: I }[]) => LockPlan<A> | undefined,
   ) {
     this.batcher = new Batcher((batch, release) => this.execute(batch, release), {
       ...options,
@@ -159,27 +144,36 @@ export class BatchedIdempotency<I, T, A = never> {
    * back (and reports no error), so a failed write still means nothing committed.
    */
   private async runBatch(trx: Trx, batch: Item<I>[], owner: string): Promise<{ settled: Settlement[]; written: Promise<void> }> {
-    const plan = this.planFirstLocks?.(
-      trx,
-      batch.map((item) => ({ request: item.request, input: item.input })),
-    );
-    // A failed claim aborts the transaction: the statements behind it fail too, and so the batch.
-    const [claims, ...locked] = await pipelined(trx, this.claim(trx, batch, owner), ...(plan?.statements ?? []));
-    const claimed = new Set(claims.map((r) => r.claim_token));
-    const ahead = plan?.read(locked);
     const settled: (Settlement | undefined)[] = batch.map(() => undefined);
-    const mine = batch.flatMap((item, i) => (claimed.has(item.token) ? [i] : []));
-    await this.answerUnclaimed(trx, batch, claimed, settled);
     const writes = new WriteSet(trx);
-    const outcomes =
-      mine.length > 0
-        ? await this.work(
-            trx,
-            mine.map((i) => ({ request: batch[i]!.request, input: batch[i]!.input })),
-            writes,
-            ahead,
-          )
-        : [];
+    let mine: number[] | undefined;
+    let outcomes: ItemOutcome<T>[] | undefined;
+    await this.pipeline({
+      trx,
+      writes,
+      inputs: batch.map((item) => item.input),
+      claim: async <A>(first: LockPlan<A> | undefined) => {
+        // A failed claim aborts the transaction: the statements behind it fail too, and so the batch.
+        const [claims, ...locked] = await pipelined(trx, this.claim(trx, batch, owner), ...(first?.statements ?? []));
+        const claimed = new Set(claims.map((r) => r.claim_token));
+        mine = batch.flatMap((item, i) => (claimed.has(item.token) ? [i] : []));
+        const read = first?.read(locked);
+        await this.answerUnclaimed(trx, batch, claimed, settled);
+        return { claimed: mine.map((i) => batch[i]!.input), first: read as A };
+      },
+      answer: (given) => void (outcomes = given),
+    });
+    if (!mine || !outcomes || outcomes.length !== mine.length) throw new Error(`${this.operation}: the batch was not claimed and answered`);
+    const { stored, dropped } = this.outcomesOf(batch, mine, outcomes, settled);
+    await this.complete(writes, stored);
+    await this.drop(writes, dropped);
+    const written = writes.flush();
+    written.catch(() => {}); // awaited by the caller
+    return { settled: settled.map((s) => s!), written };
+  }
+
+  /** Each claimed item's outcome: the text it answers (stored, or not: 400 and 403 drop their claim). */
+  private outcomesOf(batch: Item<I>[], mine: number[], outcomes: ItemOutcome<T>[], settled: (Settlement | undefined)[]) {
     const stored: { item: Item<I>; status: number; text: string }[] = [];
     const dropped: Item<I>[] = [];
     mine.forEach((i, k) => {
@@ -197,11 +191,7 @@ export class BatchedIdempotency<I, T, A = never> {
         stored.push({ item, status: statusOf(outcome.error), text: errorText(item.request, outcome.error) });
       else dropped.push(item);
     });
-    await this.complete(writes, stored);
-    await this.drop(writes, dropped);
-    const written = writes.flush();
-    written.catch(() => {}); // awaited by the caller
-    return { settled: settled.map((s) => s!), written };
+    return { stored, dropped };
   }
 
   /**
@@ -304,26 +294,18 @@ function errorText(request: FastifyRequest, err: AppError): string {
 /**
  * A route's gatherer (docs/money-path.md): its concurrent requests share batches sized and laned
  * as the transfers' (`TRANSFER_BATCH_SIZE`; `TRANSFER_BATCH_LANES` on PostgreSQL, one lane on
- * PGlite, which has one connection). `name` labels its batch-size metric.
+ * PGlite, which has one connection), each run by the module's `pipeline`. `name` labels its
+ * batch-size metric.
  */
-export function gathered<I, T, A = never>(
+export function gathered<I, T>(
   deps: Pick<Deps, 'db' | 'sealer' | 'config' | 'dbKind'>,
   operation: string,
   name: string,
-  work: (trx: Trx, inputs: { request: FastifyRequest; input: I }[], writes: WriteSet, ahead?: A) => Promise<ItemOutcome<T>[]>,
-  planFirstLocks?: (trx: Trx, inputs: { request: FastifyRequest; input: I }[]) => LockPlan<A> | undefined,
-): BatchedIdempotency<I, T, A> {
-  return new BatchedIdempotency(
-    deps.db,
-    deps.sealer,
-    deps.config.IDEMPOTENCY_TTL_HOURS,
-    operation,
-    work,
-    {
-      maxBatch: deps.config.TRANSFER_BATCH_SIZE,
-      lanes: deps.dbKind === 'postgres' ? deps.config.TRANSFER_BATCH_LANES : 1,
-      name,
-    },
-    planFirstLocks,
-  );
+  pipeline: (batch: KeyedBatch<I, T>) => Promise<void>,
+): BatchedIdempotency<I, T> {
+  return new BatchedIdempotency(deps.db, deps.sealer, deps.config.IDEMPOTENCY_TTL_HOURS, operation, pipeline, {
+    maxBatch: deps.config.TRANSFER_BATCH_SIZE,
+    lanes: deps.dbKind === 'postgres' ? deps.config.TRANSFER_BATCH_LANES : 1,
+    name,
+  });
 }

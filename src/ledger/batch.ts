@@ -2,6 +2,7 @@ import type { CompiledQuery } from 'kysely';
 import type { Queryable } from '../db/client.js';
 import { inOneStatement, type Writer } from '../db/write-set.js';
 import { newId } from '../lib/ids.js';
+import { writeBalances, writeHolds, writePostings, type Pending, type Working } from './batch-writes.js';
 import * as repo from './repo.js';
 import type { Hold, HoldInput, LedgerScope, PostedEntry, PostedTransaction, PostingInput, SystemRole } from './types.js';
 
@@ -10,28 +11,6 @@ export type PostRefusal = { ok: false; reason: 'insufficient_funds'; accountId: 
 export type PostResult = { ok: true; posting: PostedTransaction } | PostRefusal;
 /** Holds taken together (a payout's principal and fee): all of them, or a refusal and none. */
 export type HoldsResult = { ok: true; holds: Hold[] } | PostRefusal;
-
-interface Working {
-  scope: LedgerScope;
-  currency: string;
-  allowNegative: boolean;
-  posted: bigint;
-  pendingDebits: bigint;
-  /** What this batch added so far to posted, pending debits and pending credits (one UPDATE at flush). */
-  delta: bigint;
-  pendingDebitsDelta: bigint;
-  pendingCreditsDelta: bigint;
-  /** A system account this batch creates (addFresh): inserted at flush if a posting or hold used it. */
-  fresh?: { role: SystemRole; used: boolean };
-  /** An account the caller creates before the flush if a posting or hold used it (addReserved). */
-  reserved?: { used: boolean };
-}
-
-interface Pending {
-  scope: LedgerScope;
-  input: PostingInput;
-  posting: PostedTransaction;
-}
 
 /**
  * Balance rows a caller locked before the batch opened, with the statement that locks its other
@@ -355,68 +334,10 @@ export class PostingBatch {
     if (this.pending.length === 0 && this.holds.length === 0 && this.released.size === 0 && this.posted.size === 0) return;
     // One statement for all of it, even alone (ledger.post): the parts touch different rows.
     await inOneStatement(to, async (set) => {
-      const deltas = [...this.balances].filter(
-        ([, w]) => !w.fresh && (w.delta !== 0n || w.pendingDebitsDelta !== 0n || w.pendingCreditsDelta !== 0n),
-      );
-      const created = [...this.balances].filter(([, w]) => w.fresh?.used);
-      await repo.insertFreshSystemAccounts(
-        set,
-        created.map(([id, w]) => ({
-          id,
-          scope: w.scope,
-          role: w.fresh!.role,
-          currency: w.currency,
-          posted: w.delta,
-          pendingDebits: w.pendingDebitsDelta,
-          pendingCredits: w.pendingCreditsDelta,
-        })),
-      );
-      await repo.addBalanceDeltas(
-        set,
-        deltas.map(([id, w]) => ({
-          accountId: id,
-          posted: w.delta,
-          pendingDebits: w.pendingDebitsDelta,
-          pendingCredits: w.pendingCreditsDelta,
-        })),
-      );
-      await repo.insertHolds(
-        set,
-        this.holds.map(({ scope, input, hold }) => ({
-          id: hold.id,
-          tenant_id: scope.tenantId,
-          environment: scope.environment,
-          debit_account_id: hold.debitAccountId,
-          credit_account_id: hold.creditAccountId,
-          currency: hold.currency,
-          amount: hold.amount,
-          posted_amount: null,
-          kind: hold.kind,
-          reference: hold.reference,
-          metadata: JSON.stringify(input.metadata ?? {}),
-          transaction_id: null,
-        })),
-      );
-      await repo.voidHolds(set, [...this.released]);
-      await repo.postHolds(
-        set,
-        [...this.posted].map(([id, p]) => ({ id, ...p })),
-      );
-      await repo.insertTransactionsWithEntries(
-        set,
-        this.pending.map((p) => ({
-          scope: p.scope,
-          row: { id: p.posting.id, kind: p.input.kind, reference: p.input.reference ?? null, metadata: p.input.metadata ?? {} },
-          entries: p.posting.entries.map((e) => ({
-            id: e.id,
-            account_id: e.accountId,
-            currency: e.currency,
-            amount: e.amount,
-            balance_after: e.balanceAfter,
-          })),
-        })),
-      );
-      for (const [, w] of [...deltas, ...created]) {
+      const written = await writeBalances(set, this.balances);
+      await writeHolds(set, this.holds, this.released, this.posted);
+      await writePostings(set, this.pending);
+      for (const w of written) {
         w.posted += w.delta;
         w.pendingDebits += w.pendingDebitsDelta;
         w.delta = w.pendingDebitsDelta = w.pendingCreditsDelta = 0n;

@@ -36,18 +36,18 @@ describe('the batch path hands its lane on before it answers', () => {
     const tenant = await t.tenant('Handover Ltd');
     const order: string[] = [];
     let batches = 0;
-    const batched = new BatchedIdempotency<number, { n: number }, number>(
+    const batched = new BatchedIdempotency<number, { n: number }>(
       t.db,
       t.sealer,
       24,
       'test.handover',
-      async (_trx, inputs) => inputs.map(({ input }) => ({ ok: true as const, data: { n: input } })),
-      { maxBatch: 2, lanes: 1 },
-      () => {
+      async (keyed) => {
         const batch = ++batches;
         order.push(`batch ${batch} begins`);
-        return { statements: [], read: () => batch };
+        const { claimed } = await keyed.claim({ statements: [], read: () => batch });
+        keyed.answer(claimed.map((n) => ({ ok: true as const, data: { n } })));
       },
+      { maxBatch: 2, lanes: 1 },
     );
     const answers = [1, 2, 3, 4].map((n) => {
       const { request, reply } = exchange(tenant.tenant_id, n);

@@ -218,69 +218,15 @@ export async function updateStatus(trx: Trx, ctx: Scope, id: string, status: Acc
   return account;
 }
 
-/**
- * For money movements: the accounts, share-locked in id order until the caller commits (a freeze
- * or a close waits for in-flight movements). Missing ids are absent (callers answer 404).
- */
-export async function lockForMovement(trx: Queryable, ctx: Scope, ids: string[]): Promise<Map<string, AccountRow>> {
-  const unique = [...new Set(ids)].sort();
-  return remember(ctx, await repo.lockAccountsShared(trx, ctx, unique));
-}
-
-/**
- * lockForMovement as a statement, for a caller that sends it together with what it locks after
- * the accounts, known before it has read them (transfers/batch.ts, from knownAccount): they leave
- * together (db/pipeline.ts) and run in that order, so the lock order of every movement still
- * holds. `read` takes the statement's rows.
- */
-export function lockForMovementStatement(trx: Queryable, ctx: Scope, ids: string[]) {
-  return {
-    statement: repo.lockAccountsSharedStatement(trx, ctx, [...new Set(ids)].sort()),
-    read: (rows: unknown[]) => remember(ctx, rows as AccountRow[]),
-  };
-}
-
-/** What never changes about an account: its business and environment, its owner and currency. */
-export interface KnownAccount {
-  scope: string;
-  customerId: string | null;
-  currency: string;
-}
-const known = new Map<string, KnownAccount>();
-/** About 200 bytes each, 10 MB in all; the least recently locked are forgotten first. */
-const KNOWN_MAX = 50_000;
-
-/** Remembers what never changes about the accounts a movement locked (knownAccount). */
-function remember(ctx: Scope, rows: AccountRow[]): Map<string, AccountRow> {
-  const scope = scopeKey(ctx);
-  for (const r of rows) {
-    // Deleted and set again: a Map keeps insertion order, so the first key is the least recently locked.
-    if (!known.delete(r.id) && known.size >= KNOWN_MAX) known.delete(known.keys().next().value!);
-    known.set(r.id, { scope, customerId: r.customer_id, currency: r.currency });
-  }
-  return new Map(rows.map((r) => [r.id, r]));
-}
-
-/**
- * The owner and currency of an account of `ctx` that this process locked for a movement before,
- * if it did. A hint for deciding what to lock before the row is read; every check uses the row.
- */
-export function knownAccount(ctx: Scope, id: string): KnownAccount | undefined {
-  const account = known.get(id);
-  return account?.scope === scopeKey(ctx) ? account : undefined;
-}
-
-/**
- * lockForMovement for a batch that may span businesses: one statement per business and
- * environment, in key order (ascending id inside); the locked rows by scopeKey, then by id.
- */
-export async function lockForMovements(trx: Queryable, wanted: { ctx: Scope; ids: string[] }[]) {
-  const locked = new Map<string, Map<string, AccountRow>>();
-  for (const { key, ctx, values } of groupByScope(wanted.map((w) => ({ ctx: w.ctx, values: w.ids })))) {
-    locked.set(key, await lockForMovement(trx, ctx, values));
-  }
-  return locked;
-}
+export {
+  knownAccount,
+  lockForMovement,
+  lockForMovements,
+  lockForMovementsPlan,
+  lockForMovementStatement,
+  type KnownAccount,
+  type LockedAccounts,
+} from './movement-locks.js';
 
 /** The id of the oldest active account of a customer (null: of the business) in `currency`, if any. */
 export async function oldestActiveAccount(db: Queryable, ctx: Scope, customerId: string | null, currency: string) {

@@ -4,9 +4,8 @@ import type { Deps } from '../../http/deps.js';
 import { routes } from '../../http/route.js';
 import { UuidParam } from '../../lib/validators.js';
 import { simulateCardToken } from './cards.js';
-import type { FastifyRequest } from 'fastify';
-import { planSimulationLocks, simulateCollections, type SimulationAction } from './lifecycle.js';
-import type { CollectionRow } from './repo.js';
+import { planSimulationLocks, simulateCollections, type SimulationAction, type SimulationRequest } from './lifecycle.js';
+import type { KeyedBatch } from '../../db/pipeline.js';
 import { gathered } from '../../http/idempotency-batch.js';
 import { collectionDeps } from './routes.js';
 import { CardTokenBody, CollectionResponse, SavedCardResponse, SimulationReasonBody } from './schema.js';
@@ -17,29 +16,26 @@ const ACTIONS = [
   ['expire', 'The payer never pays (collection.status.expired).'],
 ] as const;
 
+/** The gatherer of one simulation action: the claim with the collections' lock, the simulations, the answers. */
+function simulationGatherer(deps: Deps, action: SimulationAction) {
+  return gathered(
+    deps,
+    `simulations.collections.${action}`,
+    'collections',
+    async (batch: KeyedBatch<SimulationRequest, CollectionResponse>) => {
+      const { claimed, first } = await batch.claim(planSimulationLocks(batch.trx, batch.inputs));
+      batch.answer(claimed.length > 0 ? await simulateCollections(batch.trx, claimed, batch.writes, first) : []);
+    },
+  );
+}
+
 /** Sandbox-only collection simulations (404 with a live key). */
 export function collectionSimulationRoutes(deps: Deps): FastifyPluginAsyncZod {
   // Each simulation settles (or ends) a collection: gathered like charges, the collections' lock
   // sent with the claim for a batch of one business (planSimulationLocks).
-  type Items = { request: FastifyRequest; input: { id: string; reason: string | null } }[];
-  const simulations = Object.fromEntries(
-    ACTIONS.map(([action]) => {
-      const requests = (items: Items) =>
-        items.map((i) => ({ ctx: i.request.ctx, d: collectionDeps(deps, i.request), id: i.input.id, action, reason: i.input.reason }));
-      return [
-        action,
-        gathered(
-          deps,
-          `simulations.collections.${action}`,
-          'collections',
-          (trx, items: Items, writes, locked?: Map<string, CollectionRow>) => simulateCollections(trx, requests(items), writes, locked),
-          (trx, items: Items) => planSimulationLocks(trx, requests(items)),
-        ),
-      ];
-    }),
-  ) as Record<
+  const simulations = Object.fromEntries(ACTIONS.map(([action]) => [action, simulationGatherer(deps, action)])) as Record<
     SimulationAction,
-    ReturnType<typeof gathered<{ id: string; reason: string | null }, CollectionResponse, Map<string, CollectionRow>>>
+    ReturnType<typeof simulationGatherer>
   >;
   return async (app) => {
     const r = routes(app, ['Simulations']);
@@ -54,7 +50,14 @@ export function collectionSimulationRoutes(deps: Deps): FastifyPluginAsyncZod {
           data: CollectionResponse,
           errors: ['invalid_state_transition'],
         },
-        (req, reply) => simulations[action].run(req, reply, { id: req.params.collection_id, reason: req.body.reason ?? null }),
+        (req, reply) =>
+          simulations[action].run(req, reply, {
+            ctx: req.ctx,
+            d: collectionDeps(deps, req),
+            id: req.params.collection_id,
+            action,
+            reason: req.body.reason ?? null,
+          }),
       );
     }
 

@@ -4,7 +4,8 @@ import type { RequestContext, Scope } from '../../core/context.js';
 import { findBulk, insertBulk } from './bulk-repo.js';
 import { notFound, validationError } from '../../core/errors.js';
 import { newId } from '../../lib/ids.js';
-import { lockAhead, movementBatch } from './batch.js';
+import { lockAhead } from './locks.js';
+import { movementBatch } from './pipeline.js';
 import { toTransferResponse } from './format.js';
 import type { BulkItemResult, BulkResponse, CreateBulkBody, CreateTransferBody } from './schema.js';
 

@@ -61,7 +61,7 @@ export class SpendingGate {
    * The statements that open a gate for `moves`, in lock order (none without a customer): each
    * business's KYC levels, the spending locks, today's counters; `open` builds the gate from their
    * rows. SpendingGate.open sends them one by one. A batch that knows its senders before it reads
-   * their accounts sends them with its other first locks, in one round trip (transfers/batch.ts).
+   * their accounts sends them with its other first locks, in one round trip (transfers/locks.ts).
    */
   static plan(
     db: Queryable,

@@ -323,6 +323,16 @@ export async function settlePayouts(trx: Trx, due: DuePayout[]): Promise<string[
       throw new ledger.LedgerInvariantError(`the FX leg of ${row.id}`);
     return { row, postings };
   });
+  await writeSettled(trx, book, settled);
+  return rows.map((row) => row.id);
+}
+
+/** The writes of settled payouts, as one statement: ledger, account transactions, transfers completed, their events. */
+async function writeSettled(
+  trx: Trx,
+  book: ledger.PostingBatch,
+  settled: { row: repo.TransferRow; postings: ledger.PostedTransaction[] }[],
+) {
   await inOneStatement(trx, async (set) => {
     await book.flush(set);
     await transactions.completePending(
@@ -346,7 +356,6 @@ export async function settlePayouts(trx: Trx, due: DuePayout[]): Promise<string[
       })),
     );
   });
-  return rows.map((row) => row.id);
 }
 
 function missingHold(row: repo.TransferRow, id: string): never {

@@ -1,10 +1,9 @@
 import type { Config } from '../../config.js';
 import type { Queryable, Trx } from '../../db/client.js';
-import type { WriteSet } from '../../db/write-set.js';
 import type { RequestContext, Scope } from '../../core/context.js';
 import { AppError, notFound, validationError, type ItemOutcome } from '../../core/errors.js';
 import { withExtra, type Page, type PageExtra } from '../../db/pagination.js';
-import { movementBatch, planFirstLocks, type FirstLocks } from './batch.js';
+import { answer, movementBatch } from './pipeline.js';
 import { takesBatchPath, type MovementRequest } from './internal.js';
 import type { PayoutOptions } from './payout-rules.js';
 import { toTransferResponse } from './format.js';
@@ -73,22 +72,12 @@ async function alone(trx: Trx, req: MovementRequest): Promise<TransferRow> {
   return outcome!.row;
 }
 
-export type MovementOutcome = ItemOutcome<TransferResponse>;
-export { planFirstLocks, takesBatchPath, type FirstLocks, type MovementRequest };
+export { takesBatchPath, type MovementRequest };
+export { movementPipeline } from './pipeline.js';
 
-/**
- * Internal transfers and card fundings as one batch in `trx` (the batched idempotency
- * transaction): one outcome per request, in order; a refused one never fails the others
- * (docs/money-path.md).
- */
-export async function createMovements(
-  trx: Trx,
-  reqs: MovementRequest[],
-  writes?: WriteSet,
-  first?: FirstLocks,
-): Promise<MovementOutcome[]> {
-  const outcomes = await movementBatch(trx, reqs, writes, first);
-  return outcomes.map((o) => (o.ok ? { ok: true, data: toTransferResponse(o.row) } : o));
+/** Movements as one batch in `trx`, outside a gathered batch: one answer per request, in order. */
+export async function createMovements(trx: Trx, reqs: MovementRequest[]): Promise<ItemOutcome<TransferResponse>[]> {
+  return (await movementBatch(trx, reqs)).map(answer);
 }
 
 export async function getTransfer(db: Queryable, ctx: Scope, id: string): Promise<TransferResponse> {
