@@ -9,6 +9,8 @@ import type { OverrideStore } from '../../rails/fx.js';
 import { rateFromDb } from '../../lib/decimal.js';
 import type { ListOrdersQuery } from './schema.js';
 import { findScoped, scoped, scopedDelete, scopedUpdate, type Lock } from '../../db/scoped.js';
+import type { Timeline } from '../../core/clock.js';
+import { inTimeline } from '../../db/timeline.js';
 
 /** numeric columns: written as decimal strings, read back as strings (db/client.ts). */
 type Numeric = ColumnType<string, string, string>;
@@ -244,11 +246,12 @@ export async function listOrders(db: Queryable, ctx: Scope, query: ListOrdersQue
  * `since` (the start of the worker's tick, database clock), locked with SKIP LOCKED so several
  * workers share the queue.
  */
-export async function claimWaitingOrders(db: Queryable, since: Date, limit: number): Promise<OrderRow[]> {
+export async function claimWaitingOrders(db: Queryable, since: Date, limit: number, t: Timeline): Promise<OrderRow[]> {
   return db
     .selectFrom('fx_orders')
     .selectAll()
     .where('status', '=', 'pending')
+    .where(inTimeline(t, 'fx_orders'))
     .where((eb) => eb.or([eb('checked_at', 'is', null), eb('checked_at', '<', since)]))
     .orderBy(sql`checked_at nulls first`)
     .orderBy('id')
