@@ -8,6 +8,7 @@ import { expireDueCollections } from '../modules/collections/lifecycle.js';
 import { expireDue } from '../modules/cards/payments.js';
 import { settleWaitingOrders } from '../modules/fx/worker.js';
 import { settleDueSandboxPayouts } from '../modules/transfers/payout-lifecycle.js';
+import { resetDailySpending } from '../modules/transfers/limits.js';
 import * as clocks from '../modules/test-clocks/service.js';
 import { expireDueApprovals } from './approvals.js';
 
@@ -20,6 +21,7 @@ export interface ClockWorkerDeps {
 
 /** Steps one tick walks before it saves its place and lets the loop run again. */
 const STEPS_PER_TICK = 100;
+const DAY_MS = 86_400_000;
 /** How long a worker holds a clock it walks; a crashed worker's clock is taken up again after it. */
 const LEASE_SECONDS = 60;
 
@@ -41,9 +43,9 @@ async function firePass(d: ClockWorkerDeps, t: Timeline & { now: Date }): Promis
 }
 
 /**
- * Walks one advancing clock towards its target: from one instant where something falls due to
- * the next (so everything fires in time order, each at its own time), then to the target, where
- * the clock turns `ready`. Saves the clock's time after each step: a reader sees it move, and a
+ * Walks one advancing clock towards its target: from one instant where something falls due (or
+ * a midnight UTC, where the daily limits reset) to the next, so everything fires in time order,
+ * each at its own time; then to the target, where the clock turns `ready`. Saves the clock's time after each step: a reader sees it move, and a
  * worker that stops leaves the rest to the next one. True when it did any work.
  */
 export async function advanceClocks(d: ClockWorkerDeps): Promise<boolean> {
@@ -56,7 +58,10 @@ export async function advanceClocks(d: ClockWorkerDeps): Promise<boolean> {
   await firePass(d, clockTimeline(scope, at));
   for (let step = 0; step < STEPS_PER_TICK; step++) {
     const due = await clocks.nextDueAfter(d.db, scope, at);
-    at = due && due.getTime() < target.getTime() ? due : target;
+    const midnight = Math.floor(at.getTime() / DAY_MS) * DAY_MS + DAY_MS;
+    const next = new Date(Math.min(due?.getTime() ?? Infinity, midnight, target.getTime()));
+    if (next.getTime() >= midnight) await d.db.transaction().execute((trx) => resetDailySpending(trx, scope));
+    at = next;
     await firePass(d, clockTimeline(scope, at));
     const done = at.getTime() === target.getTime();
     const saved = done

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startWorkers } from '../../src/workers/index.js';
-import { sandboxBusiness, startTestApp, type TestApp } from '../harness.js';
+import { setSettings } from '../../src/modules/tenants/service.js';
+import { johnDoe, sandboxBusiness, startTestApp, type TestApp } from '../harness.js';
 import { startReceiver, until } from '../webhooks/receiver.js';
 import { CLOCKS, DAY, dueWork, whenReady } from './clock-helpers.js';
 
@@ -22,6 +23,11 @@ describe('a test clock advanced 31 days', () => {
     expect((await a.api.post(`${CLOCKS}/${clock.id}/attach`)).body.data.attached).toBe(true);
     const work = await dueWork(a.api);
     const untouched = await dueWork(other.api);
+    // A third business on a clock of its own that does not move.
+    const still = await sandboxBusiness(t, 'Still Clock Co');
+    const stillClock = (await still.api.post(CLOCKS, { frozen_time: start.toISOString() })).body.data;
+    await still.api.post(`${CLOCKS}/${stillClock.id}/attach`);
+    const stillWork = await dueWork(still.api);
 
     const workers = startWorkers(
       { config: t.config, db: t.db, dbKind: t.dbKind, sealer: t.sealer, log: t.app.log },
@@ -43,6 +49,9 @@ describe('a test clock advanced 31 days', () => {
       expect((await other.api.get(`/v1/collections/${untouched.collection.id}`)).body.data.status).toBe('pending');
       expect((await other.api.get(`/v1/card-authorizations/${untouched.authorization.id}`)).body.data.status).toBe('approved');
       expect((await other.api.get(`/v1/fx/orders/${untouched.order.id}`)).body.data.status).toBe('pending');
+      expect((await still.api.get(`/v1/collections/${stillWork.collection.id}`)).body.data.status).toBe('pending');
+      expect((await still.api.get(`/v1/card-authorizations/${stillWork.authorization.id}`)).body.data.status).toBe('approved');
+      expect((await still.api.get(`${CLOCKS}/${stillClock.id}`)).body.data.frozen_time).toBe(start.toISOString());
 
       const expiries = ['collection.status.expired', 'cards.transaction.payment', 'fx.order.expired'];
       const ofExpiry = () =>
@@ -64,5 +73,42 @@ describe('a test clock advanced 31 days', () => {
       await workers.stop();
       await rx.close();
     }
+  });
+});
+
+describe('the daily limit on a test clock', () => {
+  it('resets when the clock passes midnight UTC, and not before', async () => {
+    const { tenant, api } = await sandboxBusiness(t, 'Daily Co');
+    await setSettings(t.db, tenant.tenant_id, { kyc_limits: { basic: { USD: { per_transaction: '100.00', daily: '150.00' } } } });
+    const start = new Date(Math.floor(Date.now() / DAY) * DAY + 12 * 3_600_000);
+    const clock = (await api.post(CLOCKS, { frozen_time: start.toISOString() })).body.data;
+    await api.post(`${CLOCKS}/${clock.id}/attach`);
+    const customer = (await api.post('/v1/customers', johnDoe())).body.data.id;
+    expect((await api.post(`/v1/simulations/kyc/${customer}`, { outcome: 'approved', level: 'basic' })).status).toBe(200);
+    const from = (await api.post('/v1/accounts', { currency: 'USD', label: 'spend', customer_id: customer })).body.data.id;
+    const to = (await api.post('/v1/accounts', { currency: 'USD', label: 'shop' })).body.data.id;
+    await api.post(`/v1/simulations/accounts/${from}/fund`, { amount: '500.00' });
+    const pay = () =>
+      api.post('/v1/transfer', {
+        source: { source_type: 'internal_account', id: from },
+        destination: { destination_type: 'internal_account', id: to },
+        amount: '100.00',
+      });
+    expect((await pay()).status).toBe(200);
+    const refused = await pay();
+    expect(refused.body.error).toMatchObject({ code: 'limit_exceeded', details: [{ code: 'daily_limit' }] });
+
+    const workers = startWorkers({ config: t.config, db: t.db, dbKind: t.dbKind, sealer: t.sealer, log: t.app.log });
+    try {
+      // Eleven hours: still the same day on the clock.
+      await api.post(`${CLOCKS}/${clock.id}/advance`, { frozen_time: new Date(start.getTime() + 11 * 3_600_000).toISOString() });
+      await whenReady(api, clock.id);
+      expect((await pay()).body.error?.code).toBe('limit_exceeded');
+      await api.post(`${CLOCKS}/${clock.id}/advance`, { frozen_time: new Date(start.getTime() + 13 * 3_600_000).toISOString() });
+      await whenReady(api, clock.id);
+    } finally {
+      await workers.stop();
+    }
+    expect((await pay()).status).toBe(200);
   });
 });

@@ -30,7 +30,15 @@ export type ClockRow = Selectable<TestClocksTable>;
 export async function insertClock(db: Queryable, scope: Scope, row: { id: string; name: string | null; frozen_time: Date }) {
   return db
     .insertInto('test_clocks')
-    .values({ ...row, tenant_id: scope.tenantId, environment: scope.environment, status: 'ready', attached: false, target_time: null, lease_until: null })
+    .values({
+      ...row,
+      tenant_id: scope.tenantId,
+      environment: scope.environment,
+      status: 'ready',
+      attached: false,
+      target_time: null,
+      lease_until: null,
+    })
     .returningAll()
     .executeTakeFirstOrThrow();
 }
@@ -99,7 +107,9 @@ export async function nextDueAfter(db: Queryable, scope: Scope, after: Date): Pr
         .where('expires_at', '>=', after),
     ),
     first(scoped(db, 'fx_orders', scope).select(min('expires_at')).where('status', '=', 'pending').where('expires_at', '>', after)),
-    first(scoped(db, 'approvals', scope).select(min('expires_at')).where('status', '=', 'waiting_approval').where('expires_at', '>', after)),
+    first(
+      scoped(db, 'approvals', scope).select(min('expires_at')).where('status', '=', 'waiting_approval').where('expires_at', '>', after),
+    ),
     first(scoped(db, 'rail_payouts', scope).select(min('settle_after')).where('state', '=', 'submitted').where('settle_after', '>', after)),
   ]);
   const times = candidates.filter((d): d is Date => d !== null).map((d) => d.getTime());

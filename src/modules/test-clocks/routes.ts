@@ -28,7 +28,7 @@ export function testClockRoutes(deps: Deps): FastifyPluginAsyncZod {
         body: CreateTestClockBody,
         data: TestClockResponse,
         created: true,
-        errors: [],
+        errors: ['not_found'],
       },
       (req, reply) =>
         deps.idempotency.run(req, reply, 'simulations.test_clocks.create', (trx) => service.createClock(trx, req.ctx, req.body), {
@@ -37,7 +37,12 @@ export function testClockRoutes(deps: Deps): FastifyPluginAsyncZod {
     );
     r.get(
       BASE,
-      { summary: 'List test clocks (sandbox)', querystring: ListTestClocksQuery, data: pageSchema(TestClockResponse), errors: [] },
+      {
+        summary: 'List test clocks (sandbox)',
+        querystring: ListTestClocksQuery,
+        data: pageSchema(TestClockResponse),
+        errors: ['not_found'],
+      },
       async (req) => ok(await service.listClocks(deps.readDb(), req.ctx, req.query)),
     );
     r.get(
