@@ -1,4 +1,4 @@
-import { sql, type ColumnType, type Insertable, type Selectable } from 'kysely';
+import type { ColumnType, Insertable, Selectable } from 'kysely';
 import type { Queryable } from '../../db/client.js';
 import type { Scope } from '../../core/context.js';
 import { paginate, type Page, type PageQuery } from '../../db/pagination.js';

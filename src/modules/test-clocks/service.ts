@@ -13,7 +13,7 @@ import { MAX_ADVANCE_DAYS, type CreateTestClockBody, type TestClockResponse } fr
  * own code, at the clock's time.
  */
 
-export { nextDueAfter, leaseAdvancingClock, updateClock, type ClockRow } from './repo.js';
+export { nextDueAfter, leaseAdvancingClock, updateClock } from './repo.js';
 
 const DAY_MS = 86_400_000;
 
