@@ -9,6 +9,7 @@ import { expireDue } from '../modules/cards/payments.js';
 import { settleWaitingOrders } from '../modules/fx/worker.js';
 import { settleDueSandboxPayouts } from '../modules/transfers/payout-lifecycle.js';
 import { resetDailySpending } from '../modules/transfers/limits.js';
+import { bringRetriesForward } from '../modules/webhooks/repo.js';
 import * as clocks from '../modules/test-clocks/service.js';
 import { expireDueApprovals } from './approvals.js';
 
@@ -61,6 +62,7 @@ export async function advanceClocks(d: ClockWorkerDeps): Promise<boolean> {
     const midnight = Math.floor(at.getTime() / DAY_MS) * DAY_MS + DAY_MS;
     const next = new Date(Math.min(due?.getTime() ?? Infinity, midnight, target.getTime()));
     if (next.getTime() >= midnight) await d.db.transaction().execute((trx) => resetDailySpending(trx, scope));
+    await bringRetriesForward(d.db, scope, next.getTime() - at.getTime());
     at = next;
     await firePass(d, clockTimeline(scope, at));
     const done = at.getTime() === target.getTime();
