@@ -24110,7 +24110,7 @@ export interface paths {
         put?: never;
         /**
          * Attach the sandbox business to a test clock
-         * @description From now on its collections, card authorizations, FX orders, approvals and sandbox payouts fall due only as this clock advances (409 `conflict` when another clock holds it).
+         * @description From now on its collections, card authorizations, FX orders, approvals and sandbox payouts fall due only as this clock advances (409 `conflict` when another clock holds it). 409 `invalid_state_transition` while the clock is advancing.
          */
         post: {
             parameters: {
@@ -24239,7 +24239,7 @@ export interface paths {
                             data: null;
                             error: {
                                 /** @enum {string} */
-                                code: "conflict" | "idempotency_request_in_progress";
+                                code: "invalid_state_transition" | "conflict" | "idempotency_request_in_progress";
                                 message: string;
                                 request_id: string;
                                 details: {

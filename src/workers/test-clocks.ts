@@ -43,6 +43,8 @@ async function firePass(d: ClockWorkerDeps, t: Timeline & { now: Date }): Promis
   });
 }
 
+const ready = (at: Date) => ({ frozen_time: at, status: 'ready' as const, target_time: null, lease_until: null });
+
 /**
  * Walks one advancing clock towards its target: from one instant where something falls due (or
  * a midnight UTC, where the daily limits reset) to the next, so everything fires in time order,
@@ -55,6 +57,11 @@ export async function advanceClocks(d: ClockWorkerDeps): Promise<boolean> {
   const scope: Scope = { tenantId: clock.tenant_id, environment: clock.environment as Environment };
   const target = clock.target_time!;
   let at = clock.frozen_time;
+  if (!clock.attached) {
+    // Nothing runs on it: its time moves and nothing of the business's (real time's) is touched.
+    await d.db.transaction().execute((trx) => clocks.updateClock(trx, scope, clock.id, ready(target)));
+    return true;
+  }
   // What was already due at the clock's time (created due, or left by a stopped worker).
   await firePass(d, clockTimeline(scope, at));
   for (let step = 0; step < STEPS_PER_TICK; step++) {
@@ -66,9 +73,7 @@ export async function advanceClocks(d: ClockWorkerDeps): Promise<boolean> {
     at = next;
     await firePass(d, clockTimeline(scope, at));
     const done = at.getTime() === target.getTime();
-    const saved = done
-      ? { frozen_time: at, status: 'ready' as const, target_time: null, lease_until: null }
-      : { frozen_time: at, lease_until: new Date(Date.now() + LEASE_SECONDS * 1000) };
+    const saved = done ? ready(at) : { frozen_time: at, lease_until: new Date(Date.now() + LEASE_SECONDS * 1000) };
     await d.db.transaction().execute((trx) => clocks.updateClock(trx, scope, clock.id, saved));
     if (done) break;
   }

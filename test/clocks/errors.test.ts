@@ -1,8 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { clientFor, sandboxBusiness, startTestApp, type TestApp } from '../harness.js';
-import { CLOCKS, DAY } from './clock-helpers.js';
+import { startWorkers } from '../../src/workers/index.js';
+import { clientFor, johnDoe, sandboxBusiness, startTestApp, type TestApp } from '../harness.js';
+import { CLOCKS, DAY, whenReady } from './clock-helpers.js';
 
-/** The clock routes' refusals: live keys, bad instants, backwards or too-long advances, states. No worker runs here. */
+/** The clock routes' refusals: live keys, bad instants, backwards or too-long advances, states; and a clock nothing is attached to. */
 let t: TestApp;
 beforeAll(async () => {
   t = await startTestApp();
@@ -75,12 +76,15 @@ describe('test clock routes', () => {
     expect(taken.status).toBe(409);
     expect(taken.body.error.code).toBe('conflict');
 
+    const third = (await api.post(CLOCKS, { frozen_time: at(0) })).body.data;
+    expect((await api.post(`${CLOCKS}/${third.id}/advance`, { frozen_time: at(DAY) })).status).toBe(202);
     const advancing = await api.post(`${CLOCKS}/${clock.id}/advance`, { frozen_time: at(62 * DAY) });
     expect(advancing.status).toBe(202);
     expect(advancing.body.data).toMatchObject({ status: 'advancing', frozen_time: at(0), advancing_to: at(62 * DAY) });
     for (const res of [
       await api.post(`${CLOCKS}/${clock.id}/advance`, { frozen_time: at(DAY) }),
       await api.post(`${CLOCKS}/${clock.id}/detach`),
+      await api.post(`${CLOCKS}/${third.id}/attach`),
       await api.delete(`${CLOCKS}/${clock.id}`),
     ]) {
       expect(res.status, res.text).toBe(409);
@@ -88,10 +92,36 @@ describe('test clock routes', () => {
     }
 
     const list = await api.get(`${CLOCKS}?items_per_page=1`);
-    expect(list.body.data).toMatchObject({ total_items: 2, items_per_page: 1, items: [{ id: second.id }] });
+    expect(list.body.data).toMatchObject({ total_items: 3, items_per_page: 1, items: [{ id: third.id }] });
     expect((await other.api.get(CLOCKS)).body.data.total_items).toBe(0);
 
     expect((await api.delete(`${CLOCKS}/${second.id}`)).body.data).toEqual({ id: second.id, deleted: true });
     expect((await api.get(`${CLOCKS}/${second.id}`)).status).toBe(404);
+  });
+});
+
+describe('a clock nothing is attached to', () => {
+  it('moves its own time only: the business stays on real time', async () => {
+    const { api } = await sandboxBusiness(t, 'Loose Clock Co');
+    const clock = (await api.post(CLOCKS, { frozen_time: at(0) })).body.data;
+    const usd = (await api.post('/v1/accounts', { currency: 'USD', label: 'own' })).body.data.id;
+    const customer = (await api.post('/v1/customers', johnDoe())).body.data.id;
+    const collection = await api.post('/v1/collections', {
+      amount: '5.00',
+      currency: 'USD',
+      country: 'NG',
+      customer_id: customer,
+      source: { source_type: 'external', methods: ['card'] },
+      destination: { destination_type: 'internal_account', id: usd },
+    });
+    expect(collection.status, collection.text).toBe(200);
+    const workers = startWorkers({ config: t.config, db: t.db, dbKind: t.dbKind, sealer: t.sealer, log: t.app.log });
+    try {
+      await api.post(`${CLOCKS}/${clock.id}/advance`, { frozen_time: at(31 * DAY) });
+      expect(await whenReady(api, clock.id)).toMatchObject({ frozen_time: at(31 * DAY), attached: false });
+    } finally {
+      await workers.stop();
+    }
+    expect((await api.get(`/v1/collections/${collection.body.data.id}`)).body.data.status).toBe('pending');
   });
 });

@@ -107,11 +107,11 @@ function attachRoutes(r: Routes, deps: Deps): void {
         summary: action === 'attach' ? 'Attach the sandbox business to a test clock' : 'Detach the sandbox business from a test clock',
         description:
           action === 'attach'
-            ? 'From now on its collections, card authorizations, FX orders, approvals and sandbox payouts fall due only as this clock advances (409 `conflict` when another clock holds it).'
+            ? 'From now on its collections, card authorizations, FX orders, approvals and sandbox payouts fall due only as this clock advances (409 `conflict` when another clock holds it). 409 `invalid_state_transition` while the clock is advancing.'
             : 'Its due work goes back to real time (409 while the clock is advancing).',
         params: TestClockIdParams,
         data: TestClockResponse,
-        errors: action === 'attach' ? ['conflict'] : ['invalid_state_transition'],
+        errors: action === 'attach' ? ['conflict', 'invalid_state_transition'] : ['invalid_state_transition'],
       },
       (req, reply) =>
         deps.idempotency.run(req, reply, `simulations.test_clocks.${action}`, (trx) =>

@@ -87,6 +87,7 @@ export async function advanceClock(trx: Trx, ctx: Scope, id: string, frozenTime:
 export async function attachClock(trx: Trx, ctx: Scope, id: string): Promise<TestClockResponse> {
   const row = await lockClock(trx, ctx, id);
   if (row.attached) return toResponse(row);
+  refuseWhileAdvancing(row, 'attached');
   const other = await repo.attachedClock(trx, ctx);
   if (other) {
     throw new AppError('conflict', `The sandbox business is already attached to test clock ${other.id}; detach it or delete it first`);
