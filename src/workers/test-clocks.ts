@@ -71,8 +71,10 @@ export async function advanceClocks(d: ClockWorkerDeps): Promise<boolean> {
     if (next.getTime() >= midnight) await d.db.transaction().execute((trx) => resetDailySpending(trx, scope));
     await bringRetriesForward(d.db, scope, next.getTime() - at.getTime());
     at = next;
-    await firePass(d, clockTimeline(scope, at));
     const done = at.getTime() === target.getTime();
+    // A stop at a midnight only resets; the jobs run where something falls due, and at the target
+    // (limit orders whose rate was met since the last pass execute there at the latest).
+    if (done || due?.getTime() === at.getTime()) await firePass(d, clockTimeline(scope, at));
     const saved = done ? ready(at) : { frozen_time: at, lease_until: new Date(Date.now() + LEASE_SECONDS * 1000) };
     await d.db.transaction().execute((trx) => clocks.updateClock(trx, scope, clock.id, saved));
     if (done) break;
