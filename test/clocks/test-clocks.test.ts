@@ -69,6 +69,11 @@ describe('a test clock advanced 31 days', () => {
       expect(new Set(events.map((e) => e.event_id)).size).toBe(events.length);
       expect(events.map((e) => e.event_type)).toEqual([...expiries].sort((x, y) => dueAt[x]! - dueAt[y]!));
       for (const e of events) expect(new Date(e.timestamp).getTime(), e.event_type).toBe(dueAt[e.event_type]);
+
+      // Two more months: more stops (a midnight each) than one tick walks; the next tick goes on.
+      const further = new Date(start.getTime() + 93 * DAY).toISOString();
+      expect((await a.api.post(`${CLOCKS}/${clock.id}/advance`, { frozen_time: further })).status).toBe(202);
+      expect(await whenReady(a.api, clock.id)).toMatchObject({ frozen_time: further });
     } finally {
       await workers.stop();
       await rx.close();
