@@ -41,6 +41,7 @@ import { externalAccountRoutes } from './modules/external-accounts/routes.js';
 import { fundAccountRoutes } from './modules/collections/fund-account-routes.js';
 import { payoutSimulationRoutes } from './modules/transfers/simulation-routes.js';
 import { collectionSimulationRoutes } from './modules/collections/simulation-routes.js';
+import { testClockRoutes } from './modules/test-clocks/routes.js';
 import { collectionRoutes } from './modules/collections/routes.js';
 import { checkoutRoutes } from './modules/collections/checkout.js';
 import { transactionRoutes } from './modules/transactions/routes.js';
@@ -215,6 +216,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   await app.register(payoutSimulationRoutes(deps));
   await app.register(collectionRoutes(deps));
   await app.register(collectionSimulationRoutes(deps));
+  await app.register(testClockRoutes(deps));
   await app.register(checkoutRoutes(deps));
   await app.register(dashboardRoutes(deps));
   const bank = bankDeps(config, options.sealer, app.log);

@@ -148,6 +148,8 @@ export const REQUEST_EXAMPLES: Record<string, unknown> = {
   'POST /v1/simulations/collections/{collection_id}/complete': REASON,
   'POST /v1/simulations/collections/{collection_id}/fail': { reason: 'payer_cancelled' },
   'POST /v1/simulations/collections/{collection_id}/expire': REASON,
+  'POST /v1/simulations/test-clocks': { frozen_time: '2026-01-31T12:00:00Z', name: 'month-end run' },
+  'POST /v1/simulations/test-clocks/{test_clock_id}/advance': { frozen_time: '2026-03-02T12:00:00Z' },
   'POST /v1/simulations/card-tokens': { card_number: '4242424242424242', expiry: '12/30', cvv: '123', customer_id: CUSTOMER },
   'POST /v1/cards/applications/new': {
     customer_id: CUSTOMER,

@@ -7,6 +7,8 @@ import { valuesOf } from '../db/values.js';
 
 type LedgerScope = Pick<RequestContext, 'tenantId' | 'environment'>;
 import type { PayeeDetails, PayoutState, ScopedPayout } from './payouts.js';
+import { REAL_TIME, type Timeline } from '../core/clock.js';
+import { inTimeline, nowOf } from '../db/timeline.js';
 
 export interface RailPayoutsTable {
   id: string;
@@ -123,13 +125,13 @@ export async function settlePayouts(db: Queryable, payouts: { scope: LedgerScope
  * whose transfer is still `pending` (dispatch submits, then records) cannot settle yet, and
  * claimed it would wait out the whole lease.
  */
-export async function claimDuePayouts(db: Queryable, limit: number, leaseSeconds: number) {
+export async function claimDuePayouts(db: Queryable, limit: number, leaseSeconds: number, t: Timeline = REAL_TIME) {
   // eslint-disable-next-line no-restricted-syntax -- a job's claim across businesses, each transfer matched on its own payout's scope
   const result = await sql<{ tenant_id: string; environment: string; transfer_id: string }>`
-    update rail_payouts set settle_after = now() + make_interval(secs => ${leaseSeconds})
+    update rail_payouts set settle_after = ${nowOf(t)} + make_interval(secs => ${leaseSeconds})
     where id in (
       select r.id from rail_payouts r
-      where r.state = 'submitted' and r.settle_after is not null and r.settle_after <= now()
+      where r.state = 'submitted' and r.settle_after is not null and r.settle_after <= ${nowOf(t)} and ${inTimeline(t, 'r')}
         and exists (
           select 1 from transfers t
           where t.id = r.transfer_id and t.tenant_id = r.tenant_id and t.environment = r.environment and t.status = 'processing')

@@ -6,6 +6,7 @@ import * as approvals from '../modules/approvals/service.js';
 import { decidePayee } from '../modules/external-accounts/service.js';
 import { approveOrder, expireOrder, rejectOrder } from '../modules/fx/approval.js';
 import { approvePayout, rejectPayout } from '../modules/transfers/payout-approval.js';
+import { REAL_TIME, type Timeline } from '../core/clock.js';
 
 /**
  * Maker-checker outcomes, applied to the waiting item. The approvals module owns the approval
@@ -72,14 +73,14 @@ export async function decideApproval(
  * claim, so several workers never expire one twice, and a decision that got there first wins).
  * Returns true when a full batch was found.
  */
-export async function expireDueApprovals(db: Db, config: ApprovalConfig, batch = 50): Promise<boolean> {
-  const due = await approvals.dueExpiries(db, batch);
+export async function expireDueApprovals(db: Db, config: ApprovalConfig, batch = 50, t: Timeline = REAL_TIME): Promise<boolean> {
+  const due = await approvals.dueExpiries(db, batch, t);
   const failures: unknown[] = [];
   for (const d of due) {
     const scope = { tenantId: d.tenant_id, environment: d.environment as Environment };
     try {
       await db.transaction().execute(async (trx) => {
-        const row = await approvals.expireApproval(trx, scope, d.id);
+        const row = await approvals.expireApproval(trx, scope, d.id, t);
         if (row) await applyToItem(trx, scope, config, row, 'expired', null);
       });
     } catch (err) {

@@ -15,6 +15,7 @@ import { dispatchPendingPayouts, settleDueSandboxPayouts } from '../modules/tran
 import { expireDueCollections } from '../modules/collections/lifecycle.js';
 import { expireDue } from '../modules/cards/payments.js';
 import { bankExchangeJob } from './bank-files.js';
+import { testClockJob } from './test-clocks.js';
 
 export interface WorkerDeps {
   config: Config;
@@ -107,6 +108,7 @@ export function startWorkers(deps: WorkerDeps, options: WorkerOptions = {}) {
     ),
     limitOrderJob(deps.db, deps.config),
     approvalExpiryJob(deps.db, deps.config),
+    testClockJob(deps),
     { name: 'payee-verification', intervalMs: 1000, tick: () => verifyDuePayees(deps.db, unitOfWork, deps.config) },
     { name: 'payout-dispatch', intervalMs: 1000, tick: () => dispatchPendingPayouts(deps.db, deps.config) },
     { name: 'rail-settlement', intervalMs: 1000, tick: () => settleDueSandboxPayouts(deps.db) },

@@ -1,8 +1,10 @@
-import { sql, type ColumnType, type Insertable, type Selectable } from 'kysely';
+import type { ColumnType, Insertable, Selectable } from 'kysely';
 import type { Queryable } from '../../db/client.js';
 import type { Scope } from '../../core/context.js';
 import { paginate, type Page, type PageQuery } from '../../db/pagination.js';
 import { findScoped, scoped, scopedUpdate } from '../../db/scoped.js';
+import { REAL_TIME, type Timeline } from '../../core/clock.js';
+import { inTimeline, nowOf } from '../../db/timeline.js';
 
 export type ApprovalKind = 'fx_order' | 'payout' | 'payee';
 export type ApprovalStatus = 'waiting_approval' | 'approved' | 'rejected' | 'expired';
@@ -55,16 +57,17 @@ export async function settleApproval(
   scope: Scope,
   id: string,
   outcome: { status: 'approved' | 'rejected'; userId: string; email: string; reason: string | null } | { status: 'expired' },
+  t: Timeline = REAL_TIME,
 ): Promise<ApprovalRow | undefined> {
   const decided =
     outcome.status === 'expired'
       ? { status: outcome.status }
       : { status: outcome.status, decided_by_user_id: outcome.userId, decided_by_email: outcome.email, reason: outcome.reason };
   return scopedUpdate(db, 'approvals', scope)
-    .set({ ...decided, decided_at: sql<Date>`now()`, updated_at: sql<Date>`now()` })
+    .set({ ...decided, decided_at: nowOf(t), updated_at: nowOf(t) })
     .where('id', '=', id)
     .where('status', '=', 'waiting_approval')
-    .where('expires_at', outcome.status === 'expired' ? '<=' : '>', sql<Date>`now()`)
+    .where('expires_at', outcome.status === 'expired' ? '<=' : '>', nowOf(t))
     .returningAll()
     .executeTakeFirst();
 }
@@ -81,13 +84,14 @@ export async function listApprovals(db: Queryable, scope: Scope, query: ListAppr
   return paginate<ApprovalRow>(db, base, 'approvals.id', query, (qb) => qb.selectAll());
 }
 
-/** Waiting approvals past their expiry, across businesses, oldest first (the expiry job). */
-export async function dueExpiries(db: Queryable, limit: number) {
+/** Waiting approvals past their expiry, across the timeline's businesses, oldest first (the expiry job). */
+export async function dueExpiries(db: Queryable, limit: number, t: Timeline) {
   return db
     .selectFrom('approvals')
     .select(['id', 'tenant_id', 'environment'])
     .where('status', '=', 'waiting_approval')
-    .where('expires_at', '<=', sql<Date>`now()`)
+    .where('expires_at', '<=', nowOf(t))
+    .where(inTimeline(t, 'approvals'))
     .orderBy('expires_at')
     .limit(limit)
     .execute();

@@ -7,6 +7,7 @@ import type { Page } from '../../db/pagination.js';
 import { newId } from '../../lib/ids.js';
 import { isKnownCurrency, parseAmount } from '../../lib/money.js';
 import * as repo from './repo.js';
+import type { Timeline } from '../../core/clock.js';
 
 export type { ApprovalRow } from './repo.js';
 
@@ -175,8 +176,8 @@ export async function decide(
 }
 
 /** Expires one due approval, once (undefined when it was decided or expired meanwhile). */
-export async function expireApproval(db: Queryable, scope: Scope, id: string): Promise<repo.ApprovalRow | undefined> {
-  return repo.settleApproval(db, scope, id, { status: 'expired' });
+export async function expireApproval(db: Queryable, scope: Scope, id: string, t: Timeline): Promise<repo.ApprovalRow | undefined> {
+  return repo.settleApproval(db, scope, id, { status: 'expired' }, t);
 }
 
 export const dueExpiries = repo.dueExpiries;

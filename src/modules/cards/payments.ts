@@ -23,6 +23,7 @@ import type {
 import { TERMINAL_STATUSES } from './schema.js';
 import { isExpired } from './secrets.js';
 import { cardTransactionEvent, requireCard } from './service.js';
+import { REAL_TIME, type Timeline } from '../../core/clock.js';
 
 export function toAuthorizationResponse(a: repo.AuthorizationRow): AuthorizationResponse {
   return {
@@ -250,8 +251,8 @@ async function release(trx: Trx, ctx: Scope, auth: repo.AuthorizationRow, status
  * a bounded batch with SKIP LOCKED (PostgreSQL) so several workers share the work, in the tick's
  * transaction; true = more.
  */
-export async function expireDue(trx: Trx, batch: number, skipLocked: boolean): Promise<boolean> {
-  const due = await repo.claimExpiredAuthorizations(trx, batch, skipLocked);
+export async function expireDue(trx: Trx, batch: number, skipLocked: boolean, t: Timeline = REAL_TIME): Promise<boolean> {
+  const due = await repo.claimExpiredAuthorizations(trx, batch, skipLocked, t);
   for (const auth of due) {
     await release(trx, { tenantId: auth.tenant_id, environment: auth.environment as Scope['environment'] }, auth, 'expired');
   }

@@ -5,6 +5,8 @@ import { paginate, type Page, type PageExtra } from '../../db/pagination.js';
 import { uuidv7LowerBound } from '../../lib/ids.js';
 import type { ListApplicationsQuery, ListAuthorizationsQuery, ListCardsQuery } from './schema.js';
 import { findScoped, scoped, scopedUpdate, type Lock } from '../../db/scoped.js';
+import type { Timeline } from '../../core/clock.js';
+import { inTimeline } from '../../db/timeline.js';
 
 type Json<T> = ColumnType<T, string, string>;
 type Created = ColumnType<Date, never, never>;
@@ -214,12 +216,13 @@ export async function listAuthorizations(
 }
 
 /** Approved authorizations past their expiry, claimed so parallel workers never take the same one. */
-export async function claimExpiredAuthorizations(db: Queryable, limit: number, skipLocked: boolean) {
+export async function claimExpiredAuthorizations(db: Queryable, limit: number, skipLocked: boolean, t: Timeline) {
   let q = db
     .selectFrom('card_authorizations')
     .selectAll()
     .where('status', '=', 'approved')
-    .where('expires_at', '<', new Date())
+    .where('expires_at', '<', t.now ?? new Date())
+    .where(inTimeline(t, 'card_authorizations'))
     .orderBy('expires_at')
     .limit(limit)
     .forUpdate();

@@ -9,6 +9,7 @@ import { settingsOf } from '../tenants/service.js';
 import * as transactions from '../transactions/service.js';
 import { recordEvents } from '../webhooks/service.js';
 import { keyedOnce } from '../../lib/memo.js';
+import { clockTime, REAL_TIME, type Timeline } from '../../core/clock.js';
 import * as repo from './repo.js';
 import { collectionFee, toResponse, type CollectionDeps } from './service.js';
 
@@ -144,7 +145,7 @@ async function settlements(trx: Trx, ends: End[]): Promise<(Settlement | undefin
 
 /** The columns a collection gets as it ends. */
 function endedColumns(ending: Ending, fee: bigint, booked: { transactionId: string | null; ledgerTransactionId: string | null }) {
-  const updated_at = new Date();
+  const updated_at = clockTime();
   switch (ending.status) {
     case 'completed':
       return {
@@ -265,9 +266,12 @@ async function expireCollection(trx: Trx, ctx: Scope, d: Deps, id: string, reaso
   return endAlone(trx, { ctx, d, row, ending: { status: 'expired', reason } });
 }
 
-/** The expiry job: pending collections past `expires_at` expire, in the tick's transaction (one per batch). */
-export async function expireDueCollections(trx: Trx, d: Deps, batch = 50): Promise<boolean> {
-  const due = await repo.dueForExpiry(trx, batch);
+/**
+ * The expiry job: pending collections past `expires_at` (at the timeline's time, among the
+ * environments it handles) expire, in the tick's transaction (one per batch).
+ */
+export async function expireDueCollections(trx: Trx, d: Deps, batch = 50, t: Timeline = REAL_TIME): Promise<boolean> {
+  const due = await repo.dueForExpiry(trx, batch, t);
   for (const c of due) await expireCollection(trx, { tenantId: c.tenant_id, environment: c.environment as Environment }, d, c.id);
   return due.length === batch;
 }

@@ -1,3 +1,5 @@
+import type { Timeline } from '../../core/clock.js';
+import { inTimeline, nowOf } from '../../db/timeline.js';
 import { sql, type ColumnType, type Insertable, type Selectable, type Updateable } from 'kysely';
 import type { Queryable } from '../../db/client.js';
 import type { Scope } from '../../core/context.js';
@@ -136,11 +138,11 @@ export async function endCollections(
   );
 }
 
-/** Pending collections past their expiry, across businesses, locked for the expiry job. */
-export async function dueForExpiry(db: Queryable, limit: number) {
+/** Pending collections past their expiry, across the timeline's businesses, locked for the expiry job. */
+export async function dueForExpiry(db: Queryable, limit: number, t: Timeline) {
   const result = await sql<{ id: string; tenant_id: string; environment: string }>`
     select id, tenant_id, environment from collections
-    where status = 'pending' and expires_at <= now()
+    where status = 'pending' and expires_at <= ${nowOf(t)} and ${inTimeline(t, 'collections')}
     order by expires_at limit ${limit}
     for update skip locked`.execute(db);
   return result.rows;

@@ -2,13 +2,15 @@ import { sql, type ColumnType, type Insertable, type Selectable, type Updateable
 import type { Queryable } from '../../db/client.js';
 import { write, writeTogether, type Writer } from '../../db/write-set.js';
 import { valuesOf } from '../../db/values.js';
-import type { Scope } from '../../core/context.js';
+import type { Environment, Scope } from '../../core/context.js';
 import { paginate, type Page } from '../../db/pagination.js';
 import { isUuid } from '../../lib/ids.js';
 import type { OverrideStore } from '../../rails/fx.js';
 import { rateFromDb } from '../../lib/decimal.js';
 import type { ListOrdersQuery } from './schema.js';
 import { findScoped, scoped, scopedDelete, scopedUpdate, type Lock } from '../../db/scoped.js';
+import type { Timeline } from '../../core/clock.js';
+import { inTimeline, nowIn } from '../../db/timeline.js';
 
 /** numeric columns: written as decimal strings, read back as strings (db/client.ts). */
 type Numeric = ColumnType<string, string, string>;
@@ -121,7 +123,15 @@ export async function upsertSandboxRate(db: Queryable, ctx: Scope, base: string,
   return row.updated_at;
 }
 
-/** The database clock sets expires_at (now + ttl), the same clock that useQuote compares with. */
+/**
+ * The database clock sets expires_at (now + ttl), the same clock that useQuote compares with: the
+ * business's test clock when its sandbox runs on one (db/timeline.ts nowIn).
+ */
+const scopeOfRow = (row: { tenant_id: string; environment: string }) => ({
+  tenantId: row.tenant_id,
+  environment: row.environment as Environment,
+});
+
 export async function insertQuote(
   db: Queryable,
   row: Omit<Insertable<FxQuotesTable>, 'expires_at'>,
@@ -129,7 +139,7 @@ export async function insertQuote(
 ): Promise<QuoteRow> {
   return db
     .insertInto('fx_quotes')
-    .values({ ...row, expires_at: sql<Date>`now() + make_interval(secs => ${ttlSeconds})` })
+    .values({ ...row, expires_at: sql<Date>`${nowIn(scopeOfRow(row))} + make_interval(secs => ${ttlSeconds})` })
     .returningAll()
     .executeTakeFirstOrThrow();
 }
@@ -147,7 +157,7 @@ export async function useQuote(db: Queryable, ctx: Scope, id: string, orderId: s
     .set({ used_at: sql<Date>`now()`, order_id: orderId })
     .where('id', '=', id)
     .where('used_at', 'is', null)
-    .where('expires_at', '>', sql<Date>`now()`)
+    .where('expires_at', '>', nowIn(ctx))
     .executeTakeFirst();
   return result.numUpdatedRows === 1n;
 }
@@ -160,7 +170,7 @@ export async function lockQuotes(db: Queryable, ctx: Scope, ids: string[]): Prom
   if (ids.length === 0) return [];
   return scoped(db, 'fx_quotes', ctx)
     .selectAll()
-    .select(sql<boolean>`expires_at > now()`.as('live'))
+    .select(sql<boolean>`expires_at > ${nowIn(ctx)}`.as('live'))
     .where('id', 'in', [...new Set(ids)].sort())
     .orderBy('id')
     .forUpdate()
@@ -244,11 +254,12 @@ export async function listOrders(db: Queryable, ctx: Scope, query: ListOrdersQue
  * `since` (the start of the worker's tick, database clock), locked with SKIP LOCKED so several
  * workers share the queue.
  */
-export async function claimWaitingOrders(db: Queryable, since: Date, limit: number): Promise<OrderRow[]> {
+export async function claimWaitingOrders(db: Queryable, since: Date, limit: number, t: Timeline): Promise<OrderRow[]> {
   return db
     .selectFrom('fx_orders')
     .selectAll()
     .where('status', '=', 'pending')
+    .where(inTimeline(t, 'fx_orders'))
     .where((eb) => eb.or([eb('checked_at', 'is', null), eb('checked_at', '<', since)]))
     .orderBy(sql`checked_at nulls first`)
     .orderBy('id')

@@ -32,6 +32,7 @@ import * as repo from './repo.js';
 import type { RateBook } from '../../rails/fx.js';
 import { rateBook } from './service.js';
 import { recheckInstruction } from './ssi.js';
+import { REAL_TIME, timelineMs, type Timeline } from '../../core/clock.js';
 
 export type LimitOutcome = 'idle' | 'waiting' | 'completed' | 'expired' | 'rejected';
 
@@ -118,14 +119,19 @@ function rateBooks(trx: Trx): (order: repo.OrderRow) => Promise<RateBook> {
  * ids of those that are due: `due` settle together (settleDueOrders), `alone` each in its own
  * transaction (an order settling to an instruction pays out in the same transaction).
  */
-export async function scanWaitingOrders(db: Db, since: Date, limit: number): Promise<{ claimed: number; due: string[]; alone: string[] }> {
+export async function scanWaitingOrders(
+  db: Db,
+  since: Date,
+  limit: number,
+  t: Timeline = REAL_TIME,
+): Promise<{ claimed: number; due: string[]; alone: string[] }> {
   return db.transaction().execute(async (trx) => {
-    const orders = await repo.claimWaitingOrders(trx, since, limit);
+    const orders = await repo.claimWaitingOrders(trx, since, limit, t);
     const bookOf = rateBooks(trx);
     const due: string[] = [];
     const alone: string[] = [];
     for (const order of orders) {
-      if (dueAction(order, await bookOf(order), Date.now())) (order.destination_type === 'ssi' ? alone : due).push(order.id);
+      if (dueAction(order, await bookOf(order), timelineMs(t))) (order.destination_type === 'ssi' ? alone : due).push(order.id);
     }
     await repo.markChecked(
       trx,
@@ -164,14 +170,14 @@ const UNEXECUTED = { rate: null, mid_rate: null, converted_amount: null, fee: nu
  * ascending, as a lone order and a cancel (order → hold → balance rows). Returns each order's
  * outcome by id (absent: no longer pending, or another worker holds it).
  */
-export async function settleDueOrders(trx: Trx, ids: string[]): Promise<Map<string, LimitOutcome>> {
+export async function settleDueOrders(trx: Trx, ids: string[], t: Timeline = REAL_TIME): Promise<Map<string, LimitOutcome>> {
   const outcomes = new Map<string, LimitOutcome>();
   const orders = await repo.claimPendingOrders(trx, ids);
   const bookOf = rateBooks(trx);
   const due: { order: repo.OrderRow; action: Exclude<Due, null> }[] = [];
   for (const order of orders) {
     if (order.destination_type === 'ssi') throw new ledger.LedgerInvariantError(`order ${order.id} settles alone`);
-    const action = dueAction(order, await bookOf(order), Date.now());
+    const action = dueAction(order, await bookOf(order), timelineMs(t));
     if (action) due.push({ order, action });
     else outcomes.set(order.id, 'waiting');
   }
@@ -286,12 +292,12 @@ function decide(
  * moved back, or another worker or a cancel got there first): expires it after expires_at, or
  * executes it when the customer rate has reached target_rate (sell: rate >= target; buy: rate <= target).
  */
-export async function settleLimitOrder(db: Db, config: Config, id: string): Promise<LimitOutcome> {
+export async function settleLimitOrder(db: Db, config: Config, id: string, t: Timeline = REAL_TIME): Promise<LimitOutcome> {
   try {
     return await db.transaction().execute(async (trx) => {
       const order = await repo.claimPendingOrder(trx, id);
       if (!order) return 'idle';
-      const action = dueAction(order, await rateBook(trx, scopeOf(order)), Date.now());
+      const action = dueAction(order, await rateBook(trx, scopeOf(order)), timelineMs(t));
       if (action === 'expire') {
         await closePendingOrder(trx, scopeOf(order), order, 'expired');
         return 'expired';
@@ -327,17 +333,27 @@ export const LIMIT_ORDER_SCAN = 200;
  * are settled one by one instead, so one order's trouble never holds back the rest, and the
  * failing one reports its own error (the worker logs it).
  */
-export async function settleDue(db: Db, config: Config, due: string[], alone: string[]): Promise<void> {
+export async function settleDue(db: Db, config: Config, due: string[], alone: string[], t: Timeline = REAL_TIME): Promise<void> {
   let one = alone;
   if (due.length > 0) {
     try {
-      await db.transaction().execute((trx) => settleDueOrders(trx, due));
+      await db.transaction().execute((trx) => settleDueOrders(trx, due, t));
     } catch {
       one = [...due, ...alone];
     }
   }
   // An order that fails alone does not stop the ones after it; the first failure is reported.
-  await eachOnItsOwn(one, (id) => settleLimitOrder(db, config, id));
+  await eachOnItsOwn(one, (id) => settleLimitOrder(db, config, id, t));
+}
+
+/** One whole pass over the timeline's waiting orders (a test clock's step): every one looked at once, the due ones settled. */
+export async function settleWaitingOrders(db: Db, config: Config, t: Timeline): Promise<void> {
+  const since = await repo.databaseNow(db);
+  for (;;) {
+    const { claimed, due, alone } = await scanWaitingOrders(db, since, LIMIT_ORDER_SCAN, t);
+    await settleDue(db, config, due, alone, t);
+    if (claimed < LIMIT_ORDER_SCAN) return;
+  }
 }
 
 /**

@@ -8,7 +8,7 @@ import { transactionLimitRefusal } from '../features/service.js';
 import { approvedLevelsOf, approvedLevelsStatement } from '../kyc/service.js';
 import type { KycLevel } from '../kyc/schema.js';
 import * as repo from './repo.js';
-import { addSpend, readSpendStatement, spendKeyString, spendOf, utcDay, type SpendKey } from './spend-repo.js';
+import { addSpend, clearSpend, readSpendStatement, spendKeyString, spendOf, utcDay, type SpendKey } from './spend-repo.js';
 
 /** A movement out of a customer's account, as the gate sees it. */
 export type Move = { ctx: Scope; customerId: string; currency: string };
@@ -17,6 +17,15 @@ export type Move = { ctx: Scope; customerId: string; currency: string };
 export async function countSpend(to: Writer, ctx: Scope, customerId: string | null, currency: string, amount: bigint, at = new Date()) {
   if (customerId === null) return;
   await addSpend(to, [{ key: { scope: ctx, customerId, currency, day: utcDay(at) }, amount }]);
+}
+
+/**
+ * The daily limit's reset as a test clock sees it: the clock passed midnight UTC, so what the
+ * environment's customers spent counts no more (real time needs no reset: each day has its own
+ * counters).
+ */
+export async function resetDailySpending(db: Queryable, scope: Scope): Promise<void> {
+  await clearSpend(db, scope);
 }
 
 /** Gives a failed or returned payout's amount back to the day it was counted on. */

@@ -15,6 +15,7 @@ import type { PayoutMetadata } from './external.js';
 import { toTransferResponse } from './format.js';
 import { channelOf } from './payout-rules.js';
 import * as repo from './repo.js';
+import { REAL_TIME, type Timeline } from '../../core/clock.js';
 
 /**
  * A payout's life after it was created `pending` with its funds held:
@@ -381,8 +382,8 @@ const SANDBOX_SETTLEMENT_BATCH = 100;
  * its payouts are settled one by one instead, so one payout's trouble never holds back the
  * others; the first failure is rethrown (the worker logs it).
  */
-export async function settleDueSandboxPayouts(db: Db, batch = SANDBOX_SETTLEMENT_BATCH): Promise<boolean> {
-  const due = await rails.claimDuePayouts(db, batch, 60);
+export async function settleDueSandboxPayouts(db: Db, batch = SANDBOX_SETTLEMENT_BATCH, t: Timeline = REAL_TIME): Promise<boolean> {
+  const due = await rails.claimDuePayouts(db, batch, 60, t);
   if (due.length === 0) return false;
   try {
     await db.transaction().execute((trx) => settlePayouts(trx, due));

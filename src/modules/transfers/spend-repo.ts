@@ -4,6 +4,7 @@ import type { Queryable } from '../../db/client.js';
 import { write, type Writer } from '../../db/write-set.js';
 import { valuesOf } from '../../db/values.js';
 import type { Scope } from '../../core/context.js';
+import { scopedDelete } from '../../db/scoped.js';
 
 export interface CustomerDailySpendTable {
   tenant_id: string;
@@ -115,4 +116,13 @@ async function subtract(to: Writer, list: { key: SpendKey; amount: bigint }[]) {
     from ${counterRows(list)}
     where s.tenant_id = u.t and s.environment = u.e and s.customer_id = u.c and s.currency = u.cur and s.day = u.d`,
   );
+}
+
+/**
+ * Forgets every spending counter of one environment: a test clock crossed midnight UTC, so for
+ * its business a new day began while the counters (keyed by the wall clock's day) still count
+ * the old one.
+ */
+export async function clearSpend(db: Queryable, scope: Scope): Promise<void> {
+  await scopedDelete(db, 'customer_daily_spend', scope).execute();
 }

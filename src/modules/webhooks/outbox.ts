@@ -2,6 +2,7 @@ import type { ColumnType } from 'kysely';
 import { write, type Writer } from '../../db/write-set.js';
 import type { RequestContext } from '../../core/context.js';
 import { newId } from '../../lib/ids.js';
+import { clockTime } from '../../core/clock.js';
 
 /** The closed list of event types (docs/api-rules.md#closed-lists). */
 export const EVENT_TYPES = [
@@ -97,7 +98,7 @@ function eventOf(ctx: EventScope, eventType: EventType, data: { id?: string } & 
     event_id: id,
     tenant_id: ctx.tenantId,
     environment: ctx.environment,
-    timestamp: new Date().toISOString(),
+    timestamp: clockTime().toISOString(),
     event_type: eventType,
     event_category: eventType.split('.')[0] as string,
     event_group_id: groupId ?? data.id ?? id,

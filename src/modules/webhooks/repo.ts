@@ -210,3 +210,17 @@ export async function requeueDelivery(db: Queryable, ctx: Scope, id: string, fin
     finished ? { status: 'pending', manual: true, next_attempt_at: now, updated_at: now } : { next_attempt_at: now, updated_at: now },
   );
 }
+
+/**
+ * A test clock moved its environment's time on by `ms`: the retries it waits for come that much
+ * closer (next_attempt_at earlier), so the delivery worker sends those now due at once. Deliveries
+ * in flight (processing, under a lease) and first attempts are left alone.
+ */
+export async function bringRetriesForward(db: Queryable, scope: Scope, ms: number): Promise<void> {
+  if (ms <= 0) return;
+  await scopedUpdate(db, 'webhook_deliveries', scope)
+    .set({ next_attempt_at: sql<Date>`next_attempt_at - make_interval(secs => ${ms / 1000})` as unknown as Date })
+    .where('status', '=', 'retrying')
+    .where('manual', '=', false)
+    .execute();
+}
