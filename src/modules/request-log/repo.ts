@@ -1,5 +1,6 @@
-import { CompiledQuery, sql, type ColumnType, type Insertable, type Selectable } from 'kysely';
+import { sql, type ColumnType, type Insertable, type Selectable } from 'kysely';
 import type { Queryable } from '../../db/client.js';
+import { compiledOnce } from '../../db/compiled.js';
 import { paginate, type Page, type PageQuery } from '../../db/pagination.js';
 import { scoped } from '../../db/scoped.js';
 import { escapeLike, stringConstant } from '../../db/values.js';
@@ -37,7 +38,7 @@ export type NewRequestLogRow = Insertable<ApiRequestLogTable>;
 const INSERT_CHUNK = 500;
 
 /** The columns in the order of the statement below, with their array types. */
-const INSERT_COLUMNS: [keyof NewRequestLogRow, string][] = [
+const INSERT_COLUMNS = [
   ['id', 'uuid'],
   ['tenant_id', 'uuid'],
   ['environment', 'text'],
@@ -54,20 +55,27 @@ const INSERT_COLUMNS: [keyof NewRequestLogRow, string][] = [
   ['request_body', 'text'],
   ['response_body', 'text'],
   ['created_at', 'timestamptz'],
-];
+] as const satisfies readonly (readonly [keyof NewRequestLogRow, string])[];
+
+const COLUMN_LIST = sql.raw(INSERT_COLUMNS.map(([c]) => c).join(', '));
 
 /**
- * One statement text whatever the number of rows (a column an array parameter), built once: a
- * flush neither builds nor compiles a query, and the connection's prepared statement is reused.
- * A row already there (a flush retried after its commit's answer was lost) is left out by
- * `not exists` rather than `on conflict do nothing`: flushes run one at a time, so nothing
- * inserts the same id meanwhile, and a speculative insertion writes one more WAL record a row.
+ * One statement whatever the number of rows (a column an array parameter), compiled once
+ * (db/compiled.ts): a flush neither builds nor compiles a query, and the connection's prepared
+ * statement is reused. A row already there (a flush retried after its commit's answer was lost)
+ * is left out by `not exists` rather than `on conflict do nothing`: flushes run one at a time, so
+ * nothing inserts the same id meanwhile, and a speculative insertion writes one more WAL record a row.
  */
-const INSERT_TEXT =
-  `insert into api_request_log (${INSERT_COLUMNS.map(([c]) => c).join(', ')}) ` +
-  `select * from unnest(${INSERT_COLUMNS.map(([, type], i) => `$${i + 1}::${type}[]`).join(', ')}) ` +
-  `as r(${INSERT_COLUMNS.map(([c]) => c).join(', ')}) where not exists (select 1 from api_request_log l ` +
-  'where l.tenant_id = r.tenant_id and l.environment = r.environment and l.id = r.id)';
+const insertRows = compiledOnce((db: Queryable, ...columns: unknown[][]) =>
+  db
+    .insertInto('api_request_log')
+    .columns(INSERT_COLUMNS.map(([c]) => c))
+    .expression(
+      // eslint-disable-next-line no-restricted-syntax -- a flush holds many businesses' rows; each row names its own
+      sql`select * from unnest(${sql.join(columns.map((values, i) => sql`${values}::${sql.raw(INSERT_COLUMNS[i]![1])}[]`))}) as r(${COLUMN_LIST})
+        where not exists (select 1 from api_request_log l where l.tenant_id = r.tenant_id and l.environment = r.environment and l.id = r.id)`,
+    ),
+);
 
 /** Multi-row inserts; a row already there (a retried flush) is skipped (primary key: tenant_id, environment, id). */
 export async function insertMany(db: Queryable, rows: NewRequestLogRow[]): Promise<void> {
@@ -79,7 +87,7 @@ export async function insertMany(db: Queryable, rows: NewRequestLogRow[]): Promi
         return value instanceof Date ? value.toISOString() : (value ?? null);
       }),
     );
-    await db.executeQuery(CompiledQuery.raw(INSERT_TEXT, columns));
+    await insertRows.execute(db, ...columns);
   }
 }
 
