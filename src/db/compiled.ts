@@ -25,12 +25,12 @@ export function compiledOnce<P extends unknown[], R>(build: (db: Queryable, ...p
     async execute(db: Queryable, ...params: P): Promise<QueryResult<R>> {
       if (!first) {
         first = compile(db, params);
-        return db.executeQuery(first, first.queryId);
+        return db.executeQuery(first);
       }
       const queryId = createQueryId();
       const node = db.getExecutor().transformQuery(first.query, queryId);
       const compiled = node === first.query ? { ...first, parameters: params, queryId } : compile(db, params);
-      return db.executeQuery(compiled, compiled.queryId);
+      return db.executeQuery(compiled);
     },
   };
 }
