@@ -49,7 +49,7 @@ for (const file of readdirSync(dir).filter((f) => f.endsWith('.cpuprofile'))) {
   const names = new Map(
     profile.nodes.map((n) => {
       const { functionName, url, lineNumber } = n.callFrame;
-      return [n.id, url ? `${functionName || '(anonymous)'} ${place(url)}:${lineNumber + 1}` : functionName];
+      return [n.id, url ? `${functionName || '(anonymous)'} ${place(url)}:${lineNumber + 1}` : functionName || '(native)'];
     }),
   );
   const area = new Map(
