@@ -21,16 +21,24 @@ const adminUrl = process.env.BENCH_DATABASE_URL ?? process.env.DATABASE_URL ?? '
 const [rate = 200, seconds = 5] = process.argv.slice(2).map(Number);
 const name = `fsapi_bench_wal_${process.pid}`;
 
-function waldump(): string {
+/** PG_WALDUMP, else Debian's path for the server's major version, else pg_waldump on PATH. */
+function waldump(major: number): string {
   if (process.env.PG_WALDUMP) return process.env.PG_WALDUMP;
-  const major = execFileSync('pg_config', ['--version'], { encoding: 'utf8' }).match(/(\d+)/)?.[1];
   const debian = `/usr/lib/postgresql/${major}/bin/pg_waldump`;
   return existsSync(debian) ? debian : 'pg_waldump';
 }
 
 /** Sums pg_waldump's records between two positions: per record kind and relation of `dbOid`. */
-function breakdown(walDir: string, start: string, end: string, dbOid: string, names: Map<string, string>, transfers: number) {
-  const out = execFileSync(waldump(), ['-p', walDir, '-s', start, '-e', end], { encoding: 'utf8', maxBuffer: 1 << 30 });
+function breakdown(
+  major: number,
+  walDir: string,
+  start: string,
+  end: string,
+  dbOid: string,
+  names: Map<string, string>,
+  transfers: number,
+) {
+  const out = execFileSync(waldump(major), ['-p', walDir, '-s', start, '-e', end], { encoding: 'utf8', maxBuffer: 1 << 30 });
   const bytes = new Map<string, { bytes: number; records: number; fpi: number }>();
   let elsewhere = 0;
   for (const line of out.split('\n')) {
@@ -100,11 +108,18 @@ try {
     console.log(writesText(writes).split('; ').join('\n'));
     const { rows: rels } = await sql<{ node: string; relname: string }>`
       select pg_relation_filenode(oid)::text as node, relname from pg_class where pg_relation_filenode(oid) is not null`.execute(handle.db);
-    const { rows: meta } = await sql<{ oid: string; dir: string }>`
-      select (select oid::text from pg_database where datname = current_database()) as oid, current_setting('data_directory') as dir`.execute(
-      handle.db,
+    const { rows: meta } = await sql<{ oid: string; dir: string; version: string }>`
+      select (select oid::text from pg_database where datname = current_database()) as oid, current_setting('data_directory') as dir,
+        current_setting('server_version_num') as version`.execute(handle.db);
+    breakdown(
+      Math.floor(Number(meta[0]!.version) / 10000),
+      `${meta[0]!.dir}/pg_wal`,
+      start.lsn,
+      end.lsn,
+      meta[0]!.oid,
+      new Map(rels.map((r) => [r.node, r.relname])),
+      transfers,
     );
-    breakdown(`${meta[0]!.dir}/pg_wal`, start.lsn, end.lsn, meta[0]!.oid, new Map(rels.map((r) => [r.node, r.relname])), transfers);
   } finally {
     await server.stop();
   }
