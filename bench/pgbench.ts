@@ -1,5 +1,9 @@
-import { execFileSync } from 'node:child_process';
-import { endedChildrenCpuMs, postgresCpuMs } from './server.js';
+import { execFile, execFileSync } from 'node:child_process';
+import { promisify } from 'node:util';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { endedChildrenCpuMs, trackPostgresCpu } from './server.js';
 
 export interface PgbenchResult {
   tps: number;
@@ -29,15 +33,57 @@ export function pgbenchInit(dbUrl: string, scale: number): void {
  * The timed run: `clients` clients on 2 threads, TPC-B-like by default or select-only (`-S`).
  * `-n` skips the vacuum so repeated runs on one database stay comparable.
  */
-export function pgbenchRun(dbUrl: string, seconds: number, mode: 'tpcb' | 'select-only' = 'tpcb', clients = 16): PgbenchResult {
+export async function pgbenchRun(
+  dbUrl: string,
+  seconds: number,
+  mode: 'tpcb' | 'select-only' = 'tpcb',
+  clients = 16,
+): Promise<PgbenchResult> {
   const args = ['-n', '-c', String(clients), '-j', '2', '-T', String(seconds), ...(mode === 'select-only' ? ['-S'] : [])];
-  const before = { postgres: postgresCpuMs(), client: endedChildrenCpuMs() };
-  const out = execFileSync('pgbench', [...args, dbUrl], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+  // Sampled while it runs: pgbench's backends end with it, and their time with them.
+  const postgres = trackPostgresCpu();
+  const client = endedChildrenCpuMs();
+  const { stdout: out } = await promisify(execFile)('pgbench', [...args, dbUrl], { encoding: 'utf8' });
+  const postgresMs = postgres();
   const tps = /tps = ([\d.]+) \(without initial connection time\)/.exec(out)?.[1];
   const latency = /latency average = ([\d.]+) ms/.exec(out)?.[1];
   const transactions = /number of transactions actually processed: (\d+)/.exec(out)?.[1];
   if (!tps) throw new Error(`could not read pgbench output:\n${out}`);
   const n = Number(transactions ?? NaN);
-  const cpu = { postgres: (postgresCpuMs() - before.postgres) / n, client: (endedChildrenCpuMs() - before.client) / n };
+  const cpu = { postgres: postgresMs / n, client: (endedChildrenCpuMs() - client) / n };
   return { tps: Number(tps), latencyAvgMs: Number(latency ?? NaN), cpu, command: `pgbench ${args.join(' ')}` };
+}
+
+export interface PgbenchLatency {
+  count: number;
+  p50: number;
+  p99: number;
+  command: string;
+}
+
+/**
+ * TPC-B at a fixed rate (`-R`), every transaction logged (`-l`): the database's own latency at the
+ * rate our open-loop load offers. A transaction's latency is counted from when it was scheduled
+ * (its time plus its schedule lag, the log's 3rd and 7th fields), as the open-loop load counts
+ * ours from when a request was due, so a stall delays what is queued behind it in both.
+ */
+export function pgbenchAtRate(dbUrl: string, seconds: number, rate: number, clients = 16): PgbenchLatency {
+  const dir = mkdtempSync(join(tmpdir(), 'fsapi-pgbench-log-'));
+  const args = ['-n', '-c', String(clients), '-j', '2', '-T', String(seconds), '-R', String(rate), '-l'];
+  try {
+    execFileSync('pgbench', [...args, `--log-prefix=${join(dir, 'tx')}`, dbUrl], { stdio: ['ignore', 'ignore', 'pipe'] });
+    const latencies: number[] = [];
+    for (const file of readdirSync(dir)) {
+      for (const line of readFileSync(join(dir, file), 'utf8').split('\n')) {
+        const f = line.split(' ');
+        if (f.length < 7 || f[2] === 'skipped') continue;
+        latencies.push((Number(f[2]) + Number(f[6])) / 1000);
+      }
+    }
+    latencies.sort((a, b) => a - b);
+    const at = (q: number) => Math.round((latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] ?? NaN) * 10) / 10;
+    return { count: latencies.length, p50: at(0.5), p99: at(0.99), command: `pgbench ${args.join(' ')}` };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 }

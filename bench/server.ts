@@ -176,36 +176,89 @@ export function endedChildrenCpuMs(): number {
 }
 
 /**
- * CPU time all PostgreSQL processes of this machine have used so far, in ms (NaN without /proc):
- * its backends, WAL writer and checkpointer, and the backends that have ended since (their time
- * is in the postmaster's reaped children's; counting only the living, a pool closing its
- * connections during a window made that window's figure negative). During a load nothing else
- * uses the server.
+ * What postgresCpuMs counts once scoped: the background processes of the bench's cluster (WAL
+ * writer, checkpointer, background writer: their pids from pg_stat_activity) and every backend
+ * whose process title names one of the bench's databases (`fsapi_bench_<stamp>_…`).
  */
-export function postgresCpuMs(): number {
-  let total = 0;
-  let seen = 0;
+let scope: { aux: number[]; title: string } | undefined;
+
+/** Counts only the bench's cluster and databases from now on (see postgresCpuMs). */
+export async function scopePostgresCpu(adminUrl: string, databasePrefix: string): Promise<void> {
+  const aux = await admin(adminUrl, (c) =>
+    c.query<{ pid: number }>(`select pid from pg_stat_activity where backend_type <> 'client backend' and pid <> pg_backend_pid()`),
+  );
+  scope = { aux: aux.rows.map((r) => r.pid), title: databasePrefix };
+}
+
+function postgresPids(): number[] {
   let pids: string[];
   try {
     pids = readdirSync('/proc').filter((d) => /^\d+$/.test(d));
   } catch {
-    return NaN;
+    return [];
   }
+  const found: number[] = [];
   for (const pid of pids) {
     try {
       if (readFileSync(`/proc/${pid}/comm`, 'utf8').trim() !== 'postgres') continue;
+      if (scope && !scope.aux.includes(Number(pid)) && !readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(scope.title)) continue;
     } catch {
       continue; // ended meanwhile
     }
-    // Only the postmaster has children: a backend's reaped time is 0.
-    const { own, reaped } = processCpuMs(Number(pid));
-    const ms = own + reaped;
+    found.push(Number(pid));
+  }
+  return found;
+}
+
+/**
+ * CPU time PostgreSQL has used so far, in ms (NaN without /proc). Unscoped: every PostgreSQL
+ * process of this machine and the backends that have ended (their time is in the postmaster's
+ * reaped children's). Scoped (scopePostgresCpu): only the bench's cluster's background processes
+ * and the backends of the bench's databases, so other clusters and other users' databases on a
+ * shared machine do not count; a backend of ours that ends during a window loses its time there
+ * (the server's pool keeps its connections during a load).
+ */
+export function postgresCpuMs(): number {
+  let total = 0;
+  let seen = 0;
+  for (const pid of postgresPids()) {
+    // Only a postmaster has children: a backend's reaped time is 0.
+    const { own, reaped } = processCpuMs(pid);
+    const ms = own + (scope ? 0 : reaped);
     if (Number.isFinite(ms)) {
       total += ms;
       seen++;
     }
   }
   return seen > 0 ? total : NaN;
+}
+
+/**
+ * PostgreSQL's CPU over a window in which backends start and end (a pgbench run): every
+ * process postgresCpuMs counts is sampled every `everyMs`, and each counts from its first sample
+ * (or from the start) to its last, so a backend that ended keeps what it used up to its last
+ * sample. Returns the stop function, which gives the ms used.
+ */
+export function trackPostgresCpu(everyMs = 200): () => number {
+  const first = new Map<number, number>();
+  const last = new Map<number, number>();
+  const sample = (initial: boolean) => {
+    for (const pid of postgresPids()) {
+      const ms = processCpuMs(pid).own;
+      if (!Number.isFinite(ms)) continue;
+      if (!first.has(pid)) first.set(pid, initial ? ms : 0);
+      last.set(pid, ms);
+    }
+  };
+  sample(true);
+  const timer = setInterval(() => sample(false), everyMs);
+  return () => {
+    clearInterval(timer);
+    sample(false);
+    let total = 0;
+    for (const [pid, ms] of last) total += ms - (first.get(pid) ?? 0);
+    return total;
+  };
 }
 
 /** A migrated database with one business whose rate limit is out of the way; returns its secret key. */

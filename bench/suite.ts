@@ -8,7 +8,7 @@ import { reconcile } from '../src/ledger/index.js';
 import { LIMIT_ORDER_SCAN, scanWaitingOrders, settleDue, settleLimitOrder } from '../src/modules/fx/worker.js';
 import { seedHistory } from './history.js';
 import { accountReadLoad, fxOrderLoad, healthzLoad, transferLoad, VIA_PROXY, type LoadResult } from './load.js';
-import { pgbenchInit, pgbenchRun, type PgbenchResult } from './pgbench.js';
+import { pgbenchAtRate, pgbenchInit, pgbenchRun, type PgbenchLatency, type PgbenchResult } from './pgbench.js';
 import {
   admin,
   appConfig,
@@ -20,6 +20,7 @@ import {
   prepareDatabase,
   preparePGlite,
   postgresCpuMs,
+  scopePostgresCpu,
   START_FLAGS,
   startServer,
   withDatabase,
@@ -28,6 +29,8 @@ import {
 import { steadyTransfers } from './steady.js';
 import { coreTransfers } from './core.js';
 import { webhookBench } from './webhooks.js';
+import { settledWriteSnapshot, writesPerTransfer, writesText } from './writes.js';
+import { cpuRatioRow, healthzRatioRow, tailRatio, walRow } from './ratios.js';
 
 export const SCENARIOS = ['spread', 'hot', 'reads', 'steady', 'pglite', 'bulk', 'history', 'requestlog', 'fx', 'core', 'webhooks'] as const;
 export type Scenario = (typeof SCENARIOS)[number];
@@ -243,23 +246,17 @@ export async function runBench(o: BenchOptions): Promise<{ rows: Row[]; reconcil
     const id = `${scale}:${mode}`;
     const known = references.get(id);
     if (known) return known;
-    let url = pgbenchDbs.get(scale);
     // Let requests still in flight when the load stopped commit: a paused server must hold no locks.
     await new Promise((r) => setTimeout(r, 1000));
     paused.forEach((s) => s.pause());
     try {
-      if (!url) {
-        url = await createDb(`pgbench_s${scale}`);
-        log(`pgbench -i -s ${scale}`);
-        pgbenchInit(url, scale);
-        pgbenchDbs.set(scale, url);
-      }
+      const url = await pgbenchDb(scale);
       // PostgreSQL's best: on two cores TPC-B peaks at few clients (more contend on the same rows).
       let best: PgbenchResult | undefined;
       const seen: string[] = [];
       for (const clients of o.pgbenchClients) {
         log(`pgbench ${mode} -s ${scale}, ${clients} clients, ${o.pgbenchSeconds} s`);
-        const result = pgbenchRun(url, o.pgbenchSeconds, mode, clients);
+        const result = await pgbenchRun(url, o.pgbenchSeconds, mode, clients);
         seen.push(`-c ${clients}: ${fmt(result.tps)}`);
         if (!best || result.tps > best.tps) best = result;
       }
@@ -271,6 +268,33 @@ export async function runBench(o: BenchOptions): Promise<{ rows: Row[]; reconcil
       // A paused server could not do what it does when idle (V8's idle-time garbage collection,
       // its timers): let it catch up before the next load, or that load's first second pays for it
       // (a 300-800 ms stall measured right after a resume; none after 3 s).
+      await new Promise((r) => setTimeout(r, 3000));
+    }
+  };
+
+  const pgbenchDb = async (scale: number) => {
+    let url = pgbenchDbs.get(scale);
+    if (!url) {
+      url = await createDb(`pgbench_s${scale}`);
+      log(`pgbench -i -s ${scale}`);
+      pgbenchInit(url, scale);
+      pgbenchDbs.set(scale, url);
+    }
+    return url;
+  };
+  /**
+   * TPC-B -s 10 at `rate` a second for `seconds`, every transaction's latency logged, while our
+   * server is paused: the database's own tail at the rate our steady load offers, in this run.
+   */
+  const tailReference = async (rate: number, seconds: number, paused: Server[]): Promise<PgbenchLatency> => {
+    await new Promise((r) => setTimeout(r, 1000));
+    paused.forEach((s) => s.pause());
+    try {
+      const url = await pgbenchDb(10);
+      log(`pgbench TPC-B -s 10 at -R ${rate} for ${seconds} s (the tail reference)`);
+      return pgbenchAtRate(url, seconds, rate);
+    } finally {
+      paused.forEach((s) => s.resume());
       await new Promise((r) => setTimeout(r, 3000));
     }
   };
@@ -290,9 +314,11 @@ export async function runBench(o: BenchOptions): Promise<{ rows: Row[]; reconcil
   let pgSpread: LoadResult | undefined;
   let wal: { bytes: number; records: number; transfers: number } | undefined;
   let spreadCpu: ReturnType<ReturnType<typeof cpuMeter>> | undefined;
+  let writes: ReturnType<typeof writesPerTransfer> | undefined;
   let reads: (LoadResult & { cpuText: string }) | undefined;
   let mainRss = NaN;
   try {
+    await scopePostgresCpu(o.adminUrl, `fsapi_bench_${stamp}_`);
     log('building dist/ (npm run build)');
     build();
     const needsMain = (['spread', 'hot', 'reads', 'steady', 'bulk', 'pglite', 'requestlog', 'fx', 'core'] as const).some(has);
@@ -304,11 +330,13 @@ export async function runBench(o: BenchOptions): Promise<{ rows: Row[]; reconcil
 
       if (has('spread') || has('pglite') || has('requestlog') || has('fx')) {
         log('spread: transfers among all accounts, as fast as they go');
+        const written = await settledWriteSnapshot(handle);
         const before = await walAndTransfers(handle);
         const cpu = cpuMeter(server);
         pgSpread = await transferLoad(loadOpts(server, key), pairs(ids));
         wal = walPerTransfer(before, await walAndTransfers(handle, before));
         if (wal) spreadCpu = cpu(wal.transfers);
+        if (wal) writes = writesPerTransfer(written, await settledWriteSnapshot(handle), wal.transfers);
       }
       if (has('spread') && pgSpread) {
         const first = pgSpread;
@@ -325,15 +353,10 @@ export async function runBench(o: BenchOptions): Promise<{ rows: Row[]; reconcil
           target: '≥ 2.0×',
           met: r >= 2,
         });
-        if (wal)
-          rows.push({
-            name: 'WAL written per transfer (the spread load, API only)',
-            measured: `${fmt(wal.bytes / 1024, 1)} KiB, ${fmt(wal.records, 1)} records (${fmt(wal.transfers)} transfers)`,
-            reference: '',
-            target: '',
-          });
+        if (wal) rows.push(walRow(wal, writes && { rows: writes.rows, indexEntries: writes.indexEntries, text: writesText(writes) }));
         if (wal && spreadCpu) {
           rows.push({ name: 'CPU per transfer (the spread load)', measured: cpuText(spreadCpu, wal.transfers), reference: '', target: '' });
+          rows.push(cpuRatioRow(spreadCpu));
           rows.push(cpuBudgetRow('spread', 2 * ref.tps, spreadCpu));
         }
         const rate = Math.max(1, Math.floor(peak.run.perSecond / 2));
@@ -348,6 +371,7 @@ export async function runBench(o: BenchOptions): Promise<{ rows: Row[]; reconcil
           target: 'p99 < 50 ms',
           met: half.p99 < 50 && half.failed === 0,
         });
+        rows.push(tailRatio(`half the maximum (${fmt(rate)}/s)`, half, await tailReference(rate, o.loadSeconds, [server])));
       }
       if (has('core')) {
         // The same batch path, called in this process: what the HTTP layer, the Idempotency-Key
@@ -403,7 +427,9 @@ export async function runBench(o: BenchOptions): Promise<{ rows: Row[]; reconcil
         rows.push(cpuBudgetRow('reads', 0.5 * ref.tps, cpu));
         // What the HTTP layer alone serves on this machine (no key, no database, no request log):
         // a ceiling for any /v1 read, with the same reference.
+        const bareCpu = cpuMeter(server);
         const bare = await healthzLoad(loadOpts(server, key));
+        const healthzCpu = bareCpu(bare.ok);
         rows.push({
           name: 'GET /healthz req/s (the HTTP layer alone: a ceiling for reads)',
           measured: `${fmt(bare.perSecond)}/s, p50 ${bare.p50} ms, p99 ${bare.p99} ms${failures(bare)}`,
@@ -411,6 +437,7 @@ export async function runBench(o: BenchOptions): Promise<{ rows: Row[]; reconcil
           ratio: bare.perSecond / ref.tps,
           target: '',
         });
+        rows.push(healthzRatioRow(cpu, served, healthzCpu, bare.ok));
       }
       if (has('steady')) {
         const seconds = Math.max(o.loadSeconds, Math.min(10, o.loadSeconds * 2));
@@ -425,6 +452,7 @@ export async function runBench(o: BenchOptions): Promise<{ rows: Row[]; reconcil
           target: 'p50 < 5 ms',
           met: run.p50 < 5 && run.failed === 0,
         });
+        rows.push(tailRatio('a steady 100 transfers/s', run, await tailReference(100, seconds, [server])));
         rows.push({
           name: 'CPU per transfer at a steady 100/s (batches of one)',
           measured: cpuText(steadyCpu, run.ok),

@@ -2,6 +2,7 @@ import { sql, type ColumnType, type Insertable, type Selectable, type SelectQuer
 import type { Database } from '../../db/types.js';
 import type { Queryable } from '../../db/client.js';
 import type { Scope } from '../../core/context.js';
+import { compiledOnce } from '../../db/compiled.js';
 import { paginate, type Page, type PageExtra } from '../../db/pagination.js';
 import { findScoped, scoped, scopedUpdate, type Lock } from '../../db/scoped.js';
 import type { BankDetails } from '../../lib/bank-details.js';
@@ -67,10 +68,14 @@ function withBalance(qb: SelectQueryBuilder<Database, 'accounts', object>) {
 
 /** Accounts of one business and environment by id (one array parameter: one prepared text for any count). */
 export async function findAccountsWithBalance(db: Queryable, ctx: Scope, ids: string[]): Promise<AccountWithBalance[]> {
-  return withBalance(scoped(db, 'accounts', ctx))
-    .where(sql<boolean>`accounts.id = any(${ids}::uuid[])`)
-    .execute();
+  const { rows } = await accountsWithBalance.execute(db, ctx.tenantId, ctx.environment, ids);
+  return rows;
 }
+
+/** Every account read's statement: compiled once (db/compiled.ts). */
+const accountsWithBalance = compiledOnce((db: Queryable, tenantId: string, environment: Scope['environment'], ids: string[]) =>
+  withBalance(scoped(db, 'accounts', { tenantId, environment })).where(sql<boolean>`accounts.id = any(${ids}::uuid[])`),
+);
 
 /**
  * Several accounts with a shared lock, in id order: a money movement holds it so a status change

@@ -1,5 +1,6 @@
 import { sql, type ColumnType, type Insertable, type Selectable } from 'kysely';
 import type { Queryable } from '../../db/client.js';
+import { compiledOnce } from '../../db/compiled.js';
 import { paginate, type Page, type PageQuery } from '../../db/pagination.js';
 import { scoped } from '../../db/scoped.js';
 import { escapeLike, stringConstant } from '../../db/values.js';
@@ -33,17 +34,60 @@ declare module '../../db/types.js' {
 export type RequestLogRow = Selectable<ApiRequestLogTable>;
 export type NewRequestLogRow = Insertable<ApiRequestLogTable>;
 
-/** 16 columns a row: 500 rows stay far below PostgreSQL's 65,535 bind parameters. */
+/** Rows a statement: a flush writes at most a chunk of the buffer anyway. */
 const INSERT_CHUNK = 500;
+
+/** The columns in the order of the statement below, with their array types. */
+const INSERT_COLUMNS = [
+  ['id', 'uuid'],
+  ['tenant_id', 'uuid'],
+  ['environment', 'text'],
+  ['request_id', 'text'],
+  ['method', 'text'],
+  ['path', 'text'],
+  ['query', 'text'],
+  ['status', 'int4'],
+  ['status_class', 'int2'],
+  ['duration_ms', 'int4'],
+  ['idempotency_key', 'text'],
+  ['idempotency_replayed', 'bool'],
+  ['key_prefix', 'text'],
+  ['request_body', 'text'],
+  ['response_body', 'text'],
+  ['created_at', 'timestamptz'],
+] as const satisfies readonly (readonly [keyof NewRequestLogRow, string])[];
+
+const COLUMN_LIST = sql.raw(INSERT_COLUMNS.map(([c]) => c).join(', '));
+
+/**
+ * One statement whatever the number of rows (a column an array parameter), compiled once
+ * (db/compiled.ts): a flush neither builds nor compiles a query, and the connection's prepared
+ * statement is reused. A row already there (a flush retried after its commit's answer was lost)
+ * is left out by `not exists` rather than `on conflict do nothing`: flushes run one at a time, so
+ * nothing inserts the same id meanwhile, and a speculative insertion writes one more WAL record a row.
+ */
+const insertRows = compiledOnce((db: Queryable, ...columns: unknown[][]) =>
+  db
+    .insertInto('api_request_log')
+    .columns(INSERT_COLUMNS.map(([c]) => c))
+    .expression(
+      // eslint-disable-next-line no-restricted-syntax -- a flush holds many businesses' rows; each row names its own
+      sql`select * from unnest(${sql.join(columns.map((values, i) => sql`${values}::${sql.raw(INSERT_COLUMNS[i]![1])}[]`))}) as r(${COLUMN_LIST})
+        where not exists (select 1 from api_request_log l where l.tenant_id = r.tenant_id and l.environment = r.environment and l.id = r.id)`,
+    ),
+);
 
 /** Multi-row inserts; a row already there (a retried flush) is skipped (primary key: tenant_id, environment, id). */
 export async function insertMany(db: Queryable, rows: NewRequestLogRow[]): Promise<void> {
   for (let i = 0; i < rows.length; i += INSERT_CHUNK) {
-    await db
-      .insertInto('api_request_log')
-      .values(rows.slice(i, i + INSERT_CHUNK))
-      .onConflict((oc) => oc.columns(['tenant_id', 'environment', 'id']).doNothing())
-      .execute();
+    const chunk = rows.slice(i, i + INSERT_CHUNK);
+    const columns = INSERT_COLUMNS.map(([column]) =>
+      chunk.map((row) => {
+        const value = row[column];
+        return value instanceof Date ? value.toISOString() : (value ?? null);
+      }),
+    );
+    await insertRows.execute(db, ...columns);
   }
 }
 
