@@ -4,7 +4,7 @@ import { gathered } from '../../http/idempotency-batch.js';
 import { z } from 'zod';
 import type { Deps } from '../../http/deps.js';
 import { ok } from '../../http/envelope.js';
-import { routes } from '../../http/route.js';
+import { routes, type App } from '../../http/route.js';
 import { pageSchema } from '../../db/pagination.js';
 import * as cards from './cards.js';
 import {
@@ -33,11 +33,11 @@ export function collectionDeps(deps: Deps, req: FastifyRequest): service.Collect
   };
 }
 
-export function collectionRoutes(deps: Deps): FastifyPluginAsyncZod {
-  // Charges settle money: concurrent ones share one transaction, each with its own outcome.
+/** Charges settle money: concurrent ones share one transaction, each with its own outcome. */
+function chargeGatherer(deps: Deps) {
   type Items = { request: FastifyRequest; input: ChargeCardBody }[];
   const chargeRequests = (items: Items) => items.map((i) => ({ ctx: i.request.ctx, d: collectionDeps(deps, i.request), body: i.input }));
-  const charges = gathered(
+  return gathered(
     deps,
     'collections.payment_intents.charge',
     'collections',
@@ -45,119 +45,140 @@ export function collectionRoutes(deps: Deps): FastifyPluginAsyncZod {
     // The intents and saved cards leave with the claim (docs/money-path.md).
     (trx, items: Items) => cards.planChargeReads(trx, chargeRequests(items)),
   );
+}
+
+type Charges = ReturnType<typeof chargeGatherer>;
+
+export function collectionRoutes(deps: Deps): FastifyPluginAsyncZod {
+  const charges = chargeGatherer(deps);
   return async (app) => {
-    const r = routes(app, tags);
-    r.post(
-      '/v1/collections',
-      {
-        summary: 'Initiate a collection',
-        description:
-          'Card: a `payment_link` to the hosted checkout page. Bank transfer: `instruction` and `bank_transfer` (account number and ' +
-          'the reference to quote). Mobile money: `instruction` (the payer approves a prompt). Statuses pending, completed, failed, ' +
-          'expired (`detailed_status` is finer); completion settles the amount less the fee into the destination account.',
-        body: CreateCollectionBody,
-        data: CollectionResponse,
-        errors: ['not_found', 'invalid_amount', 'currency_mismatch', 'account_inactive'],
-      },
-      // sensitive: the stored response holds the checkout session token (sealed at rest).
-      (req, reply) =>
-        deps.idempotency.run(
-          req,
-          reply,
-          'collections.create',
-          (trx) => service.createCollection(trx, req.ctx, collectionDeps(deps, req), req.body),
-          { sensitive: true },
-        ),
-    );
-
-    r.get(
-      '/v1/collections',
-      {
-        summary: 'List collections',
-        querystring: ListCollectionsQuery,
-        data: pageSchema(CollectionResponse),
-        errors: [],
-      },
-      async (req) => ok(await service.listCollections(deps.db, req.ctx, collectionDeps(deps, req), req.query)),
-    );
-
-    r.get(
-      '/v1/collections/:id',
-      {
-        summary: 'Get a collection',
-        description: "Needs an API key (unlike the reference); another business's collection is 404.",
-        params: CollectionIdParams,
-        data: CollectionResponse,
-        errors: [],
-      },
-      async (req) => ok(await service.getCollection(deps.db, req.ctx, collectionDeps(deps, req), req.params.id)),
-    );
-
-    r.post(
-      '/v1/collections/cards/payment-intents',
-      {
-        summary: 'Create a card payment intent',
-        description: 'With `card_token` the saved card is charged at once.',
-        body: CreatePaymentIntentBody,
-        data: PaymentIntentResponse,
-        errors: ['not_found', 'invalid_amount', 'currency_mismatch', 'account_inactive'],
-      },
-      (req, reply) =>
-        deps.idempotency.run(
-          req,
-          reply,
-          'collections.payment_intents.create',
-          (trx) => cards.createPaymentIntent(trx, req.ctx, collectionDeps(deps, req), req.body),
-          {
-            sensitive: true,
-          },
-        ),
-    );
-
-    r.post(
-      '/v1/collections/cards/payment-intents/charge',
-      {
-        summary: 'Charge a saved card',
-        description: 'A decline answers 200 with status `failed` and the failure code.',
-        body: ChargeCardBody,
-        data: ChargeCardResponse,
-        errors: ['not_found', 'invalid_state_transition'],
-      },
-      (req, reply) => charges.run(req, reply, req.body),
-    );
-
-    r.get(
-      '/v1/collections/cards',
-      {
-        summary: 'List saved cards',
-        description:
-          "An array, as the reference answers; pages with page/items_per_page or cursor, the next page's cursor in the X-Next-Cursor header.",
-        querystring: ListSavedCardsQuery,
-        data: z.array(SavedCardResponse),
-        errors: [],
-      },
-      async (req, reply) => {
-        const page = await cards.listSavedCards(deps.db, req.ctx, req.query);
-        if (page.next_cursor) void reply.header('x-next-cursor', page.next_cursor);
-        return ok(page.items);
-      },
-    );
-
-    r.get(
-      '/v1/collections/cards/:card_id',
-      { summary: 'Get a saved card', params: SavedCardParams, data: SavedCardResponse, errors: [] },
-      async (req) => ok(await cards.getSavedCard(deps.db, req.ctx, req.params.card_id)),
-    );
-
-    r.delete(
-      '/v1/collections/cards/:card_id',
-      {
-        summary: 'Delete a saved card',
-        params: SavedCardParams,
-        data: z.object({ success: z.boolean(), message: z.string() }),
-        errors: [],
-      },
-      async (req) => ok(await deps.inTransaction((trx) => cards.deleteSavedCard(trx, req.ctx, req.params.card_id))),
-    );
+    collectionRequestRoutes(app, deps);
+    paymentIntentRoutes(app, deps, charges);
+    savedCardRoutes(app, deps);
   };
+}
+
+/** Collections: initiate, list, read. */
+function collectionRequestRoutes(app: App, deps: Deps): void {
+  const r = routes(app, tags);
+  r.post(
+    '/v1/collections',
+    {
+      summary: 'Initiate a collection',
+      description:
+        'Card: a `payment_link` to the hosted checkout page. Bank transfer: `instruction` and `bank_transfer` (account number and ' +
+        'the reference to quote). Mobile money: `instruction` (the payer approves a prompt). Statuses pending, completed, failed, ' +
+        'expired (`detailed_status` is finer); completion settles the amount less the fee into the destination account.',
+      body: CreateCollectionBody,
+      data: CollectionResponse,
+      errors: ['not_found', 'invalid_amount', 'currency_mismatch', 'account_inactive'],
+    },
+    // sensitive: the stored response holds the checkout session token (sealed at rest).
+    (req, reply) =>
+      deps.idempotency.run(
+        req,
+        reply,
+        'collections.create',
+        (trx) => service.createCollection(trx, req.ctx, collectionDeps(deps, req), req.body),
+        { sensitive: true },
+      ),
+  );
+
+  r.get(
+    '/v1/collections',
+    {
+      summary: 'List collections',
+      querystring: ListCollectionsQuery,
+      data: pageSchema(CollectionResponse),
+      errors: [],
+    },
+    async (req) => ok(await service.listCollections(deps.db, req.ctx, collectionDeps(deps, req), req.query)),
+  );
+
+  r.get(
+    '/v1/collections/:id',
+    {
+      summary: 'Get a collection',
+      description: "Needs an API key (unlike the reference); another business's collection is 404.",
+      params: CollectionIdParams,
+      data: CollectionResponse,
+      errors: [],
+    },
+    async (req) => ok(await service.getCollection(deps.db, req.ctx, collectionDeps(deps, req), req.params.id)),
+  );
+}
+
+/** Card payment intents: create, and charge a saved card. */
+function paymentIntentRoutes(app: App, deps: Deps, charges: Charges): void {
+  const r = routes(app, tags);
+  r.post(
+    '/v1/collections/cards/payment-intents',
+    {
+      summary: 'Create a card payment intent',
+      description: 'With `card_token` the saved card is charged at once.',
+      body: CreatePaymentIntentBody,
+      data: PaymentIntentResponse,
+      errors: ['not_found', 'invalid_amount', 'currency_mismatch', 'account_inactive'],
+    },
+    (req, reply) =>
+      deps.idempotency.run(
+        req,
+        reply,
+        'collections.payment_intents.create',
+        (trx) => cards.createPaymentIntent(trx, req.ctx, collectionDeps(deps, req), req.body),
+        {
+          sensitive: true,
+        },
+      ),
+  );
+
+  r.post(
+    '/v1/collections/cards/payment-intents/charge',
+    {
+      summary: 'Charge a saved card',
+      description: 'A decline answers 200 with status `failed` and the failure code.',
+      body: ChargeCardBody,
+      data: ChargeCardResponse,
+      errors: ['not_found', 'invalid_state_transition'],
+    },
+    (req, reply) => charges.run(req, reply, req.body),
+  );
+}
+
+/** Saved cards: list, read, delete. */
+function savedCardRoutes(app: App, deps: Deps): void {
+  const r = routes(app, tags);
+  r.get(
+    '/v1/collections/cards',
+    {
+      summary: 'List saved cards',
+      description:
+        "An array, as the reference answers; pages with page/items_per_page or cursor, the next page's cursor in the X-Next-Cursor header.",
+      querystring: ListSavedCardsQuery,
+      data: z.array(SavedCardResponse),
+      errors: [],
+    },
+    async (req, reply) => {
+      const page = await cards.listSavedCards(deps.db, req.ctx, req.query);
+      if (page.next_cursor) void reply.header('x-next-cursor', page.next_cursor);
+      return ok(page.items);
+    },
+  );
+
+  r.get(
+    '/v1/collections/cards/:card_id',
+    { summary: 'Get a saved card', params: SavedCardParams, data: SavedCardResponse, errors: [] },
+    async (req) => ok(await cards.getSavedCard(deps.db, req.ctx, req.params.card_id)),
+  );
+
+  r.delete(
+    '/v1/collections/cards/:card_id',
+    {
+      summary: 'Delete a saved card',
+      params: SavedCardParams,
+      data: z.object({ success: z.boolean(), message: z.string() }),
+      errors: [],
+    },
+    async (req) => ok(await deps.inTransaction((trx) => cards.deleteSavedCard(trx, req.ctx, req.params.card_id))),
+  );
 }

@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { Deps } from '../../http/deps.js';
 import { ok } from '../../http/envelope.js';
-import { routes } from '../../http/route.js';
+import { routes, type App } from '../../http/route.js';
 import { pageSchema, PageQuery } from '../../db/pagination.js';
 import type { FastifyRequest } from 'fastify';
 import { gathered } from '../../http/idempotency-batch.js';
@@ -28,13 +28,15 @@ const tags = ['FX'];
 /** Reference data a public key may read (docs/api-rules.md#keys-and-environments). */
 const publicRead = { publicKeyAllowed: true };
 
-export function fxRoutes(deps: Deps): FastifyPluginAsyncZod {
-  // Market orders into an account take the batch path, as transfers do (docs/money-path.md):
-  // concurrent orders share one transaction, each with its own idempotency record and outcome.
-  // The same operation name as the lone path, so a key means the same request on either.
+/**
+ * Market orders into an account take the batch path, as transfers do (docs/money-path.md):
+ * concurrent orders share one transaction, each with its own idempotency record and outcome.
+ * The same operation name as the lone path, so a key means the same request on either.
+ */
+function orderGatherer(deps: Deps) {
   type Items = { request: FastifyRequest; input: CreateOrderBody }[];
   const requests = (items: Items) => items.map((i) => ({ ctx: i.request.ctx, config: deps.config, body: i.input }));
-  const batched = gathered(
+  return gathered(
     deps,
     'fx.orders.create',
     'fx_orders',
@@ -42,116 +44,140 @@ export function fxRoutes(deps: Deps): FastifyPluginAsyncZod {
     // The first reads and locks leave with the claim when known ahead (docs/money-path.md).
     (trx, items: Items) => planFirstLocks(trx, requests(items)),
   );
+}
+
+type FxBatch = ReturnType<typeof orderGatherer>;
+
+export function fxRoutes(deps: Deps): FastifyPluginAsyncZod {
+  const batched = orderGatherer(deps);
   return async (app) => {
-    const r = routes(app, tags);
-    const sim = routes(app, ['Simulations']);
-    r.get(
-      '/v1/fx/supported-currencies',
-      {
-        config: publicRead,
-        summary: 'List currency pairs',
-        querystring: SupportedCurrenciesQuery,
-        data: z.array(SupportedCurrency),
-        errors: [],
-      },
-      async () => ok(service.listSupportedPairs(deps.config)),
-    );
-
-    r.get(
-      '/v1/fx/rates',
-      {
-        config: publicRead,
-        summary: 'List exchange rates',
-        description:
-          'Per pair a SELL rate (bid: to_currency received per from_currency sold) and a BUY rate (ask: paid per unit bought), spread included.',
-        querystring: RatesQuery,
-        data: z.array(PairRate),
-        errors: [],
-      },
-      async (req) => ok(await service.listRates(deps.db, req.ctx, deps.config, req.query)),
-    );
-
-    r.post(
-      '/v1/fx/quote',
-      { summary: 'Create an FX quote', body: QuoteBody, data: QuoteResponse, errors: ['invalid_amount'] },
-      (req, reply) =>
-        deps.idempotency.run(req, reply, 'fx.quote.create', (trx) => service.createQuote(trx, req.ctx, deps.config, req.body)),
-    );
-
-    r.post(
-      '/v1/fx/orders',
-      {
-        summary: 'Create an order',
-        description:
-          'Market orders (and orders with a quote_id) execute at once; limit orders hold the funds and wait as pending for target_rate. With approvals on, every order first waits in waiting_approval (funds held) until approved in the dashboard.',
-        body: CreateOrderBody,
-        data: OrderResponse,
-        errors: [
-          'not_found',
-          'invalid_amount',
-          'currency_mismatch',
-          'insufficient_funds',
-          'limit_exceeded',
-          'account_frozen',
-          'account_inactive',
-          'quote_expired',
-          'quote_used',
-          'unprocessable',
-        ],
-      },
-      (req, reply) =>
-        takesBatchPath(req.ctx, req.body)
-          ? batched.run(req, reply, req.body)
-          : deps.idempotency.run(req, reply, 'fx.orders.create', (trx) => orders.createOrder(trx, req.ctx, deps.config, req.body)),
-    );
-
-    r.get(
-      '/v1/fx/orders',
-      { summary: 'List orders', querystring: ListOrdersQuery, data: pageSchema(OrderResponse), errors: [] },
-      async (req) => ok(await orders.listOrders(deps.readDb(), req.ctx, req.query)),
-    );
-
-    // With approvals on (business setting `approvals.fx_orders`), orders wait here for an owner or
-    // admin to approve or reject them in the dashboard (the reference makes approvals dashboard-only).
-    r.get(
-      '/v1/fx/orders/pending-approvals',
-      {
-        summary: 'List pending approvals',
-        description: 'Orders in waiting_approval, newest first. They are approved or rejected in the dashboard (Approvals).',
-        querystring: PageQuery.pick({ page: true, items_per_page: true }).strict(),
-        data: pageSchema(OrderResponse),
-        errors: [],
-      },
-      async (req) => ok(await orders.listOrders(deps.readDb(), req.ctx, { ...req.query, status: 'waiting_approval' })),
-    );
-
-    r.get('/v1/fx/orders/:order_id', { summary: 'Get an order', params: OrderIdParams, data: OrderResponse, errors: [] }, async (req) =>
-      ok(await orders.getOrder(deps.db, req.ctx, req.params.order_id)),
-    );
-
-    r.post(
-      '/v1/fx/orders/:order_id/cancel',
-      {
-        summary: 'Cancel an order',
-        description: 'Only a pending (limit) order can be cancelled; its hold is released.',
-        params: OrderIdParams,
-        body: z.strictObject({}).nullish(),
-        data: OrderResponse,
-        errors: ['invalid_state_transition'],
-      },
-      (req, reply) => deps.idempotency.run(req, reply, 'fx.orders.cancel', (trx) => orders.cancelOrder(trx, req.ctx, req.params.order_id)),
-    );
-
-    sim.post(
-      '/v1/simulations/fx/rates',
-      {
-        summary: 'Set the sandbox market rate',
-        body: SimulateRateBody,
-        data: SimulatedRate,
-        errors: ['not_found'],
-      },
-      (req, reply) =>
-        deps.idempotency.run(req, reply, 'simulations.fx.rates', (trx) => service.simulateRate(trx, req.ctx, deps.config, req.body)),
-    );
+    rateRoutes(app, deps);
+    orderCreationRoutes(app, deps, batched);
+    orderRoutes(app, deps);
+    simulationRoutes(app, deps);
   };
+}
+
+/** Rates and quotes: the pairs, the rates, a quote. */
+function rateRoutes(app: App, deps: Deps): void {
+  const r = routes(app, tags);
+  r.get(
+    '/v1/fx/supported-currencies',
+    {
+      config: publicRead,
+      summary: 'List currency pairs',
+      querystring: SupportedCurrenciesQuery,
+      data: z.array(SupportedCurrency),
+      errors: [],
+    },
+    async () => ok(service.listSupportedPairs(deps.config)),
+  );
+
+  r.get(
+    '/v1/fx/rates',
+    {
+      config: publicRead,
+      summary: 'List exchange rates',
+      description:
+        'Per pair a SELL rate (bid: to_currency received per from_currency sold) and a BUY rate (ask: paid per unit bought), spread included.',
+      querystring: RatesQuery,
+      data: z.array(PairRate),
+      errors: [],
+    },
+    async (req) => ok(await service.listRates(deps.db, req.ctx, deps.config, req.query)),
+  );
+
+  r.post(
+    '/v1/fx/quote',
+    { summary: 'Create an FX quote', body: QuoteBody, data: QuoteResponse, errors: ['invalid_amount'] },
+    (req, reply) => deps.idempotency.run(req, reply, 'fx.quote.create', (trx) => service.createQuote(trx, req.ctx, deps.config, req.body)),
+  );
+}
+
+/** Create an order: market orders into an account take the batch path. */
+function orderCreationRoutes(app: App, deps: Deps, batched: FxBatch): void {
+  const r = routes(app, tags);
+  r.post(
+    '/v1/fx/orders',
+    {
+      summary: 'Create an order',
+      description:
+        'Market orders (and orders with a quote_id) execute at once; limit orders hold the funds and wait as pending for target_rate. With approvals on, every order first waits in waiting_approval (funds held) until approved in the dashboard.',
+      body: CreateOrderBody,
+      data: OrderResponse,
+      errors: [
+        'not_found',
+        'invalid_amount',
+        'currency_mismatch',
+        'insufficient_funds',
+        'limit_exceeded',
+        'account_frozen',
+        'account_inactive',
+        'quote_expired',
+        'quote_used',
+        'unprocessable',
+      ],
+    },
+    (req, reply) =>
+      takesBatchPath(req.ctx, req.body)
+        ? batched.run(req, reply, req.body)
+        : deps.idempotency.run(req, reply, 'fx.orders.create', (trx) => orders.createOrder(trx, req.ctx, deps.config, req.body)),
+  );
+}
+
+/** Orders: list, pending approvals, read, cancel. */
+function orderRoutes(app: App, deps: Deps): void {
+  const r = routes(app, tags);
+  r.get(
+    '/v1/fx/orders',
+    { summary: 'List orders', querystring: ListOrdersQuery, data: pageSchema(OrderResponse), errors: [] },
+    async (req) => ok(await orders.listOrders(deps.readDb(), req.ctx, req.query)),
+  );
+
+  // With approvals on (business setting `approvals.fx_orders`), orders wait here for an owner or
+  // admin to approve or reject them in the dashboard (the reference makes approvals dashboard-only).
+  r.get(
+    '/v1/fx/orders/pending-approvals',
+    {
+      summary: 'List pending approvals',
+      description: 'Orders in waiting_approval, newest first. They are approved or rejected in the dashboard (Approvals).',
+      querystring: PageQuery.pick({ page: true, items_per_page: true }).strict(),
+      data: pageSchema(OrderResponse),
+      errors: [],
+    },
+    async (req) => ok(await orders.listOrders(deps.readDb(), req.ctx, { ...req.query, status: 'waiting_approval' })),
+  );
+
+  r.get('/v1/fx/orders/:order_id', { summary: 'Get an order', params: OrderIdParams, data: OrderResponse, errors: [] }, async (req) =>
+    ok(await orders.getOrder(deps.db, req.ctx, req.params.order_id)),
+  );
+
+  r.post(
+    '/v1/fx/orders/:order_id/cancel',
+    {
+      summary: 'Cancel an order',
+      description: 'Only a pending (limit) order can be cancelled; its hold is released.',
+      params: OrderIdParams,
+      body: z.strictObject({}).nullish(),
+      data: OrderResponse,
+      errors: ['invalid_state_transition'],
+    },
+    (req, reply) => deps.idempotency.run(req, reply, 'fx.orders.cancel', (trx) => orders.cancelOrder(trx, req.ctx, req.params.order_id)),
+  );
+}
+
+/** Sandbox: set the market rate. */
+function simulationRoutes(app: App, deps: Deps): void {
+  const sim = routes(app, ['Simulations']);
+  sim.post(
+    '/v1/simulations/fx/rates',
+    {
+      summary: 'Set the sandbox market rate',
+      body: SimulateRateBody,
+      data: SimulatedRate,
+      errors: ['not_found'],
+    },
+    (req, reply) =>
+      deps.idempotency.run(req, reply, 'simulations.fx.rates', (trx) => service.simulateRate(trx, req.ctx, deps.config, req.body)),
+  );
 }
