@@ -18,6 +18,7 @@ const upward = (layers) => ({
 const TRANSACTION_OWNERS = [
   'src/app.ts',
   'src/cli.ts',
+  'src/cli/**',
   'src/main.ts',
   'src/workers/**',
   'src/http/idempotency.ts',
@@ -102,7 +103,7 @@ export default tseslint.config(
     rules: { 'no-restricted-syntax': ['error', ...FILTERS_BY_HAND] },
   },
   {
-    files: ['src/cli.ts', 'src/main.ts', 'bench/**', 'test/**'],
+    files: ['src/cli.ts', 'src/cli/**', 'src/main.ts', 'bench/**', 'test/**'],
     rules: { 'no-console': 'off' },
   },
   {
