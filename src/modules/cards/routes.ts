@@ -35,6 +35,7 @@ import {
 } from './schema.js';
 import * as applications from './applications.js';
 import * as payments from './payments.js';
+import * as withdrawals from './withdrawals.js';
 import * as service from './service.js';
 import { z } from 'zod';
 import { sandboxCardNetwork } from '../../rails/cards.js';
@@ -58,10 +59,10 @@ function cardWithdrawals(deps: Deps) {
     deps,
     'cards.withdraw',
     'card_withdrawals',
-    (trx, items: Withdrawals, writes, first?: payments.WithdrawFirstReads) =>
-      payments.withdrawCards(trx, withdrawRequests(items), writes, first),
+    (trx, items: Withdrawals, writes, first?: withdrawals.WithdrawFirstReads) =>
+      withdrawals.withdrawCards(trx, withdrawRequests(items), writes, first),
     // The cards, accounts and balance rows leave with the claim when the requests name them all.
-    (trx, items: Withdrawals) => payments.planWithdrawalReads(trx, withdrawRequests(items)),
+    (trx, items: Withdrawals) => withdrawals.planWithdrawalReads(trx, withdrawRequests(items)),
   );
 }
 
