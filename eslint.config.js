@@ -103,6 +103,35 @@ export default tseslint.config(
     rules: { 'no-restricted-syntax': ['error', ...FILTERS_BY_HAND] },
   },
   {
+    // Sizes (docs/architecture.md): a function a reader takes in at once, a file of one concern.
+    files: ['src/**/*.ts'],
+    ignores: ['src/**/*.test.ts'],
+    rules: {
+      'max-lines': ['error', { max: 400, skipBlankLines: true, skipComments: true }],
+      'max-lines-per-function': ['error', { max: 60, skipBlankLines: true, skipComments: true }],
+    },
+  },
+  {
+    // TEMPORARY: files other branches are changing right now still break the size rules. Remove
+    // this block once those branches are merged (each file here is to meet the rule, not stay).
+    files: [
+      'src/dashboard/approval-routes.ts',
+      'src/dashboard/data-routes.ts',
+      'src/dashboard/detail-routes.ts',
+      'src/dashboard/overview-routes.ts',
+      'src/dashboard/team-routes.ts',
+      'src/dashboard/webhook-pages.ts',
+      'src/dashboard/webhook-routes.ts',
+      'src/db/client.ts',
+      'src/ledger/batch.ts',
+      'src/modules/fx/worker.ts',
+      'src/modules/statements/render.ts',
+      'src/modules/transfers/payout-lifecycle.ts',
+      'src/modules/transfers/routes.ts',
+    ],
+    rules: { 'max-lines-per-function': 'off' },
+  },
+  {
     files: ['src/cli.ts', 'src/cli/**', 'src/main.ts', 'bench/**', 'test/**'],
     rules: { 'no-console': 'off' },
   },
