@@ -36,17 +36,9 @@ export interface BankDeps {
   onBreak?: (reconciliation: ReconciliationResponse) => void;
 }
 
-export {
-  addConnection,
-  getConnection,
-  getFile,
-  listConnections,
-  listFiles,
-  setConnectionStatus,
-  type ConnectionResponse,
-} from './connections.js';
+export { addConnection, getConnection, getFile, listConnections, listFiles, setConnectionStatus } from './connections.js';
 export { listReconciliations, reconciliationGauges, type ReconciliationResponse } from './reconciliation.js';
-export { cutFile, deliverFiles, endToEndIdOf, type CutResult } from './cut.js';
+export { endToEndIdOf, type CutResult } from './cut.js';
 
 // ---------- files in ----------
 
