@@ -18,6 +18,7 @@ const upward = (layers) => ({
 const TRANSACTION_OWNERS = [
   'src/app.ts',
   'src/cli.ts',
+  'src/cli/**',
   'src/main.ts',
   'src/workers/**',
   'src/http/idempotency.ts',
@@ -102,7 +103,27 @@ export default tseslint.config(
     rules: { 'no-restricted-syntax': ['error', ...FILTERS_BY_HAND] },
   },
   {
-    files: ['src/cli.ts', 'src/main.ts', 'bench/**', 'test/**'],
+    // Sizes (docs/architecture.md): a function a reader takes in at once, a file of one concern.
+    files: ['src/**/*.ts'],
+    ignores: ['src/**/*.test.ts'],
+    rules: {
+      'max-lines': ['error', { max: 400, skipBlankLines: true, skipComments: true }],
+      'max-lines-per-function': ['error', { max: 60, skipBlankLines: true, skipComments: true }],
+    },
+  },
+  {
+    // TEMPORARY: being split now; remove this block when these meet the size rules.
+    files: [
+      'src/dashboard/approval-routes.ts',
+      'src/dashboard/overview-routes.ts',
+      'src/dashboard/webhook-routes.ts',
+      'src/modules/fx/worker.ts',
+      'src/modules/statements/render.ts',
+    ],
+    rules: { 'max-lines-per-function': 'off' },
+  },
+  {
+    files: ['src/cli.ts', 'src/cli/**', 'src/main.ts', 'bench/**', 'test/**'],
     rules: { 'no-console': 'off' },
   },
   {

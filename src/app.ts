@@ -89,11 +89,43 @@ const REDACT = pinoRedactPaths();
 
 export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   const { config } = options;
+  const app = createServer(options);
+  collectRoutes(app);
+  const deps = depsOf(app, options);
+
+  app.addHook('onClose', () => deps.counters.close());
+  // Start counting in Redis when it answers soon; if not, per process until it does (logged).
+  await deps.counters.ready(2000);
+
+  registerErrorHandling(app);
+  registerInFlight(app);
+  registerAccessLog(app);
+  registerTransport(app, config);
+  registerAuth(app, (key) => lookupKey(deps.db, key), options.changes);
+  registerRateLimit(app, config.RATE_LIMIT_PER_MINUTE, deps.counters);
+  // Every POST under /v1 needs an Idempotency-Key, checked before the body is validated.
+  app.addHook('preValidation', async (request) => {
+    if (request.method === 'POST' && request.ctx) idempotencyKeyOf(request);
+  });
+  registerObservability(app, deps.db, options.poolStats, {
+    primaryInUse: options.primaryInUse,
+    replicaStats: options.replicaStats,
+    more: [bankMetrics(deps.db)],
+  });
+  startRequestLog(app, deps);
+  await registerOpenApi(app, config);
+  await registerModules(app, deps, options);
+  return app;
+}
+
+/** The Fastify server: TLS when configured, the process log, request ids, proxies. */
+function createServer(options: AppOptions) {
+  const { config } = options;
   const https =
     config.TLS_CERT_FILE && config.TLS_KEY_FILE
       ? { https: { cert: readFileSync(config.TLS_CERT_FILE), key: readFileSync(config.TLS_KEY_FILE) } }
       : {};
-  const app = Fastify({
+  return Fastify({
     ...https,
     logger: options.logger ?? {
       level: config.LOG_LEVEL,
@@ -109,7 +141,12 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     trustProxy: config.TRUSTED_PROXIES.length > 0 ? config.TRUSTED_PROXIES : false,
     routerOptions: { ignoreTrailingSlash: true },
   }).withTypeProvider<ZodTypeProvider>();
-  // Every route, for the security suite that checks each /v1 route without a list to maintain.
+}
+
+type ServerApp = ReturnType<typeof createServer>;
+
+/** Every route, for the security suite that checks each /v1 route without a list to maintain. */
+function collectRoutes(app: ServerApp): void {
   const routes: RouteSummary[] = [];
   app.addHook('onRoute', (r) => {
     assertDeclaresErrors(r);
@@ -121,8 +158,12 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   app.decorate('apiRoutes', routes);
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
+}
 
-  const deps: Deps = {
+/** What every route plugin is handed: the database, the sealer, idempotency, units of work, counters. */
+function depsOf(app: ServerApp, options: AppOptions): Deps {
+  const { config } = options;
+  return {
     config,
     db: options.db,
     readDb: options.reads ?? (() => options.db),
@@ -133,12 +174,9 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     inTransaction: (work) => retryOnConflict(() => options.db.transaction().execute(work)),
     counters: openCounters(config, app.log),
   };
-  app.addHook('onClose', () => deps.counters.close());
-  // Start counting in Redis when it answers soon; if not, per process until it does (logged).
-  await deps.counters.ready(2000);
+}
 
-  registerErrorHandling(app);
-  registerInFlight(app);
+function registerAccessLog(app: ServerApp): void {
   // The access log: one line per request when it ends, of plain fields that cannot hold a
   // sensitive field, written without pino's redaction (REDACT): it runs every value of a line
   // through every wildcard path, whether object or number, which for a line per request is a
@@ -159,18 +197,10 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     );
     done();
   });
-  registerTransport(app, config);
-  registerAuth(app, (key) => lookupKey(deps.db, key), options.changes);
-  registerRateLimit(app, config.RATE_LIMIT_PER_MINUTE, deps.counters);
-  // Every POST under /v1 needs an Idempotency-Key, checked before the body is validated.
-  app.addHook('preValidation', async (request) => {
-    if (request.method === 'POST' && request.ctx) idempotencyKeyOf(request);
-  });
-  registerObservability(app, deps.db, options.poolStats, {
-    primaryInUse: options.primaryInUse,
-    replicaStats: options.replicaStats,
-    more: [bankMetrics(deps.db)],
-  });
+}
+
+function startRequestLog(app: ServerApp, deps: Deps): void {
+  const { config } = deps;
   // The API request log: buffered in memory, written by its own flusher, never on a request's path.
   const requestLog =
     config.REQUEST_LOG === 'on' ? new RequestLog(deps.db, { onError: (err) => app.log.warn({ err }, 'request log flush failed') }) : null;
@@ -180,7 +210,10 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     requestLog.start();
     app.addHook('onClose', async () => requestLog.stop());
   }
+}
 
+/** The OpenAPI document (and the docs pages that read it). */
+async function registerOpenApi(app: ServerApp, config: AppOptions['config']): Promise<void> {
   await app.register(fastifySwagger, {
     openapi: {
       openapi: '3.1.0',
@@ -199,7 +232,11 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   });
   await app.register(docsRoutes);
   app.get('/v1/openapi.json', { schema: { hide: true }, config: { noAuth: true } }, async () => app.swagger());
+}
 
+/** The API's modules, the dashboard and the operator console. */
+async function registerModules(app: ServerApp, deps: Deps, options: AppOptions): Promise<void> {
+  const { config } = options;
   await app.register(customerRoutes(deps));
   await app.register(externalAccountRoutes(deps));
   await app.register(accountApplicationRoutes(deps));
@@ -224,5 +261,4 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   await app.register(cardRoutes(deps));
   await app.register(bankFileRoutes(deps, bank));
   await app.register(bankSimulationRoutes(deps, bank));
-  return app;
 }

@@ -17,66 +17,14 @@ import { reviewCase } from './modules/kyc/service.js';
 import { validateSetting } from './modules/approvals/service.js';
 import { audit, createOperator, OperatorExists, resetOperator } from './ops/service.js';
 import { findOperatorByEmail } from './ops/repo.js';
-import * as bank from './modules/bank-files/service.js';
-import { bankDeps } from './workers/bank-files.js';
-import { readFileSync } from 'node:fs';
-import type { Sealer } from './lib/crypto.js';
+import { bankCommands } from './cli/bank-commands.js';
+import { type Command, fail, output, print, runtime } from './cli/output.js';
 
 /**
  * Operator command line. Same database configuration as the server (DATABASE_URL, or the
- * embedded database in DATA_DIR). Every command can print JSON with --json.
+ * embedded database in DATA_DIR). Every command can print JSON with --json; the usage text
+ * and the output helpers are in cli/output.ts, the bank file commands in cli/bank-commands.ts.
  */
-type Command = (args: string[], handle: DatabaseHandle) => Promise<unknown>;
-
-const USAGE = `Usage: npm run --silent cli -- <command> [options]
-
-  tenant create --name NAME [--json]          create a business with sandbox and live key pairs
-  tenant settings --tenant ID --set KEY=JSON  set a per-business setting (fees, limits, quotas)
-  keys rotate --tenant ID --env sandbox|live [--expire-in 0|3600|86400|604800] [--json]
-  kyc review --tenant ID --customer ID --outcome approved|rejected [--env live|sandbox] [--level basic|intermediate] [--json]
-                                              decide a KYC case waiting in manual review (default --env live)
-  dashboard-user create --tenant ID --email EMAIL [--json]
-                                              a dashboard login for a business; the password is read
-                                              from DASHBOARD_PASSWORD (never an argument: ps shows those)
-  dashboard-user reset-link --email EMAIL [--json]
-                                              print a one-time password reset link (valid 24 h; prefix it
-                                              with the dashboard's origin); no mail is sent
-  ops operators add --email EMAIL --role compliance|operations|admin|viewer [--json]
-                                              an operator of the console at /ops: prints a one-time setup
-                                              link (valid 24 h; prefix it with the server's origin)
-  ops operators reset-link --email EMAIL [--json]
-                                              a new setup link (the old password and second factor stop working)
-  migrate                                     apply pending database migrations
-  payouts settle|fail|return --transfer ID [--reason TEXT] [--json]
-                                              record a live (manual connector) payout's result
-  ledger reconcile [--tenant ID] [--json]     prove zero-sum per transaction and balance = sum of entries (exit 1 on a mismatch)
-  bank connections add --config JSON|@FILE    add a sponsor bank connection (docs/going-live.md)
-  bank connections list|enable|disable [--connection ID] [--json]
-  bank exchange --connection ID [--json]      now: cut a pain.001 of waiting payouts, deliver it, import the inbox
-  bank import --connection ID --file PATH [--json]
-                                              import one pain.002 / camt.054 / camt.053 file
-  bank files [--connection ID] [--json]       files sent and received
-  bank exceptions [list] [--status open|assigned|returned] [--json]
-  bank exceptions assign --exception ID --account ID [--note TEXT] [--json]
-  bank exceptions return --exception ID [--note TEXT] [--json]
-                                              book an unmatched credit to an account, or return it to the payer
-  bank reconciliations [--connection ID] [--json]
-                                              statements against the ledger (exit 1 when the newest disagrees)
-`;
-
-function fail(message: string): never {
-  console.error(`${message}\n\n${USAGE}`);
-  process.exit(2);
-}
-
-/**
- * Output waits until the database is closed (everything written is on disk): a command never
- * reports success for work that is not durable.
- */
-const output: string[] = [];
-function print(value: unknown, json: boolean, text: () => string) {
-  output.push(json ? JSON.stringify(value) : text());
-}
 
 const commands: Record<string, Command> = {
   'tenant create': async (args, handle) => {
@@ -247,166 +195,8 @@ const commands: Record<string, Command> = {
     print(done, Boolean(values.json), () => `One-time setup link for ${done.email} (valid 24 hours): ${done.setupPath}`);
   },
   migrate: async () => undefined,
-  'bank connections add': async (args, handle) => {
-    const { values } = parseArgs({ args, options: { config: { type: 'string' }, json: { type: 'boolean' } } });
-    if (!values.config) fail('bank connections add needs --config JSON (or @path/to/file.json)');
-    let input: unknown;
-    try {
-      input = JSON.parse(values.config.startsWith('@') ? readFileSync(values.config.slice(1), 'utf8') : values.config);
-    } catch {
-      fail('--config must be JSON (or @FILE holding JSON)');
-    }
-    const c = await operatorCall(() => handle.db.transaction().execute((trx) => bank.addConnection(trx, input)));
-    print(c, Boolean(values.json), () => `Bank connection ${c.id} (${c.name}, ${c.environment} ${c.currency}) added`);
-  },
-  'bank connections list': async (args, handle) => {
-    const { values } = parseArgs({ args, options: { json: { type: 'boolean' } } });
-    const list = await bank.listConnections(handle.db);
-    print(
-      list,
-      Boolean(values.json),
-      () =>
-        list.map((c) => `${c.id}  ${c.status.padEnd(8)} ${c.environment} ${c.currency} ${c.name} via ${c.transport.type}`).join('\n') ||
-        'No bank connections',
-    );
-  },
-  'bank connections enable': (args, handle) => connectionStatus(args, handle, 'active'),
-  'bank connections disable': (args, handle) => connectionStatus(args, handle, 'disabled'),
-  'bank exchange': async (args, handle) => {
-    const { values } = parseArgs({ args, options: { connection: { type: 'string' }, json: { type: 'boolean' } } });
-    if (!values.connection) fail('bank exchange needs --connection ID');
-    const id = values.connection;
-    const result = await operatorCall(() => bank.exchange((work) => handle.db.transaction().execute(work), handle.db, id, cliBankDeps()));
-    print(result, Boolean(values.json), () =>
-      [
-        result.cut.file ? `Cut ${result.cut.file.filename}` : 'No payouts waiting',
-        ...result.cut.refused.map((r) => `Refused payout ${r.transfer_id}: ${r.reason}`),
-        ...result.delivered.map((f) => `Delivered ${f}`),
-        ...result.imported.map((f) => `Imported ${f.filename}${f.duplicate ? ' (already imported)' : ''}: ${JSON.stringify(f.counts)}`),
-        ...result.rejected.map((f) => `REFUSED ${f.filename}: ${f.error}`),
-      ].join('\n'),
-    );
-    if (result.rejected.length) process.exitCode = 1;
-  },
-  'bank import': async (args, handle) => {
-    const { values } = parseArgs({
-      args,
-      options: { connection: { type: 'string' }, file: { type: 'string' }, json: { type: 'boolean' } },
-    });
-    if (!values.connection || !values.file) fail('bank import needs --connection ID and --file PATH');
-    const { connection, file } = values;
-    const content = readFileSync(file);
-    const result = await operatorCall(() =>
-      handle.db.transaction().execute((trx) => bank.importFile(trx, connection, file.split('/').pop()!, content, cliBankDeps())),
-    );
-    print(
-      result,
-      Boolean(values.json),
-      () => `${result.kind} ${result.message_id}${result.duplicate ? ' was already imported' : `: ${JSON.stringify(result.counts)}`}`,
-    );
-  },
-  'bank files': async (args, handle) => {
-    const { values } = parseArgs({ args, options: { connection: { type: 'string' }, json: { type: 'boolean' } } });
-    const files = await bank.listFiles(handle.db, values.connection);
-    print(
-      files,
-      Boolean(values.json),
-      () =>
-        files
-          .map(
-            (f) => `${f.created_at}  ${f.direction.padEnd(3)} ${f.kind} ${f.status.padEnd(9)} ${f.filename} ${JSON.stringify(f.summary)}`,
-          )
-          .join('\n') || 'No files',
-    );
-  },
-  'bank exceptions': (args, handle) => listBankExceptions(args, handle),
-  'bank exceptions list': (args, handle) => listBankExceptions(args, handle),
-  'bank exceptions assign': async (args, handle) => {
-    const { values } = parseArgs({
-      args,
-      options: { exception: { type: 'string' }, account: { type: 'string' }, note: { type: 'string' }, json: { type: 'boolean' } },
-    });
-    if (!values.exception || !values.account) fail('bank exceptions assign needs --exception ID and --account ID');
-    const { exception, account } = values;
-    const e = await operatorCall(() =>
-      handle.db.transaction().execute((trx) => bank.assignException(trx, exception, account, values.note ?? null, cliBankDeps())),
-    );
-    print(e, Boolean(values.json), () => `Exception ${e.id}: ${e.amount} ${e.currency} booked to account ${e.account_id}`);
-  },
-  'bank exceptions return': async (args, handle) => {
-    const { values } = parseArgs({ args, options: { exception: { type: 'string' }, note: { type: 'string' }, json: { type: 'boolean' } } });
-    if (!values.exception) fail('bank exceptions return needs --exception ID');
-    const { exception } = values;
-    const e = await operatorCall(() => handle.db.transaction().execute((trx) => bank.returnException(trx, exception, values.note ?? null)));
-    print(e, Boolean(values.json), () => `Exception ${e.id}: ${e.amount} ${e.currency} marked returned to the sender`);
-  },
-  'bank reconciliations': async (args, handle) => {
-    const { values } = parseArgs({ args, options: { connection: { type: 'string' }, json: { type: 'boolean' } } });
-    const list = await bank.listReconciliations(handle.db, values.connection);
-    print(
-      list,
-      Boolean(values.json),
-      () =>
-        list
-          .map(
-            (r) =>
-              `${r.statement_date} ${r.statement_id}: bank ${r.bank_balance} ledger ${r.ledger_balance} ${r.currency} -> ${r.status.toUpperCase()} ${r.difference}`,
-          )
-          .join('\n') || 'No statements reconciled yet',
-    );
-    if (list[0]?.status === 'break') process.exitCode = 1;
-  },
+  ...bankCommands,
 };
-
-/** An operator command's refusal (AppError) is printed as the usage error it is, not a crash. */
-async function operatorCall<T>(work: () => Promise<T>): Promise<T> {
-  try {
-    return await work();
-  } catch (err) {
-    if (err instanceof AppError) {
-      const details = err.details.map((d) => `  ${d.field}: ${d.message}`).join('\n');
-      fail(`${err.message}${details ? `\n${details}` : ''}`);
-    }
-    throw err;
-  }
-}
-
-/** The data key of this deployment (openRuntime), for commands that book through other modules. */
-let runtimeSealer: Sealer | undefined;
-
-function cliBankDeps() {
-  const config = loadConfig(process.env, { LOG_LEVEL: 'silent' });
-  return bankDeps(config, runtimeSealer!, { warn: (obj: unknown, msg?: string) => console.error(msg ?? '', JSON.stringify(obj)) } as never);
-}
-
-async function connectionStatus(args: string[], handle: DatabaseHandle, status: 'active' | 'disabled') {
-  const { values } = parseArgs({ args, options: { connection: { type: 'string' }, json: { type: 'boolean' } } });
-  if (!values.connection) fail('bank connections enable|disable needs --connection ID');
-  const id = values.connection;
-  const c = await operatorCall(() => handle.db.transaction().execute((trx) => bank.setConnectionStatus(trx, id, status)));
-  print(c, Boolean(values.json), () => `Bank connection ${c.id} is ${c.status}`);
-}
-
-async function listBankExceptions(args: string[], handle: DatabaseHandle) {
-  const { values } = parseArgs({
-    args,
-    options: { status: { type: 'string' }, connection: { type: 'string' }, json: { type: 'boolean' } },
-  });
-  const status = values.status as 'open' | 'assigned' | 'returned' | undefined;
-  if (status && !['open', 'assigned', 'returned'].includes(status)) fail('--status must be open, assigned or returned');
-  const list = await bank.listExceptions(handle.db, { connectionId: values.connection, status });
-  print(
-    list,
-    Boolean(values.json),
-    () =>
-      list
-        .map(
-          (e) =>
-            `${e.id}  ${e.status.padEnd(8)} ${e.direction} ${e.amount} ${e.currency} from ${e.payer_name ?? '?'} ref ${e.reference ?? '-'}: ${e.reason}`,
-        )
-        .join('\n') || 'No exceptions',
-  );
-}
 
 async function payoutOutcome(args: string[], handle: DatabaseHandle, outcome: 'settled' | 'failed' | 'returned') {
   const { values } = parseArgs({ args, options: { transfer: { type: 'string' }, reason: { type: 'string' }, json: { type: 'boolean' } } });
@@ -445,7 +235,7 @@ async function main() {
     return;
   }
   const { handle, sealer } = await openRuntime(config);
-  runtimeSealer = sealer;
+  runtime.sealer = sealer;
   try {
     await commands[name]!(rest, handle);
   } finally {

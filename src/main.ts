@@ -64,11 +64,42 @@ async function main() {
   const workers = config.ROLE === 'api' ? undefined : startWorkers({ config, db: handle.db, dbKind: handle.kind, sealer, log: app.log });
   if (config.ROLE !== 'worker') await app.listen({ port: config.PORT, host: config.HOST });
 
+  printBanner(config, app, handle.kind, demo, demoLogin);
+
+  // SIGTERM / SIGINT: stop accepting, drain the requests in flight, stop the workers, close the
+  // database (PGlite flushes and frees its lock), exit 0. Whatever hangs, the process still ends:
+  // after SHUTDOWN_DEADLINE_MS it exits 1, logging the step it was stuck in. A second signal
+  // during shutdown exits at once.
+  const stop = stopper(app, handle, workers);
+  process.off('SIGINT', duringStartup);
+  process.off('SIGTERM', duringStartup);
+  process.on('SIGINT', () => void stop('SIGINT'));
+  process.on('SIGTERM', () => void stop('SIGTERM'));
+  if (signalledDuringStartup) void stop(signalledDuringStartup);
+}
+
+main().catch((err: unknown) => {
+  console.error(err instanceof Error ? err.message : err);
+  process.exit(1);
+});
+
+type App = Awaited<ReturnType<typeof buildApp>>;
+type Workers = ReturnType<typeof startWorkers>;
+type Failed = (what: string) => (err: unknown) => void;
+
+/** Where to reach the server, and a demo business's keys when one was just made. */
+function printBanner(
+  config: ReturnType<typeof loadConfig>,
+  app: App,
+  kind: string,
+  demo: Awaited<ReturnType<typeof createTenant>> | undefined,
+  demoLogin: { email: string; password: string } | undefined,
+): void {
   const scheme = config.TLS_CERT_FILE ? 'https' : 'http';
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : config.PORT;
   const base = `${scheme}://${config.HOST}:${port}`;
-  const db = handle.kind === 'pglite' ? `embedded PGlite in ${config.DATA_DIR}` : 'PostgreSQL (DATABASE_URL)';
+  const db = kind === 'pglite' ? `embedded PGlite in ${config.DATA_DIR}` : 'PostgreSQL (DATABASE_URL)';
   console.log(`\nFinancial Services API (${config.PROFILE}, ${db})`);
   if (config.ROLE !== 'worker') {
     console.log(`  API        ${base}/v1`);
@@ -85,13 +116,12 @@ async function main() {
     console.log('\nKeys are shown only when created. New business: npm run --silent cli -- tenant create --name "Acme Ltd"');
     console.log('New keys for an existing one: npm run --silent cli -- keys rotate --tenant <id> --env sandbox\n');
   }
+}
 
-  // SIGTERM / SIGINT: stop accepting, drain the requests in flight, stop the workers, close the
-  // database (PGlite flushes and frees its lock), exit 0. Whatever hangs, the process still ends:
-  // after SHUTDOWN_DEADLINE_MS it exits 1, logging the step it was stuck in. A second signal
-  // during shutdown exits at once.
+/** The graceful stop: HTTP and the workers drained together, then the database closed, under one deadline. */
+function stopper(app: App, handle: Awaited<ReturnType<typeof openRuntime>>['handle'], workers: Workers | undefined) {
   let stopping = false;
-  const stop = async (signal: string) => {
+  return async (signal: string) => {
     if (stopping) {
       app.log.warn({ signal }, 'second signal during shutdown: exiting now');
       process.exit(1);
@@ -112,47 +142,43 @@ async function main() {
     }, SHUTDOWN_DEADLINE_MS);
     app.log.info({ signal }, 'shutting down');
     const failed = (what: string) => (err: unknown) => app.log.error({ err }, `shutdown: ${what} failed`);
-    // A worker tick waiting on the network (a webhook receiver that hangs) is not waited for
-    // longer than WORKER_DRAIN_MS: what it did not record is retried after the restart.
-    const stopWorkers = async () => {
-      if (!workers) return;
-      let timer: NodeJS.Timeout | undefined;
-      const drained = await Promise.race([
-        workers.stop().then(() => true, failed('stopping the workers')),
-        new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), WORKER_DRAIN_MS))),
-      ]);
-      clearTimeout(timer);
-      if (drained === false) app.log.warn({ after_ms: WORKER_DRAIN_MS }, 'shutdown: workers still busy, closing the database anyway');
-    };
-    // The listener closes first (new connections are refused, idle keep-alive ones closed) while
-    // requests in flight finish; the workers finish their current tick at the same time. A
-    // keep-alive connection whose request was still running when the listener closed turns idle
-    // only later, and the server would wait for its keep-alive timeout: close those as they idle.
-    const closeIdle = setInterval(() => app.server.closeIdleConnections(), 100);
-    // A connection still busy after HTTP_DRAIN_MS (a slow client, a request stuck on a lock) is
-    // closed: its request was not acknowledged, and its Idempotency-Key makes the client's retry
-    // safe whether or not its transaction committed.
-    const closeBusy = setTimeout(() => {
-      app.log.warn({ after_ms: HTTP_DRAIN_MS, in_flight: app.inFlight().slice(0, 20) }, 'shutdown: closing connections still busy');
-      app.server.closeAllConnections();
-    }, HTTP_DRAIN_MS);
-    await Promise.all([app.close().catch(failed('closing the HTTP server')), stopWorkers()]);
-    clearInterval(closeIdle);
-    clearTimeout(closeBusy);
+    await Promise.all([closeHttp(app, failed), stopWorkers(app, workers, failed)]);
     step = 'database';
     await handle.close().catch(failed('closing the database'));
     clearTimeout(deadline);
     app.log.info({ signal }, 'stopped');
     process.exit(0);
   };
-  process.off('SIGINT', duringStartup);
-  process.off('SIGTERM', duringStartup);
-  process.on('SIGINT', () => void stop('SIGINT'));
-  process.on('SIGTERM', () => void stop('SIGTERM'));
-  if (signalledDuringStartup) void stop(signalledDuringStartup);
 }
 
-main().catch((err: unknown) => {
-  console.error(err instanceof Error ? err.message : err);
-  process.exit(1);
-});
+// A worker tick waiting on the network (a webhook receiver that hangs) is not waited for
+// longer than WORKER_DRAIN_MS: what it did not record is retried after the restart.
+async function stopWorkers(app: App, workers: Workers | undefined, failed: Failed): Promise<void> {
+  if (!workers) return;
+  let timer: NodeJS.Timeout | undefined;
+  const drained = await Promise.race([
+    workers.stop().then(() => true, failed('stopping the workers')),
+    new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), WORKER_DRAIN_MS))),
+  ]);
+  clearTimeout(timer);
+  if (drained === false) app.log.warn({ after_ms: WORKER_DRAIN_MS }, 'shutdown: workers still busy, closing the database anyway');
+}
+
+/** The listener closed while requests in flight finish; idle and then busy connections closed. */
+async function closeHttp(app: App, failed: Failed): Promise<void> {
+  // The listener closes first (new connections are refused, idle keep-alive ones closed) while
+  // requests in flight finish; the workers finish their current tick at the same time. A
+  // keep-alive connection whose request was still running when the listener closed turns idle
+  // only later, and the server would wait for its keep-alive timeout: close those as they idle.
+  const closeIdle = setInterval(() => app.server.closeIdleConnections(), 100);
+  // A connection still busy after HTTP_DRAIN_MS (a slow client, a request stuck on a lock) is
+  // closed: its request was not acknowledged, and its Idempotency-Key makes the client's retry
+  // safe whether or not its transaction committed.
+  const closeBusy = setTimeout(() => {
+    app.log.warn({ after_ms: HTTP_DRAIN_MS, in_flight: app.inFlight().slice(0, 20) }, 'shutdown: closing connections still busy');
+    app.server.closeAllConnections();
+  }, HTTP_DRAIN_MS);
+  await app.close().catch(failed('closing the HTTP server'));
+  clearInterval(closeIdle);
+  clearTimeout(closeBusy);
+}

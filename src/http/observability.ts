@@ -25,76 +25,11 @@ export function registerObservability(
   const { primaryInUse, replicaStats, more = [] } = extra;
   const registry = new client.Registry();
   client.collectDefaultMetrics({ register: registry });
-  const duration = new client.Histogram({
-    name: 'http_request_duration_seconds',
-    help: 'HTTP request duration by route and status',
-    labelNames: ['method', 'route', 'status'],
-    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
-    registers: [registry],
-  });
-  const requests = new client.Counter({
-    name: 'http_requests_total',
-    help: 'HTTP requests by route and status (a rate: rate(http_requests_total[1m]))',
-    labelNames: ['method', 'route', 'status'],
-    registers: [registry],
-  });
-  if (poolStats) {
-    new client.Gauge({
-      name: 'fsapi_db_pool_connections',
-      help: 'Database pool of this process: max, total (open), idle, waiting (requests queued for a connection)',
-      labelNames: ['state'],
-      registers: [registry],
-      collect() {
-        const s = poolStats();
-        for (const [state, value] of Object.entries(s)) this.set({ state }, value);
-      },
-    });
-  }
+  const { duration, requests } = requestMetrics(registry);
+  if (poolStats) registerPoolMetrics(registry, poolStats);
   if (primaryInUse) registerReplicationMetrics(registry, db, primaryInUse);
-  if (replicaStats) {
-    new client.Gauge({
-      name: 'fsapi_db_read_replica_lag_seconds',
-      help: 'How far behind the primary the read replica is, at its last probe (absent: unreachable)',
-      labelNames: ['host'],
-      registers: [registry],
-      collect() {
-        this.reset();
-        const s = replicaStats();
-        if (s.lagSeconds !== null) this.set({ host: s.host }, s.lagSeconds);
-      },
-    });
-    new client.Gauge({
-      name: 'fsapi_db_read_replica_in_use',
-      help: 'Whether lag-tolerant reads go to the read replica (1) or to the primary (0: replica down or too far behind)',
-      labelNames: ['host'],
-      registers: [registry],
-      collect() {
-        this.reset();
-        const s = replicaStats();
-        this.set({ host: s.host }, s.inUse ? 1 : 0);
-      },
-    });
-  }
-  const queues = queueReader(db);
-  for (const [name, help, pick] of [
-    ['fsapi_job_queue_depth', 'Rows due for a background job, by queue', 'depth'],
-    ['fsapi_job_queue_oldest_age_seconds', 'How long the oldest due row of each queue has waited', 'age'],
-  ] as const) {
-    new client.Gauge({
-      name,
-      help,
-      labelNames: ['queue'],
-      registers: [registry],
-      async collect() {
-        this.reset();
-        try {
-          for (const r of await queues()) this.set({ queue: r.queue }, r[pick]);
-        } catch {
-          // database unavailable: the gauge is empty for this scrape (readyz says why)
-        }
-      },
-    });
-  }
+  if (replicaStats) registerReplicaMetrics(registry, replicaStats);
+  registerQueueMetrics(registry, db);
 
   app.addHook('onResponse', async (request, reply) => {
     const labels = { method: request.method, route: request.routeOptions.url ?? 'unmatched', status: String(reply.statusCode) };
@@ -117,6 +52,87 @@ export function registerObservability(
       .type(registry.contentType)
       .send([await registry.metrics(), await metricsRegistry.metrics(), ...(await Promise.all(more.map((r) => r.metrics())))].join('\n')),
   );
+}
+
+/** Requests by route and status: a count and a latency histogram. */
+function requestMetrics(registry: client.Registry) {
+  const duration = new client.Histogram({
+    name: 'http_request_duration_seconds',
+    help: 'HTTP request duration by route and status',
+    labelNames: ['method', 'route', 'status'],
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+    registers: [registry],
+  });
+  const requests = new client.Counter({
+    name: 'http_requests_total',
+    help: 'HTTP requests by route and status (a rate: rate(http_requests_total[1m]))',
+    labelNames: ['method', 'route', 'status'],
+    registers: [registry],
+  });
+  return { duration, requests };
+}
+
+function registerPoolMetrics(registry: client.Registry, poolStats: () => PoolStats): void {
+  new client.Gauge({
+    name: 'fsapi_db_pool_connections',
+    help: 'Database pool of this process: max, total (open), idle, waiting (requests queued for a connection)',
+    labelNames: ['state'],
+    registers: [registry],
+    collect() {
+      const s = poolStats();
+      for (const [state, value] of Object.entries(s)) this.set({ state }, value);
+    },
+  });
+}
+
+/** The read replica: its lag at the last probe, and whether reads go to it. */
+function registerReplicaMetrics(registry: client.Registry, replicaStats: () => ReplicaStats): void {
+  new client.Gauge({
+    name: 'fsapi_db_read_replica_lag_seconds',
+    help: 'How far behind the primary the read replica is, at its last probe (absent: unreachable)',
+    labelNames: ['host'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      const s = replicaStats();
+      if (s.lagSeconds !== null) this.set({ host: s.host }, s.lagSeconds);
+    },
+  });
+  new client.Gauge({
+    name: 'fsapi_db_read_replica_in_use',
+    help: 'Whether lag-tolerant reads go to the read replica (1) or to the primary (0: replica down or too far behind)',
+    labelNames: ['host'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      const s = replicaStats();
+      this.set({ host: s.host }, s.inUse ? 1 : 0);
+    },
+  });
+}
+
+/** The job queues' depth and oldest age, read from the database when scraped. */
+function registerQueueMetrics(registry: client.Registry, db: Db): void {
+  const queues = queueReader(db);
+  for (const [name, help, pick] of [
+    ['fsapi_job_queue_depth', 'Rows due for a background job, by queue', 'depth'],
+    ['fsapi_job_queue_oldest_age_seconds', 'How long the oldest due row of each queue has waited', 'age'],
+  ] as const) {
+    new client.Gauge({
+      name,
+      help,
+      labelNames: ['queue'],
+      registers: [registry],
+      async collect() {
+        this.reset();
+        try {
+          for (const r of await queues()) this.set({ queue: r.queue }, r[pick]);
+        } catch {
+          // database unavailable: the gauge is empty for this scrape (readyz says why)
+        }
+      },
+    });
+  }
 }
 
 /**

@@ -13,7 +13,8 @@ import type { z } from 'zod';
 import type { ErrorCode } from '../core/errors.js';
 import { envelope } from './envelope.js';
 
-type App = Parameters<FastifyPluginAsyncZod>[0];
+/** The Fastify instance a route plugin receives (Zod type provider). */
+export type App = Parameters<FastifyPluginAsyncZod>[0];
 
 /** A /v1 route in one object: the schema's parts flat, the success `data` wrapped in the envelope. */
 export interface RouteDef<B, P, Q, D extends z.ZodType> {

@@ -1,18 +1,12 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { Trx } from '../db/client.js';
 import { AppError } from '../core/errors.js';
 import type { Deps } from '../http/deps.js';
-import { html, queryString, type Html } from '../dashboard/html.js';
-import { alert, badge, facts, table, when } from '../dashboard/layout.js';
-import { formatAmount } from '../lib/money.js';
+import { alert } from '../dashboard/layout.js';
 import * as bank from '../modules/bank-files/service.js';
-import { decisionsTable, opsCsrf, opsPage } from './layout.js';
-import * as repo from './repo.js';
-import { opsCan } from './roles.js';
 import { allowed, formOf, sendPage, seeOther, uuidParam } from './replies.js';
 import { audit, type OpsSession } from './service.js';
-
-const EXCEPTION_STATUSES = ['open', 'assigned', 'returned'] as const;
-type ExceptionStatus = (typeof EXCEPTION_STATUSES)[number];
+import { bankHomePage, connectionPage, exceptionsPage, filePage, notFoundPage, reconciliationsPage } from './bank-pages.js';
 
 const idOf = (request: { params: unknown }) => uuidParam((request.params as { id: string }).id);
 const reasonOf = (form: URLSearchParams) => (form.get('reason') ?? '').trim().slice(0, 500);
@@ -34,375 +28,157 @@ function refusal(err: unknown): { status: number; message: string } | undefined 
  * the CLI, each decision in the audit log), and the statement reconciliations.
  */
 export function bankRoutes(deps: Deps, bankDeps: bank.BankDeps) {
-  const unit = deps.inTransaction.bind(deps);
   return async function plugin(app: FastifyInstance) {
-    app.get('/bank', async (request, reply) => {
-      const session = allowed(request, 'bank.read');
-      const [connections, files] = await Promise.all([bank.listConnections(deps.db), bank.listFiles(deps.db, undefined, 100)]);
-      const names = new Map(connections.map((c) => [c.id, c.name]));
-      const body = html`<h2>Connections</h2>
-${table(
-  'Bank connections',
-  [
-    { label: 'Name', cell: (c) => html`<a href="/ops/bank/connections/${c.id}">${c.name}</a>` },
-    { label: 'Environment', cell: (c) => badge(c.environment) },
-    { label: 'Currency', cell: (c) => c.currency },
-    { label: 'Account', cell: (c) => c.iban ?? c.account_number },
-    { label: 'Transport', cell: (c) => c.transport.type },
-    { label: 'Status', cell: (c) => badge(c.status) },
-  ],
-  connections,
-  'No bank connection yet (add one with the CLI or the operator API).',
-)}
-<h2>Files sent and received <small>(newest first)</small></h2>
-${fileTable(files, names)}`;
-      return sendPage(reply, opsPage(session, 'bank', 'Bank files', body));
-    });
-
-    app.get('/bank/connections/:id', async (request, reply) => {
-      const session = allowed(request, 'bank.read');
-      return connectionPage(reply, session, idOf(request));
-    });
-
-    app.post('/bank/connections/:id/exchange', async (request, reply) => {
-      const session = allowed(request, 'bank.act');
-      const id = idOf(request);
-      const reason = reasonOf(formOf(request));
-      if (!reason) return connectionPage(reply, session, id, alert('error', 'Give the reason for running the exchange now.'), 400);
-      let result: bank.ExchangeResult;
-      try {
-        result = await bank.exchange(unit, deps.db, id, bankDeps);
-      } catch (err) {
-        const r = refusal(err);
-        if (r) return connectionPage(reply, session, id, alert('error', r.message), r.status);
-        // A transport failure (the bank's server unreachable): told, and audited as tried.
-        const message = err instanceof Error ? err.message : String(err);
-        await audit(deps.db, session, {
-          action: 'bank.exchange_failed',
-          targetType: 'bank_connection',
-          targetId: id,
-          reason,
-          detail: { error: message.slice(0, 500) },
-        });
-        return connectionPage(reply, session, id, alert('error', `The exchange failed: ${message}`), 502);
-      }
-      const detail = {
-        cut: result.cut.file?.filename ?? null,
-        refused: result.cut.refused.length,
-        delivered: result.delivered,
-        imported: result.imported.map((i) => i.filename),
-        rejected: result.rejected,
-      };
-      await audit(deps.db, session, { action: 'bank.exchange', targetType: 'bank_connection', targetId: id, reason, detail });
-      const notice = alert(
-        result.rejected.length ? 'error' : 'success',
-        `Exchange done: ${detail.cut ? `cut ${detail.cut}` : 'nothing to cut'}; delivered ${detail.delivered.length}; imported ${detail.imported.length}; refused ${detail.rejected.length}${
-          detail.rejected.length ? ` (${detail.rejected.map((r) => `${r.filename}: ${r.error}`).join('; ')})` : ''
-        }.`,
-      );
-      return connectionPage(reply, session, id, notice);
-    });
-
-    app.get('/bank/files/:id', async (request, reply) => {
-      const session = allowed(request, 'bank.read');
-      const file = await bank.getFile(deps.db, idOf(request)).catch(notFoundPage);
-      const [connection, entries] = await Promise.all([
-        bank.getConnection(deps.db, file.connection_id),
-        repo.bankEntriesOfFile(deps.db, file.id),
-      ]);
-      const body = html`${facts([
-        ['File', file.filename],
-        ['Connection', html`<a href="/ops/bank/connections/${connection.id}">${connection.name}</a>`],
-        ['Direction', file.direction === 'out' ? 'sent to the bank' : 'received from the bank'],
-        ['Kind', html`<code>${file.kind}</code>`],
-        ['Message id', html`<code>${file.message_id}</code>`],
-        ['Status', badge(file.status)],
-        [file.direction === 'out' ? 'Cut' : 'Imported', when(file.created_at)],
-        ['Delivered', when(file.delivered_at)],
-        ['Size', `${file.size} bytes`],
-        ['Checksum (SHA-256)', html`<code>${file.checksum}</code>`],
-        ['Summary', html`<code>${JSON.stringify(file.summary)}</code>`],
-      ])}
-${
-  file.payouts.length
-    ? html`<h2>Payouts in this file</h2>${table(
-        'Payouts',
-        [
-          { label: 'Payout', cell: (p) => html`<a href="/ops/payouts/${p.transfer_id}"><code class="id">${p.transfer_id}</code></a>` },
-          { label: 'End-to-end id', cell: (p) => html`<code>${p.end_to_end_id}</code>` },
-          { label: 'Amount', cell: (p) => `${p.amount} ${p.currency}`, numeric: true },
-          { label: 'Bank status', cell: (p) => badge(p.status) },
-          { label: 'Reason', cell: (p) => p.reason },
-        ],
-        file.payouts,
-        '',
-      )}`
-    : ''
-}
-${
-  entries.length
-    ? html`<h2>Entries</h2>${table(
-        'Entries',
-        [
-          { label: 'Bank reference', cell: (e) => html`<code>${e.entry_key}</code>` },
-          { label: 'Direction', cell: (e) => e.direction },
-          { label: 'Amount', cell: (e) => `${formatAmount(e.amount, e.currency)} ${e.currency}`, numeric: true },
-          { label: 'Booked', cell: (e) => e.booking_date },
-          { label: 'Outcome', cell: (e) => badge(e.outcome) },
-          { label: 'Account', cell: (e) => (e.account_id ? html`<code class="id">${e.account_id}</code>` : null) },
-          {
-            label: 'Payout',
-            cell: (e) =>
-              e.transfer_id ? html`<a href="/ops/payouts/${e.transfer_id}"><code class="id">${e.transfer_id}</code></a>` : null,
-          },
-        ],
-        entries,
-        '',
-      )}`
-    : ''
-}
-<h2>Content</h2>
-${
-  file.content === null
-    ? html`<p class="empty">The content is not kept.</p>`
-    : html`<p><a href="/ops/bank/files/${file.id}/download" download="${file.filename}">Download ${file.filename}</a></p>
-<pre class="xml"><code>${file.content}</code></pre>`
-}`;
-      return sendPage(reply, opsPage(session, 'bank', `Bank file ${file.filename}`, body));
-    });
-
-    app.get('/bank/files/:id/download', async (request, reply) => {
-      allowed(request, 'bank.read');
-      const file = await bank.getFile(deps.db, idOf(request)).catch(notFoundPage);
-      if (file.content === null) throw new AppError('not_found', 'The content of this file is not kept.');
-      const name = file.filename.replace(/[^A-Za-z0-9._-]/g, '_');
-      return reply
-        .header('content-type', 'application/xml; charset=utf-8')
-        .header('content-disposition', `attachment; filename="${name}"`)
-        .header('cache-control', 'no-store')
-        .send(file.content);
-    });
-
-    app.get('/bank/exceptions', async (request, reply) => {
-      const session = allowed(request, 'bank.read');
-      const q = request.query as Record<string, string | undefined>;
-      return exceptionsPage(reply, session, q.status ?? 'open');
-    });
-
-    app.post('/bank/exceptions/:id/assign', async (request, reply) => {
-      const session = allowed(request, 'bank.act');
-      const id = idOf(request);
-      const form = formOf(request);
-      const reason = reasonOf(form);
-      const account = (form.get('account_id') ?? '').trim().toLowerCase();
-      if (!reason || !account)
-        return exceptionsPage(
-          reply,
-          session,
-          'open',
-          alert('error', 'Give the account and the reason (how you know whose money it is).'),
-          400,
-        );
-      try {
-        await unit(async (trx) => {
-          const done = await bank.assignException(trx, id, account, reason, bankDeps);
-          await audit(trx, session, {
-            action: 'bank.exception.assigned',
-            targetType: 'bank_exception',
-            targetId: id,
-            reason,
-            detail: { account_id: done.account_id, amount: done.amount, currency: done.currency },
-          });
-        });
-      } catch (err) {
-        const r = refusal(err);
-        if (!r) throw err;
-        return exceptionsPage(reply, session, 'open', alert('error', r.message), r.status);
-      }
-      return seeOther(reply, '/ops/bank/exceptions?status=open');
-    });
-
-    app.post('/bank/exceptions/:id/return', async (request, reply) => {
-      const session = allowed(request, 'bank.act');
-      const id = idOf(request);
-      const reason = reasonOf(formOf(request));
-      if (!reason) return exceptionsPage(reply, session, 'open', alert('error', 'Give the reason for returning the money.'), 400);
-      try {
-        await unit(async (trx) => {
-          const done = await bank.returnException(trx, id, reason);
-          await audit(trx, session, {
-            action: 'bank.exception.returned',
-            targetType: 'bank_exception',
-            targetId: id,
-            reason,
-            detail: { amount: done.amount, currency: done.currency, payer_name: done.payer_name },
-          });
-        });
-      } catch (err) {
-        const r = refusal(err);
-        if (!r) throw err;
-        return exceptionsPage(reply, session, 'open', alert('error', r.message), r.status);
-      }
-      return seeOther(reply, '/ops/bank/exceptions?status=open');
-    });
-
-    app.get('/bank/reconciliations', async (request, reply) => {
-      const session = allowed(request, 'bank.read');
-      const [recs, connections] = await Promise.all([bank.listReconciliations(deps.db), bank.listConnections(deps.db)]);
-      const names = new Map(connections.map((c) => [c.id, c.name]));
-      const body = html`<p>Each camt.053 statement's closing balance against the ledger (the settlement accounts of the connection's
-environment and currency at the end of the statement's date). A break lists the open exceptions that explain it and what is left.</p>
-${reconciliationTable(recs, names)}`;
-      return sendPage(reply, opsPage(session, 'bank/reconciliations', 'Reconciliation', body));
-    });
+    connectionRoutes(app, deps, bankDeps);
+    fileRoutes(app, deps);
+    exceptionRoutes(app, deps, bankDeps);
+    reconciliationRoutes(app, deps);
   };
-
-  async function connectionPage(reply: FastifyReply, session: OpsSession, id: string, notice?: Html, status = 200) {
-    const c = await bank.getConnection(deps.db, id).catch(notFoundPage);
-    const [files, recs, open, decisions] = await Promise.all([
-      bank.listFiles(deps.db, c.id, 50),
-      bank.listReconciliations(deps.db, c.id, 20),
-      bank.listExceptions(deps.db, { connectionId: c.id, status: 'open' }),
-      repo.listAudit(deps.db, { target: c.id, limit: 50 }),
-    ]);
-    const names = new Map([[c.id, c.name]]);
-    const t = c.transport;
-    const body = html`${facts([
-      ['Connection', html`<code class="id">${c.id}</code>`],
-      ['Environment', badge(c.environment)],
-      ['Status', badge(c.status)],
-      ['Account name', c.account_name],
-      ['IBAN', c.iban],
-      ['Account number', c.account_number],
-      ['BIC', c.bic],
-      ['Bank code', c.bank_code],
-      ['Currency', c.currency],
-      ['Rails', c.rails.join(', ')],
-      [
-        'Transport',
-        t.type === 'sftp'
-          ? `SFTP ${t.username ?? ''}@${t.host ?? ''}:${t.port ?? 22} (out ${t.remote_outbox ?? '—'}, in ${t.remote_inbox ?? '—'})`
-          : `folder (out ${t.outbox ?? '—'}, in ${t.inbox ?? '—'})`,
-      ],
-      ['Open exceptions', html`<a href="/ops/bank/exceptions?status=open">${open.length}</a>`],
-    ])}
-${
-  opsCan(session.role, 'bank.act')
-    ? html`<h2>Cut and exchange now</h2>
-<form method="post" action="/ops/bank/connections/${c.id}/exchange" class="stack" data-confirm="Cut a file of the waiting payouts, deliver it and import what the bank left, now?">${opsCsrf(session)}
-  <div class="field"><label for="exchange-reason">Reason</label><input id="exchange-reason" name="reason" maxlength="500" required></div>
-  <button type="submit">Cut and exchange now</button>
-</form>`
-    : ''
 }
-<h2>Files</h2>
-${fileTable(files, names)}
-<h2>Reconciliations</h2>
-${reconciliationTable(recs, names)}
-<h2>Exchanges run from the console</h2>
-${decisionsTable('Exchanges', decisions, 'None yet.')}`;
-    return sendPage(reply, opsPage(session, 'bank', `Bank connection ${c.name}`, body, notice), status);
+
+/** The connections, and an exchange run now. */
+function connectionRoutes(app: FastifyInstance, deps: Deps, bankDeps: bank.BankDeps): void {
+  const unit = deps.inTransaction.bind(deps);
+  app.get('/bank', async (request, reply) => {
+    const session = allowed(request, 'bank.read');
+    return sendPage(reply, await bankHomePage(deps, session));
+  });
+
+  app.get('/bank/connections/:id', async (request, reply) => {
+    const session = allowed(request, 'bank.read');
+    return connectionPage(deps, reply, session, idOf(request));
+  });
+
+  app.post('/bank/connections/:id/exchange', async (request, reply) => {
+    const session = allowed(request, 'bank.act');
+    const id = idOf(request);
+    const reason = reasonOf(formOf(request));
+    if (!reason) return connectionPage(deps, reply, session, id, alert('error', 'Give the reason for running the exchange now.'), 400);
+    let result: bank.ExchangeResult;
+    try {
+      result = await bank.exchange(unit, deps.db, id, bankDeps);
+    } catch (err) {
+      const r = refusal(err);
+      if (r) return connectionPage(deps, reply, session, id, alert('error', r.message), r.status);
+      // A transport failure (the bank's server unreachable): told, and audited as tried.
+      const message = err instanceof Error ? err.message : String(err);
+      await audit(deps.db, session, {
+        action: 'bank.exchange_failed',
+        targetType: 'bank_connection',
+        targetId: id,
+        reason,
+        detail: { error: message.slice(0, 500) },
+      });
+      return connectionPage(deps, reply, session, id, alert('error', `The exchange failed: ${message}`), 502);
+    }
+    const detail = {
+      cut: result.cut.file?.filename ?? null,
+      refused: result.cut.refused.length,
+      delivered: result.delivered,
+      imported: result.imported.map((i) => i.filename),
+      rejected: result.rejected,
+    };
+    await audit(deps.db, session, { action: 'bank.exchange', targetType: 'bank_connection', targetId: id, reason, detail });
+    const notice = alert(
+      result.rejected.length ? 'error' : 'success',
+      `Exchange done: ${detail.cut ? `cut ${detail.cut}` : 'nothing to cut'}; delivered ${detail.delivered.length}; imported ${detail.imported.length}; refused ${detail.rejected.length}${
+        detail.rejected.length ? ` (${detail.rejected.map((r) => `${r.filename}: ${r.error}`).join('; ')})` : ''
+      }.`,
+    );
+    return connectionPage(deps, reply, session, id, notice);
+  });
+}
+
+/** A file's page and its XML download. */
+function fileRoutes(app: FastifyInstance, deps: Deps): void {
+  app.get('/bank/files/:id', async (request, reply) => {
+    const session = allowed(request, 'bank.read');
+    const file = await bank.getFile(deps.db, idOf(request)).catch(notFoundPage);
+    return sendPage(reply, await filePage(deps, session, file));
+  });
+
+  app.get('/bank/files/:id/download', async (request, reply) => {
+    allowed(request, 'bank.read');
+    const file = await bank.getFile(deps.db, idOf(request)).catch(notFoundPage);
+    if (file.content === null) throw new AppError('not_found', 'The content of this file is not kept.');
+    const name = file.filename.replace(/[^A-Za-z0-9._-]/g, '_');
+    return reply
+      .header('content-type', 'application/xml; charset=utf-8')
+      .header('content-disposition', `attachment; filename="${name}"`)
+      .header('cache-control', 'no-store')
+      .send(file.content);
+  });
+}
+
+/** Resolves an exception with its audit entry; a refusal is shown on the queue page. */
+async function resolveException(deps: Deps, reply: FastifyReply, session: OpsSession, work: (trx: Trx) => Promise<void>) {
+  try {
+    await deps.inTransaction(work);
+  } catch (err) {
+    const r = refusal(err);
+    if (!r) throw err;
+    return exceptionsPage(deps, reply, session, 'open', alert('error', r.message), r.status);
   }
-
-  async function exceptionsPage(reply: FastifyReply, session: OpsSession, wanted: string, notice?: Html, status = 200) {
-    const filter = (EXCEPTION_STATUSES as readonly string[]).includes(wanted) ? (wanted as ExceptionStatus) : undefined;
-    const [rows, connections] = await Promise.all([bank.listExceptions(deps.db, { status: filter }, 200), bank.listConnections(deps.db)]);
-    const names = new Map(connections.map((c) => [c.id, c.name]));
-    const act = opsCan(session.role, 'bank.act');
-    const forms = (e: bank.ExceptionResponse) =>
-      e.status !== 'open' || !act
-        ? null
-        : html`${
-            e.direction === 'credit'
-              ? html`<form method="post" action="/ops/bank/exceptions/${e.id}/assign" class="stack">${opsCsrf(session)}
-  <div class="field"><label for="acc-${e.id}">Account id</label><input id="acc-${e.id}" name="account_id" required maxlength="36"></div>
-  <div class="field"><label for="why-a-${e.id}">Reason</label><input id="why-a-${e.id}" name="reason" required maxlength="500"></div>
-  <button type="submit">Assign</button>
-</form>`
-              : ''
-          }<form method="post" action="/ops/bank/exceptions/${e.id}/return" class="stack" data-confirm="Mark this money as returned to the sender?">${opsCsrf(session)}
-  <div class="field"><label for="why-r-${e.id}">Reason</label><input id="why-r-${e.id}" name="reason" required maxlength="500"></div>
-  <button type="submit">Returned to sender</button>
-</form>`;
-    const body = html`<p>Money the bank moved that matched no account or payout. Assign a credit to the account it belongs to
-(the account is credited at once), or record that it was returned to the sender.</p>
-<p>${EXCEPTION_STATUSES.map((s) => html`<a href="/ops/bank/exceptions?status=${s}"${s === filter ? html` aria-current="true"` : ''}>${s}</a> · `)}<a href="/ops/bank/exceptions${queryString({ status: 'all' })}">all</a></p>
-${table(
-  'Exceptions',
-  [
-    { label: 'Received', cell: (e) => when(e.created_at) },
-    {
-      label: 'Connection',
-      cell: (e) => html`<a href="/ops/bank/connections/${e.connection_id}">${names.get(e.connection_id) ?? e.connection_id}</a>`,
-    },
-    { label: 'Direction', cell: (e) => e.direction },
-    { label: 'Amount', cell: (e) => `${e.amount} ${e.currency}`, numeric: true },
-    { label: 'Payer', cell: (e) => e.payer_name },
-    { label: 'Account named', cell: (e) => e.creditor_account },
-    { label: 'Reference', cell: (e) => e.reference },
-    { label: 'Why unmatched', cell: (e) => e.reason },
-    { label: 'Status', cell: (e) => badge(e.status) },
-    {
-      label: 'Resolution',
-      cell: (e) =>
-        e.status === 'open'
-          ? forms(e)
-          : html`${e.account_id ? html`<code class="id">${e.account_id}</code> ` : ''}${e.resolved_note ?? ''} ${when(e.resolved_at)}`,
-    },
-  ],
-  rows,
-  filter === 'open' ? 'No open exception: every entry matched.' : 'None.',
-)}`;
-    return sendPage(reply, opsPage(session, 'bank/exceptions', 'Bank exceptions', body, notice), status);
-  }
+  return seeOther(reply, '/ops/bank/exceptions?status=open');
 }
 
-const notFoundPage = (err: unknown): never => {
-  throw err instanceof AppError && err.code === 'not_found' ? new AppError('not_found', 'There is no such page.') : err;
-};
+/** The exceptions queue: assign a credit to its account, or record the money returned. */
+function exceptionRoutes(app: FastifyInstance, deps: Deps, bankDeps: bank.BankDeps): void {
+  app.get('/bank/exceptions', async (request, reply) => {
+    const session = allowed(request, 'bank.read');
+    const q = request.query as Record<string, string | undefined>;
+    return exceptionsPage(deps, reply, session, q.status ?? 'open');
+  });
 
-function fileTable(files: Awaited<ReturnType<typeof bank.listFiles>>, names: Map<string, string>): Html {
-  return table(
-    'Bank files',
-    [
-      { label: 'When', cell: (f) => when(f.created_at) },
-      { label: 'File', cell: (f) => html`<a href="/ops/bank/files/${f.id}">${f.filename}</a>` },
-      { label: 'Connection', cell: (f) => names.get(f.connection_id) ?? f.connection_id },
-      { label: 'Direction', cell: (f) => (f.direction === 'out' ? 'sent' : 'received') },
-      { label: 'Kind', cell: (f) => html`<code>${f.kind}</code>` },
-      { label: 'Message id', cell: (f) => html`<code>${f.message_id}</code>` },
-      { label: 'Status', cell: (f) => badge(f.status) },
-      { label: 'Delivered', cell: (f) => when(f.delivered_at) },
-    ],
-    files,
-    'No file yet.',
-  );
+  app.post('/bank/exceptions/:id/assign', async (request, reply) => {
+    const session = allowed(request, 'bank.act');
+    const id = idOf(request);
+    const form = formOf(request);
+    const reason = reasonOf(form);
+    const account = (form.get('account_id') ?? '').trim().toLowerCase();
+    if (!reason || !account)
+      return exceptionsPage(
+        deps,
+        reply,
+        session,
+        'open',
+        alert('error', 'Give the account and the reason (how you know whose money it is).'),
+        400,
+      );
+    return resolveException(deps, reply, session, async (trx) => {
+      const done = await bank.assignException(trx, id, account, reason, bankDeps);
+      await audit(trx, session, {
+        action: 'bank.exception.assigned',
+        targetType: 'bank_exception',
+        targetId: id,
+        reason,
+        detail: { account_id: done.account_id, amount: done.amount, currency: done.currency },
+      });
+    });
+  });
+
+  app.post('/bank/exceptions/:id/return', async (request, reply) => {
+    const session = allowed(request, 'bank.act');
+    const id = idOf(request);
+    const reason = reasonOf(formOf(request));
+    if (!reason) return exceptionsPage(deps, reply, session, 'open', alert('error', 'Give the reason for returning the money.'), 400);
+    return resolveException(deps, reply, session, async (trx) => {
+      const done = await bank.returnException(trx, id, reason);
+      await audit(trx, session, {
+        action: 'bank.exception.returned',
+        targetType: 'bank_exception',
+        targetId: id,
+        reason,
+        detail: { amount: done.amount, currency: done.currency, payer_name: done.payer_name },
+      });
+    });
+  });
 }
 
-function reconciliationTable(recs: bank.ReconciliationResponse[], names: Map<string, string>): Html {
-  return table(
-    'Reconciliations',
-    [
-      { label: 'Statement date', cell: (r) => r.statement_date },
-      { label: 'Connection', cell: (r) => names.get(r.connection_id) ?? r.connection_id },
-      { label: 'Statement', cell: (r) => html`<a href="/ops/bank/files/${r.file_id}"><code>${r.statement_id}</code></a>` },
-      { label: 'Bank closing balance', cell: (r) => `${r.bank_balance} ${r.currency}`, numeric: true },
-      { label: 'Ledger', cell: (r) => `${r.ledger_balance} ${r.currency}`, numeric: true },
-      { label: 'Difference', cell: (r) => `${r.difference} ${r.currency}`, numeric: true },
-      { label: 'Result', cell: (r) => badge(r.status) },
-      {
-        label: 'Explained by',
-        cell: (r) =>
-          r.explanation.length
-            ? html`<ul>${(r.explanation as Record<string, string>[]).map((x) =>
-                x.exception_id
-                  ? html`<li>open exception ${x.direction} ${x.amount} (${x.reason}${x.reference ? `, ${x.reference}` : ''})</li>`
-                  : html`<li>unexplained ${x.unexplained}</li>`,
-              )}</ul>`
-            : null,
-      },
-    ],
-    recs,
-    'No statement reconciled yet.',
-  );
+/** The statement reconciliations. */
+function reconciliationRoutes(app: FastifyInstance, deps: Deps): void {
+  app.get('/bank/reconciliations', async (request, reply) => {
+    const session = allowed(request, 'bank.read');
+    return sendPage(reply, await reconciliationsPage(deps, session));
+  });
 }

@@ -20,25 +20,32 @@ const money = (minor: bigint, currency: string) => `${formatAmount(minor, curren
 
 export function payoutRoutes(deps: Deps) {
   return async function plugin(app: FastifyInstance) {
-    app.get('/payouts', async (request, reply) => {
-      const session = allowed(request, 'payouts.read');
-      const q = request.query as Record<string, string | undefined>;
-      const status = (STATUSES as readonly string[]).includes(q.status ?? '') ? q.status : undefined;
-      const [rows, counts] = await Promise.all([
-        repo.listPayouts(deps.db, { environment: 'live', status, limit: 200 }),
-        repo.countPayoutsByStatus(deps.db, 'live'),
-      ]);
-      const summary = table(
-        'Live payouts by state',
-        [
-          { label: 'State', cell: (r) => html`<a href="/ops/payouts${queryString({ status: r.status })}">${r.status}</a>` },
-          { label: 'Payouts', cell: (r) => r.n, numeric: true },
-          { label: 'Oldest', cell: (r) => age(new Date(r.oldest)) },
-        ],
-        counts,
-        'No live payouts yet.',
-      );
-      const body = html`${summary}
+    payoutPageRoutes(app, deps);
+    outcomeRoutes(app, deps);
+  };
+}
+
+/** The live payouts by state, and one payout's page. */
+function payoutPageRoutes(app: FastifyInstance, deps: Deps): void {
+  app.get('/payouts', async (request, reply) => {
+    const session = allowed(request, 'payouts.read');
+    const q = request.query as Record<string, string | undefined>;
+    const status = (STATUSES as readonly string[]).includes(q.status ?? '') ? q.status : undefined;
+    const [rows, counts] = await Promise.all([
+      repo.listPayouts(deps.db, { environment: 'live', status, limit: 200 }),
+      repo.countPayoutsByStatus(deps.db, 'live'),
+    ]);
+    const summary = table(
+      'Live payouts by state',
+      [
+        { label: 'State', cell: (r) => html`<a href="/ops/payouts${queryString({ status: r.status })}">${r.status}</a>` },
+        { label: 'Payouts', cell: (r) => r.n, numeric: true },
+        { label: 'Oldest', cell: (r) => age(new Date(r.oldest)) },
+      ],
+      counts,
+      'No live payouts yet.',
+    );
+    const body = html`${summary}
 <h2>${status ? `${status[0]!.toUpperCase()}${status.slice(1)} payouts` : 'Every live payout'} <small>(oldest first)</small></h2>
 <p>${STATUSES.map((s) => html`<a href="/ops/payouts?status=${s}"${s === status ? html` aria-current="true"` : ''}>${s}</a> · `)}<a href="/ops/payouts">all</a></p>
 ${table(
@@ -54,55 +61,49 @@ ${table(
   rows,
   'No payout in this state.',
 )}`;
-      return sendPage(reply, opsPage(session, 'payouts', 'Live payouts', body));
-    });
+    return sendPage(reply, opsPage(session, 'payouts', 'Live payouts', body));
+  });
 
-    app.get('/payouts/:id', async (request, reply) => {
-      const session = allowed(request, 'payouts.read');
-      return payoutPage(deps, reply, session, uuidParam((request.params as { id: string }).id));
-    });
+  app.get('/payouts/:id', async (request, reply) => {
+    const session = allowed(request, 'payouts.read');
+    return payoutPage(deps, reply, session, uuidParam((request.params as { id: string }).id));
+  });
+}
 
-    for (const [action, outcome] of Object.entries(OUTCOMES)) {
-      app.post(`/payouts/:id/${action}`, async (request, reply) => {
-        const session = allowed(request, 'payouts.decide');
-        const id = uuidParam((request.params as { id: string }).id);
-        const reason = (formOf(request).get('reason') ?? '').trim().slice(0, 500);
-        if (!reason)
-          return payoutPage(deps, reply, session, id, alert('error', 'Give the reason (what the bank said, its reference).'), 400);
-        try {
-          await deps.inTransaction(async (trx) => {
-            const transfer = await operatorOutcome(trx, deps.config, id, outcome, reason);
-            const row = await repo.findTransferById(trx, id);
-            await audit(trx, session, {
-              action: `payout.${outcome}`,
-              targetType: 'transfer',
-              targetId: id,
-              tenantId: row?.tenant_id ?? null,
-              environment: row?.environment ?? null,
-              reason,
-              detail: { transfer_status: transfer.transfer_status },
-            });
+/** The bank's answer recorded by hand (the CLI's `payouts settle|fail|return`). */
+function outcomeRoutes(app: FastifyInstance, deps: Deps): void {
+  for (const [action, outcome] of Object.entries(OUTCOMES)) {
+    app.post(`/payouts/:id/${action}`, async (request, reply) => {
+      const session = allowed(request, 'payouts.decide');
+      const id = uuidParam((request.params as { id: string }).id);
+      const reason = (formOf(request).get('reason') ?? '').trim().slice(0, 500);
+      if (!reason) return payoutPage(deps, reply, session, id, alert('error', 'Give the reason (what the bank said, its reference).'), 400);
+      try {
+        await deps.inTransaction(async (trx) => {
+          const transfer = await operatorOutcome(trx, deps.config, id, outcome, reason);
+          const row = await repo.findTransferById(trx, id);
+          await audit(trx, session, {
+            action: `payout.${outcome}`,
+            targetType: 'transfer',
+            targetId: id,
+            tenantId: row?.tenant_id ?? null,
+            environment: row?.environment ?? null,
+            reason,
+            detail: { transfer_status: transfer.transfer_status },
           });
-        } catch (err) {
-          if (
-            err instanceof AppError &&
-            (err.code === 'invalid_state_transition' || err.code === 'not_found' || err.code === 'validation_failed')
-          ) {
-            return payoutPage(
-              deps,
-              reply,
-              session,
-              id,
-              alert('error', `Not recorded: ${err.message}`),
-              err.code === 'not_found' ? 404 : 409,
-            );
-          }
-          throw err;
+        });
+      } catch (err) {
+        if (
+          err instanceof AppError &&
+          (err.code === 'invalid_state_transition' || err.code === 'not_found' || err.code === 'validation_failed')
+        ) {
+          return payoutPage(deps, reply, session, id, alert('error', `Not recorded: ${err.message}`), err.code === 'not_found' ? 404 : 409);
         }
-        return seeOther(reply, `/ops/payouts/${id}`);
-      });
-    }
-  };
+        throw err;
+      }
+      return seeOther(reply, `/ops/payouts/${id}`);
+    });
+  }
 }
 
 async function payoutPage(deps: Deps, reply: FastifyReply, session: OpsSession, id: string, notice?: Html, status = 200) {
@@ -119,17 +120,6 @@ async function payoutPage(deps: Deps, reply: FastifyReply, session: OpsSession, 
     repo.bankEntriesOfPayout(deps.db, t.id),
   ]);
   const can = opsCan(session.role, 'payouts.decide') && rail?.connector === 'manual';
-  const actions = (list: (keyof typeof OUTCOMES)[]) =>
-    list.map(
-      (
-        a,
-      ) => html`<form method="post" action="/ops/payouts/${t.id}/${a}" class="stack" data-confirm="Record this payout as ${OUTCOMES[a]}? The business is told at once.">${opsCsrf(session)}
-  <div class="field"><label for="reason-${a}">Reason for ${a}</label><input id="reason-${a}" name="reason" maxlength="500" required></div>
-  <button type="submit">${a === 'settle' ? 'Settle' : a === 'fail' ? 'Fail' : 'Return'}</button>
-</form>`,
-    );
-  const available: (keyof typeof OUTCOMES)[] =
-    t.status === 'pending' || t.status === 'processing' ? ['settle', 'fail'] : t.status === 'completed' ? ['return'] : [];
   const body = html`${facts([
     ['Transfer', html`<code class="id">${t.id}</code>`],
     ['Business', business ? html`<a href="/ops/businesses/${business.id}">${business.name}</a>` : t.tenant_id],
@@ -144,8 +134,19 @@ async function payoutPage(deps: Deps, reply: FastifyReply, session: OpsSession, 
     ['Age', age(t.created_at)],
   ])}
 <h2>Rail record</h2>
-${
-  rail
+${railFacts(rail)}
+${bankSection(bankFiles, bankEntries)}
+${can ? outcomeForms(t, session) : ''}
+${ledgerSection(entries, events)}
+<h2>Decisions in the console</h2>
+${decisionsTable('Decisions', decisions)}`;
+  return sendPage(reply, opsPage(session, 'payouts', 'Payout', body, notice), status);
+}
+
+type Payout = NonNullable<Awaited<ReturnType<typeof repo.findTransferById>>>;
+
+function railFacts(rail: Awaited<ReturnType<typeof repo.railPayoutOf>>): Html {
+  return rail
     ? facts([
         ['Connector', rail.connector],
         ['State', badge(rail.state)],
@@ -156,10 +157,15 @@ ${
         ['Submitted', when(rail.created_at.toISOString())],
         ['Updated', when(rail.updated_at.toISOString())],
       ])
-    : html`<p class="empty">Not submitted to a rail yet.</p>`
+    : html`<p class="empty">Not submitted to a rail yet.</p>`;
 }
-${
-  bankFiles.length || bankEntries.length
+
+/** The bank files that carried the payout and the statement entries about it. */
+function bankSection(
+  bankFiles: Awaited<ReturnType<typeof repo.bankFilesOfPayout>>,
+  bankEntries: Awaited<ReturnType<typeof repo.bankEntriesOfPayout>>,
+): Html | '' {
+  return bankFiles.length || bankEntries.length
     ? html`<h2>Bank files</h2>
 ${table(
   'Bank files of this payout',
@@ -189,10 +195,27 @@ ${table(
   bankEntries,
   'No camt entry about it yet.',
 )}`
-    : ''
+    : '';
 }
-${can && available.length ? html`<h2>Record the bank's answer</h2>${actions(available)}` : ''}
-<h2>Ledger entries</h2>
+
+/** The outcomes the payout's status still allows, one form each. */
+function outcomeForms(t: Payout, session: OpsSession): Html | '' {
+  const actions = (list: (keyof typeof OUTCOMES)[]) =>
+    list.map(
+      (
+        a,
+      ) => html`<form method="post" action="/ops/payouts/${t.id}/${a}" class="stack" data-confirm="Record this payout as ${OUTCOMES[a]}? The business is told at once.">${opsCsrf(session)}
+  <div class="field"><label for="reason-${a}">Reason for ${a}</label><input id="reason-${a}" name="reason" maxlength="500" required></div>
+  <button type="submit">${a === 'settle' ? 'Settle' : a === 'fail' ? 'Fail' : 'Return'}</button>
+</form>`,
+    );
+  const available: (keyof typeof OUTCOMES)[] =
+    t.status === 'pending' || t.status === 'processing' ? ['settle', 'fail'] : t.status === 'completed' ? ['return'] : [];
+  return available.length ? html`<h2>Record the bank's answer</h2>${actions(available)}` : '';
+}
+
+function ledgerSection(entries: Awaited<ReturnType<typeof repo.ledgerEntriesOf>>, events: Awaited<ReturnType<typeof repo.eventsOf>>): Html {
+  return html`<h2>Ledger entries</h2>
 ${table(
   'Ledger entries',
   [
@@ -214,8 +237,5 @@ ${table(
   ],
   events,
   'No events.',
-)}
-<h2>Decisions in the console</h2>
-${decisionsTable('Decisions', decisions)}`;
-  return sendPage(reply, opsPage(session, 'payouts', 'Payout', body, notice), status);
+)}`;
 }

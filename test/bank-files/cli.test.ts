@@ -3,7 +3,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { buildCamt054 } from '../../src/modules/bank-files/messages.js';
+import { buildCamt054 } from '../../src/modules/bank-files/bank-replies.js';
 
 /** The operator's bank commands, run as an operator runs them (embedded database in a fresh DATA_DIR). */
 const dir = mkdtempSync(join(tmpdir(), 'bank-cli-'));

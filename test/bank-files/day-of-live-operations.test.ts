@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { reconcile } from '../../src/ledger/index.js';
 import { listInstitutions } from '../../src/lib/institutions.js';
 import { parseAmount } from '../../src/lib/money.js';
-import { buildCamt053, buildCamt054, buildPain002, type CashEntryInput } from '../../src/modules/bank-files/messages.js';
+import { buildCamt053, buildCamt054, buildPain002, type CashEntryInput } from '../../src/modules/bank-files/bank-replies.js';
 import { endToEndIdOf } from '../../src/modules/bank-files/service.js';
 import { verifyDuePayees } from '../../src/modules/external-accounts/service.js';
 import { dispatchPendingPayouts } from '../../src/modules/transfers/payout-lifecycle.js';

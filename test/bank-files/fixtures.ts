@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { parseAmount } from '../../src/lib/money.js';
-import { buildCamt054, type CashEntryInput } from '../../src/modules/bank-files/messages.js';
+import { buildCamt054, type CashEntryInput } from '../../src/modules/bank-files/bank-replies.js';
 
 /** The platform's NGN account at the sponsor bank in the tests that import files by hand. */
 export const PLATFORM = { iban: null, accountNumber: '0987654321' };

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WriteSet } from '../../src/db/write-set.js';
 import { reconcile } from '../../src/ledger/index.js';
-import { withdrawCards, type WithdrawRequest } from '../../src/modules/cards/payments.js';
+import { withdrawCards, type WithdrawRequest } from '../../src/modules/cards/withdrawals.js';
 import { cardholder } from '../card-helpers.js';
 import { batchSizes, countStatements, sandboxBusiness, startTestApp, type Client, type TestApp } from '../harness.js';
 

@@ -237,7 +237,7 @@ describe.skipIf(!url)('round trips on the wire (PostgreSQL)', () => {
   });
 
   // A card withdrawal that names its account: the card, the account (share) and both balance rows
-  // leave with the claim (cards/payments.ts planWithdrawalReads). Before it took the batch path
+  // leave with the claim (cards/withdrawals.ts planWithdrawalReads). Before it took the batch path
   // (http/idempotency.ts, every statement after the answer to the one before) it was nine.
   it('a card withdrawal naming its account is two round trips: BEGIN with the claim and its reads, the writes with COMMIT', async () => {
     const { app, post, feedLive } = await appOnTheWire('Withdraw Wire Ltd');

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseAmount } from '../../src/lib/money.js';
-import { buildCamt053, buildPain002 } from '../../src/modules/bank-files/messages.js';
+import { buildCamt053, buildPain002 } from '../../src/modules/bank-files/bank-replies.js';
 import { dispatchPendingPayouts } from '../../src/modules/transfers/payout-lifecycle.js';
 import { clientFor, johnDoe, startTestApp, type Client, type TestApp } from '../harness.js';
 import { approveKycLive } from '../kyc-helpers.js';

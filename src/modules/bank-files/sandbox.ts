@@ -3,7 +3,7 @@ import type { Queryable } from '../../db/client.js';
 import { newId } from '../../lib/ids.js';
 import { parseAmount } from '../../lib/money.js';
 import type * as accounts from '../accounts/service.js';
-import { buildCamt054, buildPain002 } from './messages.js';
+import { buildCamt054, buildPain002 } from './bank-replies.js';
 import * as repo from './repo.js';
 
 /**

@@ -1,28 +1,17 @@
-import { createHash } from 'node:crypto';
 import type { Queryable, Trx, UnitOfWork } from '../../db/client.js';
 import type { Environment, Scope } from '../../core/context.js';
-import { AppError, notFound, validationError } from '../../core/errors.js';
+import { AppError, notFound } from '../../core/errors.js';
 import { newId } from '../../lib/ids.js';
-import { toLatin } from '../../lib/latin.js';
 import { formatAmount } from '../../lib/money.js';
-import type { PayeeDetails } from '../../rails/index.js';
 import * as accounts from '../accounts/service.js';
 import * as transfers from '../transfers/service.js';
-import {
-  buildPain001,
-  kindOf,
-  readCash,
-  readPain002,
-  type AccountId,
-  type CashItem,
-  type CashReport,
-  type Pain001Payment,
-  type StatusReport,
-} from './messages.js';
+import { kindOf, readCash, readPain002, type AccountId, type CashItem, type CashReport, type StatusReport } from './messages.js';
 import * as repo from './repo.js';
-import { ConnectionInput } from './schema.js';
 import { sandboxAnswers, sandboxConnection, simulatedCreditFile, type SimulatedCredit } from './sandbox.js';
 import { transportOf, type Transport } from './transport.js';
+import { connectionOf } from './connections.js';
+import { checksumOf, cutFile, deliverFiles, type CutResult } from './cut.js';
+import { reconcileStatement, type ReconciliationResponse } from './reconciliation.js';
 import { BankFileError, parseBankXml } from './xml.js';
 
 /**
@@ -47,240 +36,9 @@ export interface BankDeps {
   onBreak?: (reconciliation: ReconciliationResponse) => void;
 }
 
-// ---------- connections ----------
-
-export function toConnectionResponse(c: repo.ConnectionRow) {
-  const t = c.transport_config;
-  return {
-    id: c.id,
-    name: c.name,
-    environment: c.environment,
-    account_name: c.account_name,
-    iban: c.iban,
-    account_number: c.account_number,
-    bic: c.bic,
-    bank_code: c.bank_code,
-    currency: c.currency,
-    rails: c.rails,
-    status: c.status,
-    // The key's path is shown, never the key.
-    transport:
-      c.transport === 'sftp'
-        ? {
-            type: 'sftp' as const,
-            host: t.host,
-            port: t.port,
-            username: t.username,
-            private_key_path: t.private_key_path,
-            remote_outbox: t.remote_outbox,
-            remote_inbox: t.remote_inbox,
-          }
-        : { type: 'folder' as const, outbox: t.outbox, inbox: t.inbox },
-    created_at: c.created_at.toISOString(),
-  };
-}
-export type ConnectionResponse = ReturnType<typeof toConnectionResponse>;
-
-export async function addConnection(db: Queryable, input: unknown): Promise<ConnectionResponse> {
-  const parsed = ConnectionInput.safeParse(input);
-  if (!parsed.success) {
-    throw validationError(parsed.error.issues.map((i) => ({ field: i.path.join('.') || 'body', code: 'invalid', message: i.message })));
-  }
-  const c = parsed.data;
-  const { type, ...transportConfig } = c.transport;
-  const row = await repo
-    .insertConnection(db, {
-      id: newId(),
-      environment: c.environment,
-      name: c.name,
-      account_name: c.account_name,
-      iban: c.iban ?? null,
-      account_number: c.account_number ?? null,
-      bic: c.bic ?? null,
-      bank_code: c.bank_code ?? null,
-      currency: c.currency,
-      rails: JSON.stringify(c.rails),
-      transport: type,
-      transport_config: JSON.stringify(transportConfig),
-    })
-    .catch((err: unknown) => {
-      if (String((err as { code?: string }).code) === '23505')
-        throw new AppError('conflict', `An active connection already holds ${c.environment} ${c.currency}: disable it first`);
-      throw err;
-    });
-  return toConnectionResponse(row);
-}
-
-export async function listConnections(db: Queryable) {
-  return (await repo.listConnections(db)).map(toConnectionResponse);
-}
-
-async function connectionOf(db: Queryable, id: string, lock?: 'update') {
-  const row = /^[0-9a-f-]{36}$/i.test(id) ? await repo.findConnection(db, id, lock) : undefined;
-  if (!row) throw notFound('Bank connection');
-  return row;
-}
-
-export async function getConnection(db: Queryable, id: string) {
-  return toConnectionResponse(await connectionOf(db, id));
-}
-
-export async function setConnectionStatus(db: Queryable, id: string, status: 'active' | 'disabled') {
-  await connectionOf(db, id);
-  const row = await repo.setConnectionStatus(db, id, status);
-  return toConnectionResponse(row!);
-}
-
-// ---------- payouts out: pain.001 ----------
-
-/** Our payout ids travel as EndToEndId (35 characters at most): the transfer id without its dashes. */
-export const endToEndIdOf = (transferId: string) => transferId.replace(/-/g, '');
-
-/** Which connector's payouts a connection pays: live ones wait for a bank; sandbox ones run the same path. */
-const CONNECTORS: Record<Environment, string[]> = { live: ['manual'], sandbox: ['sandbox'] };
-
-const FILE_LIMIT = 5000;
-
-function checksumOf(content: string) {
-  return createHash('sha256').update(content).digest('hex');
-}
-
-/** What a payee's details say about the creditor's account and agent. */
-function creditorOf(payee: PayeeDetails): Pick<Pain001Payment, 'creditorAccount' | 'creditorBic' | 'creditorBankCode'> {
-  return {
-    creditorAccount: { iban: payee.iban, accountNumber: payee.iban ? null : (payee.accountNumber ?? payee.phoneNumber) },
-    creditorBic: payee.bic,
-    creditorBankCode: payee.bic ? null : (payee.routingNumber ?? payee.sortCode ?? payee.institutionCode),
-  };
-}
-
-export interface CutResult {
-  file: repo.FileRow | undefined;
-  refused: { transfer_id: string; reason: string }[];
-}
-
-/**
- * Cuts a pain.001 of the connection's unfiled payouts, in one transaction: the payouts locked and
- * recorded in the file (each in one file only: the transfer is the key), the document built and
- * stored with its checksum. A payout whose payee cannot be written in the bank's character set
- * is failed (funds released) instead of being sent broken. Delivery is deliverFiles' job.
- */
-export async function cutFile(trx: Trx, connectionId: string, now = new Date()): Promise<CutResult> {
-  const c = await connectionOf(trx, connectionId, 'update');
-  if (c.status !== 'active') throw new AppError('invalid_state_transition', 'The connection is disabled');
-  const claimed = await repo.unfiledPayouts(trx, c, CONNECTORS[c.environment], FILE_LIMIT);
-  const refused: CutResult['refused'] = [];
-  if (claimed.length === 0) return { file: undefined, refused };
-  const details = new Map(
-    (
-      await transfers.transfersByIds(
-        trx,
-        claimed.map((p) => p.transfer_id),
-      )
-    ).map((t) => [t.id, t]),
-  );
-  const payments: (Pain001Payment & { transferId: string; scope: Scope })[] = [];
-  const executionDate = now.toISOString().slice(0, 10);
-  for (const p of claimed) {
-    const payee = (typeof p.payee === 'string' ? JSON.parse(p.payee) : p.payee) as PayeeDetails;
-    const transfer = details.get(p.transfer_id);
-    // The payer's own reference, else the description, else our reference: the first the bank's character set can carry.
-    const remittance = transfer
-      ? ([transfer.client_reference, transfer.description, transfer.reference]
-          .filter((v): v is string => Boolean(v?.trim()))
-          .map((v) => toLatin(v.trim().slice(0, 140)))
-          .find((v) => v !== undefined && v.trim() !== '') ?? null)
-      : null;
-    const name = toLatin(payee.accountName.trim().slice(0, 140));
-    const scope = { tenantId: p.tenant_id, environment: p.environment as Environment };
-    if (!name?.trim() || (!payee.iban && !payee.accountNumber && !payee.phoneNumber)) {
-      const reason = name?.trim() ? 'The payee has no account identifier' : 'The payee name has characters the bank cannot carry';
-      await transfers.applyRailOutcome(trx, scope, p.transfer_id, 'failed', reason);
-      refused.push({ transfer_id: p.transfer_id, reason });
-      continue;
-    }
-    payments.push({
-      transferId: p.transfer_id,
-      scope,
-      endToEndId: endToEndIdOf(p.transfer_id),
-      amount: p.amount,
-      currency: p.currency,
-      executionDate,
-      creditorName: name,
-      remittance,
-      ...creditorOf(payee),
-    });
-  }
-  if (payments.length === 0) return { file: undefined, refused };
-  const fileId = newId();
-  const messageId = `FSAPI${fileId.replace(/-/g, '').slice(0, 30)}`;
-  const content = buildPain001({
-    messageId,
-    createdAt: now,
-    initiatingParty: toLatin(c.account_name) ?? 'Platform',
-    debtorName: toLatin(c.account_name) ?? 'Platform',
-    debtorAccount: { iban: c.iban, accountNumber: c.iban ? null : c.account_number },
-    debtorBic: c.bic,
-    debtorBankCode: c.bank_code,
-    payments,
-  });
-  const file = await repo.insertFile(trx, {
-    id: fileId,
-    connection_id: c.id,
-    direction: 'out',
-    kind: 'pain.001',
-    message_id: messageId,
-    filename: `pain.001.${messageId}.xml`,
-    checksum: checksumOf(content),
-    size: Buffer.byteLength(content),
-    status: 'created',
-    content,
-    summary: JSON.stringify({
-      payouts: payments.length,
-      currency: c.currency,
-      total: formatAmount(
-        payments.reduce((s, p) => s + p.amount, 0n),
-        c.currency,
-      ),
-    }),
-  });
-  await repo.insertFilePayouts(
-    trx,
-    payments.map((p) => ({
-      transfer_id: p.transferId,
-      tenant_id: p.scope.tenantId,
-      environment: p.scope.environment,
-      file_id: file.id,
-      end_to_end_id: p.endToEndId,
-      amount: p.amount,
-      currency: p.currency,
-    })),
-  );
-  return { file, refused };
-}
-
-/**
- * Delivers the connection's files not yet delivered, each then recorded `delivered` with its
- * payouts `submitted` (a file delivered twice after a crash between the two is the same file, same
- * name and message id: the bank's duplicate check drops it).
- */
-export async function deliverFiles(unit: UnitOfWork, db: Queryable, connectionId: string, transport?: Transport): Promise<repo.FileRow[]> {
-  const c = await connectionOf(db, connectionId);
-  const files = await repo.undeliveredFiles(db, c.id);
-  if (files.length === 0) return [];
-  const t = transport ?? transportOf(c);
-  const delivered: repo.FileRow[] = [];
-  try {
-    for (const f of files) {
-      await t.deliver(f.filename, f.content!);
-      const done = await unit((trx) => repo.markDelivered(trx, f.id));
-      if (done) delivered.push(done);
-    }
-  } finally {
-    if (!transport) await t.close();
-  }
-  return delivered;
-}
+export { addConnection, getConnection, getFile, listConnections, listFiles, setConnectionStatus } from './connections.js';
+export { listReconciliations, reconciliationGauges, type ReconciliationResponse } from './reconciliation.js';
+export { endToEndIdOf, type CutResult } from './cut.js';
 
 // ---------- files in ----------
 
@@ -356,7 +114,7 @@ export async function importFile(
   else {
     for (const r of read.report.reports) for (const item of r.items) count(await applyCashItem(trx, c, file.id, item, deps));
     if (read.kind === 'camt.053') {
-      for (const r of read.report.reports) reconciliation = await reconcileStatement(trx, c, file.id, r.id, r.closing!, deps);
+      for (const r of read.report.reports) reconciliation = await reconcileStatement(trx, c, file.id, r.id, r.closing!, deps.onBreak);
     }
   }
   await repo.setFileSummary(trx, file.id, counts);
@@ -596,119 +354,6 @@ export async function returnException(trx: Trx, id: string, note: string | null)
   const done = await repo.resolveException(trx, e.id, { status: 'returned', resolved_note: note });
   await repo.setEntryOutcome(trx, e.entry_id, { outcome: 'returned_to_sender' });
   return toExceptionResponse(done!);
-}
-
-// ---------- reconciliation ----------
-
-export function toReconciliationResponse(r: repo.ReconciliationRow) {
-  return {
-    id: r.id,
-    connection_id: r.connection_id,
-    file_id: r.file_id,
-    statement_id: r.statement_id,
-    statement_date: r.statement_date,
-    currency: r.currency,
-    bank_balance: formatAmount(r.bank_balance, r.currency),
-    ledger_balance: formatAmount(r.ledger_balance, r.currency),
-    difference: formatAmount(r.difference, r.currency),
-    status: r.status,
-    explanation: r.explanation,
-    created_at: r.created_at.toISOString(),
-  };
-}
-export type ReconciliationResponse = ReturnType<typeof toReconciliationResponse>;
-
-/**
- * A statement's closing balance against the ledger: minus the settlement accounts of the
- * connection's environment and currency at the end of the statement's date. A difference comes
- * with the open exceptions (money the bank moved that no account has been given) and what they
- * leave unexplained.
- */
-async function reconcileStatement(
-  trx: Trx,
-  c: repo.ConnectionRow,
-  fileId: string,
-  statementId: string,
-  closing: { amount: bigint; currency: string; date: string },
-  deps: BankDeps,
-) {
-  const ledgerBalance = await repo.settlementAt(trx, c, closing.date);
-  const difference = closing.amount - ledgerBalance;
-  const open = await repo.openExceptions(trx, c.id);
-  const explained = open.reduce((s, e) => s + (e.direction === 'credit' ? e.amount : -e.amount), 0n);
-  const explanation =
-    difference === 0n
-      ? []
-      : [
-          ...open.map((e) => ({
-            exception_id: e.id,
-            direction: e.direction,
-            amount: formatAmount(e.amount, e.currency),
-            reason: e.reason,
-            reference: e.reference,
-          })),
-          { unexplained: formatAmount(difference - explained, c.currency) },
-        ];
-  const row = await repo.insertReconciliation(trx, {
-    id: newId(),
-    connection_id: c.id,
-    file_id: fileId,
-    statement_id: statementId,
-    statement_date: closing.date,
-    currency: c.currency,
-    bank_balance: closing.amount,
-    ledger_balance: ledgerBalance,
-    difference,
-    status: difference === 0n ? 'agreed' : 'break',
-    explanation: JSON.stringify(explanation),
-  });
-  const response = toReconciliationResponse(row);
-  if (row.status === 'break') deps.onBreak?.(response);
-  return response;
-}
-
-export async function listReconciliations(db: Queryable, connectionId?: string, limit = 100) {
-  return (await repo.listReconciliations(db, connectionId, limit)).map(toReconciliationResponse);
-}
-
-export async function listFiles(db: Queryable, connectionId?: string, limit = 100) {
-  return (await repo.listFiles(db, connectionId, limit)).map((f) => ({
-    id: f.id,
-    connection_id: f.connection_id,
-    direction: f.direction,
-    kind: f.kind,
-    message_id: f.message_id,
-    filename: f.filename,
-    checksum: f.checksum,
-    size: Number(f.size),
-    status: f.status,
-    summary: f.summary,
-    created_at: f.created_at.toISOString(),
-    delivered_at: f.delivered_at?.toISOString() ?? null,
-  }));
-}
-
-export async function getFile(db: Queryable, id: string) {
-  const f = /^[0-9a-f-]{36}$/i.test(id) ? await repo.findFile(db, id) : undefined;
-  if (!f) throw notFound('Bank file');
-  const payouts = await repo.payoutsOfFile(db, f.id);
-  return {
-    ...(await listFiles(db, f.connection_id, 1000)).find((x) => x.id === f.id)!,
-    content: f.content,
-    payouts: payouts.map((p) => ({
-      transfer_id: p.transfer_id,
-      end_to_end_id: p.end_to_end_id,
-      amount: formatAmount(p.amount, p.currency),
-      currency: p.currency,
-      status: p.status,
-      reason: p.reason,
-    })),
-  };
-}
-
-/** The newest difference per connection, in minor units (for /metrics). */
-export async function reconciliationGauges(db: Queryable) {
-  return repo.latestReconciliations(db);
 }
 
 // ---------- the exchange as one pass ----------

@@ -36,6 +36,7 @@ import {
 } from './schema.js';
 import * as applications from './applications.js';
 import * as payments from './payments.js';
+import * as withdrawing from './withdrawals.js';
 import * as service from './service.js';
 import { z } from 'zod';
 import { sandboxCardNetwork } from '../../rails/cards.js';
@@ -56,9 +57,9 @@ export function cardRoutes(deps: Deps): FastifyPluginAsyncZod {
     deps,
     'cards.withdraw',
     'card_withdrawals',
-    async (batch: KeyedBatch<payments.WithdrawRequest, WithdrawResponse>) => {
-      const { claimed, first } = await batch.claim(payments.planWithdrawalReads(batch.trx, batch.inputs));
-      batch.answer(claimed.length > 0 ? await payments.withdrawCards(batch.trx, claimed, batch.writes, first) : []);
+    async (batch: KeyedBatch<withdrawing.WithdrawRequest, WithdrawResponse>) => {
+      const { claimed, first } = await batch.claim(withdrawing.planWithdrawalReads(batch.trx, batch.inputs));
+      batch.answer(claimed.length > 0 ? await withdrawing.withdrawCards(batch.trx, claimed, batch.writes, first) : []);
     },
   );
   return async (app) => {
@@ -201,7 +202,7 @@ function cardSecretRoutes(app: App, deps: Deps): void {
 }
 
 /** Withdrawals (the batch path) and authorizations. */
-function withdrawalRoutes(r: Routes, deps: Deps, withdrawals: BatchedIdempotency<payments.WithdrawRequest, WithdrawResponse>): void {
+function withdrawalRoutes(r: Routes, deps: Deps, withdrawals: BatchedIdempotency<withdrawing.WithdrawRequest, WithdrawResponse>): void {
   r.post(
     '/v1/cards/withdraw',
     {

@@ -167,6 +167,13 @@ async function evaluate(
   given: Record<string, unknown> | undefined,
 ): Promise<Evaluation> {
   const ev: Evaluation = { fulfilled: [], pending: [], kycMissing: false, invalid: [], data: {} };
+  await evaluateKyc(db, ctx, def, customerId, ev);
+  evaluateProviderData(def, given, ev);
+  return ev;
+}
+
+/** The KYC level the feature needs: fulfilled, or the documents and verification still to do. */
+async function evaluateKyc(db: Queryable, ctx: Ctx, def: FeatureDef, customerId: string, ev: Evaluation): Promise<void> {
   const approved = await approvedLevel(db, ctx, customerId);
   if (levelSatisfies(approved?.level, def.kycLevel)) {
     ev.fulfilled.push({ type: 'kyc_status', value: 'completed', fulfilled_at: approved!.approvedAt.toISOString() });
@@ -196,6 +203,10 @@ async function evaluate(
       },
     });
   }
+}
+
+/** The provider data the feature needs: each value given and valid is kept; the rest is pending. */
+function evaluateProviderData(def: FeatureDef, given: Record<string, unknown> | undefined, ev: Evaluation): void {
   const now = new Date().toISOString();
   for (const field of def.providerData) {
     const value = given?.[field.key];
@@ -221,7 +232,6 @@ async function evaluate(
       },
     });
   }
-  return ev;
 }
 
 export async function checkEligibility(db: Queryable, ctx: Ctx, config: Config, body: EligibilityBody) {

@@ -1,5 +1,4 @@
 import type { FastifyBaseLogger } from 'fastify';
-import { performance } from 'node:perf_hooks';
 import { sql } from 'kysely';
 import { isIP, type LookupFunction } from 'node:net';
 import { Batcher } from '../../db/batcher.js';
@@ -10,6 +9,7 @@ import { newId } from '../../lib/ids.js';
 import { observeWebhookDelivery } from '../../lib/metrics.js';
 import type { Job } from '../../core/job.js';
 import * as queue from './queue-repo.js';
+import { EndpointLoad, SlotSignal } from './pool-state.js';
 import { disableEndpoint } from './repo.js';
 import { postJson, type SendResult } from './sender.js';
 import { sealContext } from './service.js';
@@ -406,38 +406,14 @@ export function deliveryPool(
   const token = newId();
   const recordSoon = attemptRecorder(deps, options, token);
   const inFlight = new Map<string, Promise<void>>();
-  /** Per endpoint: start times of this pool's requests in flight, and how many answered ones wait to be recorded. */
-  const perEndpoint = new Map<string, { started: Map<string, number>; answered: number }>();
-  const localInFlight = () => {
-    const now = performance.now();
-    const out = new Map<string, queue.LocalInFlight>();
-    for (const [endpoint, { started, answered }] of perEndpoint) {
-      let fast = 0;
-      for (const at of started.values()) if (now - at < options.slowMs) fast++;
-      out.set(endpoint, { all: started.size, fast, answered });
-    }
-    return out;
-  };
+  const load = new EndpointLoad();
   const controllers = new Map<string, AbortController>();
   let stopping = false;
   /** Requests ended so far, and the tick waiting for the next one to end. */
-  let finished = 0;
-  let wake: (() => void) | undefined;
-  const slotFreedOr = (ms: number) =>
-    new Promise<void>((resolve) => {
-      const done = () => {
-        clearTimeout(timer);
-        wake = undefined;
-        resolve();
-      };
-      const timer = setTimeout(done, ms);
-      wake = done;
-    });
+  const slot = new SlotSignal();
 
   const launch = (w: Claimed) => {
-    const local = perEndpoint.get(w.endpoint_id) ?? { started: new Map<string, number>(), answered: 0 };
-    local.started.set(w.id, performance.now());
-    perEndpoint.set(w.endpoint_id, local);
+    const local = load.start(w);
     let answered = false;
     const controller = new AbortController();
     controllers.set(w.id, controller);
@@ -447,11 +423,9 @@ export function deliveryPool(
         // A failed one keeps it until recorded: the record may open the endpoint's circuit, and
         // no further request may go out before that is decided.
         if (done.outcome.status === 'sent') {
-          local.started.delete(w.id);
-          local.answered++;
+          load.answer(w, local);
           answered = true;
-          finished++;
-          wake?.();
+          slot.end();
         }
         // An attempt cut short by `stop` is recorded like any failed one: the receiver may already
         // have its body, so the history must show the attempt that a later retry duplicates.
@@ -461,11 +435,8 @@ export function deliveryPool(
       .finally(() => {
         inFlight.delete(w.id);
         controllers.delete(w.id);
-        local.started.delete(w.id);
-        if (answered) local.answered--;
-        if (local.started.size === 0 && local.answered === 0 && perEndpoint.get(w.endpoint_id) === local) perEndpoint.delete(w.endpoint_id);
-        finished++;
-        wake?.();
+        load.end(w, local, answered);
+        slot.end();
       });
     inFlight.set(w.id, run);
   };
@@ -475,10 +446,10 @@ export function deliveryPool(
     intervalMs: options.pollMs,
     async tick() {
       if (stopping) return false;
-      const before = finished;
+      const before = slot.ended;
       const free = options.maxInFlight - inFlight.size;
       if (free > 0) {
-        const work = await claim(deps, options, free, token, options.perEndpoint, localInFlight());
+        const work = await claim(deps, options, free, token, options.perEndpoint, load.snapshot(options.slowMs));
         for (const w of work) launch(w);
         // A full claim means more may be due right now.
         if (work.length === free && inFlight.size < options.maxInFlight) return true;
@@ -487,7 +458,7 @@ export function deliveryPool(
       // Requests are in flight. One that ends frees a slot, and its endpoint (held at perEndpoint)
       // may take its next delivery at once: claim again then, not after pollMs, or a busy
       // endpoint gets perEndpoint deliveries per pollMs (about 35/s) however fast it answers.
-      if (finished === before) await slotFreedOr(options.pollMs);
+      if (slot.ended === before) await slot.freedOr(options.pollMs);
       return !stopping;
     },
     async stop(abort = true) {

@@ -48,6 +48,36 @@ function describe(err: NodeJS.ErrnoException): string {
 }
 
 /**
+ * Reads the receiver's answer up to `maxBytes` and finishes with it; the function returned
+ * finishes with what has come so far (what a timeout after the status line keeps).
+ */
+function readResponse(res: http.IncomingMessage, maxBytes: number, finish: (result: Omit<SendResult, 'durationMs'>) => void): () => void {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  // The status is what counts; a body that stalls after it is kept as far as it came.
+  const complete = () =>
+    finish({
+      statusCode: res.statusCode ?? null,
+      headers: keptHeaders(res.headers),
+      excerpt: size > 0 ? Buffer.concat(chunks).toString('utf8') : null,
+      error: null,
+      retryAfterMs: parseRetryAfter(res.headers['retry-after']),
+    });
+  res.on('data', (chunk: Buffer) => {
+    if (size < maxBytes) {
+      const part = chunk.subarray(0, maxBytes - size);
+      chunks.push(part);
+      size += part.length;
+    }
+    if (size >= maxBytes) complete();
+  });
+  res.on('end', complete);
+  res.on('error', complete);
+  res.on('close', complete);
+  return complete;
+}
+
+/**
  * One webhook POST. Redirects are not followed (node:http never does), the response body is
  * read up to a limit, and the whole exchange is bounded by `timeoutMs`. Never throws: a failure
  * is a result with `error` set, recorded as an attempt.
@@ -78,29 +108,7 @@ export function postJson(url: string, body: string, headers: Record<string, stri
         ...(options.lookup ? { lookup: options.lookup } : {}),
       },
       (res) => {
-        const chunks: Buffer[] = [];
-        let size = 0;
-        // The status is what counts; a body that stalls after it is kept as far as it came.
-        const complete = () =>
-          finish({
-            statusCode: res.statusCode ?? null,
-            headers: keptHeaders(res.headers),
-            excerpt: size > 0 ? Buffer.concat(chunks).toString('utf8') : null,
-            error: null,
-            retryAfterMs: parseRetryAfter(res.headers['retry-after']),
-          });
-        onTimeout = complete;
-        res.on('data', (chunk: Buffer) => {
-          if (size < options.maxResponseBytes) {
-            const part = chunk.subarray(0, options.maxResponseBytes - size);
-            chunks.push(part);
-            size += part.length;
-          }
-          if (size >= options.maxResponseBytes) complete();
-        });
-        res.on('end', complete);
-        res.on('error', complete);
-        res.on('close', complete);
+        onTimeout = readResponse(res, options.maxResponseBytes, finish);
       },
     );
     req.on('error', (err: NodeJS.ErrnoException) =>

@@ -391,45 +391,10 @@ export async function replay(trx: Trx, ctx: Scope, endpointId: string, input: Re
   const endpoint = await requireEndpoint(trx, ctx, endpointId, 'update');
   if (endpoint.status !== 'enabled') throw new AppError('invalid_state_transition', 'The webhook endpoint is disabled; enable it first');
   const range = { fromId: uuidv7LowerBound(from), toIdExclusive: uuidv7LowerBound(to) };
-  const tooMany = () => new AppError('limit_exceeded', `A replay queues at most ${MAX_REPLAY_EVENTS} events; choose a shorter time range`);
-  let queued = 0;
-  let alreadyQueued = 0;
-  if (input.scope === 'failed') {
-    const failed = await eventsRepo.deliveriesInRange(trx, ctx, endpointId, range, 'failed', MAX_REPLAY_EVENTS + 1);
-    if (failed.length > MAX_REPLAY_EVENTS) throw tooMany();
-    queued = await eventsRepo.requeueFinished(
-      trx,
-      ctx,
-      endpointId,
-      failed.map((d) => d.id),
-    );
-  } else {
-    const events = await eventsRepo.eventIdsInRange(trx, ctx, { ...range, types: endpoint.event_types }, MAX_REPLAY_EVENTS + 1);
-    if (events.length > MAX_REPLAY_EVENTS) throw tooMany();
-    const existing = await eventsRepo.deliveriesInRange(trx, ctx, endpointId, range, null, 10 * MAX_REPLAY_EVENTS);
-    const byEvent = new Map(existing.map((d) => [d.event_id, d]));
-    const finished = existing.filter((d) => d.status === 'sent' || d.status === 'failed').map((d) => d.id);
-    alreadyQueued = existing.length - finished.length;
-    queued = await eventsRepo.requeueFinished(trx, ctx, endpointId, finished);
-    queued += await eventsRepo.insertReplayDeliveries(
-      trx,
-      events
-        .filter((e) => !byEvent.has(e.id))
-        .map((e) => ({
-          id: newId(),
-          tenant_id: ctx.tenantId,
-          environment: ctx.environment,
-          event_id: e.id,
-          endpoint_id: endpointId,
-          event_type: e.event_type,
-          transaction_id: e.transaction_id,
-          status: 'retrying' as const,
-          manual: true,
-          next_attempt_at: new Date(),
-        })),
-    );
-  }
-  if (input.scope === 'failed') alreadyQueued = 0;
+  const { queued, alreadyQueued } =
+    input.scope === 'failed'
+      ? await replayFailed(trx, ctx, endpointId, range)
+      : await replayAll(trx, ctx, endpointId, range, endpoint.event_types);
   const id = newId();
   const created = await eventsRepo.insertReplay(trx, {
     id,
@@ -451,4 +416,52 @@ export async function replay(trx: Trx, ctx: Scope, endpointId: string, input: Re
     already_queued: alreadyQueued,
     date_created: created.toISOString(),
   };
+}
+
+type ReplayRange = { fromId: string; toIdExclusive: string };
+
+const tooMany = () => new AppError('limit_exceeded', `A replay queues at most ${MAX_REPLAY_EVENTS} events; choose a shorter time range`);
+
+/** Scope `failed`: each delivery of the range that failed is queued once more. */
+async function replayFailed(trx: Trx, ctx: Scope, endpointId: string, range: ReplayRange) {
+  const failed = await eventsRepo.deliveriesInRange(trx, ctx, endpointId, range, 'failed', MAX_REPLAY_EVENTS + 1);
+  if (failed.length > MAX_REPLAY_EVENTS) throw tooMany();
+  const queued = await eventsRepo.requeueFinished(
+    trx,
+    ctx,
+    endpointId,
+    failed.map((d) => d.id),
+  );
+  return { queued, alreadyQueued: 0 };
+}
+
+/**
+ * Scope `all`: every event of the range the endpoint subscribes to, finished deliveries queued
+ * again, events it never got given a delivery; one still waiting or in flight is left alone.
+ */
+async function replayAll(trx: Trx, ctx: Scope, endpointId: string, range: ReplayRange, types: string[] | null) {
+  const events = await eventsRepo.eventIdsInRange(trx, ctx, { ...range, types }, MAX_REPLAY_EVENTS + 1);
+  if (events.length > MAX_REPLAY_EVENTS) throw tooMany();
+  const existing = await eventsRepo.deliveriesInRange(trx, ctx, endpointId, range, null, 10 * MAX_REPLAY_EVENTS);
+  const byEvent = new Map(existing.map((d) => [d.event_id, d]));
+  const finished = existing.filter((d) => d.status === 'sent' || d.status === 'failed').map((d) => d.id);
+  let queued = await eventsRepo.requeueFinished(trx, ctx, endpointId, finished);
+  queued += await eventsRepo.insertReplayDeliveries(
+    trx,
+    events
+      .filter((e) => !byEvent.has(e.id))
+      .map((e) => ({
+        id: newId(),
+        tenant_id: ctx.tenantId,
+        environment: ctx.environment,
+        event_id: e.id,
+        endpoint_id: endpointId,
+        event_type: e.event_type,
+        transaction_id: e.transaction_id,
+        status: 'retrying' as const,
+        manual: true,
+        next_attempt_at: new Date(),
+      })),
+  );
+  return { queued, alreadyQueued: existing.length - finished.length };
 }
