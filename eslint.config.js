@@ -112,17 +112,6 @@ export default tseslint.config(
     },
   },
   {
-    // TEMPORARY: being split now; remove this block when these meet the size rules.
-    files: [
-      'src/dashboard/approval-routes.ts',
-      'src/dashboard/overview-routes.ts',
-      'src/dashboard/webhook-routes.ts',
-      'src/modules/fx/worker.ts',
-      'src/modules/statements/render.ts',
-    ],
-    rules: { 'max-lines-per-function': 'off' },
-  },
-  {
     files: ['src/cli.ts', 'src/cli/**', 'src/main.ts', 'bench/**', 'test/**'],
     rules: { 'no-console': 'off' },
   },

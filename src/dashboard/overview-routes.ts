@@ -37,87 +37,118 @@ export function parseRange(value: unknown): number {
 /** The page the dashboard opens on: balances, checklist, charts over a range, recent activity. */
 export function overviewRoutes(deps: Deps) {
   return async function plugin(app: FastifyInstance) {
-    app.get('/overview', async (request, reply) => {
-      const session = sessionOf(request);
-      const range = parseRange((request.query as Record<string, unknown> | undefined)?.range);
-      const scope = { tenantId: session.tenantId, environment: session.environment };
-      const days = daysEnding(new Date(), range);
-      const since = new Date(`${days[0]}T00:00:00Z`);
-      const [balances, steps, transfers, events, transferDays, requestDays, deliveryDays] = await Promise.all([
-        balancesByCurrency(deps.db, scope),
-        checklist(deps.db, scope),
-        recentTransfers(deps.db, scope, RECENT),
-        recentEvents(deps.db, scope, RECENT),
-        transfersPerDay(deps.db, scope, since),
-        requestsPerDay(deps.db, scope, since),
-        deliveriesPerDay(deps.db, scope, since),
-      ]);
+    overviewPages(app, deps);
+  };
+}
 
-      const counts = new Map<string, number>();
-      const volumes = new Map<string, Map<string, bigint>>();
-      for (const d of transferDays) {
-        counts.set(d.day, (counts.get(d.day) ?? 0) + d.count);
-        const byDay = volumes.get(d.currency) ?? new Map<string, bigint>();
-        byDay.set(d.day, d.volume);
-        volumes.set(d.currency, byDay);
-      }
-      const requests = new Map(requestDays.map((d) => [d.day, d]));
-      const deliveries = new Map(deliveryDays.map((d) => [d.day, d]));
+function overviewPages(app: FastifyInstance, deps: Deps) {
+  app.get('/overview', async (request, reply) => {
+    const session = sessionOf(request);
+    const range = parseRange((request.query as Record<string, unknown> | undefined)?.range);
+    const days = daysEnding(new Date(), range);
+    const data = await loadOverview(deps, session, new Date(`${days[0]}T00:00:00Z`));
+    const { balances, steps, transfers, events } = data;
+    return sendPage(reply, overviewPage(session, { range, balances, steps, transfers, events, charts: chartsOf(days, range, data) }));
+  });
+}
 
-      const charts = html`${chartCard(
-        'Transfers per day',
-        svgChart(
-          fillDays(days, counts, (n) => n ?? 0),
-          { title: `Transfers created per day, last ${range} days`, kind: 'bar' },
-        ),
-      )}
-${[...volumes]
-  .sort(([a], [b]) => a.localeCompare(b))
-  .map(([currency, byDay]) =>
-    chartCard(
-      `Transfer volume (${currency})`,
-      svgChart(
-        // Bar heights only: the amounts themselves are shown as the decimal strings of formatAmount.
-        days.map((label) => {
-          const amount = formatAmount(byDay.get(label) ?? 0n, currency);
-          return { label, value: Number(amount), text: `${amount} ${currency}` };
-        }),
-        { title: `Transfer volume in ${currency} per day, last ${range} days`, kind: 'bar' },
-      ),
+/** Everything the page shows, read at once: the recent rows and the per-day series since `since`. */
+async function loadOverview(deps: Deps, session: Session, since: Date) {
+  const scope = { tenantId: session.tenantId, environment: session.environment };
+  const [balances, steps, transfers, events, transferDays, requestDays, deliveryDays] = await Promise.all([
+    balancesByCurrency(deps.db, scope),
+    checklist(deps.db, scope),
+    recentTransfers(deps.db, scope, RECENT),
+    recentEvents(deps.db, scope, RECENT),
+    transfersPerDay(deps.db, scope, since),
+    requestsPerDay(deps.db, scope, since),
+    deliveriesPerDay(deps.db, scope, since),
+  ]);
+  return { balances, steps, transfers, events, transferDays, requestDays, deliveryDays };
+}
+
+type OverviewData = Awaited<ReturnType<typeof loadOverview>>;
+
+function chartsOf(days: string[], range: number, data: OverviewData): Html {
+  const requests = new Map(data.requestDays.map((d) => [d.day, d]));
+  const deliveries = new Map(data.deliveryDays.map((d) => [d.day, d]));
+  return html`${transferCharts(days, range, data.transferDays)}
+${requestsChart(days, range, requests)}
+${errorRateChart(days, range, requests)}
+${deliveryChart(days, range, deliveries)}`;
+}
+
+/** The count of transfers per day, then one volume chart per currency (amounts never add across currencies). */
+function transferCharts(days: string[], range: number, transferDays: OverviewData['transferDays']): Html {
+  const counts = new Map<string, number>();
+  const volumes = new Map<string, Map<string, bigint>>();
+  for (const d of transferDays) {
+    counts.set(d.day, (counts.get(d.day) ?? 0) + d.count);
+    const byDay = volumes.get(d.currency) ?? new Map<string, bigint>();
+    byDay.set(d.day, d.volume);
+    volumes.set(d.currency, byDay);
+  }
+  return html`${chartCard(
+    'Transfers per day',
+    svgChart(
+      fillDays(days, counts, (n) => n ?? 0),
+      { title: `Transfers created per day, last ${range} days`, kind: 'bar' },
     ),
   )}
-${chartCard(
-  'API requests per day',
-  svgChart(
-    fillDays(days, requests, (d) => d?.total ?? 0),
-    { title: `API requests per day, last ${range} days`, kind: 'bar' },
-  ),
-)}
-${chartCard(
-  'API error rate (4xx and 5xx)',
-  svgChart(
-    days.map((label) => {
-      const d = requests.get(label);
-      return d?.total ? { label, value: percent(d.errors, d.total) } : { label, value: 0, text: 'no requests' };
-    }),
-    { title: `Share of API requests answered with an error per day, last ${range} days`, kind: 'line', unit: ' %', max: 100 },
-  ),
-)}
-${chartCard(
-  'Webhook delivery success',
-  svgChart(
-    days.map((label) => {
-      const d = deliveries.get(label);
-      const finished = (d?.sent ?? 0) + (d?.failed ?? 0);
-      return finished ? { label, value: percent(d!.sent, finished) } : { label, value: 0, text: 'no finished deliveries' };
-    }),
-    { title: `Share of finished webhook deliveries that succeeded per day, last ${range} days`, kind: 'line', unit: ' %', max: 100 },
-  ),
-)}`;
+${[...volumes].sort(([a], [b]) => a.localeCompare(b)).map(([currency, byDay]) => volumeChart(days, range, currency, byDay))}`;
+}
 
-      return sendPage(reply, overviewPage(session, { range, balances, steps, transfers, events, charts }));
-    });
-  };
+function volumeChart(days: string[], range: number, currency: string, byDay: Map<string, bigint>): Html {
+  return chartCard(
+    `Transfer volume (${currency})`,
+    svgChart(
+      // Bar heights only: the amounts themselves are shown as the decimal strings of formatAmount.
+      days.map((label) => {
+        const amount = formatAmount(byDay.get(label) ?? 0n, currency);
+        return { label, value: Number(amount), text: `${amount} ${currency}` };
+      }),
+      { title: `Transfer volume in ${currency} per day, last ${range} days`, kind: 'bar' },
+    ),
+  );
+}
+
+type RequestDays = Map<string, OverviewData['requestDays'][number]>;
+
+function requestsChart(days: string[], range: number, requests: RequestDays): Html {
+  return chartCard(
+    'API requests per day',
+    svgChart(
+      fillDays(days, requests, (d) => d?.total ?? 0),
+      { title: `API requests per day, last ${range} days`, kind: 'bar' },
+    ),
+  );
+}
+
+function errorRateChart(days: string[], range: number, requests: RequestDays): Html {
+  return chartCard(
+    'API error rate (4xx and 5xx)',
+    svgChart(
+      days.map((label) => {
+        const d = requests.get(label);
+        return d?.total ? { label, value: percent(d.errors, d.total) } : { label, value: 0, text: 'no requests' };
+      }),
+      { title: `Share of API requests answered with an error per day, last ${range} days`, kind: 'line', unit: ' %', max: 100 },
+    ),
+  );
+}
+
+function deliveryChart(days: string[], range: number, deliveries: Map<string, OverviewData['deliveryDays'][number]>): Html {
+  return chartCard(
+    'Webhook delivery success',
+    svgChart(
+      days.map((label) => {
+        const d = deliveries.get(label);
+        const finished = (d?.sent ?? 0) + (d?.failed ?? 0);
+        return finished ? { label, value: percent(d!.sent, finished) } : { label, value: 0, text: 'no finished deliveries' };
+      }),
+      { title: `Share of finished webhook deliveries that succeeded per day, last ${range} days`, kind: 'line', unit: ' %', max: 100 },
+    ),
+  );
 }
 
 function percent(part: number, whole: number): number {

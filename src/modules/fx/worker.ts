@@ -172,15 +172,45 @@ const UNEXECUTED = { rate: null, mid_rate: null, converted_amount: null, fee: nu
  */
 export async function settleDueOrders(trx: Trx, ids: string[], t: Timeline = REAL_TIME): Promise<Map<string, LimitOutcome>> {
   const outcomes = new Map<string, LimitOutcome>();
+  const due = await claimDue(trx, ids, t, outcomes);
+  const decisions = await decideUnderLocks(trx, due);
+  const others = conversionAccounts(trx);
+  const planned = await planConversions(others, decisions);
+  const book = await others.openBook([
+    ...[...planned.values()].flatMap((x) => x.legs.map((l) => l.accountId)),
+    ...decisions.flatMap(({ hold }) => (hold ? [hold.debitAccountId, hold.creditAccountId] : [])),
+  ]);
+  const { closings, executed } = postDecisions(book, decisions, planned, outcomes);
+  await others.createUsed(book);
+  await recordSettlements(trx, book, executed, closings);
+  return outcomes;
+}
+
+/** A claimed order found due, and what it is due for. */
+type DueOrder = { order: repo.OrderRow; action: Exclude<Due, null> };
+
+/** A conversion's parties and its legs, found before the book opens (the book locks every account they touch). */
+type Plan = { parties: Parties; legs: ledger.Leg[] };
+
+/** An order the book accepted the conversion of, with what its writes need. */
+type ExecutedOrder = { order: repo.OrderRow; p: Executed; parties: Parties; terms: ConversionTerms; posting: ledger.PostedTransaction };
+
+/** Claims the still-pending orders (row locks, ascending) and sets apart the due ones; the rest are noted waiting. */
+async function claimDue(trx: Trx, ids: string[], t: Timeline, outcomes: Map<string, LimitOutcome>): Promise<DueOrder[]> {
   const orders = await repo.claimPendingOrders(trx, ids);
   const bookOf = rateBooks(trx);
-  const due: { order: repo.OrderRow; action: Exclude<Due, null> }[] = [];
+  const due: DueOrder[] = [];
   for (const order of orders) {
     if (order.destination_type === 'ssi') throw new ledger.LedgerInvariantError(`order ${order.id} settles alone`);
     const action = dueAction(order, await bookOf(order), timelineMs(t));
     if (action) due.push({ order, action });
     else outcomes.set(order.id, 'waiting');
   }
+  return due;
+}
+
+/** Locks the executing orders' accounts (share), then every due order's hold, and decides each order under them. */
+async function decideUnderLocks(trx: Trx, due: DueOrder[]): Promise<Decision[]> {
   const locked = await accounts.lockForMovements(
     trx,
     due.flatMap(({ order, action }) =>
@@ -193,21 +223,29 @@ export async function settleDueOrders(trx: Trx, ids: string[], t: Timeline = REA
   )) {
     for (const [id, hold] of await ledger.lockPendingHolds(trx, ctx, values)) holds.set(id, hold);
   }
-  const decisions = due.map(({ order, action }) => decide(order, holds, locked, action));
+  return due.map(({ order, action }) => decide(order, holds, locked, action));
+}
 
-  const others = conversionAccounts(trx);
-  const planned = new Map<Decision, { parties: Parties; legs: ledger.Leg[] }>();
+/** Plans each executing order's conversion (fee account, positions found or made), in decision order. */
+async function planConversions(others: ReturnType<typeof conversionAccounts>, decisions: Decision[]): Promise<Map<Decision, Plan>> {
+  const planned = new Map<Decision, Plan>();
   for (const d of decisions) {
     if (d.status !== 'completed') continue;
     const currencies = { given: sourceCurrency(d.order), received: destinationCurrency(d.order) };
     planned.set(d, await others.plan(scopeOf(d.order), d.between, currencies, d.p));
   }
-  const book = await others.openBook([
-    ...[...planned.values()].flatMap((x) => x.legs.map((l) => l.accountId)),
-    ...decisions.flatMap(({ hold }) => (hold ? [hold.debitAccountId, hold.creditAccountId] : [])),
-  ]);
+  return planned;
+}
+
+/** In memory, against the locked balances: releases the holds of orders that end unexecuted, posts the conversions. */
+function postDecisions(
+  book: ledger.PostingBatch,
+  decisions: Decision[],
+  planned: Map<Decision, Plan>,
+  outcomes: Map<string, LimitOutcome>,
+): { closings: Closing[]; executed: ExecutedOrder[] } {
   const closings: Closing[] = [];
-  const executed: { order: repo.OrderRow; p: Executed; parties: Parties; terms: ConversionTerms; posting: ledger.PostedTransaction }[] = [];
+  const executed: ExecutedOrder[] = [];
   for (const d of decisions) {
     const release = d.hold ? [d.hold] : [];
     if (d.status !== 'completed') {
@@ -230,8 +268,11 @@ export async function settleDueOrders(trx: Trx, ids: string[], t: Timeline = REA
     executed.push({ order: d.order, p: d.p, parties, terms, posting: result.posting });
     outcomes.set(d.order.id, 'completed');
   }
-  await others.createUsed(book);
+  return { closings, executed };
+}
 
+/** Writes the whole batch in one statement: balances, holds, ledger rows, account transactions, the orders and their events. */
+async function recordSettlements(trx: Trx, book: ledger.PostingBatch, executed: ExecutedOrder[], closings: Closing[]): Promise<void> {
   await inOneStatement(trx, async (set) => {
     await book.flush(set);
     const txs = await transactions.recordMovements(
@@ -260,7 +301,6 @@ export async function settleDueOrders(trx: Trx, ids: string[], t: Timeline = REA
       }),
     );
   });
-  return outcomes;
 }
 
 /** How a due order ends, judged as settleLimitOrder judges it alone (its ssi recheck aside). */

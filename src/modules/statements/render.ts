@@ -104,80 +104,81 @@ function fit(doc: PDFKit.PDFDocument, text: string, width: number): string {
   return `${t}...`;
 }
 
-/**
- * The PDF: business, account holder and bank details, period, opening balance, every movement
- * with its running balance, totals, closing balance, "Page n of N" on each page. The document is
- * a stream: each page is written out when the next one starts, and the caller (the route) reads
- * it while this writes, so only the current page and one page of movements are in memory.
- */
-export function pdfStatement(head: StatementHead, pages: Pages, generatedAt: Date): PDFKit.PDFDocument {
-  const doc = new PDFDocument({
-    size: 'A4',
-    margins: { top: 40, bottom: 20, left: PAGE.left, right: PAGE.right },
-    info: { Title: `Statement ${head.from.slice(0, 10)} to ${head.to.slice(0, 10)}`, Author: head.business_name, Producer: 'statements' },
+/** The document being drawn, and where its rows have got to. */
+interface Sheet {
+  doc: PDFKit.PDFDocument;
+  head: StatementHead;
+  total: number;
+  pageNo: number;
+  y: number;
+}
+
+function drawFooter({ doc, head, pageNo, total }: Sheet): void {
+  doc
+    .font('Helvetica')
+    .fontSize(8)
+    .fillColor('#555555')
+    .text(`Page ${pageNo} of ${total}`, PAGE.left, PAGE.height - 36, {
+      width: PAGE.width - PAGE.left - PAGE.right,
+      align: 'right',
+      lineBreak: false,
+    })
+    .text(`${head.business_name} - account ${head.bank_details.account_number} - ${head.currency}`, PAGE.left, PAGE.height - 36, {
+      lineBreak: false,
+    })
+    .fillColor('#000000');
+}
+
+function drawColumnHeads(doc: PDFKit.PDFDocument, top: number): void {
+  let x = PAGE.left;
+  doc.font('Helvetica-Bold').fontSize(9);
+  for (const c of COLUMNS) {
+    doc.text(c.label, x, top, { width: c.width, align: c.align, lineBreak: false });
+    x += c.width;
+  }
+  doc
+    .moveTo(PAGE.left, top + 12)
+    .lineTo(PAGE.width - PAGE.right, top + 12)
+    .stroke();
+  doc.font('Helvetica').fontSize(9);
+}
+
+/** One row; a row that would cross the bottom starts the next page (footer and column heads first). */
+function drawRow(sheet: Sheet, cells: string[], bold = false): void {
+  const { doc } = sheet;
+  if (sheet.y + ROW > ROWS_BOTTOM) {
+    doc.addPage();
+    sheet.pageNo++;
+    drawFooter(sheet);
+    drawColumnHeads(doc, OTHER_PAGES_ROWS_TOP - 18);
+    sheet.y = OTHER_PAGES_ROWS_TOP;
+  }
+  let x = PAGE.left;
+  doc.font(bold ? 'Helvetica-Bold' : 'Helvetica').fontSize(9);
+  cells.forEach((cell, i) => {
+    const c = COLUMNS[i]!;
+    doc.text(fit(doc, cell, c.width - 4), x, sheet.y, { width: c.width, align: c.align, lineBreak: false });
+    x += c.width;
   });
-  const lines = head.credit_count + head.debit_count + 2;
-  const total = pdfPageCount(lines);
-  let pageNo = 1;
-  let y = 0;
+  sheet.y += ROW;
+}
 
-  const footer = () => {
-    doc
-      .font('Helvetica')
-      .fontSize(8)
-      .fillColor('#555555')
-      .text(`Page ${pageNo} of ${total}`, PAGE.left, PAGE.height - 36, {
-        width: PAGE.width - PAGE.left - PAGE.right,
-        align: 'right',
-        lineBreak: false,
-      })
-      .text(`${head.business_name} - account ${head.bank_details.account_number} - ${head.currency}`, PAGE.left, PAGE.height - 36, {
-        lineBreak: false,
-      })
-      .fillColor('#000000');
-  };
-  const columnHeads = (top: number) => {
-    let x = PAGE.left;
-    doc.font('Helvetica-Bold').fontSize(9);
-    for (const c of COLUMNS) {
-      doc.text(c.label, x, top, { width: c.width, align: c.align, lineBreak: false });
-      x += c.width;
-    }
-    doc
-      .moveTo(PAGE.left, top + 12)
-      .lineTo(PAGE.width - PAGE.right, top + 12)
-      .stroke();
-    doc.font('Helvetica').fontSize(9);
-  };
-  const row = (cells: string[], bold = false) => {
-    if (y + ROW > ROWS_BOTTOM) {
-      doc.addPage();
-      pageNo++;
-      footer();
-      columnHeads(OTHER_PAGES_ROWS_TOP - 18);
-      y = OTHER_PAGES_ROWS_TOP;
-    }
-    let x = PAGE.left;
-    doc.font(bold ? 'Helvetica-Bold' : 'Helvetica').fontSize(9);
-    cells.forEach((cell, i) => {
-      const c = COLUMNS[i]!;
-      doc.text(fit(doc, cell, c.width - 4), x, y, { width: c.width, align: c.align, lineBreak: false });
-      x += c.width;
-    });
-    y += ROW;
-  };
+function drawLabel(doc: PDFKit.PDFDocument, text: string, value: string, top: number, left = PAGE.left): void {
+  doc.font('Helvetica-Bold').fontSize(9).text(text, left, top, { width: 110, lineBreak: false });
+  doc
+    .font('Helvetica')
+    .fontSize(9)
+    .text(printable(value), left + 110, top, { width: 150, lineBreak: false });
+}
 
-  // Page 1: the parties, the period and the summary.
-  const b = head.bank_details;
+function drawHeader(doc: PDFKit.PDFDocument, head: StatementHead): void {
   doc.font('Helvetica-Bold').fontSize(16).text(printable(head.business_name), PAGE.left, 40, { lineBreak: false });
   doc.font('Helvetica').fontSize(12).text('Account statement', PAGE.left, 62, { lineBreak: false });
-  const label = (text: string, value: string, top: number, left = PAGE.left) => {
-    doc.font('Helvetica-Bold').fontSize(9).text(text, left, top, { width: 110, lineBreak: false });
-    doc
-      .font('Helvetica')
-      .fontSize(9)
-      .text(printable(value), left + 110, top, { width: 150, lineBreak: false });
-  };
+}
+
+/** The holder and bank details, left column: a detail the account does not have is left out. */
+function drawDetails(doc: PDFKit.PDFDocument, head: StatementHead): void {
+  const b = head.bank_details;
   const details: [string, string | null][] = [
     ['Account holder', head.account_holder],
     ['Account', head.account_label],
@@ -192,9 +193,13 @@ export function pdfStatement(head: StatementHead, pages: Pages, generatedAt: Dat
   ];
   let top = 95;
   for (const [k, v] of details.filter(([, v]) => v)) {
-    label(k, v!, top);
+    drawLabel(doc, k, v!, top);
     top += 13;
   }
+}
+
+/** The period and the totals, right column. */
+function drawSummary(doc: PDFKit.PDFDocument, head: StatementHead, generatedAt: Date): void {
   const right = PAGE.left + 270;
   const summary: [string, string][] = [
     ['Period from', head.from],
@@ -205,34 +210,50 @@ export function pdfStatement(head: StatementHead, pages: Pages, generatedAt: Dat
     ['Closing balance', head.closing_balance],
     ['Generated', generatedAt.toISOString()],
   ];
-  summary.forEach(([k, v], i) => label(k, v, 95 + i * 13, right));
-  footer();
-  columnHeads(FIRST_PAGE_ROWS_TOP - 18);
-  y = FIRST_PAGE_ROWS_TOP;
+  summary.forEach(([k, v], i) => drawLabel(doc, k, v, 95 + i * 13, right));
+}
 
-  const stream = doc as unknown as Readable;
-  void (async () => {
-    try {
-      row([head.from.slice(0, 16).replace('T', ' '), 'Opening balance', '', '', head.opening_balance], true);
-      for await (const page of pages) {
-        for (const m of page) {
-          const d = m.description + (m.reference ? ` (${m.reference})` : '');
-          row([
-            m.date.slice(0, 16).replace('T', ' '),
-            d,
-            m.direction === 'debit' ? m.amount : '',
-            m.direction === 'credit' ? m.amount : '',
-            m.balance_after,
-          ]);
-        }
-        // The reader drains the document: wait for it before reading the next page of movements.
-        while (stream.readableLength > 1 << 20) await new Promise((resolve) => setTimeout(resolve, 5));
-      }
-      row([head.to.slice(0, 16).replace('T', ' '), 'Closing balance', head.total_debits, head.total_credits, head.closing_balance], true);
-      doc.end();
-    } catch (err) {
-      stream.destroy(err as Error);
-    }
-  })();
+const minute = (iso: string) => iso.slice(0, 16).replace('T', ' ');
+
+function movementCells(m: Movement): string[] {
+  const d = m.description + (m.reference ? ` (${m.reference})` : '');
+  return [minute(m.date), d, m.direction === 'debit' ? m.amount : '', m.direction === 'credit' ? m.amount : '', m.balance_after];
+}
+
+/** The opening line, every movement, the closing line with the totals; then ends the document. */
+async function drawRows(sheet: Sheet, pages: Pages): Promise<void> {
+  const { head } = sheet;
+  const stream = sheet.doc as unknown as Readable;
+  drawRow(sheet, [minute(head.from), 'Opening balance', '', '', head.opening_balance], true);
+  for await (const page of pages) {
+    for (const m of page) drawRow(sheet, movementCells(m));
+    // The reader drains the document: wait for it before reading the next page of movements.
+    while (stream.readableLength > 1 << 20) await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+  drawRow(sheet, [minute(head.to), 'Closing balance', head.total_debits, head.total_credits, head.closing_balance], true);
+  sheet.doc.end();
+}
+
+/**
+ * The PDF: business, account holder and bank details, period, opening balance, every movement
+ * with its running balance, totals, closing balance, "Page n of N" on each page. The document is
+ * a stream: each page is written out when the next one starts, and the caller (the route) reads
+ * it while this writes, so only the current page and one page of movements are in memory.
+ */
+export function pdfStatement(head: StatementHead, pages: Pages, generatedAt: Date): PDFKit.PDFDocument {
+  const doc = new PDFDocument({
+    size: 'A4',
+    margins: { top: 40, bottom: 20, left: PAGE.left, right: PAGE.right },
+    info: { Title: `Statement ${head.from.slice(0, 10)} to ${head.to.slice(0, 10)}`, Author: head.business_name, Producer: 'statements' },
+  });
+  const sheet: Sheet = { doc, head, total: pdfPageCount(head.credit_count + head.debit_count + 2), pageNo: 1, y: 0 };
+  // Page 1: the parties, the period and the summary.
+  drawHeader(doc, head);
+  drawDetails(doc, head);
+  drawSummary(doc, head, generatedAt);
+  drawFooter(sheet);
+  drawColumnHeads(doc, FIRST_PAGE_ROWS_TOP - 18);
+  sheet.y = FIRST_PAGE_ROWS_TOP;
+  drawRows(sheet, pages).catch((err: unknown) => (doc as unknown as Readable).destroy(err as Error));
   return doc;
 }
