@@ -51,6 +51,57 @@ export const ERROR_CODES = [
 
 export type ErrorCode = (typeof ERROR_CODES)[number];
 
+/**
+ * One default message per code: an error raised without a message of its own says this, so a code
+ * reads the same wherever it comes from. A message that needs the request's values (an amount, a
+ * currency, a field) is passed explicitly, through a small factory of the module that raises it.
+ */
+export const ERROR_MESSAGES: Record<ErrorCode, string> = {
+  bad_request: 'The request could not be processed',
+  validation_failed: 'The request has invalid fields',
+  invalid_json: 'The body is not valid JSON',
+  invalid_amount: 'The amount is not a valid amount for its currency',
+  missing_idempotency_key: 'POST requests need an Idempotency-Key header',
+  invalid_idempotency_key: 'Idempotency-Key must be 1-255 printable ASCII characters',
+  missing_client_public_key: 'This request needs the business public key in its header',
+  invalid_client_public_key: 'The public key does not belong to this business and environment',
+  missing_api_key: 'The request needs an Api-Key header',
+  invalid_api_key: 'The API key is not valid',
+  expired_api_key: 'The API key has expired',
+  unauthorized: 'Log in first',
+  secret_key_required: 'This request needs a secret key',
+  tenant_mismatch: 'The key does not belong to this business',
+  live_access_frozen: 'Live access of this business is frozen',
+  https_required: 'Live requests must use HTTPS',
+  feature_not_active: 'The feature is not active for this customer',
+  kyc_level_insufficient: "The customer's KYC level does not allow this",
+  forbidden: 'Your role does not allow this',
+  csrf_failed: 'The form expired; reload the page and try again',
+  not_found: 'Resource not found',
+  method_not_allowed: 'The method is not allowed on this route',
+  account_frozen: 'The account is frozen',
+  account_inactive: 'The account is not active',
+  card_blocked: 'The card cannot be used',
+  quote_expired: 'This quote has expired; request a new one',
+  quote_used: 'This quote was already used',
+  customer_exists: 'A customer with these details already exists',
+  kyc_already_completed: 'KYC is already complete for this customer',
+  invalid_state_transition: 'The resource cannot make this change in its current state',
+  conflict: 'The resource already exists',
+  idempotency_request_in_progress: 'A request with this Idempotency-Key is still in progress; retry shortly',
+  missing_documents: 'Required documents are missing',
+  payload_too_large: 'The body is too large',
+  unsupported_media_type: 'The body must be application/json',
+  idempotency_key_reused: 'This Idempotency-Key was used for a different request',
+  insufficient_funds: 'The available balance is too low for this amount',
+  limit_exceeded: 'The amount is above the limit',
+  currency_mismatch: 'The currencies do not match',
+  unprocessable: 'The request cannot be carried out',
+  rate_limited: 'Too many requests; retry after Retry-After',
+  internal_error: 'Something went wrong on our side',
+  service_unavailable: 'The service is briefly unavailable, retry shortly',
+};
+
 export interface ErrorDetail {
   field: string;
   code: string;
@@ -60,7 +111,7 @@ export interface ErrorDetail {
 export class AppError extends Error {
   constructor(
     readonly code: ErrorCode,
-    message: string,
+    message: string = ERROR_MESSAGES[code],
     readonly details: ErrorDetail[] = [],
     /** Extra response headers (Retry-After). */
     readonly headers: Record<string, string> = {},

@@ -118,7 +118,7 @@ export function registerErrorHandling(app: FastifyInstance): void {
         { tenant_id: error.tenantId, settings_paths: error.paths, request_id: request.id },
         `${error.message} (correct them with: tenant settings --tenant ${error.tenantId} --set KEY=JSON)`,
       );
-      return sendError(request, reply, new AppError('internal_error', 'Something went wrong on our side'));
+      return sendError(request, reply, new AppError('internal_error'));
     }
     const fromDatabase = clientDatabaseError(error.code);
     if (fromDatabase) {
@@ -129,7 +129,7 @@ export function registerErrorHandling(app: FastifyInstance): void {
       return sendError(request, reply, new AppError('bad_request', 'The request could not be processed'));
     }
     request.log.error({ err: error, request_id: request.id }, 'unhandled error');
-    return sendError(request, reply, new AppError('internal_error', 'Something went wrong on our side'));
+    return sendError(request, reply, new AppError('internal_error'));
   });
 
   app.setNotFoundHandler((request, reply) =>

@@ -232,8 +232,7 @@ export class BatchedIdempotency<I, T> {
   }
 
   private unclaimedOutcome(item: Item<I>, row: KeyRecord | undefined) {
-    if (row && row.fingerprint !== item.fingerprint)
-      return new AppError('idempotency_key_reused', 'This Idempotency-Key was used for a different request');
+    if (row && row.fingerprint !== item.fingerprint) return new AppError('idempotency_key_reused');
     if (row && row.state === 'completed' && row.response_status !== null && row.response_body !== null) {
       const text = row.response_sealed
         ? this.sealer.open(row.response_body, `${item.tenantId}:${item.environment}:${item.key}`)

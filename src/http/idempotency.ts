@@ -180,7 +180,7 @@ export class Idempotency {
       .executeTakeFirst();
     if (!existing) return this.claim(scope, fingerprint); // it expired and was swept in between
     if (existing.fingerprint !== fingerprint) {
-      throw new AppError('idempotency_key_reused', 'This Idempotency-Key was used for a different request');
+      throw new AppError('idempotency_key_reused');
     }
     if (existing.state === 'completed' && existing.response_status !== null && existing.response_body !== null) {
       const context = `${scope.tenantId}:${scope.environment}:${scope.key}`;

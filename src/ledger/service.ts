@@ -9,7 +9,7 @@ import type { Balance, Hold, HoldInput, LedgerScope, PostedEntry, PostedTransact
 export { LedgerInvariantError };
 
 export function insufficientFunds(): AppError {
-  return new AppError('insufficient_funds', 'The available balance is too low for this amount');
+  return new AppError('insufficient_funds');
 }
 
 /** Opens a ledger account for a customer/business account or a card. `id` may be the owner's id. */

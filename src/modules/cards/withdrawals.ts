@@ -238,7 +238,7 @@ async function postWithdrawals(
     });
     if (result.ok) accepted.push({ ...c, id, posting: result.posting });
     else
-      outcomes[c.i] = new AppError('insufficient_funds', 'The card has insufficient available balance', [
+      outcomes[c.i] = new AppError('insufficient_funds', undefined, [
         { field: 'amount', code: 'insufficient_funds', message: 'Exceeds the card available balance' },
       ]);
   }

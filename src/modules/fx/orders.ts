@@ -225,7 +225,7 @@ async function loadAccounts(trx: Trx, ctx: Scope, body: CreateOrderBody, terms: 
 
 /** 422 insufficient_funds as an order names it: what it pays plus the fee. */
 export const insufficientForOrder = () =>
-  new AppError('insufficient_funds', 'The source account has insufficient available balance', [
+  new AppError('insufficient_funds', undefined, [
     { field: 'amount', code: 'insufficient_funds', message: 'The amount to pay plus the fee exceeds the available balance' },
   ]);
 

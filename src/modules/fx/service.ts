@@ -323,8 +323,8 @@ export async function redeemQuote(trx: Trx, ctx: Scope, quoteId: string, usedBy:
   throw q?.used_at ? quoteUsed() : quoteExpired();
 }
 
-export const quoteUsed = () => new AppError('quote_used', 'This quote was already used');
-export const quoteExpired = () => new AppError('quote_expired', 'This quote has expired; request a new one');
+export const quoteUsed = () => new AppError('quote_used');
+export const quoteExpired = () => new AppError('quote_expired');
 
 /** A quote locked for a batch of orders: its terms, and whether it can still be redeemed. */
 export interface QuoteState {

@@ -8,7 +8,7 @@ import type { PostRefusal } from '../../ledger/index.js';
 export function refusalError(refusal: PostRefusal): AppError {
   switch (refusal.reason) {
     case 'insufficient_funds':
-      return new AppError('insufficient_funds', 'The source account has insufficient available balance', [
+      return new AppError('insufficient_funds', undefined, [
         { field: 'amount', code: 'insufficient_funds', message: 'Amount plus fee exceeds the available balance' },
       ]);
   }
