@@ -18,7 +18,7 @@ describe('one default message per error code', () => {
   });
 
   it('raises the money and idempotency codes with their one message, never a text of their own', () => {
-    const single = ['insufficient_funds', 'idempotency_key_reused', 'internal_error', 'quote_expired', 'quote_used'];
+    const single = ['insufficient_funds', 'idempotency_key_reused', 'internal_error', 'quote_expired', 'quote_used', 'account_frozen'];
     const root = new URL('..', import.meta.url).pathname;
     const own = sources(root).flatMap((file) =>
       [...readFileSync(file, 'utf8').matchAll(/new AppError\(\s*'([a-z_]+)',\s*['`]/g)]

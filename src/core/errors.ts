@@ -121,7 +121,7 @@ export class AppError extends Error {
   }
 }
 
-export const notFound = (what = 'Resource') => new AppError('not_found', `${what} not found`);
+export const notFound = (what = 'Resource', details: ErrorDetail[] = []) => new AppError('not_found', `${what} not found`, details);
 
 export function validationError(details: ErrorDetail[], message = 'The request has invalid fields'): AppError {
   return new AppError('validation_failed', message, details);

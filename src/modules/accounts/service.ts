@@ -2,7 +2,7 @@ import type { Config } from '../../config.js';
 import { Batcher } from '../../db/batcher.js';
 import type { Queryable, Trx } from '../../db/client.js';
 import { groupByScope, scopeKey, type RequestContext, type Scope } from '../../core/context.js';
-import { AppError, notFound } from '../../core/errors.js';
+import { AppError, notFound, validationError } from '../../core/errors.js';
 import { withExtra, type Page, type PageExtra } from '../../db/pagination.js';
 import { omitNulls } from '../../lib/absent.js';
 import { generateBankDetails } from '../../lib/bank-details.js';
@@ -65,9 +65,7 @@ function fromJoinedRow({ posted, pending_debits, ...row }: repo.AccountWithBalan
 
 function assertSupportedCurrency(config: Config, currency: string) {
   if (!config.SUPPORTED_CURRENCIES.includes(currency) || !isKnownCurrency(currency)) {
-    throw new AppError('validation_failed', `Accounts in ${currency} are not supported`, [
-      { field: 'currency', code: 'unsupported', message: `Use one of ${config.SUPPORTED_CURRENCIES.join(', ')}` },
-    ]);
+    throw validationError([{ field: 'currency', code: 'unsupported', message: `Use one of ${config.SUPPORTED_CURRENCIES.join(', ')}` }]);
   }
 }
 
@@ -236,19 +234,15 @@ export async function oldestActiveAccount(db: Queryable, ctx: Scope, customerId:
 /** 409 unless money may leave the account. */
 export function assertCanDebit(row: AccountRow, field = 'source.id'): void {
   if (row.status === 'frozen')
-    throw new AppError('account_frozen', 'The source account is frozen', [
-      { field, code: 'account_frozen', message: 'Frozen accounts cannot send money' },
-    ]);
+    throw new AppError('account_frozen', undefined, [{ field, code: 'account_frozen', message: 'Frozen accounts cannot send money' }]);
   if (row.status === 'deleted')
-    throw new AppError('account_inactive', 'The source account is deleted', [
-      { field, code: 'account_inactive', message: 'Deleted accounts cannot send money' },
-    ]);
+    throw new AppError('account_inactive', undefined, [{ field, code: 'account_inactive', message: 'Deleted accounts cannot send money' }]);
 }
 
 /** 409 unless money may arrive (a frozen account still receives; a deleted one does not). */
 export function assertCanCredit(row: AccountRow, field = 'destination.id'): void {
   if (row.status === 'deleted')
-    throw new AppError('account_inactive', 'The destination account is deleted', [
+    throw new AppError('account_inactive', undefined, [
       { field, code: 'account_inactive', message: 'Deleted accounts cannot receive money' },
     ]);
 }

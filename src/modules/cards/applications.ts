@@ -56,7 +56,7 @@ function decideApplication(kycStatus: string): ApplicationStatus {
 async function requireLinkedAccount(db: Queryable, ctx: Scope, customerId: string, accountId: string) {
   const account = await getAccount(db, ctx, accountId).catch((err: unknown) => {
     if (err instanceof AppError && err.code === 'not_found') {
-      throw new AppError('not_found', 'Account not found', [{ field: 'account_id', code: 'not_found', message: 'No such account' }]);
+      throw notFound('Account', [{ field: 'account_id', code: 'not_found', message: 'No such account' }]);
     }
     throw err;
   });
@@ -78,7 +78,7 @@ export async function createApplication(trx: Trx, deps: CardDeps, ctx: Scope, bo
   };
   const annual = amount('annual_remuneration');
   const monthly = amount('estimated_monthly_limit');
-  if (details.length > 0) throw new AppError('invalid_amount', 'Invalid amounts', details);
+  if (details.length > 0) throw new AppError('invalid_amount', undefined, details);
   const customer = await requireCustomer(trx, ctx, body.customer_id);
   await requireLinkedAccount(trx, ctx, customer.id, body.account_id);
   const id = newId();

@@ -183,7 +183,7 @@ export async function capture(trx: Trx, network: CardNetwork, ctx: Scope, author
   const req = network.settlement(auth.id, amount);
   const captured = req.amount ?? auth.amount;
   if (captured > auth.amount) {
-    throw new AppError('unprocessable', 'A capture cannot exceed the authorized amount', [
+    throw new AppError('unprocessable', undefined, [
       { field: 'amount', code: 'exceeds_authorization', message: `At most ${formatAmount(auth.amount, auth.currency)}` },
     ]);
   }
@@ -220,7 +220,7 @@ export async function reverse(trx: Trx, network: CardNetwork, ctx: Scope, author
   if (rawAmount !== undefined) {
     const amount = network.settlement(auth.id, parseAmount(rawAmount, auth.currency)).amount;
     if (amount !== auth.amount) {
-      throw new AppError('unprocessable', 'Only a full reversal is supported: capture the part that was spent instead', [
+      throw new AppError('unprocessable', undefined, [
         { field: 'amount', code: 'partial_reversal', message: `Send ${formatAmount(auth.amount, auth.currency)} or no amount` },
       ]);
     }

@@ -13,6 +13,7 @@ import { requireCustomer } from '../customers/service.js';
 import { requireFeature, requireKycLevel } from '../features/service.js';
 import * as transactions from '../transactions/service.js';
 import { recordEvent } from '../webhooks/service.js';
+import { cardBlocked } from './errors.js';
 import * as repo from './repo.js';
 import type { CardResponse, CardStatus, CreateCardBody, ListCardsQuery, SpendingControlsInput, UpdateCardStatusBody } from './schema.js';
 import { TERMINAL_STATUSES } from './schema.js';
@@ -137,7 +138,7 @@ function limitsFrom(input: SpendingControlsInput, currency: string, prefix: stri
   const single = amount(input.single_transaction_limit, 'single_transaction_limit');
   const daily = amount(input.daily_transaction_limit, 'daily_transaction_limit');
   const monthly = amount(input.monthly_transaction_limit, 'monthly_transaction_limit');
-  if (details.length > 0) throw new AppError('invalid_amount', 'Invalid spending limits', details);
+  if (details.length > 0) throw new AppError('invalid_amount', undefined, details);
   if (single !== undefined) out.single_transaction_limit = single;
   if (daily !== undefined) out.daily_limit = daily;
   if (monthly !== undefined) out.monthly_limit = monthly;
@@ -236,7 +237,7 @@ export async function getBalance(db: Queryable, ctx: Scope, id: string) {
 
 export function assertNotTerminal(card: repo.CardRow): void {
   if ((TERMINAL_STATUSES as readonly string[]).includes(card.status)) {
-    throw new AppError('card_blocked', `The card is ${card.status}; that is final`);
+    throw cardBlocked(card.status);
   }
 }
 
@@ -246,7 +247,7 @@ export function assertNotTerminal(card: repo.CardRow): void {
  */
 function checkTransition(from: string, to: CardStatus): void {
   if ((TERMINAL_STATUSES as readonly string[]).includes(from)) {
-    throw new AppError('card_blocked', `The card is ${from}; that is final`);
+    throw cardBlocked(from);
   }
   if (from === 'inactive' && to === 'freeze') {
     throw new AppError('invalid_state_transition', 'An inactive card must be activated before it can be frozen');
@@ -329,10 +330,10 @@ export function cardTransactionEvent(row: transactions.TransactionRow, card: rep
 export async function cardForFunding(trx: Trx, ctx: Scope, cardId: string) {
   const card = await repo.findCard(trx, ctx, cardId);
   if (!card) {
-    throw new AppError('not_found', 'Card not found', [{ field: 'destination.id', code: 'not_found', message: 'No such card' }]);
+    throw notFound('Card', [{ field: 'destination.id', code: 'not_found', message: 'No such card' }]);
   }
   if ((TERMINAL_STATUSES as readonly string[]).includes(card.status)) {
-    throw new AppError('card_blocked', `The card is ${card.status}; it cannot be funded`, [
+    throw cardBlocked(card.status, [
       { field: 'destination.id', code: 'card_blocked', message: 'Blocked, lost and stolen cards cannot receive money' },
     ]);
   }

@@ -128,8 +128,7 @@ async function withdrawalAccount(trx: Trx, ctx: Scope, card: repo.CardRow, accou
 
 /** The checks that need no balance: the account must be the card owner's (or the business's), in the card's currency. */
 function checkWithdrawal(card: repo.CardRow, account: accounts.AccountRow | undefined): accounts.AccountRow {
-  if (!account)
-    throw new AppError('not_found', 'Account not found', [{ field: 'account_id', code: 'not_found', message: 'No such account' }]);
+  if (!account) throw notFound('Account', [{ field: 'account_id', code: 'not_found', message: 'No such account' }]);
   if (account.customer_id !== null && account.customer_id !== card.customer_id) {
     throw validationError([{ field: 'account_id', code: 'mismatch', message: "The account must be the card owner's or the business's" }]);
   }

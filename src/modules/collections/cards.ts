@@ -107,9 +107,7 @@ async function chargeEnding(ctx: Scope, row: repo.CollectionRow, pan: string, sa
 }
 
 const tokenNotFound = () =>
-  new AppError('not_found', 'Card token not found', [
-    { field: 'card_token', code: 'not_found', message: 'No saved card with this token for this customer' },
-  ]);
+  notFound('Card token', [{ field: 'card_token', code: 'not_found', message: 'No saved card with this token for this customer' }]);
 
 /** How charging a saved card ends the collection: 404 unknown or another customer's, failed when expired, else the acquirer's word. */
 async function tokenEnding(ctx: Scope, d: CollectionDeps, row: repo.CollectionRow, card: repo.SavedCardRow | undefined): Promise<Ending> {

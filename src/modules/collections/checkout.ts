@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { Deps } from '../../http/deps.js';
-import { AppError } from '../../core/errors.js';
+import { notFound } from '../../core/errors.js';
 import { escapeHtml } from '../../lib/html.js';
 import { formatAmount } from '../../lib/money.js';
 import { UuidParam } from '../../lib/validators.js';
@@ -89,7 +89,7 @@ export function checkoutRoutes(deps: Deps): FastifyPluginAsyncZod {
       async (req, reply) => {
         reply.header('cache-control', 'no-store');
         const result = await deps.inTransaction((trx) => payAtCheckout(trx, collectionDeps(deps, req), req.params.id, req.body));
-        if (!result) throw new AppError('not_found', 'Checkout not found');
+        if (!result) throw notFound('Checkout');
         return { data: result, error: null };
       },
     );

@@ -103,10 +103,7 @@ export async function destinationAccount(
   }
   if (!destination.id) throw validationError([{ field: 'destination.id', code: 'required', message: 'Required' }]);
   const account = (await accounts.lockForMovement(trx, ctx, [destination.id])).get(destination.id);
-  if (!account)
-    throw new AppError('not_found', 'Destination account not found', [
-      { field: 'destination.id', code: 'not_found', message: 'No such account' },
-    ]);
+  if (!account) throw notFound('Destination account', [{ field: 'destination.id', code: 'not_found', message: 'No such account' }]);
   accounts.assertCanCredit(account);
   if (account.currency !== currency) {
     const message = `The destination account holds ${account.currency}`;

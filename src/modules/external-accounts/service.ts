@@ -2,7 +2,7 @@ import { latinOrRefuse } from '../../lib/latin.js';
 import type { Config } from '../../config.js';
 import type { Queryable, Trx, UnitOfWork } from '../../db/client.js';
 import type { RequestContext, Scope } from '../../core/context.js';
-import { AppError, notFound } from '../../core/errors.js';
+import { AppError, notFound, validationError } from '../../core/errors.js';
 import type { Page } from '../../db/pagination.js';
 import { omitNulls } from '../../lib/absent.js';
 import { newId } from '../../lib/ids.js';
@@ -243,18 +243,18 @@ export async function verifyDuePayees(
 export async function verifyAccountDetails(ctx: Scope, config: Pick<Config, 'SANDBOX_RAIL_DELAY_MS'>, body: VerifyExternalAccountBody) {
   const identifier = body.iban ?? body.account_number ?? body.phone ?? body.clabe ?? body.routing_number;
   if (!identifier) {
-    throw new AppError('validation_failed', 'Give at least one of account_number, iban, phone, clabe or routing_number', [
+    throw validationError([
       { field: 'account_number', code: 'required', message: 'Give account_number, iban, phone, clabe or routing_number' },
     ]);
   }
   const inst = body.institution_id ? findInstitution(body.institution_id) : undefined;
   if (body.institution_id && !inst) {
-    throw new AppError('validation_failed', 'Unknown institution', [
+    throw validationError([
       { field: 'institution_id', code: 'invalid', message: 'Not an institution from GET /v1/external-accounts/institutions' },
     ]);
   }
   if (body.iban && !normalizeIban(body.iban)) {
-    throw new AppError('validation_failed', 'Invalid IBAN', [{ field: 'iban', code: 'invalid', message: 'Must be a valid IBAN' }]);
+    throw validationError([{ field: 'iban', code: 'invalid', message: 'Must be a valid IBAN' }]);
   }
   const formatOk = !(
     inst?.country === 'NG' &&

@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import type { Config } from '../../config.js';
 import type { Trx } from '../../db/client.js';
 import type { Scope } from '../../core/context.js';
-import { AppError } from '../../core/errors.js';
+import { AppError, notFound } from '../../core/errors.js';
 import * as ledger from '../../ledger/index.js';
 import * as accounts from '../accounts/service.js';
 import type { Checker } from '../approvals/service.js';
@@ -51,7 +51,7 @@ export async function approveOrder(trx: Trx, scope: Scope, config: Config, id: s
   const locked = await accounts.lockForMovement(trx, scope, [order.source_id, credited]);
   const source = locked.get(order.source_id);
   const destination = locked.get(credited);
-  if (!source || !destination) throw new AppError('not_found', 'An account of the order no longer exists; reject the order');
+  if (!source || !destination) throw notFound('Account');
   accounts.assertCanDebit(source, 'source_id');
   accounts.assertCanCredit(destination, 'destination_id');
   if (order.destination_type === 'ssi') await recheckInstruction(trx, scope, order, destinationCurrency(order));
@@ -70,7 +70,7 @@ export async function approveOrder(trx: Trx, scope: Scope, config: Config, id: s
 async function executionRate(trx: Trx, scope: Scope, order: repo.OrderRow): Promise<{ mid: bigint; rate: bigint }> {
   if (order.quote_id) {
     const quote = await repo.findQuote(trx, scope, order.quote_id);
-    if (!quote) throw new AppError('not_found', "The order's quote no longer exists");
+    if (!quote) throw notFound('Quote');
     return { mid: rateFromDb(quote.mid_rate), rate: rateFromDb(quote.rate) };
   }
   const mid = (await rateBook(trx, scope)).mid(order.base, order.quote);

@@ -107,9 +107,7 @@ async function defaultAccountId(trx: Trx, ctx: Scope, customerId: string | undef
   const page = await accounts.listAccounts(trx, ctx, { customer_id: customerId, currency, status: 'active', page: 1, items_per_page: 1 });
   const id = page.items[0]?.id;
   if (!id)
-    throw new AppError('not_found', `The customer has no active ${currency} account`, [
-      { field, code: 'not_found', message: `No active ${currency} account of this customer` },
-    ]);
+    throw notFound(`Active ${currency} account`, [{ field, code: 'not_found', message: `No active ${currency} account of this customer` }]);
   return id;
 }
 
@@ -177,13 +175,9 @@ export function checkAccounts(
   customerExists: boolean,
 ) {
   const source = locked.get(ids.sourceId);
-  if (!source)
-    throw new AppError('not_found', 'Source account not found', [{ field: 'source_id', code: 'not_found', message: 'No such account' }]);
+  if (!source) throw notFound('Source account', [{ field: 'source_id', code: 'not_found', message: 'No such account' }]);
   const destination = locked.get(ids.destinationId);
-  if (!destination)
-    throw new AppError('not_found', 'Destination account not found', [
-      { field: 'destination_id', code: 'not_found', message: 'No such account' },
-    ]);
+  if (!destination) throw notFound('Destination account', [{ field: 'destination_id', code: 'not_found', message: 'No such account' }]);
   const owner = body.customer_id ?? source.customer_id;
   if (!customerExists) throw notFound('Customer');
   const details: ErrorDetail[] = [];

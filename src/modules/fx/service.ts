@@ -344,5 +344,4 @@ export async function lockQuotes(trx: Trx, ctx: Scope, ids: string[]): Promise<M
   return new Map(rows.map((q) => [q.id, { quote: toLockedQuote(q), used: q.used_at !== null, live: q.live }]));
 }
 
-export const quoteNotFound = () =>
-  new AppError('not_found', 'Quote not found', [{ field: 'quote_id', code: 'not_found', message: 'No such quote' }]);
+export const quoteNotFound = () => notFound('Quote', [{ field: 'quote_id', code: 'not_found', message: 'No such quote' }]);

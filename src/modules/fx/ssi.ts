@@ -1,7 +1,7 @@
 import type { Config } from '../../config.js';
 import type { Queryable, Trx } from '../../db/client.js';
 import type { RequestContext, Scope } from '../../core/context.js';
-import { AppError, validationError } from '../../core/errors.js';
+import { AppError, notFound, validationError } from '../../core/errors.js';
 import type { BusinessSettings } from '../../core/settings.js';
 import { formatAmount } from '../../lib/money.js';
 import * as accounts from '../accounts/service.js';
@@ -34,7 +34,7 @@ export interface ExecutionEnv {
 
 export type SettlementInstruction = Awaited<ReturnType<typeof requireExternalAccount>>;
 
-const refused = (code: 'not_found' | 'account_inactive' | 'currency_mismatch', message: string) =>
+const refused = (code: 'account_inactive' | 'currency_mismatch', message: string) =>
   new AppError(code, message, [{ field: 'destination_id', code, message }]);
 
 /**
@@ -56,7 +56,8 @@ export async function resolveInstruction(
     ]);
   }
   const instruction = await requireExternalAccount(db, ctx, id).catch((err: unknown) => {
-    if (err instanceof AppError && err.code === 'not_found') throw refused('not_found', 'No such external account');
+    if (err instanceof AppError && err.code === 'not_found')
+      throw notFound('External account', [{ field: 'destination_id', code: 'not_found', message: 'No such external account' }]);
     throw err;
   });
   if (instruction.customer_id !== customerId) {

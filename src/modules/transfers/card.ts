@@ -1,11 +1,12 @@
 import type { Trx } from '../../db/client.js';
-import { AppError, validationError } from '../../core/errors.js';
+import { validationError } from '../../core/errors.js';
 import { parseAmount } from '../../lib/money.js';
 import type * as ledger from '../../ledger/index.js';
 import * as accounts from '../accounts/service.js';
 import * as cards from '../cards/service.js';
 import type * as transactions from '../transactions/service.js';
 import { computeFee } from '../pricing/service.js';
+import { currencyMismatch } from './errors.js';
 import { baseTransferRow, lockedSource, movementRecordOf, type MovementRequest, type Prepared } from './internal.js';
 import type * as repo from './repo.js';
 
@@ -45,8 +46,7 @@ export async function prepareFunding(
     ]);
   }
   if ((body.currency && body.currency !== source.currency) || card.currency !== source.currency) {
-    const message = `The card holds ${card.currency}, the source account ${source.currency}`;
-    throw new AppError('currency_mismatch', message, [{ field: 'destination.id', code: 'currency_mismatch', message }]);
+    throw currencyMismatch('destination.id', 'card', card.currency, source.currency);
   }
   const currency = card.currency;
   const amount = parseAmount(body.amount, currency);

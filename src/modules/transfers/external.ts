@@ -18,6 +18,7 @@ import {
   type MovementRequest,
   type Prepared,
 } from './internal.js';
+import { currencyMismatch } from './errors.js';
 import { assertWithinRailLimit, channelOf, convert, parseRemitter, payoutFee, railFor } from './payout-rules.js';
 import type * as repo from './repo.js';
 import type { CreateTransferBody } from './schema.js';
@@ -71,7 +72,7 @@ function assertInstitutionBounds(institutionId: string | null, localAmount: bigi
   if (!inst) return;
   if (localAmount < inst.minAmount || localAmount > inst.maxAmount) {
     const range = `${formatAmount(inst.minAmount, currency)}-${formatAmount(inst.maxAmount, currency)} ${currency}`;
-    throw new AppError('limit_exceeded', `${inst.name} accepts ${range} per transfer`, [
+    throw new AppError('limit_exceeded', undefined, [
       { field: 'amount', code: 'limit_exceeded', message: `The payee receives between ${range}` },
     ]);
   }
@@ -108,16 +109,14 @@ export async function preparePayout(trx: Trx, req: MovementRequest, id: string, 
   const currency = source.currency;
   const gross = parseAmount(body.amount, currency);
   if (body.currency && body.currency !== currency) {
-    throw new AppError('currency_mismatch', `The source account holds ${currency}`, [
-      { field: 'currency', code: 'currency_mismatch', message: `The source account holds ${currency}` },
-    ]);
+    throw currencyMismatch('currency', 'source account', currency);
   }
   const rail = railFor(payee.payee_type, payee.payment_rail, body.destination.rail);
   // Fee included (an FX order's proceeds): the fee is that of the whole sum, and comes out of it.
   const includedFee = options?.feeIncluded ? payoutFee(ctx.settings, config, rail, currency, gross) : undefined;
   const amount = gross - (includedFee ?? 0n);
   if (amount <= 0n) {
-    throw new AppError('invalid_amount', 'The amount does not cover the payout fee', [
+    throw new AppError('invalid_amount', undefined, [
       { field: 'amount', code: 'invalid_amount', message: `The payout fee is ${formatAmount(includedFee!, currency)} ${currency}` },
     ]);
   }

@@ -1,13 +1,14 @@
 import type { Config } from '../../config.js';
 import type { Trx } from '../../db/client.js';
 import type { RequestContext } from '../../core/context.js';
-import { AppError, validationError } from '../../core/errors.js';
+import { notFound, validationError } from '../../core/errors.js';
 import { parseAmount } from '../../lib/money.js';
 import type * as ledger from '../../ledger/index.js';
 import * as accounts from '../accounts/service.js';
 import { requireCustomer } from '../customers/service.js';
 import type * as transactions from '../transactions/service.js';
 import { computeFee } from '../pricing/service.js';
+import { currencyMismatch } from './errors.js';
 import type * as repo from './repo.js';
 import type { CreateTransferBody } from './schema.js';
 import type { PayoutOptions } from './payout-rules.js';
@@ -53,15 +54,10 @@ export const accountsNamed = (body: CreateTransferBody): string[] =>
     ? [body.source.id, body.destination.id]
     : [body.source.id];
 
-function currencyMismatch(field: string, message: string) {
-  return new AppError('currency_mismatch', message, [{ field, code: 'currency_mismatch', message }]);
-}
-
 /** The request's source account among the batch's share-locked rows (404 when it is not one of the business's). */
 export function lockedSource(body: CreateTransferBody, locked: Map<string, accounts.AccountRow>): accounts.AccountRow {
   const source = locked.get(body.source.id);
-  if (!source)
-    throw new AppError('not_found', 'Source account not found', [{ field: 'source.id', code: 'not_found', message: 'No such account' }]);
+  if (!source) throw notFound('Source account', [{ field: 'source.id', code: 'not_found', message: 'No such account' }]);
   return source;
 }
 
@@ -96,16 +92,13 @@ export async function prepare(trx: Trx, req: MovementRequest, id: string, locked
   const destinationId = checkShape(body);
   const source = lockedSource(body, locked);
   const destination = locked.get(destinationId);
-  if (!destination)
-    throw new AppError('not_found', 'Destination account not found', [
-      { field: 'destination.id', code: 'not_found', message: 'No such account' },
-    ]);
+  if (!destination) throw notFound('Destination account', [{ field: 'destination.id', code: 'not_found', message: 'No such account' }]);
   await assertCustomerOwnsSource(trx, ctx, body, source);
   const currency = source.currency;
   const amount = parseAmount(body.amount, currency);
-  if (body.currency && body.currency !== currency) throw currencyMismatch('currency', `The source account holds ${currency}`);
+  if (body.currency && body.currency !== currency) throw currencyMismatch('currency', 'source account', currency);
   if (destination.currency !== currency) {
-    throw currencyMismatch('destination.id', `The destination account holds ${destination.currency}, the source ${currency}`);
+    throw currencyMismatch('destination.id', 'destination account', destination.currency, currency);
   }
   accounts.assertCanDebit(source);
   accounts.assertCanCredit(destination);

@@ -2,6 +2,7 @@ import type { Queryable } from '../../db/client.js';
 import type { Scope } from '../../core/context.js';
 import { AppError } from '../../core/errors.js';
 import { recordEvent } from '../webhooks/service.js';
+import { invalidTransition } from './errors.js';
 import { toTransferResponse } from './format.js';
 import { refundSpend } from './limits.js';
 import { awaitsApproval, release } from './payout-lifecycle.js';
@@ -22,7 +23,7 @@ import type { TransferResponse } from './schema.js';
 async function waitingPayout(trx: Queryable, scope: Scope, id: string): Promise<repo.TransferRow> {
   const row = await repo.findTransferForUpdate(trx, scope, id);
   if (!row || row.status !== 'pending' || !awaitsApproval(row)) {
-    throw new AppError('invalid_state_transition', `The transfer is ${row?.status ?? 'gone'}, not waiting for approval`);
+    throw invalidTransition(row?.status ?? 'missing', 'approved or rejected');
   }
   return row;
 }
@@ -38,7 +39,7 @@ export async function rejectPayout(trx: Queryable, scope: Scope, id: string, out
   await repo.setPayoutApproval(trx, scope, id, outcome);
   const why = outcome === 'expired' ? 'approval_expired' : `approval_rejected${reason ? `: ${reason}` : ''}`;
   const moved = await release(trx, scope, row, 'failed', why);
-  if (!moved) throw new AppError('invalid_state_transition', 'The transfer changed while it was being rejected');
+  if (!moved) throw new AppError('invalid_state_transition');
   await refundSpend(trx, scope, row.customer_id, row.currency, row.amount, row.created_at);
   const response = toTransferResponse(moved);
   await recordEvent(trx, scope, 'transfer.status.failed', response);

@@ -10,6 +10,7 @@ import { payoutConnector, type PayoutState, type Rail, type ScopedPayout } from 
 import * as rails from '../../rails/repo.js';
 import * as transactions from '../transactions/service.js';
 import { recordEvent, recordEvents } from '../webhooks/service.js';
+import { invalidTransition } from './errors.js';
 import { refundSpend } from './limits.js';
 import type { PayoutMetadata } from './external.js';
 import { toTransferResponse } from './format.js';
@@ -41,10 +42,6 @@ export function payoutOf(row: repo.TransferRow): PayoutMetadata {
 
 /** A payout above the business's approval threshold that nobody has approved yet (maker-checker). */
 export const awaitsApproval = (row: repo.TransferRow) => payoutOf(row)?.approval === 'waiting_approval';
-
-function invalidTransition(status: string, action: string): AppError {
-  return new AppError('invalid_state_transition', `A ${status} transfer cannot be ${action}`);
-}
 
 /** Pending payouts the dispatch job hands to their rails per pass. */
 const DISPATCH_BATCH = 100;

@@ -1,7 +1,7 @@
 import type { Config } from '../../config.js';
 import type { Trx } from '../../db/client.js';
 import type { Environment } from '../../core/context.js';
-import { AppError } from '../../core/errors.js';
+import { AppError, notFound } from '../../core/errors.js';
 import { isUuid } from '../../lib/ids.js';
 import * as rails from '../../rails/repo.js';
 import { forceRailOutcome, type RailOutcome } from './payout-lifecycle.js';
@@ -20,7 +20,7 @@ export async function operatorOutcome(
 ) {
   if (!isUuid(transferId)) throw new AppError('validation_failed', '--transfer must be a transfer id (UUID)');
   const payout = await rails.findPayoutByTransfer(trx, transferId);
-  if (!payout) throw new AppError('not_found', 'No payout was submitted for this transfer yet (is the worker running?)');
+  if (!payout) throw notFound('Payout');
   if (payout.connector !== 'manual')
     throw new AppError('invalid_state_transition', `This payout belongs to the ${payout.connector} connector, not the manual one`);
   const ctx = { tenantId: payout.tenant_id, environment: payout.environment as Environment };

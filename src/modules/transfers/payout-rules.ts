@@ -127,7 +127,7 @@ export function assertWithinRailLimit(
   const max = table?.[currency] ?? table?.['*'];
   if (max === undefined) return;
   if (amount > parseAmount(max, currency, 'limit')) {
-    throw new AppError('limit_exceeded', `The ${rail} limit per transfer is ${String(max)} ${currency}`, [
+    throw new AppError('limit_exceeded', undefined, [
       { field: 'amount', code: 'limit_exceeded', message: `At most ${String(max)} ${currency} per ${rail} transfer` },
     ]);
   }
@@ -160,13 +160,13 @@ export async function convert(
     fx = await getRate(db, ctx, config, from, to, 'sell');
   } catch (err) {
     if (!(err instanceof AppError) || err.code !== 'validation_failed') throw err;
-    throw new AppError('currency_mismatch', `No exchange rate from ${from} to ${to}`, [
+    throw new AppError('currency_mismatch', undefined, [
       { field: 'destination.id', code: 'currency_mismatch', message: `Payouts from ${from} to ${to} are not available` },
     ]);
   }
   const localAmount = convertAmount(amount, from, to, fx.rate, 'down');
   if (localAmount <= 0n) {
-    throw new AppError('invalid_amount', 'The amount is too small to convert', [
+    throw new AppError('invalid_amount', undefined, [
       { field: 'amount', code: 'invalid_amount', message: `Converts to less than one minor unit of ${to}` },
     ]);
   }
