@@ -18,7 +18,26 @@ describe('one default message per error code', () => {
   });
 
   it('raises the money and idempotency codes with their one message, never a text of their own', () => {
-    const single = ['insufficient_funds', 'idempotency_key_reused', 'internal_error', 'quote_expired', 'quote_used'];
+    const single = [
+      'insufficient_funds',
+      'idempotency_key_reused',
+      'internal_error',
+      'quote_expired',
+      'quote_used',
+      'missing_api_key',
+      'invalid_api_key',
+      'expired_api_key',
+      'tenant_mismatch',
+      'live_access_frozen',
+      'secret_key_required',
+      'https_required',
+      'csrf_failed',
+      'invalid_json',
+      'unsupported_media_type',
+      'missing_idempotency_key',
+      'invalid_idempotency_key',
+      'missing_documents',
+    ];
     const root = new URL('..', import.meta.url).pathname;
     const own = sources(root).flatMap((file) =>
       [...readFileSync(file, 'utf8').matchAll(/new AppError\(\s*'([a-z_]+)',\s*['`]/g)]

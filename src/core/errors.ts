@@ -65,18 +65,18 @@ export const ERROR_MESSAGES: Record<ErrorCode, string> = {
   invalid_idempotency_key: 'Idempotency-Key must be 1-255 printable ASCII characters',
   missing_client_public_key: 'This request needs the business public key in its header',
   invalid_client_public_key: 'The public key does not belong to this business and environment',
-  missing_api_key: 'The request needs an Api-Key header',
+  missing_api_key: 'Send your API key in the Api-Key header',
   invalid_api_key: 'The API key is not valid',
   expired_api_key: 'The API key has expired',
   unauthorized: 'Log in first',
-  secret_key_required: 'This request needs a secret key',
-  tenant_mismatch: 'The key does not belong to this business',
-  live_access_frozen: 'Live access of this business is frozen',
-  https_required: 'Live requests must use HTTPS',
+  secret_key_required: 'This operation needs a secret key (sk_…); public keys only read reference data',
+  tenant_mismatch: 'x-tenant-id does not match the business of the API key',
+  live_access_frozen: "This business's live API access is frozen by the platform operator; contact support",
+  https_required: 'Use HTTPS',
   feature_not_active: 'The feature is not active for this customer',
   kyc_level_insufficient: "The customer's KYC level does not allow this",
   forbidden: 'Your role does not allow this',
-  csrf_failed: 'The form expired; reload the page and try again',
+  csrf_failed: 'The form expired or did not come from this site; reload the page and try again',
   not_found: 'Resource not found',
   method_not_allowed: 'The method is not allowed on this route',
   account_frozen: 'The account is frozen',
@@ -89,7 +89,7 @@ export const ERROR_MESSAGES: Record<ErrorCode, string> = {
   invalid_state_transition: 'The resource cannot make this change in its current state',
   conflict: 'The resource already exists',
   idempotency_request_in_progress: 'A request with this Idempotency-Key is still in progress; retry shortly',
-  missing_documents: 'Required documents are missing',
+  missing_documents: 'Required documents have not been uploaded for this customer',
   payload_too_large: 'The body is too large',
   unsupported_media_type: 'The body must be application/json',
   idempotency_key_reused: 'This Idempotency-Key was used for a different request',
@@ -121,7 +121,7 @@ export class AppError extends Error {
   }
 }
 
-export const notFound = (what = 'Resource') => new AppError('not_found', `${what} not found`);
+export const notFound = (what = 'Resource', details: ErrorDetail[] = []) => new AppError('not_found', `${what} not found`, details);
 
 export function validationError(details: ErrorDetail[], message = 'The request has invalid fields'): AppError {
   return new AppError('validation_failed', message, details);
