@@ -17,8 +17,28 @@ describe('one default message per error code', () => {
     expect(new AppError('not_found', 'Card not found').message).toBe('Card not found');
   });
 
-  it('raises the money and idempotency codes with their one message, never a text of their own', () => {
-    const single = ['insufficient_funds', 'idempotency_key_reused', 'internal_error', 'quote_expired', 'quote_used', 'account_frozen'];
+  it('raises these codes with their one message, never a text of their own', () => {
+    const single = [
+      'insufficient_funds',
+      'idempotency_key_reused',
+      'internal_error',
+      'quote_expired',
+      'quote_used',
+      'missing_api_key',
+      'invalid_api_key',
+      'expired_api_key',
+      'tenant_mismatch',
+      'live_access_frozen',
+      'secret_key_required',
+      'https_required',
+      'csrf_failed',
+      'invalid_json',
+      'unsupported_media_type',
+      'missing_idempotency_key',
+      'invalid_idempotency_key',
+      'missing_documents',
+      'account_frozen',
+    ];
     const root = new URL('..', import.meta.url).pathname;
     const own = sources(root).flatMap((file) =>
       [...readFileSync(file, 'utf8').matchAll(/new AppError\(\s*'([a-z_]+)',\s*['`]/g)]

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { Deps } from '../http/deps.js';
-import { AppError } from '../core/errors.js';
+import { mustChoose } from './errors.js';
 import { formatAmount } from '../lib/money.js';
 import { daysEnding, fillDays, svgChart } from './chart.js';
 import { html, type Html } from './html.js';
@@ -29,7 +29,7 @@ export function parseRange(value: unknown): number {
   if (value === undefined || value === '') return DEFAULT_RANGE;
   const n = typeof value === 'string' && /^\d{1,3}$/.test(value) ? Number(value) : NaN;
   if (!(RANGES as readonly number[]).includes(n)) {
-    throw new AppError('bad_request', `Choose a range of ${RANGES.join(', ')} days`);
+    throw mustChoose(`a range of ${RANGES.join(', ')} days`);
   }
   return n;
 }

@@ -31,7 +31,7 @@ export function formOf(request: FastifyRequest): Form {
 }
 
 export function sessionOf(request: FastifyRequest): Session {
-  if (!request.dashboardSession) throw new AppError('unauthorized', 'Log in first');
+  if (!request.dashboardSession) throw new AppError('unauthorized');
   return request.dashboardSession;
 }
 

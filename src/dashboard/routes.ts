@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { Deps } from '../http/deps.js';
 import { AppError } from '../core/errors.js';
+import { mustChoose } from './errors.js';
 import { statusOf } from '../http/errors.js';
 import { getTenant, ROTATION_EXPIRY_SECONDS } from '../modules/tenants/service.js';
 import { approvalRoutes } from './approval-routes.js';
@@ -192,7 +193,7 @@ function businessRoutes(deps: Deps, service: DashboardService, team: TeamService
     app.post('/environment', async (request, reply) => {
       const form = formOf(request);
       const env = form.get('environment');
-      if (env !== 'sandbox' && env !== 'live') throw new AppError('bad_request', 'Choose sandbox or live');
+      if (env !== 'sandbox' && env !== 'live') throw mustChoose('sandbox or live');
       await service.switchEnvironment(sessionOf(request), env);
       const back = form.get('back') ?? '';
       return seeOther(reply, `/dashboard/${/^[a-z]{1,20}$/.test(back) ? back : 'overview'}`);
@@ -215,7 +216,7 @@ function businessRoutes(deps: Deps, service: DashboardService, team: TeamService
     app.post('/keys/rotate', async (request, reply) => {
       const seconds = Number(formOf(request).get('expire_in_seconds'));
       if (!(ROTATION_EXPIRY_SECONDS as readonly number[]).includes(seconds)) {
-        throw new AppError('bad_request', 'Choose when the old keys expire: now, 1 hour, 24 hours or 7 days');
+        throw mustChoose('when the old keys expire: now, 1 hour, 24 hours or 7 days');
       }
       const session = sessionOf(request);
       requirePermission(session.role, 'keys');
@@ -235,7 +236,7 @@ function registerGuards(app: FastifyInstance, service: DashboardService, product
   app.addHook('onRequest', async (request, reply) => {
     setSecurityHeaders(reply);
     // Production: passwords and session cookies never travel over plain HTTP.
-    if (production && !isSecureRequest(request)) throw new AppError('https_required', 'Open the dashboard over HTTPS.');
+    if (production && !isSecureRequest(request)) throw new AppError('https_required');
     const names = cookieNames(isSecureRequest(request));
     const token = parseCookies(request.headers.cookie)[names.session];
     request.dashboardSession = token ? await service.sessionFor(token) : null;
@@ -245,13 +246,13 @@ function registerGuards(app: FastifyInstance, service: DashboardService, product
   });
   app.addHook('preHandler', async (request) => {
     if (request.method === 'GET' || request.method === 'HEAD') return;
-    if (!originAllowed(request)) throw new AppError('csrf_failed', 'This form was sent from another site');
+    if (!originAllowed(request)) throw new AppError('csrf_failed');
     const sent = formOf(request).get('_csrf') ?? undefined;
     const expected = request.dashboardSession
       ? request.dashboardSession.csrfToken
       : parseCookies(request.headers.cookie)[cookieNames(isSecureRequest(request)).preauth];
     if (!tokensEqual(sent, expected)) {
-      throw new AppError('csrf_failed', 'The form expired or did not come from this dashboard. Reload the page and try again.');
+      throw new AppError('csrf_failed');
     }
   });
 }

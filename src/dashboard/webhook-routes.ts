@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { webhookLoopbackAllowed } from '../config.js';
 import type { Deps } from '../http/deps.js';
 import { AppError, notFound } from '../core/errors.js';
+import { mustChoose } from './errors.js';
 import { statusOf } from '../http/errors.js';
 import { isUuid } from '../lib/ids.js';
 import { AttemptsQuery, HistoryQuery, MAX_OVERLAP_SECONDS, ReplayBody } from '../modules/webhooks/schema.js';
@@ -150,7 +151,7 @@ function endpointPages(app: FastifyInstance, ctx: WebhookContext) {
   app.post('/webhooks/endpoints/:id/status', async (request, reply) =>
     act(ctx, request, reply, 'webhook.endpoint_status', async (session, form) => {
       const status = form.get('status');
-      if (status !== 'enabled' && status !== 'disabled') throw new AppError('bad_request', 'Choose enabled or disabled');
+      if (status !== 'enabled' && status !== 'disabled') throw mustChoose('enabled or disabled');
       await webhooks.updateEndpoint(deps.db, scopeOf(session), idParam(request), { status }, urlRules);
       return '/dashboard/webhooks';
     }),
@@ -160,7 +161,7 @@ function endpointPages(app: FastifyInstance, ctx: WebhookContext) {
     act(ctx, request, reply, 'webhook.secret_rotated', async (session, form) => {
       const seconds = Number(form.get('expire_old_in_seconds') ?? '86400');
       if (!Number.isInteger(seconds) || seconds < 0 || seconds > MAX_OVERLAP_SECONDS) {
-        throw new AppError('bad_request', 'Choose when the old secret stops signing');
+        throw mustChoose('when the old secret stops signing');
       }
       const rotated = await deps.inTransaction((trx) =>
         webhooks.rotateSecret(trx, scopeOf(session), deps.sealer, idParam(request), { expire_old_in_seconds: seconds }),
@@ -216,7 +217,7 @@ function sendingRoutes(app: FastifyInstance, ctx: WebhookContext) {
         ...(form.get('to') ? { to: utc(form.get('to')) } : {}),
         scope: form.get('scope') ?? 'failed',
       });
-      if (!parsed.success) throw new AppError('bad_request', 'Choose a start (and an end after it)');
+      if (!parsed.success) throw mustChoose('a start (and an end after it)');
       const id = idParam(request);
       await deps.inTransaction((trx) => webhooks.replay(trx, scopeOf(session), id, parsed.data));
       return `/dashboard/webhooks/endpoints/${id}`;

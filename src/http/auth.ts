@@ -84,21 +84,21 @@ export function registerAuth(app: FastifyInstance, lookupKey: (key: string) => P
     if (!isApiRequest(request) || request.routeOptions.config?.noAuth) return;
     const header = request.headers['api-key'];
     const key = Array.isArray(header) ? header[0] : header;
-    if (!key) throw new AppError('missing_api_key', 'Send your API key in the Api-Key header');
+    if (!key) throw new AppError('missing_api_key');
     const found = await cache.resolve(key.trim());
     if (!found.ok) {
-      if (found.reason === 'expired') throw new AppError('expired_api_key', 'This API key has expired');
-      throw new AppError('invalid_api_key', 'The API key is not valid');
+      if (found.reason === 'expired') throw new AppError('expired_api_key');
+      throw new AppError('invalid_api_key');
     }
     if (found.liveFrozen) {
-      throw new AppError('live_access_frozen', "This business's live API access is frozen by the platform operator; contact support");
+      throw new AppError('live_access_frozen');
     }
     const tenantHeader = request.headers['x-tenant-id'];
     if (tenantHeader !== undefined && tenantHeader !== found.tenantId) {
-      throw new AppError('tenant_mismatch', 'x-tenant-id does not match the business of the API key');
+      throw new AppError('tenant_mismatch');
     }
     if (found.kind === 'public' && !request.routeOptions.config?.publicKeyAllowed) {
-      throw new AppError('secret_key_required', 'This operation needs a secret key (sk_…); public keys only read reference data');
+      throw new AppError('secret_key_required');
     }
     request.ctx = {
       tenantId: found.tenantId,
@@ -112,7 +112,7 @@ export function registerAuth(app: FastifyInstance, lookupKey: (key: string) => P
   // request past the check above.
   app.addHook('preHandler', async (request) => {
     if (request.ctx || !isApiRequest(request) || request.routeOptions.config?.noAuth) return;
-    throw new AppError('missing_api_key', 'Send your API key in the Api-Key header');
+    throw new AppError('missing_api_key');
   });
   return cache;
 }

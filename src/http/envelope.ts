@@ -1,7 +1,7 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { AppError, type ErrorDetail } from '../core/errors.js';
+import { AppError, type ErrorDetail, notFound } from '../core/errors.js';
 import { InvalidStoredSettings } from '../core/settings.js';
 import { isDatabaseUnavailable } from '../db/errors.js';
 import { statusOf } from './errors.js';
@@ -68,10 +68,10 @@ export function clientDatabaseError(code: string | undefined): AppError | null {
       { field: 'request', code: 'invalid', message: 'A value is malformed, out of range or too large' },
     ]);
   }
-  if (code === '23505') return new AppError('conflict', 'The resource already exists');
+  if (code === '23505') return new AppError('conflict');
   // Serialization failures and deadlocks are transient: the client retries, nothing was done.
   if (code === '40001' || code === '40P01') {
-    return new AppError('service_unavailable', 'The request conflicted with another; retry', [], { 'Retry-After': '1' });
+    return new AppError('service_unavailable', undefined, [], { 'Retry-After': '1' });
   }
   return null;
 }
@@ -91,25 +91,21 @@ export function registerErrorHandling(app: FastifyInstance): void {
     }
     switch (error.code) {
       case 'FST_ERR_CTP_BODY_TOO_LARGE':
-        return sendError(request, reply, new AppError('payload_too_large', 'The request body is too large'));
+        return sendError(request, reply, new AppError('payload_too_large'));
       case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
-        return sendError(request, reply, new AppError('unsupported_media_type', 'Send the body as application/json'));
+        return sendError(request, reply, new AppError('unsupported_media_type'));
       case 'FST_ERR_CTP_EMPTY_JSON_BODY':
       case 'FST_ERR_CTP_INVALID_JSON_BODY':
-        return sendError(request, reply, new AppError('invalid_json', 'The body is not valid JSON'));
+        return sendError(request, reply, new AppError('invalid_json'));
       case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
         return sendError(request, reply, new AppError('bad_request', 'Content-Length does not match the body'));
     }
     if (error.statusCode === 400 && error.name === 'SyntaxError') {
-      return sendError(request, reply, new AppError('invalid_json', 'The body is not valid JSON'));
+      return sendError(request, reply, new AppError('invalid_json'));
     }
     if (isDatabaseUnavailable(error)) {
       request.log.error({ err: error }, 'database unavailable');
-      return sendError(
-        request,
-        reply,
-        new AppError('service_unavailable', 'The service is briefly unavailable, retry shortly', [], { 'Retry-After': '5' }),
-      );
+      return sendError(request, reply, new AppError('service_unavailable', undefined, [], { 'Retry-After': '5' }));
     }
     if (error instanceof InvalidStoredSettings) {
       // A business's stored settings are broken (edited around the checks): the operator must fix
@@ -126,13 +122,11 @@ export function registerErrorHandling(app: FastifyInstance): void {
       return sendError(request, reply, fromDatabase);
     }
     if (typeof error.statusCode === 'number' && error.statusCode >= 400 && error.statusCode < 500) {
-      return sendError(request, reply, new AppError('bad_request', 'The request could not be processed'));
+      return sendError(request, reply, new AppError('bad_request'));
     }
     request.log.error({ err: error, request_id: request.id }, 'unhandled error');
     return sendError(request, reply, new AppError('internal_error'));
   });
 
-  app.setNotFoundHandler((request, reply) =>
-    sendError(request, reply, new AppError('not_found', `No route ${request.method} ${request.url.split('?')[0]}`)),
-  );
+  app.setNotFoundHandler((request, reply) => sendError(request, reply, notFound(`Route ${request.method} ${request.url.split('?')[0]}`)));
 }

@@ -81,10 +81,10 @@ export function idempotencyKeyOf(request: FastifyRequest): string {
   const header = request.headers['idempotency-key'];
   const key = Array.isArray(header) ? header[0] : header;
   if (key === undefined || key === '') {
-    throw new AppError('missing_idempotency_key', 'POST requests need an Idempotency-Key header');
+    throw new AppError('missing_idempotency_key');
   }
   if (!KEY_RE.test(key)) {
-    throw new AppError('invalid_idempotency_key', 'Idempotency-Key must be 1-255 printable ASCII characters');
+    throw new AppError('invalid_idempotency_key');
   }
   return key;
 }

@@ -83,7 +83,7 @@ export function parseJsonBody(raw: Buffer): unknown {
   try {
     value = parseJsonPreservingNumbers(text);
   } catch {
-    throw new AppError('invalid_json', 'The body is not valid JSON');
+    throw new AppError('invalid_json');
   }
   const problems = jsonTextProblems(value);
   if (problems.length > 0) throw new AppError('validation_failed', 'The body has invalid text', problems);

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
-import { AppError } from '../core/errors.js';
+import { AppError, notFound } from '../core/errors.js';
 import { constantTimeEqual } from '../lib/crypto.js';
 
 const digest = (s: string) => createHash('sha256').update(s).digest();
@@ -13,7 +13,7 @@ const digest = (s: string) => createHash('sha256').update(s).digest();
 export function operatorGuard(token: string | undefined) {
   const expected = token ? digest(token) : undefined;
   return async (request: FastifyRequest): Promise<void> => {
-    if (!expected) throw new AppError('not_found', 'Route not found');
+    if (!expected) throw notFound('Route');
     const match = /^Bearer\s+(\S+)$/i.exec(request.headers.authorization ?? '');
     if (!match || !constantTimeEqual(digest(match[1]!), expected)) {
       throw new AppError('unauthorized', 'The operator API needs Authorization: Bearer <OPERATOR_API_TOKEN>');

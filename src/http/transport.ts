@@ -34,6 +34,6 @@ export function registerTransport(app: FastifyInstance, config: Config): void {
     }
     if (config.PROFILE !== 'production' || !isApiRequest(request)) return;
     const viaTrustedProxy = trusted.has(request.socket.remoteAddress ?? '') && request.headers['x-forwarded-proto'] === 'https';
-    if (!viaTrustedProxy) throw new AppError('https_required', 'Use HTTPS');
+    if (!viaTrustedProxy) throw new AppError('https_required');
   });
 }

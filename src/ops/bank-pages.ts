@@ -1,5 +1,5 @@
 import type { FastifyReply } from 'fastify';
-import { AppError } from '../core/errors.js';
+import { AppError, notFound } from '../core/errors.js';
 import type { Deps } from '../http/deps.js';
 import { html, queryString, type Html } from '../dashboard/html.js';
 import { badge, facts, table, when } from '../dashboard/layout.js';
@@ -15,7 +15,7 @@ const EXCEPTION_STATUSES = ['open', 'assigned', 'returned'] as const;
 type ExceptionStatus = (typeof EXCEPTION_STATUSES)[number];
 
 export const notFoundPage = (err: unknown): never => {
-  throw err instanceof AppError && err.code === 'not_found' ? new AppError('not_found', 'There is no such page.') : err;
+  throw err instanceof AppError && err.code === 'not_found' ? notFound('Page') : err;
 };
 
 /** The connections and the latest files both ways. */

@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { Trx } from '../db/client.js';
-import { AppError } from '../core/errors.js';
+import { AppError, notFound } from '../core/errors.js';
 import type { Deps } from '../http/deps.js';
 import { alert } from '../dashboard/layout.js';
 import * as bank from '../modules/bank-files/service.js';
@@ -100,7 +100,7 @@ function fileRoutes(app: FastifyInstance, deps: Deps): void {
   app.get('/bank/files/:id/download', async (request, reply) => {
     allowed(request, 'bank.read');
     const file = await bank.getFile(deps.db, idOf(request)).catch(notFoundPage);
-    if (file.content === null) throw new AppError('not_found', 'The content of this file is not kept.');
+    if (file.content === null) throw notFound('File content');
     const name = file.filename.replace(/[^A-Za-z0-9._-]/g, '_');
     return reply
       .header('content-type', 'application/xml; charset=utf-8')

@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
-import { AppError } from '../core/errors.js';
+import { notFound } from '../core/errors.js';
 import { BusinessSettings } from '../core/settings.js';
 import type { Deps } from '../http/deps.js';
 import { html, type Html } from '../dashboard/html.js';
@@ -81,7 +81,7 @@ function businessPageRoutes(app: FastifyInstance, deps: Deps): void {
     if (!reason) return businessPage(deps, reply, session, id, alert('error', 'Say why the setting changes.'), 400);
     try {
       await deps.inTransaction(async (trx) => {
-        if (!(await repo.findBusiness(trx, id))) throw new AppError('not_found', 'There is no such business.');
+        if (!(await repo.findBusiness(trx, id))) throw notFound('Business');
         await setSettings(trx, id, { [key]: parsed.value });
         await audit(trx, session, {
           action: 'business.setting_changed',
@@ -117,7 +117,7 @@ function liveAccessRoutes(app: FastifyInstance, deps: Deps): void {
           400,
         );
       const changed = await deps.inTransaction(async (trx) => {
-        if (!(await repo.findBusiness(trx, id))) throw new AppError('not_found', 'There is no such business.');
+        if (!(await repo.findBusiness(trx, id))) throw notFound('Business');
         const done = await repo.setLiveFrozen(trx, id, action === 'freeze' ? { at: new Date(), reason } : null);
         if (done) {
           await audit(trx, session, {
@@ -142,7 +142,7 @@ function liveAccessRoutes(app: FastifyInstance, deps: Deps): void {
 
 async function businessPage(deps: Deps, reply: FastifyReply, session: OpsSession, id: string, notice?: Html, status = 200) {
   const b = await repo.findBusiness(deps.db, id);
-  if (!b) throw new AppError('not_found', 'There is no such business.');
+  if (!b) throw notFound('Business');
   const [keys, users, decisions] = await Promise.all([
     repo.activeKeyCounts(deps.db, id),
     repo.usersOf(deps.db, id),

@@ -1,6 +1,6 @@
 import type { FastifyReply } from 'fastify';
 import type { Environment } from '../core/context.js';
-import { AppError } from '../core/errors.js';
+import { notFound } from '../core/errors.js';
 import type { Deps } from '../http/deps.js';
 import { html, queryString, type Html } from '../dashboard/html.js';
 import { badge, facts, filterForm, table, when } from '../dashboard/layout.js';
@@ -222,7 +222,7 @@ ${table(
 
 export async function casePage(deps: Deps, reply: FastifyReply, session: OpsSession, id: string, notice?: Html, status = 200) {
   const c = await repo.findCaseById(deps.db, id);
-  if (!c) throw new AppError('not_found', 'There is no such case.');
+  if (!c) throw notFound('Case');
   const ctx = { tenantId: c.tenant_id, environment: c.environment as Environment };
   const [customer, business, docs, cases, events, decisions] = await Promise.all([
     repo.customerOf(deps.db, ctx, c.customer_id),

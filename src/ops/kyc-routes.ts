@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { Environment } from '../core/context.js';
-import { AppError } from '../core/errors.js';
+import { AppError, notFound } from '../core/errors.js';
 import type { Deps } from '../http/deps.js';
 import { alert } from '../dashboard/layout.js';
 import { reviewCase } from '../modules/kyc/service.js';
@@ -25,7 +25,7 @@ export function kycRoutes(deps: Deps) {
       const session = allowed(request, 'kyc.decide');
       const id = uuidParam((request.params as { id: string }).id);
       const c = await repo.findCaseById(deps.db, id);
-      if (!c) throw new AppError('not_found', 'There is no such case.');
+      if (!c) throw notFound('Case');
       const decision = decisionOf(formOf(request));
       if ('problem' in decision) return casePage(deps, reply, session, id, alert('error', decision.problem), 400);
       return recordDecision(deps, reply, session, c, decision);
@@ -34,7 +34,7 @@ export function kycRoutes(deps: Deps) {
     app.get('/kyc/documents/:id', async (request, reply) => {
       const session = allowed(request, 'kyc.documents');
       const doc = await repo.documentContent(deps.db, uuidParam((request.params as { id: string }).id));
-      if (!doc) throw new AppError('not_found', 'There is no such document.');
+      if (!doc) throw notFound('Document');
       await audit(deps.db, session, {
         action: 'kyc.document_viewed',
         targetType: 'kyc_document',

@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { Environment } from '../core/context.js';
-import { AppError } from '../core/errors.js';
+import { AppError, notFound } from '../core/errors.js';
 import type { Deps } from '../http/deps.js';
 import { html, queryString, type Html } from '../dashboard/html.js';
 import { alert, badge, facts, table, when } from '../dashboard/layout.js';
@@ -108,7 +108,7 @@ function outcomeRoutes(app: FastifyInstance, deps: Deps): void {
 
 async function payoutPage(deps: Deps, reply: FastifyReply, session: OpsSession, id: string, notice?: Html, status = 200) {
   const t = await repo.findTransferById(deps.db, id);
-  if (!t || t.destination_type !== 'external_account') throw new AppError('not_found', 'There is no such payout.');
+  if (!t || t.destination_type !== 'external_account') throw notFound('Payout');
   const ctx = { tenantId: t.tenant_id, environment: t.environment as Environment };
   const [business, rail, entries, events, decisions, bankFiles, bankEntries] = await Promise.all([
     repo.findBusiness(deps.db, t.tenant_id),

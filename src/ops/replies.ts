@@ -1,5 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { AppError } from '../core/errors.js';
+import { AppError, notFound } from '../core/errors.js';
 import type { Html } from '../dashboard/html.js';
 import { requireOps, type OpsPermission } from './roles.js';
 import type { OpsSession } from './service.js';
@@ -24,7 +24,7 @@ export function sendPage(reply: FastifyReply, page: Html, status = 200) {
 export const seeOther = (reply: FastifyReply, path: string) => reply.code(303).header('location', path).send();
 
 export function opsSessionOf(request: FastifyRequest): OpsSession {
-  if (!request.opsSession) throw new AppError('unauthorized', 'Log in first');
+  if (!request.opsSession) throw new AppError('unauthorized');
   return request.opsSession;
 }
 
@@ -39,6 +39,6 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** An id from the path: a malformed one is simply not found. */
 export function uuidParam(id: string): string {
-  if (!UUID.test(id)) throw new AppError('not_found', 'There is no such page.');
+  if (!UUID.test(id)) throw notFound('Page');
   return id.toLowerCase();
 }

@@ -57,21 +57,21 @@ function registerGuards(app: FastifyInstance, deps: Deps) {
   const production = deps.config.PROFILE === 'production';
   app.addHook('onRequest', async (request, reply) => {
     setSecurityHeaders(reply);
-    if (production && !isSecureRequest(request)) throw new AppError('https_required', 'Open the operator console over HTTPS.');
+    if (production && !isSecureRequest(request)) throw new AppError('https_required');
     const cookie = parseCookies(request.headers.cookie)[cookieNames(request).session];
     request.opsSession = cookie ? await service.sessionFor(deps.db, cookie) : null;
     if (!request.opsSession && !request.routeOptions.config?.opsPublic) {
       if (request.method === 'GET' || request.method === 'HEAD') return seeOther(reply, '/ops/login');
-      throw new AppError('unauthorized', 'Log in first');
+      throw new AppError('unauthorized');
     }
   });
   app.addHook('preHandler', async (request) => {
     if (request.method === 'GET' || request.method === 'HEAD') return;
-    if (!originAllowed(request)) throw new AppError('csrf_failed', 'This form was sent from another site');
+    if (!originAllowed(request)) throw new AppError('csrf_failed');
     const sent = formOf(request).get('_csrf') ?? undefined;
     const expected = request.opsSession ? request.opsSession.csrfToken : parseCookies(request.headers.cookie)[cookieNames(request).preauth];
     if (!tokensEqual(sent, expected)) {
-      throw new AppError('csrf_failed', 'The form expired or did not come from this console. Reload the page and try again.');
+      throw new AppError('csrf_failed');
     }
   });
 }

@@ -3,7 +3,7 @@ import { authenticator } from 'otplib';
 import { z } from 'zod';
 import type { Queryable } from '../db/client.js';
 import { isUniqueViolation } from '../db/errors.js';
-import { AppError } from '../core/errors.js';
+import { AppError, notFound } from '../core/errors.js';
 import { sha256, type Sealer } from '../lib/crypto.js';
 import { newId } from '../lib/ids.js';
 import { hashPassword, verifyAgainstDummy, verifyPassword } from '../dashboard/passwords.js';
@@ -107,7 +107,7 @@ export async function createOperator(db: Queryable, actor: Actor, email: string,
  */
 export async function resetOperator(db: Queryable, actor: Actor, operatorId: string) {
   const op = await repo.findOperator(db, operatorId);
-  if (!op) throw new AppError('not_found', 'Operator not found');
+  if (!op) throw notFound('Operator');
   const setup = token();
   await repo.updateOperator(db, op.id, {
     password_hash: null,
@@ -124,7 +124,7 @@ export async function resetOperator(db: Queryable, actor: Actor, operatorId: str
 
 export async function setOperatorDisabled(db: Queryable, actor: Actor, operatorId: string, disabled: boolean) {
   const op = await repo.findOperator(db, operatorId);
-  if (!op) throw new AppError('not_found', 'Operator not found');
+  if (!op) throw notFound('Operator');
   if (actor.operatorId === op.id) throw new AppError('invalid_state_transition', 'You cannot disable yourself');
   await repo.updateOperator(db, op.id, { disabled_at: disabled ? new Date() : null });
   if (disabled) await repo.deleteSessionsOf(db, op.id);

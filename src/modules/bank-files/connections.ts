@@ -1,5 +1,6 @@
 import type { Queryable } from '../../db/client.js';
-import { AppError, notFound, validationError } from '../../core/errors.js';
+import { notFound, validationError } from '../../core/errors.js';
+import { connectionHeld } from './errors.js';
 import { formatAmount } from '../../lib/money.js';
 import { newId } from '../../lib/ids.js';
 import * as repo from './repo.js';
@@ -62,8 +63,7 @@ export async function addConnection(db: Queryable, input: unknown): Promise<Conn
       transport_config: JSON.stringify(transportConfig),
     })
     .catch((err: unknown) => {
-      if (String((err as { code?: string }).code) === '23505')
-        throw new AppError('conflict', `An active connection already holds ${c.environment} ${c.currency}: disable it first`);
+      if (String((err as { code?: string }).code) === '23505') throw connectionHeld(c.environment, c.currency);
       throw err;
     });
   return toConnectionResponse(row);

@@ -1,6 +1,7 @@
 import type { Queryable, Trx, UnitOfWork } from '../../db/client.js';
 import type { Environment, Scope } from '../../core/context.js';
 import { AppError, notFound } from '../../core/errors.js';
+import { entryCurrencyMismatch } from './errors.js';
 import { newId } from '../../lib/ids.js';
 import { formatAmount } from '../../lib/money.js';
 import * as accounts from '../accounts/service.js';
@@ -328,8 +329,7 @@ export async function assignException(trx: Trx, id: string, accountId: string, n
   const c = await connectionOf(trx, e.connection_id);
   const account = /^[0-9a-f-]{36}$/i.test(accountId) ? await accounts.findAccountById(trx, accountId) : undefined;
   if (!account || account.environment !== c.environment) throw notFound('Account');
-  if (account.currency !== e.currency)
-    throw new AppError('currency_mismatch', `The account holds ${account.currency}; the entry is ${e.currency}`);
+  if (account.currency !== e.currency) throw entryCurrencyMismatch(account.currency, e.currency);
   const entry = await repo.findEntry(trx, e.entry_id);
   const scope = { tenantId: account.tenant_id, environment: account.environment as Environment };
   await deps.creditInbound(trx, scope, account.id, creditOf({ amount: e.amount, payerName: e.payer_name, reference: e.reference }, entry));

@@ -3,6 +3,7 @@ import { mkdir, readdir, readFile, rename, stat, writeFile } from 'node:fs/promi
 import { join } from 'node:path';
 import SftpClient from 'ssh2-sftp-client';
 import { AppError } from '../../core/errors.js';
+import { fileTooLarge, transportFailed } from './errors.js';
 import { MAX_FILE_BYTES } from './xml.js';
 import type { ConnectionRow, TransportConfig } from './repo.js';
 
@@ -41,7 +42,7 @@ class FolderTransport implements Transport {
 
   async read(name: string) {
     const path = join(this.config.inbox!, name);
-    if ((await stat(path)).size > MAX_FILE_BYTES) throw new AppError('payload_too_large', `${name} is larger than ${MAX_FILE_BYTES} bytes`);
+    if ((await stat(path)).size > MAX_FILE_BYTES) throw fileTooLarge(name, MAX_FILE_BYTES);
     return readFile(path);
   }
 
@@ -103,7 +104,7 @@ class SftpTransport implements Transport {
     const client = await this.open();
     const path = `${this.config.remote_inbox ?? 'inbox'}/${name}`;
     const info = await client.stat(path);
-    if (info.size > MAX_FILE_BYTES) throw new AppError('payload_too_large', `${name} is larger than ${MAX_FILE_BYTES} bytes`);
+    if (info.size > MAX_FILE_BYTES) throw fileTooLarge(name, MAX_FILE_BYTES);
     return (await client.get(path)) as Buffer;
   }
 
@@ -136,7 +137,7 @@ export function transportOf(connection: Pick<ConnectionRow, 'transport' | 'trans
       } catch (err) {
         if (err instanceof AppError) throw err;
         const reason = err instanceof Error ? err.message : String(err);
-        throw new AppError('service_unavailable', `The bank's ${connection.transport} transport failed to ${what}: ${reason}`);
+        throw transportFailed(connection.transport, what, reason);
       }
     };
   return {

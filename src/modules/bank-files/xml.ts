@@ -1,5 +1,6 @@
 import { XMLBuilder, XMLParser, XMLValidator } from 'fast-xml-parser';
 import { AppError } from '../../core/errors.js';
+import { fileTooLarge } from './errors.js';
 
 /**
  * XML in and out of bank files. Reading refuses a DOCTYPE or ENTITY declaration outright, before
@@ -62,7 +63,7 @@ function lineOf(text: string, offset: number): number {
 export function parseBankXml(input: Buffer | string): ParsedDocument {
   const size = typeof input === 'string' ? Buffer.byteLength(input) : input.length;
   if (size > MAX_FILE_BYTES) {
-    throw new AppError('payload_too_large', `The file is ${size} bytes; a bank file may be at most ${MAX_FILE_BYTES} bytes`);
+    throw fileTooLarge('The file', MAX_FILE_BYTES);
   }
   let text = typeof input === 'string' ? input : input.toString('utf8');
   if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);

@@ -4,6 +4,7 @@ import type { Queryable, Trx } from '../../db/client.js';
 import { isUniqueViolation } from '../../db/errors.js';
 import type { Scope } from '../../core/context.js';
 import { AppError, notFound } from '../../core/errors.js';
+import { customerExists } from './errors.js';
 import type { Page } from '../../db/pagination.js';
 import { omitNulls } from '../../lib/absent.js';
 import { newId } from '../../lib/ids.js';
@@ -89,9 +90,7 @@ async function assertNoDuplicate(
   const dup = await repo.findDuplicate(db, ctx, type, email, externalId, exceptId);
   if (!dup) return;
   const field = externalId && dup.external_id === externalId ? 'external_id' : 'email';
-  throw new AppError('customer_exists', `A customer with this ${field} already exists`, [
-    { field, code: 'duplicate', message: `Already used by customer ${dup.id}` },
-  ]);
+  throw customerExists(field, [{ field, code: 'duplicate', message: `Already used by customer ${dup.id}` }]);
 }
 
 /** Runs a write and turns a lost uniqueness race into the same 409 a pre-check gives. */
@@ -99,7 +98,7 @@ async function guardUnique<T>(fn: () => Promise<T>): Promise<T> {
   try {
     return await fn();
   } catch (err) {
-    if (isUniqueViolation(err)) throw new AppError('customer_exists', 'A customer with this email or external_id already exists');
+    if (isUniqueViolation(err)) throw customerExists('email or external_id');
     throw err;
   }
 }
@@ -259,7 +258,7 @@ export async function updateCustomer(trx: Trx, ctx: Scope, id: string, body: Upd
     const patch = { ...personFields, ...(personAddress ? { address: JSON.stringify(personAddress) } : {}) };
     if (personId) {
       if (!(await repo.updatePerson(trx, id, personId, patch))) {
-        throw new AppError('not_found', 'Associated person not found', [
+        throw notFound('Associated person', [
           { field: `associated_persons.${i}.id`, code: 'not_found', message: 'No such associated person on this customer' },
         ]);
       }

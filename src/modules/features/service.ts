@@ -24,6 +24,7 @@ import type { Config } from '../../config.js';
 import type { Queryable, Trx } from '../../db/client.js';
 import type { RequestContext } from '../../core/context.js';
 import { AppError, notFound } from '../../core/errors.js';
+import { featureNotActive, kycLevelInsufficient } from './errors.js';
 import { formatAmount } from '../../lib/money.js';
 import { newId } from '../../lib/ids.js';
 import { requireCustomer } from '../customers/service.js';
@@ -43,7 +44,7 @@ export async function isFeatureActive(db: Queryable, ctx: Ctx, customerId: strin
 
 export async function requireFeature(db: Queryable, ctx: Ctx, customerId: string, featureId: string): Promise<void> {
   if (!(await isFeatureActive(db, ctx, customerId, featureId))) {
-    throw new AppError('feature_not_active', `The feature ${featureId} is not active for this customer`, [
+    throw featureNotActive(featureId, [
       { field: 'feature_id', code: 'not_active', message: `Activate ${featureId} with POST /v1/risk/features/activate` },
     ]);
   }
@@ -57,7 +58,7 @@ export async function requireAccountCurrency(db: Queryable, ctx: Ctx, customerId
 export async function requireKycLevel(db: Queryable, ctx: Ctx, customerId: string, level: KycLevel): Promise<void> {
   const approved = await approvedLevel(db, ctx, customerId);
   if (!levelSatisfies(approved?.level, level)) {
-    throw new AppError('kyc_level_insufficient', `This needs KYC approved at level ${level}`, [
+    throw kycLevelInsufficient(level, [
       { field: 'customer_id', code: 'kyc_level_insufficient', message: `Approved level: ${approved?.level ?? 'none'}; needed: ${level}` },
     ]);
   }
@@ -89,7 +90,7 @@ export function transactionLimitRefusal(
   amountMinor: bigint,
   spentTodayMinor: bigint,
 ): AppError | undefined {
-  if (!level) return new AppError('kyc_level_insufficient', 'Money movement needs approved KYC');
+  if (!level) return kycLevelInsufficient();
   const limits = limitsFor(config, ctx.settings, level, currency);
   const refuse = (code: string, message: string) => new AppError('limit_exceeded', message, [{ field: 'amount', code, message }]);
   if (!limits) return refuse('no_limit_configured', `No ${currency} limit is configured for KYC level ${level}`);

@@ -1,6 +1,7 @@
 import type { Queryable, Trx } from '../../db/client.js';
 import type { Scope } from '../../core/context.js';
 import { AppError } from '../../core/errors.js';
+import { kycAlreadyCompleted } from './errors.js';
 import { newId } from '../../lib/ids.js';
 import { kycConnectorFor } from '../../rails/kyc.js';
 import { setCustomerKycStatus } from '../customers/service.js';
@@ -68,7 +69,7 @@ export function levelSatisfies(have: KycLevel | undefined, need: KycLevel): bool
 export async function assertNotCompleted(db: Queryable, ctx: Scope, customerId: string, level: KycLevel) {
   const approved = await approvedLevel(db, ctx, customerId);
   if (levelSatisfies(approved?.level, level)) {
-    throw new AppError('kyc_already_completed', `KYC verification has already been completed for this customer (level ${approved!.level})`);
+    throw kycAlreadyCompleted(approved!.level);
   }
 }
 

@@ -48,7 +48,7 @@ export function useFastJsonParser(app: FastifyInstance) {
     try {
       done(null, JSON.parse(text));
     } catch {
-      done(new AppError('invalid_json', 'The body is not valid JSON'), undefined);
+      done(new AppError('invalid_json'), undefined);
     }
   });
 }

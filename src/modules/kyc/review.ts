@@ -100,7 +100,7 @@ export async function submitKyc(trx: Trx, ctx: Scope, body: StartKycBody, policy
   const docs = await repo.documentTypesOf(trx, ctx, customer.id);
   const missing = missingDocuments(customer.type, level, docs);
   if (missing.length > 0) {
-    throw new AppError('missing_documents', 'Required documents have not been uploaded for this customer', missing);
+    throw new AppError('missing_documents', undefined, missing);
   }
   const c = await openCase(trx, ctx, customer.id, level);
   if (c.status === 'pending' || c.status === 'manual_review') {

@@ -1,6 +1,7 @@
 import type { Db, Queryable, Trx } from '../../db/client.js';
 import type { Scope } from '../../core/context.js';
 import { AppError, notFound } from '../../core/errors.js';
+import { documentTooLarge } from './errors.js';
 import type { PageQuery } from '../../db/pagination.js';
 import { omitNulls } from '../../lib/absent.js';
 import { randomBase62, sha256, sha256Hex } from '../../lib/crypto.js';
@@ -98,7 +99,7 @@ function decodeDocument(body: UploadDocumentBody, maxBytes: number) {
   const bytes = decodeBase64Strict(body.content);
   if (!bytes) throw invalid('Document content is not valid base64', { field: 'content', code: 'invalid', message: 'Must be base64' });
   if (bytes.length > maxBytes) {
-    throw new AppError('payload_too_large', `The document exceeds the maximum size of ${Math.floor(maxBytes / 1024 / 1024)} MB`);
+    throw documentTooLarge(maxBytes);
   }
   const sniffed = sniffFileType(bytes);
   if (!sniffed) {

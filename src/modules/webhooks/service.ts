@@ -2,6 +2,7 @@ import type { Lock } from '../../db/scoped.js';
 import type { Queryable, Trx } from '../../db/client.js';
 import type { Scope } from '../../core/context.js';
 import { AppError, notFound, validationError } from '../../core/errors.js';
+import { endpointDisabled, eventInDelivery } from './errors.js';
 import type { Page, PageQuery } from '../../db/pagination.js';
 import type { Sealer } from '../../lib/crypto.js';
 import { newId, uuidv7LowerBound } from '../../lib/ids.js';
@@ -266,13 +267,13 @@ export async function resend(db: Queryable, ctx: Scope, deliveryId: string): Pro
   const endpoint = await repo.findEndpoint(db, ctx, d.endpoint_id);
   if (!endpoint) throw new AppError('invalid_state_transition', 'The webhook endpoint of this event was deleted');
   if (endpoint.status !== 'enabled') {
-    throw new AppError('invalid_state_transition', 'The webhook endpoint is disabled; enable it before resending');
+    throw endpointDisabled();
   }
   if (d.status === 'processing') {
-    throw new AppError('invalid_state_transition', 'This webhook event is being delivered right now');
+    throw eventInDelivery();
   }
   const updated = await repo.requeueDelivery(db, ctx, deliveryId, d.status === 'sent' || d.status === 'failed');
-  if (!updated) throw new AppError('invalid_state_transition', 'This webhook event is being delivered right now');
+  if (!updated) throw eventInDelivery();
   return {
     id: updated.id,
     tenant_id: updated.tenant_id,
@@ -329,7 +330,7 @@ const TEST_EVENT_TYPE = eventsRepo.TEST_EVENT_TYPE;
 /** Queues a signed test event to one enabled endpoint; returns the delivery to watch. */
 export async function sendTestEvent(trx: Trx, ctx: Scope, endpointId: string): Promise<{ delivery_id: string; event_id: string }> {
   const endpoint = await requireEndpoint(trx, ctx, endpointId);
-  if (endpoint.status !== 'enabled') throw new AppError('invalid_state_transition', 'The webhook endpoint is disabled; enable it first');
+  if (endpoint.status !== 'enabled') throw endpointDisabled();
   const eventId = newId();
   const deliveryId = newId();
   const payload = {
@@ -389,7 +390,7 @@ export async function replay(trx: Trx, ctx: Scope, endpointId: string, input: Re
     throw validationError([{ field: 'to', code: 'invalid', message: `A replay covers at most ${MAX_REPLAY_DAYS} days` }]);
   }
   const endpoint = await requireEndpoint(trx, ctx, endpointId, 'update');
-  if (endpoint.status !== 'enabled') throw new AppError('invalid_state_transition', 'The webhook endpoint is disabled; enable it first');
+  if (endpoint.status !== 'enabled') throw endpointDisabled();
   const range = { fromId: uuidv7LowerBound(from), toIdExclusive: uuidv7LowerBound(to) };
   const { queued, alreadyQueued } =
     input.scope === 'failed'
