@@ -13,10 +13,10 @@ import { forceRailOutcome, type RailOutcome } from './payout-lifecycle.js';
  */
 export async function operatorOutcome(
   trx: Trx,
-  config: Pick<Config, 'SANDBOX_RAIL_DELAY_MS'>,
   transferId: string,
   outcome: RailOutcome,
   reason: string | null,
+  config: Pick<Config, 'SANDBOX_RAIL_DELAY_MS'>,
 ) {
   if (!isUuid(transferId)) throw new AppError('validation_failed', '--transfer must be a transfer id (UUID)');
   const payout = await rails.findPayoutByTransfer(trx, transferId);
@@ -24,5 +24,5 @@ export async function operatorOutcome(
   if (payout.connector !== 'manual')
     throw new AppError('invalid_state_transition', `This payout belongs to the ${payout.connector} connector, not the manual one`);
   const ctx = { tenantId: payout.tenant_id, environment: payout.environment as Environment };
-  return forceRailOutcome(trx, ctx, config, transferId, outcome, reason);
+  return forceRailOutcome(trx, ctx, transferId, outcome, reason, config);
 }
