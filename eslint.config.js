@@ -57,6 +57,40 @@ const FILTERS_BY_HAND = [
   },
 ];
 
+/**
+ * One argument order for services (docs/architecture.md, Module conventions): the database handle
+ * (db | trx | unit), the scope (ctx | scope), the subject (ids, body, query, input…), then what the
+ * call needs from outside (config, deps, options) last. A parameter is matched by its name, with or
+ * without a default; an options object destructured in the signature counts as options.
+ */
+const HANDLE = '/^(db|trx|unit)$/';
+const HANDLE_OR_SCOPE = '/^(db|trx|unit|ctx|scope)$/';
+const OUTSIDE = '/^(config|deps|options)$/';
+const EXPORTED = 'ExportNamedDeclaration > FunctionDeclaration';
+const named = (test) => `:matches(Identifier.params[name${test}], AssignmentPattern.params[left.type='Identifier'][left.name${test}])`;
+const ORDER_MESSAGE =
+  'Service arguments go (db | trx | unit, ctx | scope, subject…, config | deps | options): see docs/architecture.md, Module conventions.';
+/** Module files beside service.ts whose exported functions are services too. */
+const SERVICE_LIKE = [
+  'src/modules/cards/applications.ts',
+  'src/modules/features/catalogue.ts',
+  'src/modules/features/limits.ts',
+  'src/modules/fx/approval.ts',
+  'src/modules/fx/orders.ts',
+  'src/modules/transfers/batch.ts',
+  'src/modules/transfers/bulk.ts',
+  'src/modules/transfers/payout-operator.ts',
+  'src/modules/transfers/payout-rules.ts',
+];
+const ARGUMENT_ORDER = [
+  // config, deps and options last: no other parameter after one of them.
+  { selector: `${EXPORTED} > ${named(`=${OUTSIDE}`)} ~ ${named(`!=${OUTSIDE}`)}`, message: ORDER_MESSAGE },
+  // The database handle first: no other parameter before it.
+  { selector: `${EXPORTED} > ${named(`!=${HANDLE}`)} ~ ${named(`=${HANDLE}`)}`, message: ORDER_MESSAGE },
+  // The scope right after the handle (or first, for a call that takes none).
+  { selector: `${EXPORTED} > ${named(`!=${HANDLE_OR_SCOPE}`)} ~ ${named('=/^(ctx|scope)$/')}`, message: ORDER_MESSAGE },
+];
+
 export default tseslint.config(
   {
     ignores: [
@@ -101,6 +135,12 @@ export default tseslint.config(
     // The idempotency wrappers own transactions, and read and write a business's key records.
     files: ['src/http/idempotency.ts', 'src/http/idempotency-batch.ts'],
     rules: { 'no-restricted-syntax': ['error', ...FILTERS_BY_HAND] },
+  },
+  {
+    // One argument order for services (ARGUMENT_ORDER); services never open a transaction either
+    // (one rule entry replaces another, so both are listed).
+    files: ['src/modules/**/service.ts', ...SERVICE_LIKE],
+    rules: { 'no-restricted-syntax': ['error', OPENS_A_TRANSACTION, ...ARGUMENT_ORDER] },
   },
   {
     // Sizes (docs/architecture.md): a function a reader takes in at once, a file of one concern.

@@ -205,7 +205,7 @@ async function payoutOutcome(args: string[], handle: DatabaseHandle, outcome: 's
   const transferId = values.transfer;
   const reason = values.reason;
   const transfer = await handle.db.transaction().execute(async (trx) => {
-    const result = await operatorOutcome(trx, config, transferId, outcome, reason?.trim() || null);
+    const result = await operatorOutcome(trx, transferId, outcome, reason?.trim() || null, config);
     await audit(
       trx,
       { operatorId: null, email: 'cli' },

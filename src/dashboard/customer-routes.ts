@@ -92,7 +92,7 @@ async function customerPage(deps: Deps, session: Session, id: string): Promise<{
     listCards(deps.db, scope, { page: 1, items_per_page: 50, customer_id: c.id }, cardOwner),
     listDocuments(deps.db, scope, c.id, { page: 1, items_per_page: 50 }),
     eventsOf(deps.db, scope, [c.id], 'desc'),
-    listFeatures(deps.db, { ...scope, settings }, deps.config, { customer_id: c.id, status: 'all' }),
+    listFeatures(deps.db, { ...scope, settings }, { customer_id: c.id, status: 'all' }, deps.config),
   ]);
   const body = html`${detailsCard(c)}
 ${section('accounts-title', 'Accounts', table('Accounts', accountColumns, accounts.items, 'No accounts.'))}

@@ -80,7 +80,7 @@ function outcomeRoutes(app: FastifyInstance, deps: Deps): void {
       if (!reason) return payoutPage(deps, reply, session, id, alert('error', 'Give the reason (what the bank said, its reference).'), 400);
       try {
         await deps.inTransaction(async (trx) => {
-          const transfer = await operatorOutcome(trx, deps.config, id, outcome, reason);
+          const transfer = await operatorOutcome(trx, id, outcome, reason, deps.config);
           const row = await repo.findTransferById(trx, id);
           await audit(trx, session, {
             action: `payout.${outcome}`,

@@ -30,7 +30,7 @@ async function applyToItem(
   const reason = row.reason;
   switch (row.kind) {
     case 'fx_order':
-      if (outcome === 'approved') await approveOrder(trx, scope, config, row.subject_id, checker!);
+      if (outcome === 'approved') await approveOrder(trx, scope, row.subject_id, checker!, config);
       else if (outcome === 'rejected') await rejectOrder(trx, scope, row.subject_id, checker!, reason);
       else await expireOrder(trx, scope, row.subject_id);
       return;

@@ -89,12 +89,12 @@ describe('supported currencies and rates', () => {
 describe('service functions for other modules (international payouts)', () => {
   it('gives the current rate of a pair and converts exactly by the rounding rule', async () => {
     const scope = { tenantId: biz.tenant_id, environment: 'sandbox' as const, settings: {} };
-    const r = await getRate(t.db, scope, t.config, 'EUR', 'NGN');
+    const r = await getRate(t.db, scope, 'EUR', 'NGN', 'sell', t.config);
     expect(r).toMatchObject({ base: 'EUR', quote: 'NGN', side: 'sell', spreadBps: 50 });
     expect(r.midRate).toBe('1684.782608695652'); // 1550 / 0.92, half-up at 12 decimals
     expect(convertAmount(1001n, 'USD', 'UGX', '3700.5')).toBe(37042n); // 37042.005 rounds down
     expect(convertAmount(1001n, 'USD', 'UGX', '3700.5', 'up')).toBe(37043n);
-    await expect(getRate(t.db, scope, t.config, 'EUR', 'KWD')).rejects.toMatchObject({ code: 'validation_failed' });
+    await expect(getRate(t.db, scope, 'EUR', 'KWD', 'sell', t.config)).rejects.toMatchObject({ code: 'validation_failed' });
   });
 });
 

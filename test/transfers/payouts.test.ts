@@ -367,23 +367,23 @@ describe('live: the manual connector, settled by an operator', () => {
     await dispatchPendingPayouts(t.db, cfg);
     await settleDueSandboxPayouts(t.db);
     expect((await live.get(`/v1/transfers/${a}`)).body.data.transfer_status).toBe('processing');
-    expect((await t.db.transaction().execute((trx) => operatorOutcome(trx, cfg, a, 'settled', null))).transfer_status).toBe('completed');
-    await expect(t.db.transaction().execute((trx) => operatorOutcome(trx, cfg, a, 'settled', null))).rejects.toMatchObject({
+    expect((await t.db.transaction().execute((trx) => operatorOutcome(trx, a, 'settled', null, cfg))).transfer_status).toBe('completed');
+    await expect(t.db.transaction().execute((trx) => operatorOutcome(trx, a, 'settled', null, cfg))).rejects.toMatchObject({
       code: 'invalid_state_transition',
     });
     expect(
-      (await t.db.transaction().execute((trx) => operatorOutcome(trx, cfg, b, 'failed', 'Beneficiary bank offline'))).failure_reason,
+      (await t.db.transaction().execute((trx) => operatorOutcome(trx, b, 'failed', 'Beneficiary bank offline', cfg))).failure_reason,
     ).toBe('Beneficiary bank offline');
     expect((await live.get(`/v1/accounts/${src}`)).body.data).toMatchObject({ balance: '899.50', available_balance: '899.50' });
     await expect(
-      t.db.transaction().execute((trx) => operatorOutcome(trx, cfg, '0190a5b0-0000-7000-8000-000000000000', 'settled', null)),
+      t.db.transaction().execute((trx) => operatorOutcome(trx, '0190a5b0-0000-7000-8000-000000000000', 'settled', null, cfg)),
     ).rejects.toMatchObject({
       code: 'not_found',
     });
     const sandboxSrc = await account('NGN', '200.00');
     const sandboxId = (await api.post('/v1/transfer', payout(sandboxSrc, await payee(), '150.00'))).body.data.id;
     await dispatchPendingPayouts(t.db, cfg);
-    await expect(t.db.transaction().execute((trx) => operatorOutcome(trx, cfg, sandboxId, 'settled', null))).rejects.toMatchObject({
+    await expect(t.db.transaction().execute((trx) => operatorOutcome(trx, sandboxId, 'settled', null, cfg))).rejects.toMatchObject({
       code: 'invalid_state_transition',
     });
     expect((await ledger.reconcile(t.db, tenantId)).ok).toBe(true);

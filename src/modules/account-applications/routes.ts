@@ -67,7 +67,7 @@ function draftRoutes(app: App, deps: Deps): void {
     { summary: 'Validate application data (nothing is stored)', body: ValidateApplicationBody, data: ValidateResponse, errors: [] },
     (req, reply) =>
       deps.idempotency.run(req, reply, 'accounts.applications.validate', async () => {
-        const issues = service.validateData(deps.config, req.body.application_type, req.body.data);
+        const issues = service.validateData(req.body.application_type, req.body.data, undefined, deps.config);
         return { valid: issues.length === 0, validation_errors: issues };
       }),
   );
@@ -128,7 +128,7 @@ function decisionRoutes(app: App, deps: Deps): void {
     },
     (req, reply) =>
       deps.idempotency.run(req, reply, 'accounts.applications.submit', (trx) =>
-        service.submitApplication(trx, req.ctx, deps.config, req.params.id),
+        service.submitApplication(trx, req.ctx, req.params.id, deps.config),
       ),
   );
   r.post(
@@ -141,7 +141,7 @@ function decisionRoutes(app: App, deps: Deps): void {
     },
     (req, reply) =>
       deps.idempotency.run(req, reply, 'accounts.applications.process', (trx) =>
-        service.processApplication(trx, req.ctx, deps.config, req.params.id),
+        service.processApplication(trx, req.ctx, req.params.id, deps.config),
       ),
   );
   r.post(
@@ -154,7 +154,7 @@ function decisionRoutes(app: App, deps: Deps): void {
     },
     (req, reply) =>
       deps.idempotency.run(req, reply, 'accounts.applications.submit_and_process', (trx) =>
-        service.submitAndProcess(trx, req.ctx, deps.config, req.params.id),
+        service.submitAndProcess(trx, req.ctx, req.params.id, deps.config),
       ),
   );
   r.get(

@@ -50,10 +50,10 @@ export function toApplicationResponse(row: repo.ApplicationRow): ApplicationResp
 
 /** Business rules on an application's data (the schema already checked the shapes). */
 export function validateData(
-  config: Config,
   type: 'individual' | 'business',
   data: ApplicationData,
-  customer?: Customer,
+  customer: Customer | undefined,
+  config: Config,
 ): ValidationIssue[] {
   const issues: ValidationIssue[] = [];
   if (!config.SUPPORTED_CURRENCIES.includes(data.currency) || !isKnownCurrency(data.currency)) {
@@ -142,11 +142,11 @@ export async function acceptTos(trx: Trx, ctx: SettingsScope, id: string, agreem
 }
 
 /** draft -> submitted, once the data passes validation (else 400 with every issue). */
-export async function submitApplication(trx: Trx, ctx: SettingsScope, config: Config, id: string) {
+export async function submitApplication(trx: Trx, ctx: SettingsScope, id: string, config: Config) {
   const row = await load(trx, ctx, id);
   requireStatus(row, ['draft'], 'submit');
   const customer = await requireCustomer(trx, ctx, row.customer_id);
-  const issues = validateData(config, row.application_type, row.data as ApplicationData, customer);
+  const issues = validateData(row.application_type, row.data as ApplicationData, customer, config);
   if (issues.length > 0) {
     throw validationError(
       issues.map(({ field, code, message }) => ({ field, code, message })),
@@ -172,7 +172,7 @@ function decide(ctx: SettingsScope, customer: Customer): ApplicationStatus {
 }
 
 /** submitted -> processing -> approved (the account is opened) | rejected | manual_review. */
-export async function processApplication(trx: Trx, ctx: SettingsScope, config: Config, id: string): Promise<ProcessingResult> {
+export async function processApplication(trx: Trx, ctx: SettingsScope, id: string, config: Config): Promise<ProcessingResult> {
   const row = await load(trx, ctx, id);
   requireStatus(row, ['submitted'], 'process');
   await repo.updateApplication(trx, id, { status: 'processing' });
@@ -182,13 +182,18 @@ export async function processApplication(trx: Trx, ctx: SettingsScope, config: C
   const data = row.data as ApplicationData;
   const account =
     status === 'approved'
-      ? await accounts.createAccount(trx, ctx, config, {
-          currency: data.currency,
-          type: data.account_type,
-          label: data.label ?? 'main',
-          customer_id: row.customer_id,
-          metadata: { application_id: id },
-        })
+      ? await accounts.createAccount(
+          trx,
+          ctx,
+          {
+            currency: data.currency,
+            type: data.account_type,
+            label: data.label ?? 'main',
+            customer_id: row.customer_id,
+            metadata: { application_id: id },
+          },
+          config,
+        )
       : null;
   await repo.updateApplication(trx, id, { status, processed_at: new Date(), account_id: account?.id ?? null });
   await repo.addHistory(trx, ctx, id, status, 'system', { status, ...(account ? { account_id: account.id } : {}) });
@@ -196,9 +201,9 @@ export async function processApplication(trx: Trx, ctx: SettingsScope, config: C
   return { application_id: id, status, account, errors, metadata: {} };
 }
 
-export async function submitAndProcess(trx: Trx, ctx: SettingsScope, config: Config, id: string) {
-  await submitApplication(trx, ctx, config, id);
-  const result = await processApplication(trx, ctx, config, id);
+export async function submitAndProcess(trx: Trx, ctx: SettingsScope, id: string, config: Config) {
+  await submitApplication(trx, ctx, id, config);
+  const result = await processApplication(trx, ctx, id, config);
   return {
     application: await getApplication(trx, ctx, id),
     processing_result: result,

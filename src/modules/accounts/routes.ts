@@ -23,7 +23,7 @@ export function accountRoutes(deps: Deps): FastifyPluginAsyncZod {
         errors: ['not_found', 'feature_not_active'],
       },
       (req, reply) =>
-        deps.idempotency.run(req, reply, 'accounts.create', (trx) => service.createAccount(trx, req.ctx, deps.config, req.body)),
+        deps.idempotency.run(req, reply, 'accounts.create', (trx) => service.createAccount(trx, req.ctx, req.body, deps.config)),
     );
 
     r.get(

@@ -110,8 +110,8 @@ async function insertWithBankDetails(
 export async function createAccount(
   trx: Trx,
   ctx: Scope & Pick<RequestContext, 'settings'>,
-  config: Config,
   body: CreateAccountBody,
+  config: Config,
   options: { settlement?: boolean } = {},
 ): Promise<AccountResponse> {
   assertSupportedCurrency(config, body.currency);

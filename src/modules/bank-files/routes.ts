@@ -114,7 +114,7 @@ export function bankSimulationRoutes(deps: Deps, bank: service.BankDeps): Fastif
       },
       (req, reply) =>
         deps.idempotency.run(req, reply, 'simulations.accounts.bank_credits', (trx) =>
-          service.simulateInboundCredit(trx, req.ctx, req.params.account_id, req.body, bank, deps.config.DATA_DIR),
+          service.simulateInboundCredit(trx, req.ctx, req.params.account_id, req.body, deps.config.DATA_DIR, bank),
         ),
     );
   };

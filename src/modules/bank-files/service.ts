@@ -376,7 +376,7 @@ export async function exchange(
   db: Queryable,
   connectionId: string,
   deps: BankDeps,
-  transport?: Transport,
+  { transport }: { transport?: Transport } = {},
 ): Promise<ExchangeResult> {
   const c = await connectionOf(db, connectionId);
   const t = transport ?? transportOf(c);
@@ -431,8 +431,8 @@ export async function simulateInboundCredit(
   ctx: Scope,
   accountId: string,
   body: SimulatedCredit,
-  deps: BankDeps,
   dataDir: string,
+  deps: BankDeps,
 ) {
   if (ctx.environment !== 'sandbox') throw notFound('Route');
   const account = await accounts.findAccountById(trx, accountId);

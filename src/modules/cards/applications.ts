@@ -65,8 +65,8 @@ async function requireLinkedAccount(db: Queryable, ctx: Scope, customerId: strin
   }
 }
 
-export async function createApplication(trx: Trx, deps: CardDeps, ctx: Scope, body: CreateApplicationBody) {
-  const currency = cardCurrency(deps.config, body.currency);
+export async function createApplication(trx: Trx, ctx: Scope, body: CreateApplicationBody, deps: CardDeps) {
+  const currency = cardCurrency(body.currency, deps.config);
   const details: ErrorDetail[] = [];
   const amount = (field: 'annual_remuneration' | 'estimated_monthly_limit') => {
     try {

@@ -89,7 +89,7 @@ function applicationRoutes(r: Routes, deps: Deps): void {
       errors: ['invalid_amount', 'not_found'],
     },
     (req, reply) =>
-      deps.idempotency.run(req, reply, 'cards.applications.create', (trx) => applications.createApplication(trx, deps, req.ctx, req.body)),
+      deps.idempotency.run(req, reply, 'cards.applications.create', (trx) => applications.createApplication(trx, req.ctx, req.body, deps)),
   );
 
   r.get(
@@ -117,7 +117,7 @@ function cardManagementRoutes(r: Routes, deps: Deps): void {
       data: CreateCardResponse,
       errors: ['invalid_amount', 'not_found', 'invalid_state_transition', 'kyc_level_insufficient', 'feature_not_active'],
     },
-    (req, reply) => deps.idempotency.run(req, reply, 'cards.create', (trx) => service.createCard(trx, deps, req.ctx, req.body)),
+    (req, reply) => deps.idempotency.run(req, reply, 'cards.create', (trx) => service.createCard(trx, req.ctx, req.body, deps)),
   );
 
   r.get('/v1/cards', { summary: 'List cards', querystring: ListCardsQuery, data: pageSchema(CardResponse), errors: [] }, async (req) =>
@@ -192,12 +192,12 @@ function cardSecretRoutes(app: App, deps: Deps): void {
 
   app.get('/v1/cards/:card_id/sensitive-details', { schema: secretSchema('View card sensitive details') }, async (req, reply) => {
     reply.header('Cache-Control', 'no-store');
-    return ok(await service.sensitiveDetails(deps.db, deps, req.ctx, req.params.card_id, req.headers['x-client-public-key']));
+    return ok(await service.sensitiveDetails(deps.db, req.ctx, req.params.card_id, req.headers['x-client-public-key'], deps));
   });
 
   app.get('/v1/cards/:card_id/pin', { schema: secretSchema('Get a card PIN') }, async (req, reply) => {
     reply.header('Cache-Control', 'no-store');
-    return ok(await service.pinDetails(deps.db, deps, req.ctx, req.params.card_id, req.headers['x-client-public-key']));
+    return ok(await service.pinDetails(deps.db, req.ctx, req.params.card_id, req.headers['x-client-public-key'], deps));
   });
 }
 

@@ -85,7 +85,7 @@ export function billingAddressOf(customer: { address: unknown }): repo.BillingAd
   return { street: a.address_line1, city: a.city, state: a.state, postal_code: a.postal_code, country_iso_code: a.country };
 }
 
-export function cardCurrency(config: Config, currency: string | undefined): string {
+export function cardCurrency(currency: string | undefined, config: Config): string {
   const c = currency ?? DEFAULT_CURRENCY;
   if (!config.SUPPORTED_CURRENCIES.includes(c)) {
     throw validationError([
@@ -157,8 +157,8 @@ function shippingDetails(body: CreateCardBody): ErrorDetail[] {
   return [];
 }
 
-export async function createCard(trx: Trx, deps: CardDeps, ctx: GateCtx, body: CreateCardBody) {
-  const currency = cardCurrency(deps.config, body.currency);
+export async function createCard(trx: Trx, ctx: GateCtx, body: CreateCardBody, deps: CardDeps) {
+  const currency = cardCurrency(body.currency, deps.config);
   const shipping = shippingDetails(body);
   if (shipping.length > 0) throw validationError(shipping);
   const cardLimit = parseAmount(body.card_limit, currency, 'card_limit');
@@ -343,7 +343,7 @@ export async function cardForFunding(trx: Trx, ctx: Scope, cardId: string) {
 // ---------- secrets ----------
 
 /** Full card number, CVV and expiry, sealed for the client's RSA key only. */
-export async function sensitiveDetails(db: Queryable, deps: CardDeps, ctx: Scope, id: string, header: string | string[] | undefined) {
+export async function sensitiveDetails(db: Queryable, ctx: Scope, id: string, header: string | string[] | undefined, deps: CardDeps) {
   const key = secrets.parseClientPublicKey(header);
   const card = await requireCard(db, ctx, id);
   return secrets.clientEnvelope(key, {
@@ -353,7 +353,7 @@ export async function sensitiveDetails(db: Queryable, deps: CardDeps, ctx: Scope
   });
 }
 
-export async function pinDetails(db: Queryable, deps: CardDeps, ctx: Scope, id: string, header: string | string[] | undefined) {
+export async function pinDetails(db: Queryable, ctx: Scope, id: string, header: string | string[] | undefined, deps: CardDeps) {
   const key = secrets.parseClientPublicKey(header);
   const card = await requireCard(db, ctx, id);
   return secrets.clientEnvelope(key, { pin: deps.sealer.open(card.pin_sealed, `card:${id}:pin`) });

@@ -133,7 +133,7 @@ async function settlements(trx: Trx, ends: End[]): Promise<(Settlement | undefin
     const fee =
       destination.customer_id === null
         ? 0n
-        : collectionFee(await settings(ctx.tenantId, () => settingsOf(trx, ctx.tenantId)), d.config, row);
+        : collectionFee(await settings(ctx.tenantId, () => settingsOf(trx, ctx.tenantId)), row, d.config);
     const feeAccount = fee > 0n ? await feeAccounts(key, () => accounts.businessFeeAccount(trx, ctx, row.currency)) : undefined;
     const settlement = ending.funding
       ? undefined

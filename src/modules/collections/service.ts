@@ -277,7 +277,7 @@ export async function listCollections(
 }
 
 /** The business's fee on a collection: `fees.collection_<method>` setting, else the configured percent. */
-export function collectionFee(settings: BusinessSettings, config: CollectionDeps['config'], row: repo.CollectionRow): bigint {
+export function collectionFee(settings: BusinessSettings, row: repo.CollectionRow, config: CollectionDeps['config']): bigint {
   const [whole, frac = ''] = config.COLLECTION_FEE_PERCENT.split('.');
   const table = settings.fees?.[`collection_${row.method}`] ?? { '*': { bps: Number(whole) * 100 + Number(frac.padEnd(2, '0')) } };
   const fee = feeOf(table, row.currency, row.amount);

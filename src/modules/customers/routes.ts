@@ -58,7 +58,7 @@ export function customerRoutes(deps: Deps): FastifyPluginAsyncZod {
       },
       async (req) => {
         const customer = await deps.inTransaction((trx) =>
-          service.updateCustomer(trx, req.ctx, req.params.customer_id, req.body, deps.config, customerKycView),
+          service.updateCustomer(trx, req.ctx, req.params.customer_id, req.body, customerKycView, deps.config),
         );
         return ok({ message: 'customer updated successfully', status: true, customer });
       },

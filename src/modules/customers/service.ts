@@ -221,7 +221,7 @@ const BUSINESS_ONLY = [
 const NEW_PERSON_REQUIRED = ['first_name', 'last_name', 'email', 'phone', 'gender', 'date_of_birth', 'address'] as const;
 
 /** PUT: the path decides the customer; only the fields sent change. */
-export async function updateCustomer(trx: Trx, ctx: Scope, id: string, body: UpdateCustomerBody, config: Config, kyc: KycView) {
+export async function updateCustomer(trx: Trx, ctx: Scope, id: string, body: UpdateCustomerBody, kyc: KycView, config: Config) {
   const mismatch = (['customer_id', 'id'] as const).filter((f) => body[f] !== undefined && body[f] !== id);
   if (mismatch.length > 0) {
     throw new AppError(

@@ -101,7 +101,7 @@ function lookupRoutes(app: App, deps: Deps): void {
       errors: [],
     },
     (req, reply) =>
-      deps.idempotency.run(req, reply, 'external_accounts.verify', () => service.verifyAccountDetails(req.ctx, deps.config, req.body)),
+      deps.idempotency.run(req, reply, 'external_accounts.verify', () => service.verifyAccountDetails(req.ctx, req.body, deps.config)),
   );
 }
 

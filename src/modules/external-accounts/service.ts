@@ -222,7 +222,7 @@ export async function verifyDuePayees(
   db: Queryable,
   unitOfWork: UnitOfWork,
   config: Pick<Config, 'SANDBOX_RAIL_DELAY_MS'>,
-  batch = 20,
+  { batch = 20 }: { batch?: number } = {},
 ): Promise<boolean> {
   const due = await repo.claimDueVerifications(db, batch, 60);
   for (const row of due) {
@@ -240,7 +240,7 @@ export async function verifyDuePayees(
 }
 
 /** `POST /v1/external-accounts/verify`: a synchronous name enquiry before adding a payee. */
-export async function verifyAccountDetails(ctx: Scope, config: Pick<Config, 'SANDBOX_RAIL_DELAY_MS'>, body: VerifyExternalAccountBody) {
+export async function verifyAccountDetails(ctx: Scope, body: VerifyExternalAccountBody, config: Pick<Config, 'SANDBOX_RAIL_DELAY_MS'>) {
   const identifier = body.iban ?? body.account_number ?? body.phone ?? body.clabe ?? body.routing_number;
   if (!identifier) {
     throw validationError([

@@ -73,12 +73,12 @@ const FIXED: FeatureDef[] = [
 ];
 
 /** Home currencies of a business: its `home_currencies` setting, else HOME_CURRENCIES. */
-export function homeCurrencies(config: Config, settings: BusinessSettings): string[] {
+export function homeCurrencies(settings: BusinessSettings, config: Config): string[] {
   return settings.home_currencies ?? config.HOME_CURRENCIES;
 }
 
-export function catalogue(config: Config, settings: BusinessSettings): FeatureDef[] {
-  const home = new Set(homeCurrencies(config, settings));
+export function catalogue(settings: BusinessSettings, config: Config): FeatureDef[] {
+  const home = new Set(homeCurrencies(settings, config));
   // The reference's eur/usd/gbp_account always exist; other currencies only when not home.
   const currencies = new Set(['EUR', 'USD', 'GBP', ...config.SUPPORTED_CURRENCIES.filter((c) => !home.has(c))]);
   const accounts: FeatureDef[] = [...currencies].map((ccy) => ({

@@ -47,10 +47,10 @@ export interface Limits {
 
 /** The limits in minor units, or undefined when none is configured for this level and currency. */
 export function limitsFor(
-  config: Pick<Config, 'KYC_LIMITS'>,
   settings: BusinessSettings,
   level: KycLevel,
   currency: string,
+  config: Pick<Config, 'KYC_LIMITS'>,
 ): Limits | undefined {
   const e = entry(settings.kyc_limits, level, currency) ?? entry(config.KYC_LIMITS, level, currency) ?? entry(DEFAULTS, level, currency);
   if (!e) return undefined;

@@ -16,7 +16,7 @@ export function featureRoutes(deps: Deps): FastifyPluginAsyncZod {
         data: FeatureListResponse,
         errors: ['not_found'],
       },
-      async (req) => ok(await service.listFeatures(deps.db, req.ctx, deps.config, req.query)),
+      async (req) => ok(await service.listFeatures(deps.db, req.ctx, req.query, deps.config)),
     );
 
     r.post(
@@ -28,7 +28,7 @@ export function featureRoutes(deps: Deps): FastifyPluginAsyncZod {
         errors: ['not_found'],
       },
       (req, reply) =>
-        deps.idempotency.run(req, reply, 'features.eligibility', (trx) => service.checkEligibility(trx, req.ctx, deps.config, req.body)),
+        deps.idempotency.run(req, reply, 'features.eligibility', (trx) => service.checkEligibility(trx, req.ctx, req.body, deps.config)),
     );
 
     r.post(
@@ -40,7 +40,7 @@ export function featureRoutes(deps: Deps): FastifyPluginAsyncZod {
         errors: ['not_found', 'kyc_level_insufficient'],
       },
       (req, reply) =>
-        deps.idempotency.run(req, reply, 'features.activate', (trx) => service.activateFeature(trx, req.ctx, deps.config, req.body)),
+        deps.idempotency.run(req, reply, 'features.activate', (trx) => service.activateFeature(trx, req.ctx, req.body, deps.config)),
     );
   };
 }

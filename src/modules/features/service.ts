@@ -51,7 +51,7 @@ export async function requireFeature(db: Queryable, ctx: Ctx, customerId: string
 }
 
 export async function requireAccountCurrency(db: Queryable, ctx: Ctx, customerId: string | null, currency: string, config: Config) {
-  if (customerId === null || homeCurrencies(config, ctx.settings).includes(currency)) return;
+  if (customerId === null || homeCurrencies(ctx.settings, config).includes(currency)) return;
   await requireFeature(db, ctx, customerId, `${currency.toLowerCase()}_account`);
 }
 
@@ -73,7 +73,7 @@ export async function checkTransactionLimit(
   options: { spentTodayMinor?: bigint; config: Config },
 ): Promise<void> {
   const approved = await approvedLevel(db, ctx, customerId);
-  const refusal = transactionLimitRefusal(ctx, options.config, approved?.level, currency, amountMinor, options.spentTodayMinor ?? 0n);
+  const refusal = transactionLimitRefusal(ctx, approved?.level, currency, amountMinor, options.spentTodayMinor ?? 0n, options.config);
   if (refusal) throw refusal;
 }
 
@@ -84,14 +84,14 @@ export async function checkTransactionLimit(
  */
 export function transactionLimitRefusal(
   ctx: Ctx,
-  config: Config,
   level: KycLevel | undefined,
   currency: string,
   amountMinor: bigint,
   spentTodayMinor: bigint,
+  config: Config,
 ): AppError | undefined {
   if (!level) return kycLevelInsufficient();
-  const limits = limitsFor(config, ctx.settings, level, currency);
+  const limits = limitsFor(ctx.settings, level, currency, config);
   const refuse = (code: string, message: string) => new AppError('limit_exceeded', message, [{ field: 'amount', code, message }]);
   if (!limits) return refuse('no_limit_configured', `No ${currency} limit is configured for KYC level ${level}`);
   if (amountMinor > limits.perTransaction) {
@@ -107,7 +107,7 @@ export function transactionLimitRefusal(
 }
 
 function featureOf(config: Config, ctx: Ctx, featureId: string): FeatureDef {
-  const def = catalogue(config, ctx.settings).find((f) => f.feature_id === featureId);
+  const def = catalogue(ctx.settings, config).find((f) => f.feature_id === featureId);
   if (!def) throw notFound('Feature');
   return def;
 }
@@ -127,8 +127,8 @@ function requirementsOf(def: FeatureDef) {
 export async function listFeatures(
   db: Queryable,
   ctx: Ctx,
-  config: Config,
   query: { customer_id?: string; country?: string; status: string },
+  config: Config,
 ) {
   if (query.customer_id) await requireCustomer(db, ctx, query.customer_id);
   const active = new Set(
@@ -138,7 +138,7 @@ export async function listFeatures(
   );
   // Features are offered where the business may onboard customers.
   const offered = !query.country || config.KYC_SUPPORTED_COUNTRIES.includes(query.country);
-  const features = (offered ? catalogue(config, ctx.settings) : [])
+  const features = (offered ? catalogue(ctx.settings, config) : [])
     .map((def) => ({
       feature_id: def.feature_id,
       name: def.name,
@@ -235,7 +235,7 @@ function evaluateProviderData(def: FeatureDef, given: Record<string, unknown> | 
   }
 }
 
-export async function checkEligibility(db: Queryable, ctx: Ctx, config: Config, body: EligibilityBody) {
+export async function checkEligibility(db: Queryable, ctx: Ctx, body: EligibilityBody, config: Config) {
   const def = featureOf(config, ctx, body.feature_id);
   await requireCustomer(db, ctx, body.customer_id);
   const stored = await repo.findFeature(db, ctx, body.customer_id, def.feature_id);
@@ -250,7 +250,7 @@ export async function checkEligibility(db: Queryable, ctx: Ctx, config: Config, 
 }
 
 /** Activates a feature once every requirement is met; activating an active feature changes nothing. */
-export async function activateFeature(trx: Trx, ctx: Ctx, config: Config, body: EligibilityBody) {
+export async function activateFeature(trx: Trx, ctx: Ctx, body: EligibilityBody, config: Config) {
   const def = featureOf(config, ctx, body.feature_id);
   await requireCustomer(trx, ctx, body.customer_id, 'update');
   const existing = await repo.findFeature(trx, ctx, body.customer_id, def.feature_id);

@@ -40,7 +40,7 @@ async function waitingOrder(trx: Trx, scope: Scope, id: string): Promise<repo.Or
 
 const now = () => sql<Date>`now()` as unknown as Date;
 
-export async function approveOrder(trx: Trx, scope: Scope, config: Config, id: string, checker: Checker): Promise<OrderResponse> {
+export async function approveOrder(trx: Trx, scope: Scope, id: string, checker: Checker, config: Config): Promise<OrderResponse> {
   const order = await waitingOrder(trx, scope, id);
   const approved = { approved_by_user_id: checker.userId, approved_at: now() };
   if (order.order_type === 'limit') {

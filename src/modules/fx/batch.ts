@@ -210,7 +210,7 @@ export async function orderBatch(trx: Trx, reqs: OrderRequest[], writes?: WriteS
       const { ctx, body } = req;
       const terms = body.quote_id
         ? termsOfLockedQuote(body, quotes.get(`${scopeKey(ctx)}:${body.quote_id}`))
-        : termsFromBody(req.config, await books(scopeKey(ctx), () => rateBook(trx, ctx)), body);
+        : termsFromBody(await books(scopeKey(ctx), () => rateBook(trx, ctx)), body, req.config);
       // Reads only when the body leaves an account to its default.
       const { sourceId, destinationId } = await resolveAccounts(trx, ctx, body, terms);
       return { i, req, id: newId(), terms, ids: { sourceId, destinationId } };

@@ -72,7 +72,7 @@ async function termsFromQuote(trx: Trx, ctx: Scope, body: CreateOrderBody, quote
 }
 
 /** The order's terms from its body, priced from the market's mid rate in `book`. */
-export function termsFromBody(config: Config, book: RateBook, body: CreateOrderBody): Terms {
+export function termsFromBody(book: RateBook, body: CreateOrderBody, config: Config): Terms {
   const required = ['order_type', 'pair', 'amount', ...(body.order_type === 'limit' ? ['target_rate' as const] : [])] as const;
   const details: ErrorDetail[] = required
     .filter((f) => body[f] === undefined)
@@ -82,7 +82,7 @@ export function termsFromBody(config: Config, book: RateBook, body: CreateOrderB
   }
   if (details.length > 0) throw validationError(details);
   const { base, quote } = body.pair!;
-  const { mid } = assertPair(config, book, base, quote, ['pair.base', 'pair.quote']);
+  const { mid } = assertPair(book, base, quote, ['pair.base', 'pair.quote'], config);
   return {
     orderType: body.order_type!,
     side: body.side ?? 'sell',
@@ -140,8 +140,8 @@ export const settlementOpener =
       await accounts.createAccount(
         trx,
         ctx,
-        config,
         { currency, type: 'regular', label: `${currency} settlement`, customer_id: customerId, metadata: { purpose: 'fx_settlement' } },
+        config,
         { settlement: true },
       )
     ).id;
@@ -266,11 +266,11 @@ export function newOrder(
   };
 }
 
-export async function createOrder(trx: Trx, ctx: RequestContext, config: Config, body: CreateOrderBody): Promise<OrderResponse> {
+export async function createOrder(trx: Trx, ctx: RequestContext, body: CreateOrderBody, config: Config): Promise<OrderResponse> {
   const id = newId();
   const terms = body.quote_id
     ? await termsFromQuote(trx, ctx, body, body.quote_id, id)
-    : termsFromBody(config, await rateBook(trx, ctx), body);
+    : termsFromBody(await rateBook(trx, ctx), body, config);
   const { source, destination, instruction } = await loadAccounts(trx, ctx, body, terms, settlementOpener(trx, ctx, config));
   const pricing = orderPricing(ctx, config, terms);
   const common = newOrder(ctx, id, terms, { source, destination, instruction }, pricing);

@@ -74,13 +74,13 @@ function rateRoutes(r: Routes, deps: Deps): void {
       data: z.array(PairRate),
       errors: [],
     },
-    async (req) => ok(await service.listRates(deps.db, req.ctx, deps.config, req.query)),
+    async (req) => ok(await service.listRates(deps.db, req.ctx, req.query, deps.config)),
   );
 
   r.post(
     '/v1/fx/quote',
     { summary: 'Create an FX quote', body: QuoteBody, data: QuoteResponse, errors: ['invalid_amount'] },
-    (req, reply) => deps.idempotency.run(req, reply, 'fx.quote.create', (trx) => service.createQuote(trx, req.ctx, deps.config, req.body)),
+    (req, reply) => deps.idempotency.run(req, reply, 'fx.quote.create', (trx) => service.createQuote(trx, req.ctx, req.body, deps.config)),
   );
 }
 
@@ -110,7 +110,7 @@ function orderRoutes(r: Routes, deps: Deps, batched: BatchedIdempotency<OrderReq
     (req, reply) =>
       takesBatchPath(req.ctx, req.body)
         ? batched.run(req, reply, { ctx: req.ctx, config: deps.config, body: req.body })
-        : deps.idempotency.run(req, reply, 'fx.orders.create', (trx) => orders.createOrder(trx, req.ctx, deps.config, req.body)),
+        : deps.idempotency.run(req, reply, 'fx.orders.create', (trx) => orders.createOrder(trx, req.ctx, req.body, deps.config)),
   );
 }
 
@@ -165,6 +165,6 @@ function fxSimulationRoutes(sim: Routes, deps: Deps): void {
       errors: ['not_found'],
     },
     (req, reply) =>
-      deps.idempotency.run(req, reply, 'simulations.fx.rates', (trx) => service.simulateRate(trx, req.ctx, deps.config, req.body)),
+      deps.idempotency.run(req, reply, 'simulations.fx.rates', (trx) => service.simulateRate(trx, req.ctx, req.body, deps.config)),
   );
 }

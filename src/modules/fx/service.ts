@@ -68,7 +68,7 @@ export function listSupportedPairs(config: Config) {
 }
 
 /** 400 unless both currencies are supported, distinct and priced. */
-export function assertPair(config: Config, book: RateBook, base: string, quote: string, fields = ['from_currency', 'to_currency']) {
+export function assertPair(book: RateBook, base: string, quote: string, fields = ['from_currency', 'to_currency'], config: Config) {
   const ccys = supportedCurrencies(config);
   const details = [base, quote].flatMap((c, i) =>
     ccys.includes(c) ? [] : [{ field: fields[i] as string, code: 'unsupported_currency', message: `${c} is not a supported FX currency` }],
@@ -103,12 +103,12 @@ export interface FxRate {
 export async function getRate(
   db: Queryable,
   ctx: SettingsScope,
-  config: Config,
   base: string,
   quote: string,
   side: 'buy' | 'sell' = 'sell',
+  config: Config,
 ): Promise<FxRate> {
-  const mid = assertPair(config, await rateBook(db, ctx), base, quote, ['base', 'quote']);
+  const mid = assertPair(await rateBook(db, ctx), base, quote, ['base', 'quote'], config);
   const { spreadBps } = fxPricing(ctx.settings, config);
   return {
     base,
@@ -169,7 +169,7 @@ export function legsThrough(positions: { given: string; received: string }, inpu
   return legs;
 }
 
-export async function listRates(db: Queryable, ctx: SettingsScope, config: Config, query: RatesQuery) {
+export async function listRates(db: Queryable, ctx: SettingsScope, query: RatesQuery, config: Config) {
   const book = await rateBook(db, ctx);
   const { spreadBps } = fxPricing(ctx.settings, config);
   const wanted = query.currency_pairs ? new Set(query.currency_pairs.split(',').map((p) => p.trim().toUpperCase())) : undefined;
@@ -195,9 +195,9 @@ export async function listRates(db: Queryable, ctx: SettingsScope, config: Confi
 }
 
 /** Sandbox only: sets the business's market (mid) rate for a pair; live keys get 404. */
-export async function simulateRate(trx: Trx, ctx: Scope, config: Config, body: SimulateRateBody) {
+export async function simulateRate(trx: Trx, ctx: Scope, body: SimulateRateBody, config: Config) {
   if (ctx.environment !== 'sandbox') throw notFound('Route');
-  assertPair(config, await rateBook(trx, ctx), body.base, body.quote, ['base', 'quote']);
+  assertPair(await rateBook(trx, ctx), body.base, body.quote, ['base', 'quote'], config);
   const rate = parseRate(body.rate);
   const inverse = invertRate(rate);
   if (inverse === 0n) {
@@ -243,8 +243,8 @@ export function toQuoteResponse(row: repo.QuoteRow): QuoteResponse {
  * of from_currency and receives to_currency_amount (rounded down); BUY: the customer receives
  * `amount` of from_currency and pays to_currency_amount (rounded up). An order uses it once.
  */
-export async function createQuote(trx: Trx, ctx: SettingsScope, config: Config, body: QuoteBody): Promise<QuoteResponse> {
-  const mid = assertPair(config, await rateBook(trx, ctx), body.from_currency, body.to_currency);
+export async function createQuote(trx: Trx, ctx: SettingsScope, body: QuoteBody, config: Config): Promise<QuoteResponse> {
+  const mid = assertPair(await rateBook(trx, ctx), body.from_currency, body.to_currency, undefined, config);
   const amount = parseAmount(body.amount, body.from_currency);
   const { spreadBps, feeBps } = fxPricing(ctx.settings, config);
   const side = body.direction === 'BUY' ? 'buy' : 'sell';

@@ -127,16 +127,21 @@ export async function payOut(
     settings: env.settings ?? (await settingsOf(trx, scope.tenantId)),
   };
   const customer = await requireCustomer(trx, scope, order.customer_id!);
-  const transfer = await settlementPayout(trx, ctx, env.config, {
-    sourceAccountId: settlement.id,
-    externalAccountId: order.destination_id,
-    amount: formatAmount(received, settlement.currency),
-    customerId: order.customer_id!,
-    description: `Settlement of FX order ${order.id}`,
-    remitter: remitterOf(customer),
-    feeIncluded: true,
-    approved: order.approved_by_user_id !== null,
-    fxOrderId: order.id,
-  });
+  const transfer = await settlementPayout(
+    trx,
+    ctx,
+    {
+      sourceAccountId: settlement.id,
+      externalAccountId: order.destination_id,
+      amount: formatAmount(received, settlement.currency),
+      customerId: order.customer_id!,
+      description: `Settlement of FX order ${order.id}`,
+      remitter: remitterOf(customer),
+      feeIncluded: true,
+      approved: order.approved_by_user_id !== null,
+      fxOrderId: order.id,
+    },
+    env.config,
+  );
   return transfer.id;
 }

@@ -94,15 +94,15 @@ function movementRows(ctx: Scope, movement: MovementRecord, now: Date) {
 }
 
 /** Writes the per-account transactions of one movement (call it in the posting's transaction). */
-export async function recordMovement(to: Writer, ctx: Scope, movement: MovementRecord): Promise<TransactionRow[]> {
-  return (await recordMovements(to, [{ ctx, movement }]))[0]!;
+export async function recordMovement(trx: Writer, ctx: Scope, movement: MovementRecord): Promise<TransactionRow[]> {
+  return (await recordMovements(trx, [{ ctx, movement }]))[0]!;
 }
 
 /** Writes the transactions of many movements with one statement (a batch of transfers). */
-export async function recordMovements(to: Writer, list: { ctx: Scope; movement: MovementRecord }[]): Promise<TransactionRow[][]> {
+export async function recordMovements(trx: Writer, list: { ctx: Scope; movement: MovementRecord }[]): Promise<TransactionRow[][]> {
   const now = new Date();
   const perMovement = list.map(({ ctx, movement }) => movementRows(ctx, movement, now));
-  await repo.insertTransactions(to, perMovement.flat());
+  await repo.insertTransactions(trx, perMovement.flat());
   return perMovement.map((rows, k) => rows.map((r, j) => ({ ...r, metadata: list[k]!.movement.sides[j]!.metadata ?? {} })));
 }
 

@@ -33,7 +33,7 @@ export function transferReferenceRoutes(deps: Deps): FastifyPluginAsyncZod {
         data: TransferRatePage,
         errors: [],
       },
-      async (req) => ok(await service.listRates(deps.db, req.ctx, deps.config, req.query)),
+      async (req) => ok(await service.listRates(deps.db, req.ctx, req.query, deps.config)),
     );
 
     r.get(
@@ -45,7 +45,7 @@ export function transferReferenceRoutes(deps: Deps): FastifyPluginAsyncZod {
         data: z.object({ currencies: z.array(TransferCurrency) }),
         errors: [],
       },
-      async (req) => ok(service.listCurrencies(deps.config, req.query)),
+      async (req) => ok(service.listCurrencies(req.query, deps.config)),
     );
 
     r.get(
@@ -57,7 +57,7 @@ export function transferReferenceRoutes(deps: Deps): FastifyPluginAsyncZod {
         data: z.object({ countries: z.array(TransferCountry) }),
         errors: [],
       },
-      async (req) => ok(service.listCountries(deps.config, req.query)),
+      async (req) => ok(service.listCountries(req.query, deps.config)),
     );
 
     r.get(

@@ -42,7 +42,7 @@ function payoutCountries(config: Config): PayoutCountry[] {
   return [...seen.values()].sort((a, b) => a.iso_code.localeCompare(b.iso_code));
 }
 
-export function listCurrencies(config: Config, query: TransferCurrenciesQuery) {
+export function listCurrencies(query: TransferCurrenciesQuery, config: Config) {
   const payee = new Set([...allInstitutions().map((i) => i.currency), ...NON_INSTITUTION_CURRENCIES]);
   const name = query.name?.toLowerCase();
   const currencies = supportedCurrencies(config)
@@ -53,7 +53,7 @@ export function listCurrencies(config: Config, query: TransferCurrenciesQuery) {
   return { currencies };
 }
 
-export function listCountries(config: Config, query: TransferCountriesQuery) {
+export function listCountries(query: TransferCountriesQuery, config: Config) {
   const countries = payoutCountries(config)
     .filter((c) => !query.iso_code || c.iso_code === query.iso_code)
     .map((c) => ({ currency_code: c.currency, iso3_code: c.iso3_code, iso_code: c.iso_code, name: c.name }));
@@ -88,14 +88,14 @@ export function listAddressCountries(query: AddressCountriesQuery) {
 async function rateInto(db: Queryable, ctx: SettingsScope, config: Config, base: string, quote: string): Promise<string | undefined> {
   if (base === quote) return '1';
   try {
-    return (await getRate(db, ctx, config, base, quote, 'sell')).rate;
+    return (await getRate(db, ctx, base, quote, 'sell', config)).rate;
   } catch (err) {
     if (err instanceof AppError && err.code === 'validation_failed') return undefined;
     throw err;
   }
 }
 
-export async function listRates(db: Queryable, ctx: SettingsScope, config: Config, query: TransferRatesQuery) {
+export async function listRates(db: Queryable, ctx: SettingsScope, query: TransferRatesQuery, config: Config) {
   const rows = payoutCountries(config).filter(
     (c) => (!query.country_iso_code || c.iso_code === query.country_iso_code) && (!query.currency || c.currency === query.currency),
   );

@@ -110,7 +110,7 @@ export async function load(
 }
 
 /** Limits: the spending gate of every customer who sends (their KYC levels, spending locks and counters). */
-export function openGate(trx: Trx, config: MovementRequest['config'], prepared: Loaded[]): Promise<SpendingGate> {
+export function openGate(trx: Trx, prepared: Loaded[], config: MovementRequest['config']): Promise<SpendingGate> {
   const senders = prepared.flatMap(({ p }) =>
     p.source.customer_id ? [{ ctx: p.req.ctx, customerId: p.source.customer_id, currency: p.currency }] : [],
   );

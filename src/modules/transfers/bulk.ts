@@ -35,7 +35,7 @@ function assertUniqueReferences(body: CreateBulkBody) {
  * chunks, in file order: each is decided on its own (completed or the error it got), never
  * all-or-nothing across items.
  */
-export async function createBulk(trx: Trx, ctx: RequestContext, config: Config, body: CreateBulkBody): Promise<BulkResponse> {
+export async function createBulk(trx: Trx, ctx: RequestContext, body: CreateBulkBody, config: Config): Promise<BulkResponse> {
   assertUniqueReferences(body);
   const items: BulkItemResult[] = [];
   const reqs = body.transfers.map((item) => ({ ctx, config, body: item as CreateTransferBody }));

@@ -113,7 +113,7 @@ export async function preparePayout(trx: Trx, req: MovementRequest, id: string, 
   }
   const rail = railFor(payee.payee_type, payee.payment_rail, body.destination.rail);
   // Fee included (an FX order's proceeds): the fee is that of the whole sum, and comes out of it.
-  const includedFee = options?.feeIncluded ? payoutFee(ctx.settings, config, rail, currency, gross) : undefined;
+  const includedFee = options?.feeIncluded ? payoutFee(ctx.settings, rail, currency, gross, config) : undefined;
   const amount = gross - (includedFee ?? 0n);
   if (amount <= 0n) {
     throw new AppError('invalid_amount', undefined, [
@@ -123,12 +123,12 @@ export async function preparePayout(trx: Trx, req: MovementRequest, id: string, 
   const policy = approvals.policyOf(ctx);
   const waiting = !options?.approved && approvals.payoutNeedsApproval(policy, currency, amount);
   const remitter = options ? options.remitter : parseRemitter(payee.payee_type, body.additional_information);
-  assertWithinRailLimit(ctx.settings, config, rail, currency, amount);
-  const fx = await convert(trx, ctx, config, amount, currency, payee.currency);
+  assertWithinRailLimit(ctx.settings, rail, currency, amount, config);
+  const fx = await convert(trx, ctx, amount, currency, payee.currency, config);
   assertInstitutionBounds(payee.institution_id, fx.localAmount, payee.currency);
   const international = payee.currency !== currency || rail === 'swift';
   if (source.customer_id !== null && international) await requireFeature(trx, ctx, source.customer_id, 'international_transfers');
-  const fee = includedFee ?? payoutFee(ctx.settings, config, rail, currency, amount);
+  const fee = includedFee ?? payoutFee(ctx.settings, rail, currency, amount, config);
   const principalAccountId = await ledger.systemAccount(trx, ctx, fx.rate ? 'fx_position' : 'settlement', currency);
   return {
     req,

@@ -116,7 +116,7 @@ export class SpendingGate {
     this.assertOpenedFor(ctx, customerId);
     const id = spendKeyString(this.key(ctx, customerId, currency));
     const spent = (this.spent.get(id) ?? 0n) + (this.added.get(id)?.amount ?? 0n);
-    return transactionLimitRefusal(ctx, this.config, this.levels.get(customerId), currency, amount, spent);
+    return transactionLimitRefusal(ctx, this.levels.get(customerId), currency, amount, spent, this.config);
   }
 
   add(ctx: Scope, customerId: string, currency: string, amount: bigint): void {

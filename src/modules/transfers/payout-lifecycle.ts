@@ -244,10 +244,10 @@ export async function applyRailOutcome(trx: Queryable, ctx: Scope, transferId: s
 export async function forceRailOutcome(
   trx: Queryable,
   ctx: Scope,
-  config: ConnectorConfig,
   transferId: string,
   outcome: RailOutcome,
   reason: string | null,
+  config: ConnectorConfig,
 ) {
   const row = await repo.findTransferForUpdate(trx, ctx, transferId);
   if (!row) throw notFound('Transfer');

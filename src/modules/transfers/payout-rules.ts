@@ -104,10 +104,10 @@ export function parseRemitter(payeeType: PayeeType, raw: Record<string, unknown>
 /** Fee in the source currency: the business's `fees.payout_<rail>` rule, else the configured default. */
 export function payoutFee(
   settings: BusinessSettings,
-  config: Pick<Config, 'PAYOUT_FEES'>,
   rail: Rail,
   currency: string,
   amount: bigint,
+  config: Pick<Config, 'PAYOUT_FEES'>,
 ): bigint {
   const defaults = config.PAYOUT_FEES;
   return feeOf(settings.fees?.[`payout_${rail}`] ?? defaults[rail] ?? defaults['*'], currency, amount);
@@ -116,10 +116,10 @@ export function payoutFee(
 /** 422 limit_exceeded above the rail's largest payout (business setting `payout_limits`, else config). */
 export function assertWithinRailLimit(
   settings: BusinessSettings,
-  config: Pick<Config, 'PAYOUT_LIMITS'>,
   rail: Rail,
   currency: string,
   amount: bigint,
+  config: Pick<Config, 'PAYOUT_LIMITS'>,
 ): void {
   const own = settings.payout_limits;
   const defaults = config.PAYOUT_LIMITS;
@@ -149,15 +149,15 @@ export interface Conversion {
 export async function convert(
   db: Queryable,
   ctx: RequestContext,
-  config: Config,
   amount: bigint,
   from: string,
   to: string,
+  config: Config,
 ): Promise<Conversion> {
   if (from === to) return { localAmount: amount, localCurrency: to, rate: null, midRate: null, spreadBps: 0 };
   let fx: FxRate;
   try {
-    fx = await getRate(db, ctx, config, from, to, 'sell');
+    fx = await getRate(db, ctx, from, to, 'sell', config);
   } catch (err) {
     if (!(err instanceof AppError) || err.code !== 'validation_failed') throw err;
     throw new AppError('currency_mismatch', undefined, [

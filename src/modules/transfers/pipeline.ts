@@ -46,7 +46,7 @@ async function moveLocked(trx: Trx, reqs: MovementRequest[], locks: FirstLocks, 
 
   const live = await batch.shape(reqs, refuse);
   const loaded = await batch.load(trx, reqs, live, locks.locked, refuse);
-  const gate = locks.ahead?.gate ?? (await batch.openGate(trx, reqs[0]!.config, loaded));
+  const gate = locks.ahead?.gate ?? (await batch.openGate(trx, loaded, reqs[0]!.config));
   const feeAccounts = await batch.attachFeeAccounts(
     trx,
     loaded.map((x) => x.p),

@@ -95,7 +95,7 @@ function bulkAndReadRoutes(r: Routes, deps: Deps): void {
       errors: [],
     },
     (req, reply) =>
-      bulkGate(() => deps.idempotency.run(req, reply, 'transfers.bulk', (trx) => createBulk(trx, req.ctx, deps.config, req.body))),
+      bulkGate(() => deps.idempotency.run(req, reply, 'transfers.bulk', (trx) => createBulk(trx, req.ctx, req.body, deps.config))),
   );
 
   r.get(

@@ -43,8 +43,8 @@ export function refuseTransfer(body: CreateTransferBody): never {
 export async function settlementPayout(
   trx: Trx,
   ctx: RequestContext,
-  config: Config,
   payout: PayoutOptions & { sourceAccountId: string; externalAccountId: string; amount: string; customerId: string; description: string },
+  config: Config,
 ): Promise<TransferRow> {
   const body: CreateTransferBody = {
     source: { source_type: 'internal_account', id: payout.sourceAccountId },

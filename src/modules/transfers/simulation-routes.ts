@@ -34,7 +34,7 @@ export function payoutSimulationRoutes(deps: Deps): FastifyPluginAsyncZod {
         (req, reply) =>
           deps.idempotency.run(req, reply, `simulations.transfers.${action}`, (trx) => {
             if (req.ctx.environment !== 'sandbox') throw notFound('Route');
-            return forceRailOutcome(trx, req.ctx, deps.config, req.params.transfer_id, outcome, req.body.reason ?? null);
+            return forceRailOutcome(trx, req.ctx, req.params.transfer_id, outcome, req.body.reason ?? null, deps.config);
           }),
       );
     }
