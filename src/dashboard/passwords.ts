@@ -2,10 +2,10 @@ import { randomBytes, scrypt, timingSafeEqual, type ScryptOptions } from 'node:c
 import { dictionary } from '@zxcvbn-ts/language-common';
 
 /**
- * scrypt with N=2^15, r=8, p=1: 32 MiB (128·N·r bytes) and tens of milliseconds per hash (the OWASP
- * minimum is N=2^17 with r=8 at p=1 or N=2^15 with higher p; we take N=2^15, p=1 plus the login
- * rate limit, to keep a 2-core server responsive). Parameters are stored with each hash, so
- * raising them later only needs a re-hash at the next login.
+ * scrypt with N=2^15, r=8, p=1, which needs 128·N·r bytes of memory per hash. OWASP's minimum is
+ * N=2^17 at p=1 or N=2^15 with a higher p; we take N=2^15, p=1 and rely on the login rate limit as
+ * well, so that hashing does not starve the API's requests of CPU. Parameters are stored with each
+ * hash, so raising them later only needs a re-hash at the next login.
  */
 const PARAMS = { N: 2 ** 15, r: 8, p: 1 } as const;
 const KEY_LENGTH = 32;
