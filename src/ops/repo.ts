@@ -238,7 +238,7 @@ export async function casesOfCustomer(db: Queryable, ctx: Scope, customerId: str
 export async function eventsOf(db: Queryable, ctx: Scope, resourceId: string) {
   return scoped(db, 'events', ctx)
     .select(['id', 'event_type', 'created_at'])
-    .where((eb) => eb.or([eb('event_group_id', '=', resourceId), eb(sql<string>`payload->'data'->>'id'`, '=', resourceId)]))
+    .where('event_group_id', '=', resourceId)
     .orderBy('id')
     .limit(200)
     .execute();
