@@ -63,9 +63,9 @@ export async function seedHistory(db: Db, scope: { tenantId: string; environment
         case when e.amount < 0 then 'out' else 'in' end, 'NGN', abs(e.amount), e.balance_after - e.amount, e.balance_after,
         'internal', 'internal_transfer', 'completed', s.src, s.dst, e.ts, e.ts
       from bench_entries e join bench_seed s on s.ledger_tx = e.ledger_tx`.execute(trx);
-    await sql`insert into events (id, tenant_id, environment, event_type, event_category, event_group_id, payload, created_at)
+    await sql`insert into events (id, tenant_id, environment, event_type, event_category, event_group_id, event_data, occurred_at, created_at)
       select event, ${t}, ${env}, 'transfer.status.completed', 'transfer', transfer::text,
-        jsonb_build_object('id', transfer, 'status', 'completed', 'amount', amount), ts
+        jsonb_build_object('id', transfer, 'status', 'completed', 'amount', amount), ts, ts
       from bench_seed`.execute(trx);
     // Past events, fanned out long ago: off the queue the insert's trigger put them on.
     await sql`delete from event_fanout_queue q using bench_seed s where q.event_id = s.event`.execute(trx);

@@ -4,6 +4,7 @@ import { cardholder } from '../card-helpers.js';
 import { clientFor, johnDoe, startTestApp, type Client, type TestApp } from '../harness.js';
 import { isLuhnValid } from '../../src/modules/cards/secrets.js';
 import type { CreatedTenant } from '../../src/modules/tenants/service.js';
+import { eventEnvelope } from '../../src/modules/webhooks/outbox.js';
 
 let t: TestApp;
 let biz: CreatedTenant;
@@ -34,7 +35,12 @@ const accountOf = async (customer_id: string) =>
   (await api.post('/v1/accounts', { currency: 'USD', label: 'Main', customer_id })).body.data.id as string;
 
 const events = (groupId: string) =>
-  t.db.selectFrom('events').select(['event_type', 'payload']).where('event_group_id', '=', groupId).orderBy('id').execute();
+  t.db
+    .selectFrom('events')
+    .select(['event_type', eventEnvelope().as('payload')])
+    .where('event_group_id', '=', groupId)
+    .orderBy('id')
+    .execute();
 
 beforeAll(async () => {
   t = await startTestApp();

@@ -7,6 +7,7 @@ import { sandboxBusiness, startTestApp, type TestApp } from '../harness.js';
 import { nubans, payoutBody, verifiedPayee } from '../payout-fixtures.js';
 import { until } from '../webhooks/receiver.js';
 import { CLOCKS, DAY, whenReady } from './clock-helpers.js';
+import { eventEnvelope } from '../../src/modules/webhooks/outbox.js';
 
 /** Sandbox payout settlement and approval expiry follow the clock of the business they belong to. */
 let t: TestApp;
@@ -18,7 +19,7 @@ afterAll(() => t.close());
 const stampOf = async (groupId: string, type: string) => {
   const row = await t.db
     .selectFrom('events')
-    .select('payload')
+    .select(eventEnvelope().as('payload'))
     .where('event_group_id', '=', groupId)
     .where('event_type', '=', type)
     .executeTakeFirstOrThrow();

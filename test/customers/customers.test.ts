@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clientFor, johnDoe, startTestApp, type Client, type TestApp } from '../harness.js';
 import type { CreatedTenant } from '../../src/modules/tenants/service.js';
+import { eventEnvelope } from '../../src/modules/webhooks/outbox.js';
 
 let t: TestApp;
 let biz: CreatedTenant;
@@ -290,7 +291,11 @@ describe('GET and PUT /v1/customers/{id}', () => {
 
   it('writes customer.created to the outbox in the same transaction', async () => {
     const c = (await api.post('/v1/customers', johnDoe())).body.data;
-    const events = await t.db.selectFrom('events').selectAll().where('event_group_id', '=', c.id).execute();
+    const events = await t.db
+      .selectFrom('events')
+      .select(['event_type', eventEnvelope().as('payload')])
+      .where('event_group_id', '=', c.id)
+      .execute();
     expect(events).toHaveLength(1);
     expect(events[0]!.event_type).toBe('customer.created');
     expect(events[0]!.payload).toMatchObject({ tenant_id: biz.tenant_id, environment: 'sandbox', event_data: { id: c.id } });

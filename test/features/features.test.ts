@@ -4,6 +4,7 @@ import { createCustomer, verify } from '../kyc-helpers.js';
 import { checkTransactionLimit, requireAccountCurrency, requireFeature, requireKycLevel } from '../../src/modules/features/service.js';
 import type { CreatedTenant } from '../../src/modules/tenants/service.js';
 import { isError } from '../errors-helper.js';
+import { eventEnvelope } from '../../src/modules/webhooks/outbox.js';
 
 let t: TestApp;
 let biz: CreatedTenant;
@@ -117,7 +118,7 @@ describe('eligibility and activation', () => {
     expect(again.body.data.activated_at).toBe(act.body.data.activated_at);
     const events = await t.db
       .selectFrom('events')
-      .select('payload')
+      .select(eventEnvelope().as('payload'))
       .where('event_type', '=', 'feature.activated')
       .where('event_group_id', '=', id)
       .execute();

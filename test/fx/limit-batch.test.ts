@@ -4,6 +4,7 @@ import { reconcile } from '../../src/ledger/index.js';
 import { scanWaitingOrders, settleDue, settleDueOrders } from '../../src/modules/fx/worker.js';
 import { balances, eventsOf, newCustomer, openAccount } from '../fx-helpers.js';
 import { clientFor, countStatements, startTestApp, type Client, type TestApp } from '../harness.js';
+import { eventEnvelope } from '../../src/modules/webhooks/outbox.js';
 
 /**
  * Due limit orders settle together (fx/worker.ts settleDueOrders, docs/money-path.md): one
@@ -79,7 +80,11 @@ describe('due limit orders settle together', () => {
     expect(done.executed_at).toBe(done.updated_at);
     expect(await eventsOf(t, fifty[7]!)).toEqual(['fx.order.completed']);
     // The event carries the order as the API serves it.
-    const event = await t.db.selectFrom('events').select('payload').where('event_group_id', '=', fifty[7]!).executeTakeFirstOrThrow();
+    const event = await t.db
+      .selectFrom('events')
+      .select(eventEnvelope().as('payload'))
+      .where('event_group_id', '=', fifty[7]!)
+      .executeTakeFirstOrThrow();
     expect(event.payload.event_data).toEqual(done);
     const holds = await t.db
       .selectFrom('ledger_holds')

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clientFor, johnDoe, startTestApp, type Client, type TestApp } from '../harness.js';
 import { certificate, createCustomer, passport, PDF_B64, PNG_B64, selfie, verify, business } from '../kyc-helpers.js';
 import type { CreatedTenant } from '../../src/modules/tenants/service.js';
+import { eventEnvelope } from '../../src/modules/webhooks/outbox.js';
 
 let t: TestApp;
 let biz: CreatedTenant;
@@ -26,7 +27,7 @@ async function freshApi(): Promise<Client> {
 async function events(type: string, customerId: string) {
   const rows = await t.db
     .selectFrom('events')
-    .select(['event_type', 'payload'])
+    .select(['event_type', eventEnvelope().as('payload')])
     .where('event_group_id', '=', customerId)
     .where('event_type', '=', type)
     .execute();

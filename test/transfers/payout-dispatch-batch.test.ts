@@ -4,6 +4,7 @@ import { dispatchPendingPayouts } from '../../src/modules/transfers/payout-lifec
 import { clientFor, countingStatements, johnDoe, startTestApp, type Client, type TestApp } from '../harness.js';
 import { approveKyc } from '../kyc-helpers.js';
 import { nubans, payoutBody, verifiedPayee } from '../payout-fixtures.js';
+import { eventEnvelope } from '../../src/modules/webhooks/outbox.js';
 
 /**
  * The dispatch job hands pending payouts to their rails together (transfers/payout-lifecycle.ts
@@ -53,7 +54,7 @@ const statusOf = async (id: string) => (await api.get(`/v1/transfers/${id}`)).bo
 const eventsOf = async (ids: string[]) =>
   t.db
     .selectFrom('events')
-    .select(['event_group_id', 'event_type', 'payload'])
+    .select(['event_group_id', 'event_type', eventEnvelope().as('payload')])
     .where('event_group_id', 'in', ids)
     .where('event_type', '=', 'transfer.status.processing')
     .execute();

@@ -5,6 +5,7 @@ import { dispatchPendingPayouts, settleDueSandboxPayouts, settlePayouts } from '
 import { clientFor, countStatements, johnDoe, startTestApp, type Client, type TestApp } from '../harness.js';
 import { approveKyc, enableInternationalTransfers } from '../kyc-helpers.js';
 import { nubans, payoutBody, verifiedPayee } from '../payout-fixtures.js';
+import { eventEnvelope } from '../../src/modules/webhooks/outbox.js';
 
 /**
  * Due sandbox payouts settle together (transfers/payout-lifecycle.ts settlePayouts,
@@ -85,7 +86,7 @@ async function booked(id: string) {
   const tx = (await txOf(tr.source.id)).find((x: { reference: string }) => x.reference === id);
   const event = await t.db
     .selectFrom('events')
-    .select('payload')
+    .select(eventEnvelope().as('payload'))
     .where('event_group_id', '=', id)
     .where('event_type', '=', 'transfer.status.completed')
     .executeTakeFirstOrThrow();

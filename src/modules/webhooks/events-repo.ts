@@ -3,7 +3,7 @@ import type { WebhookDeliveriesTable } from './repo.js';
 import type { Queryable } from '../../db/client.js';
 import type { Scope } from '../../core/context.js';
 import { paginate, type Page, type PageQuery } from '../../db/pagination.js';
-import type { EventPayload } from './outbox.js';
+import { eventData, eventEnvelope, eventRow, type EventPayload } from './outbox.js';
 import { scoped } from '../../db/scoped.js';
 
 /** A replay of an endpoint's events over a time range (migration 1170). */
@@ -56,7 +56,10 @@ export async function listEvents(
 }
 
 export async function findEvent(db: Queryable, ctx: Scope, id: string): Promise<(EventSummaryRow & { payload: EventPayload }) | undefined> {
-  return events(db, ctx).select(['id', 'event_type', 'event_group_id', 'created_at', 'payload']).where('id', '=', id).executeTakeFirst();
+  return events(db, ctx)
+    .select(['id', 'event_type', 'event_group_id', 'created_at', eventEnvelope().as('payload')])
+    .where('id', '=', id)
+    .executeTakeFirst();
 }
 
 /** Events of these resources (group ids), oldest first: a resource's timeline. */
@@ -87,10 +90,7 @@ export async function insertTestEvent(
   ids: { eventId: string; deliveryId: string; endpointId: string },
   payload: EventPayload,
 ): Promise<void> {
-  await sql`
-    insert into events (id, tenant_id, environment, event_type, event_category, event_group_id, payload)
-    values (${ids.eventId}, ${ctx.tenantId}, ${ctx.environment}, ${payload.event_type}, ${payload.event_category},
-      ${payload.event_group_id}, ${JSON.stringify(payload)}::jsonb)`.execute(trx);
+  await trx.insertInto('events').values(eventRow(payload)).execute();
   await trx.deleteFrom('event_fanout_queue').where('event_id', '=', ids.eventId).execute();
   await trx
     .insertInto('webhook_deliveries')
@@ -135,14 +135,14 @@ export async function listEventPayloads(
     base,
     'events.id',
     query,
-    (qb) => qb.select(['events.id', 'events.payload', sql<string | null>`s.sequence::text`.as('sequence')]),
+    (qb) => qb.select(['events.id', eventEnvelope().as('payload'), sql<string | null>`s.sequence::text`.as('sequence')]),
     query.order,
   );
 }
 
 export async function findEventPayload(db: Queryable, ctx: Scope, id: string): Promise<EventWithSequenceRow | undefined> {
   return apiEvents(db, ctx)
-    .select(['events.id', 'events.payload', sql<string | null>`s.sequence::text`.as('sequence')])
+    .select(['events.id', eventEnvelope().as('payload'), sql<string | null>`s.sequence::text`.as('sequence')])
     .where('events.id', '=', id)
     .executeTakeFirst();
 }
@@ -155,7 +155,7 @@ export async function eventIdsInRange(
   limit: number,
 ): Promise<{ id: string; event_type: string; transaction_id: string | null }[]> {
   let q = apiEvents(db, ctx)
-    .select(['events.id', 'events.event_type', sql<string | null>`events.payload->'event_data'->>'transaction_id'`.as('transaction_id')])
+    .select(['events.id', 'events.event_type', sql<string | null>`${eventData()}->>'transaction_id'`.as('transaction_id')])
     .where('events.id', '>=', range.fromId)
     .where('events.id', '<', range.toIdExclusive);
   if (range.types) q = q.where('events.event_type', 'in', range.types);

@@ -1,4 +1,4 @@
-import type { ColumnType } from 'kysely';
+import { sql, type ColumnType, type Insertable, type RawBuilder } from 'kysely';
 import { write, type Writer } from '../../db/write-set.js';
 import type { RequestContext } from '../../core/context.js';
 import { newId } from '../../lib/ids.js';
@@ -45,8 +45,13 @@ export interface EventsTable {
   event_type: string;
   event_category: string;
   event_group_id: string;
-  payload: ColumnType<EventPayload, string, never>;
+  // `payload` (the whole envelope of rows written before migration 1230) is left out on purpose:
+  // read an event through eventEnvelope() or eventData(), which take both forms.
   created_at: ColumnType<Date, never, never>;
+  /** The envelope's timestamp (null on rows from before migration 1230). */
+  occurred_at: ColumnType<Date | null, string, never>;
+  /** The envelope's event_data (null on rows from before migration 1230). */
+  event_data: ColumnType<unknown, string, never>;
 }
 
 /** Events whose webhook deliveries are not created yet: the fan-out's queue, filled by a trigger on events (migration 1100). */
@@ -106,6 +111,41 @@ function eventOf(ctx: EventScope, eventType: EventType, data: { id?: string } & 
   };
 }
 
+/** The row of an event: its envelope less what the row's columns already say (migration 1230). */
+export function eventRow(p: EventPayload): Insertable<EventsTable> {
+  return {
+    id: p.event_id,
+    tenant_id: p.tenant_id,
+    environment: p.environment,
+    event_type: p.event_type,
+    event_category: p.event_category,
+    event_group_id: p.event_group_id,
+    occurred_at: p.timestamp,
+    event_data: JSON.stringify(p.event_data),
+  };
+}
+
+/**
+ * An event's webhook envelope, rebuilt from its row (`table`: the events table's name or alias in
+ * the query): the payload of a row from before migration 1230, else the same object built from
+ * the row's columns. jsonb orders an object's keys itself (shorter first, then bytewise), so both
+ * forms read back key for key alike: webhook bodies (signed as sent) and the API's answers stay
+ * byte-identical. `timestamp` comes back as the application wrote it (toISOString: milliseconds, Z).
+ */
+export function eventEnvelope(table = 'events'): RawBuilder<EventPayload> {
+  const col = (name: string) => sql.ref(`${table}.${name}`);
+  return sql<EventPayload>`coalesce(${col('payload')}, jsonb_build_object(
+    'event_id', ${col('id')}, 'tenant_id', ${col('tenant_id')}, 'environment', ${col('environment')},
+    'timestamp', to_char(${col('occurred_at')} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+    'event_type', ${col('event_type')}, 'event_category', ${col('event_category')}, 'event_group_id', ${col('event_group_id')},
+    'event_data', ${col('event_data')}))`;
+}
+
+/** An event's event_data (jsonb), from either form of its row (see eventEnvelope). */
+export function eventData(table = 'events'): RawBuilder<unknown> {
+  return sql`coalesce(${sql.ref(`${table}.event_data`)}, ${sql.ref(`${table}.payload`)}->'event_data')`;
+}
+
 /**
  * Writes an event to the outbox. Call it with the transaction that makes the change it reports:
  * the event then exists exactly when the change does (no event for rolled-back work, none lost).
@@ -131,18 +171,6 @@ export async function recordEvents(
 ): Promise<EventPayload[]> {
   const payloads = list.map((e) => eventOf(e.ctx, e.eventType, e.data, e.groupId));
   if (payloads.length === 0) return payloads;
-  await write(to, (db) =>
-    db.insertInto('events').values(
-      payloads.map((p) => ({
-        id: p.event_id,
-        tenant_id: p.tenant_id,
-        environment: p.environment,
-        event_type: p.event_type,
-        event_category: p.event_category,
-        event_group_id: p.event_group_id,
-        payload: JSON.stringify(p),
-      })),
-    ),
-  );
+  await write(to, (db) => db.insertInto('events').values(payloads.map(eventRow)));
   return payloads;
 }

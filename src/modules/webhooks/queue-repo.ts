@@ -1,7 +1,7 @@
 import { sql, type Insertable } from 'kysely';
 import type { Queryable } from '../../db/client.js';
 import { valuesOf } from '../../db/values.js';
-import type { EventPayload } from './outbox.js';
+import { eventData, eventEnvelope, type EventPayload } from './outbox.js';
 import type { WebhookAttemptsTable, WebhookDeliveriesTable } from './repo.js';
 
 /**
@@ -27,7 +27,7 @@ export interface NewEvent {
 export async function claimNewEvents(trx: Queryable, limit: number): Promise<{ queued: string[]; events: NewEvent[] }> {
   const { rows } = await sql<{ queued: string } & Partial<NewEvent>>`
     select q.event_id as queued, e.id, e.tenant_id, e.environment, e.event_type, e.created_at,
-      e.payload->'event_data'->>'transaction_id' as transaction_id
+      ${eventData('e')}->>'transaction_id' as transaction_id
     from (select event_id from event_fanout_queue order by event_id limit ${limit} for update skip locked) q
     left join events e on e.id = q.event_id
     order by q.event_id`.execute(trx);
@@ -279,7 +279,8 @@ export async function claimDue(
         for update skip locked)
       returning id, tenant_id, environment, event_id, endpoint_id, attempts, manual)
     select c.id, c.tenant_id, c.environment, c.event_id, c.endpoint_id, c.attempts, c.manual,
-      e.url, e.secret_sealed, e.previous_secret_sealed, e.previous_secret_expires_at, ev.payload, s.sequence::text as sequence
+      e.url, e.secret_sealed, e.previous_secret_sealed, e.previous_secret_expires_at,
+      ${eventEnvelope('ev')} as payload, s.sequence::text as sequence
     from claimed c
     join webhook_endpoints e on e.id = c.endpoint_id
     join events ev on ev.id = c.event_id

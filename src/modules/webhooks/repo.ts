@@ -2,7 +2,7 @@ import { sql, type ColumnType, type Insertable, type Selectable } from 'kysely';
 import type { Queryable } from '../../db/client.js';
 import type { Scope } from '../../core/context.js';
 import { paginate, type Page } from '../../db/pagination.js';
-import type { EventPayload } from './outbox.js';
+import { eventEnvelope, type EventPayload } from './outbox.js';
 import type { AttemptsQuery, DeliveryStatus, HistoryQuery, ListEndpointsQuery } from './schema.js';
 import { locked, scoped, scopedUpdate, transition, type Lock } from '../../db/scoped.js';
 
@@ -170,7 +170,7 @@ export async function findDelivery(db: Queryable, ctx: Scope, id: string): Promi
 }
 
 export async function findEventPayload(db: Queryable, ctx: Scope, eventId: string): Promise<EventPayload | undefined> {
-  const row = await scoped(db, 'events', ctx).select('payload').where('id', '=', eventId).executeTakeFirst();
+  const row = await scoped(db, 'events', ctx).select(eventEnvelope().as('payload')).where('id', '=', eventId).executeTakeFirst();
   return row?.payload;
 }
 
