@@ -43,14 +43,14 @@ export interface Pauses {
   loopMaxMs: number;
 }
 
-export function pausesRow(what: string, p: Pauses, seconds: number): Row {
+export function pausesRow(what: string, p: Pauses, seconds: number, transfers: number): Row {
   const kind = (name: string, g: GcPauses) =>
     `${name} ${g.count} (${g.totalMs.toFixed(1)} ms in all${g.over10ms > 0 ? `, ${g.over10ms} of 10 ms or more` : ''})`;
   const gcShare = (p.minor.totalMs + p.major.totalMs + p.incremental.totalMs) / (seconds * 10);
   return {
     name: `server pauses during ${what}`,
     measured:
-      `garbage collection: ${kind('minor', p.minor)}, ${kind('major', p.major)}, ${kind('incremental marking', p.incremental)}; ` +
+      `garbage collection: ${kind('minor', p.minor)} (one every ${Math.round(transfers / Math.max(1, p.minor.count))} transfers), ${kind('major', p.major)}, ${kind('incremental marking', p.incremental)}; ` +
       `${gcShare.toFixed(1)} % of the run; event loop delay p99 ${p.loopP99Ms.toFixed(1)} ms, max ${p.loopMaxMs.toFixed(1)} ms`,
     reference: '',
     target: '',

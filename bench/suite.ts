@@ -375,7 +375,7 @@ export async function runBench(o: BenchOptions): Promise<{ rows: Row[]; reconcil
           met: half.p99 < 50 && half.failed === 0,
         });
         rows.push(tailRatio(`half the maximum (${fmt(rate)}/s)`, half, await tailReference(rate, o.loadSeconds, [server])));
-        rows.push(pausesRow(`half the maximum`, pauses, o.loadSeconds));
+        rows.push(pausesRow(`half the maximum`, pauses, o.loadSeconds, half.ok));
       }
       if (has('core')) {
         // The same batch path, called in this process: what the HTTP layer, the Idempotency-Key
@@ -459,7 +459,7 @@ export async function runBench(o: BenchOptions): Promise<{ rows: Row[]; reconcil
           met: run.p50 < 5 && run.failed === 0,
         });
         rows.push(tailRatio('a steady 100 transfers/s', run, await tailReference(100, seconds, [server])));
-        rows.push(pausesRow('a steady 100 transfers/s', steadyPauses, seconds));
+        rows.push(pausesRow('a steady 100 transfers/s', steadyPauses, seconds, run.ok));
         rows.push({
           name: 'CPU per transfer at a steady 100/s (batches of one)',
           measured: cpuText(steadyCpu, run.ok),
