@@ -15,6 +15,11 @@ export interface LoadResult {
   perSecond: number;
   p50: number;
   p99: number;
+  /**
+   * Open-loop loads: how late the load generator sent its requests (p99, ms), counted in the
+   * latencies above. The share of a tail that is the bench's own process, not the server.
+   */
+  sendLagP99?: number;
 }
 
 export interface LoadOptions {

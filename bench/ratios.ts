@@ -15,7 +15,9 @@ export function tailRatio(what: string, ours: LoadResult, ref: PgbenchLatency): 
   const r = ours.p99 / ref.p99;
   return {
     name: `p99 at ${what} ÷ PostgreSQL's p99 at the same rate`,
-    measured: `p50 ${ours.p50} ms, p99 ${ours.p99} ms (${fmt(ours.ok)} transfers)`,
+    measured:
+      `p50 ${ours.p50} ms, p99 ${ours.p99} ms (${fmt(ours.ok)} transfers)` +
+      (ours.sendLagP99 === undefined ? '' : `; the load generator sent p99 ${ours.sendLagP99} ms late`),
     reference: `${ref.command} (TPC-B -s 10): p50 ${ref.p50} ms, p99 ${ref.p99} ms (${fmt(ref.count)} transactions)`,
     ratio: r,
     target: '≤ 1.5×',

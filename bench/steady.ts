@@ -18,10 +18,12 @@ export async function steadyTransfers(
   const agent = new Agent({ keepAlive: true, maxSockets: 64 });
   const total = Math.round(options.seconds * options.rate);
   const latencies: number[] = [];
+  const sendLags: number[] = [];
   const failures = new Map<string, number>();
   const start = performance.now() + 50;
   const one = (due: number) =>
     new Promise<void>((resolve) => {
+      sendLags.push(performance.now() - due);
       const [from, to] = pick();
       const body = JSON.stringify({ source: { id: from }, destination: { destination_type: 'internal_account', id: to }, amount: '1.00' });
       const req = request(
@@ -57,7 +59,9 @@ export async function steadyTransfers(
   await Promise.all(inFlight);
   agent.destroy();
   latencies.sort((a, b) => a - b);
-  const at = (q: number) => Math.round((latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] ?? NaN) * 10) / 10;
+  sendLags.sort((a, b) => a - b);
+  const quantile = (xs: number[], q: number) => Math.round((xs[Math.min(xs.length - 1, Math.floor(q * xs.length))] ?? NaN) * 10) / 10;
+  const at = (q: number) => quantile(latencies, q);
   const failed = [...failures.values()].reduce((a, b) => a + b, 0);
   return {
     ok: latencies.length,
@@ -66,5 +70,6 @@ export async function steadyTransfers(
     perSecond: latencies.length / options.seconds,
     p50: at(0.5),
     p99: at(0.99),
+    sendLagP99: quantile(sendLags, 0.99),
   };
 }

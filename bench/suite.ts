@@ -26,6 +26,7 @@ import {
   withDatabase,
   type Server,
 } from './server.js';
+import { pauseProbe, pausesRow } from './pauses.js';
 import { steadyTransfers } from './steady.js';
 import { coreTransfers } from './core.js';
 import { webhookBench } from './webhooks.js';
@@ -211,7 +212,9 @@ export async function runBench(o: BenchOptions): Promise<{ rows: Row[]; reconcil
    */
   const settledSteady = async (server: Server, key: string, rate: number, seconds: number, pick: () => [string, string]) => {
     const settling = await steadyTransfers({ base: server.base, key, seconds: Math.min(2, seconds), rate }, pick);
-    return { settling, run: await steadyTransfers({ base: server.base, key, seconds, rate }, pick) };
+    const pauses = await pauseProbe(server.base);
+    const run = await steadyTransfers({ base: server.base, key, seconds, rate }, pick);
+    return { settling, run, pauses: await pauses() };
   };
 
   /**
@@ -362,7 +365,7 @@ export async function runBench(o: BenchOptions): Promise<{ rows: Row[]; reconcil
         const rate = Math.max(1, Math.floor(peak.run.perSecond / 2));
         // The reference above kept the server stopped (SIGSTOP) for its whole run.
         log(`half load: ${rate} transfers/s, after settling at that rate`);
-        const { settling, run: half } = await settledSteady(server, key, rate, o.loadSeconds, pairs(ids));
+        const { settling, run: half, pauses } = await settledSteady(server, key, rate, o.loadSeconds, pairs(ids));
         log(`half load: the settling before it, not counted: p50 ${settling.p50} ms, p99 ${settling.p99} ms`);
         rows.push({
           name: 'latency at half the maximum',
@@ -372,6 +375,7 @@ export async function runBench(o: BenchOptions): Promise<{ rows: Row[]; reconcil
           met: half.p99 < 50 && half.failed === 0,
         });
         rows.push(tailRatio(`half the maximum (${fmt(rate)}/s)`, half, await tailReference(rate, o.loadSeconds, [server])));
+        rows.push(pausesRow(`half the maximum`, pauses, o.loadSeconds, half.ok));
       }
       if (has('core')) {
         // The same batch path, called in this process: what the HTTP layer, the Idempotency-Key
@@ -442,9 +446,11 @@ export async function runBench(o: BenchOptions): Promise<{ rows: Row[]; reconcil
       if (has('steady')) {
         const seconds = Math.max(o.loadSeconds, Math.min(10, o.loadSeconds * 2));
         log(`steady: 100 transfers/s for ${seconds} s`);
+        const pauses = await pauseProbe(server.base);
         const cpu = cpuMeter(server);
         const run = await steadyTransfers({ base: server.base, key, seconds, rate: 100 }, pairs(ids));
         const steadyCpu = cpu(run.ok);
+        const steadyPauses = await pauses();
         rows.push({
           name: 'latency at a steady 100 transfers/s',
           measured: `${fmt(run.perSecond)}/s served of 100/s offered: p50 ${run.p50} ms, p99 ${run.p99} ms${failures(run)}`,
@@ -453,6 +459,7 @@ export async function runBench(o: BenchOptions): Promise<{ rows: Row[]; reconcil
           met: run.p50 < 5 && run.failed === 0,
         });
         rows.push(tailRatio('a steady 100 transfers/s', run, await tailReference(100, seconds, [server])));
+        rows.push(pausesRow('a steady 100 transfers/s', steadyPauses, seconds, run.ok));
         rows.push({
           name: 'CPU per transfer at a steady 100/s (batches of one)',
           measured: cpuText(steadyCpu, run.ok),

@@ -258,6 +258,14 @@ const ConfigSchema = z.object({
   TRANSFER_BATCH_SIZE: z.coerce.number().int().min(1).max(60).default(32),
   TRANSFER_BATCH_LANES: z.coerce.number().int().min(1).max(64).default(1),
   /**
+   * Spare lanes (PostgreSQL): a batch still running after STALL_MS, and after three times as long
+   * as batches took lately, lets the requests queued behind it start in another batch, up to
+   * SPARE_LANES more at once. One commit held up by the disk then does not hold every request that
+   * arrives meanwhile: their commits join its WAL flush (docs/money-path.md). 0 spare lanes: off.
+   */
+  TRANSFER_BATCH_SPARE_LANES: z.coerce.number().int().min(0).max(16).default(3),
+  TRANSFER_BATCH_STALL_MS: z.coerce.number().int().min(1).max(10_000).default(10),
+  /**
    * Bulks (`POST /v1/transfers/bulk`) worked on at once in this process; the others wait their
    * turn. Each holds its items, their rows and its answer until it ends, so memory grows with how
    * many run together, and bulks over the same accounts wait on each other's locks anyway: one at

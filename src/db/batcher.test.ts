@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { Batcher } from './batcher.js';
 
 /** A promise and its resolver, for a batch held open by the test. */
@@ -125,5 +125,92 @@ describe('Batcher', () => {
     batcher.submit(2);
     for (let i = 0; i < 5; i++) await turn();
     expect(failed).toEqual([1, 2]);
+  });
+
+  describe('spare lanes beside a stalled batch', () => {
+    // Fake clocks for the stall timer and performance.now(); setImmediate stays real (turn()).
+    const clock = () => vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'performance'] });
+    afterEach(() => {
+      vi.useRealTimers();
+    });
+
+    /** A batcher whose every batch waits for the test to end it, in order. */
+    function held(spare?: { lanes: number; stallMs: number }) {
+      const started: number[][] = [];
+      const gates: ReturnType<typeof gate>[] = [];
+      const batcher = new Batcher<number>(
+        async (batch) => {
+          started.push(batch);
+          const g = gate();
+          gates.push(g);
+          await g.opened;
+        },
+        { maxBatch: 10, lanes: 1, ...(spare ? { spare } : {}), fail: () => {} },
+      );
+      return { batcher, started, end: (i: number) => gates[i]!.open() };
+    }
+
+    // The fault: with one lane, a batch whose commit stalls holds every request queued behind
+    // it until it ends, though their commits could have joined its WAL flush.
+    it('one lane and no spare: a stalled batch holds every request behind it', async () => {
+      clock();
+      const { batcher, started } = held();
+      batcher.submit(1);
+      await turn();
+      batcher.submit(2);
+      await turn();
+      vi.advanceTimersByTime(1_000);
+      await turn();
+      expect(started).toEqual([[1]]);
+    });
+
+    it('a batch running past stallMs lets the queue start beside it, one spare lane at a time', async () => {
+      clock();
+      const { batcher, started, end } = held({ lanes: 1, stallMs: 20 });
+      batcher.submit(1);
+      await turn();
+      batcher.submit(2);
+      await turn();
+      vi.advanceTimersByTime(19);
+      await turn();
+      expect(started).toEqual([[1]]);
+      vi.advanceTimersByTime(1);
+      await turn();
+      expect(started).toEqual([[1], [2]]);
+      // Both stalled now, but the one spare lane is taken: 3 waits for a batch to end.
+      batcher.submit(3);
+      vi.advanceTimersByTime(1_000);
+      await turn();
+      expect(started).toEqual([[1], [2]]);
+      end(0);
+      await turn();
+      await turn();
+      expect(started).toEqual([[1], [2], [3]]);
+    });
+
+    it('opens no spare lane for a batch that takes as long as batches did lately', async () => {
+      clock();
+      const { batcher, started, end } = held({ lanes: 1, stallMs: 5 });
+      for (let i = 0; i < 30; i++) {
+        batcher.submit(i);
+        await turn();
+        vi.advanceTimersByTime(40);
+        end(i);
+        await turn();
+        await turn();
+      }
+      // Batches took 40 ms each: a batch counts as stalled after about three times that (the
+      // average has come within 2 ms of 40 after 30 batches).
+      batcher.submit(30);
+      await turn();
+      batcher.submit(31);
+      await turn();
+      vi.advanceTimersByTime(100);
+      await turn();
+      expect(started.slice(30)).toEqual([[30]]);
+      vi.advanceTimersByTime(30);
+      await turn();
+      expect(started.slice(30)).toEqual([[30], [31]]);
+    });
   });
 });

@@ -5,6 +5,15 @@ export interface BatcherOptions<I> {
   maxBatch: number;
   /** Batches in flight at once (1 on PGlite: it has one connection). */
   lanes: number;
+  /**
+   * Lanes that open only beside a stalled batch: one still running after `stallMs` and after
+   * three times as long as batches took lately. A commit held up by the disk (or a batch waiting
+   * on a row another transaction holds) then no longer holds up every request queued behind it:
+   * the next batch starts, and its commit joins the stalled one's WAL flush instead of waiting
+   * for it to end. Under an even load, slow or fast, batches take about as long as their
+   * predecessors and no spare lane opens (more lanes split the queue into smaller batches).
+   */
+  spare?: { lanes: number; stallMs: number };
   /** The batch-size metric's label (default `transfers`). */
   name?: string;
   /**
@@ -32,6 +41,11 @@ export class Batcher<I> {
   private readonly queue: Queued<I>[] = [];
   private running = 0;
   private scheduled = false;
+  /** When each batch holding a lane started (performance.now()), for the spare lanes. */
+  private readonly startedAt = new Set<{ at: number }>();
+  /** How long batches took lately (a moving average, ms; from a third of `stallMs`, so one slow batch moves it little). */
+  private typicalMs: number;
+  private stallTimer: NodeJS.Timeout | null = null;
 
   constructor(
     /**
@@ -41,7 +55,9 @@ export class Batcher<I> {
      */
     private readonly run: (batch: I[], release: () => void) => Promise<void>,
     private readonly options: BatcherOptions<I>,
-  ) {}
+  ) {
+    this.typicalMs = (options.spare?.stallMs ?? 0) / 3;
+  }
 
   submit(item: I, key?: string): void {
     this.queue.push({ item, key });
@@ -64,15 +80,20 @@ export class Batcher<I> {
   }
 
   private kick() {
-    while (this.running < this.options.lanes && this.queue.length > 0) {
+    while (this.running < this.lanesOpen() && this.queue.length > 0) {
       const batch = this.take();
       observeBatchSize(batch.length, this.options.name);
       this.running++;
+      const started = { at: performance.now() };
+      this.startedAt.add(started);
       let released = false;
       const release = () => {
         if (released) return;
         released = true;
         this.running--;
+        this.startedAt.delete(started);
+        const took = performance.now() - started.at;
+        this.typicalMs = 0.9 * this.typicalMs + 0.1 * took;
         this.schedule();
       };
       let running: Promise<void>;
@@ -83,6 +104,39 @@ export class Batcher<I> {
       }
       running.catch((err: unknown) => this.failAll(batch, err)).finally(release);
     }
+    if (this.queue.length > 0) this.watchForStall();
+  }
+
+  /** The base lanes, and a spare one beside each batch running longer than `stallAfter()`. */
+  private lanesOpen(): number {
+    const spare = this.options.spare;
+    if (!spare) return this.options.lanes;
+    const since = performance.now() - this.stallAfter();
+    let stalled = 0;
+    for (const s of this.startedAt) if (s.at <= since) stalled++;
+    return this.options.lanes + Math.min(spare.lanes, stalled);
+  }
+
+  private stallAfter(): number {
+    return Math.max(this.options.spare?.stallMs ?? Infinity, 3 * this.typicalMs);
+  }
+
+  /** With requests queued behind busy lanes: look again when the next batch would count as stalled. */
+  private watchForStall() {
+    const spare = this.options.spare;
+    if (!spare || this.stallTimer || this.running >= this.options.lanes + spare.lanes) return;
+    // The oldest batch not counted as stalled yet: those that are already opened their lane.
+    const after = this.stallAfter();
+    const since = performance.now() - after;
+    let next = Infinity;
+    for (const s of this.startedAt) if (s.at > since) next = Math.min(next, s.at);
+    if (next === Infinity) return;
+    const wait = Math.max(1, next + after - performance.now());
+    this.stallTimer = setTimeout(() => {
+      this.stallTimer = null;
+      this.kick();
+    }, wait);
+    this.stallTimer.unref();
   }
 
   private failAll(batch: I[], err: unknown) {

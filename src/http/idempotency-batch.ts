@@ -305,6 +305,9 @@ export function gathered<I, T>(
   return new BatchedIdempotency(deps.db, deps.sealer, deps.config.IDEMPOTENCY_TTL_HOURS, operation, pipeline, {
     maxBatch: deps.config.TRANSFER_BATCH_SIZE,
     lanes: deps.dbKind === 'postgres' ? deps.config.TRANSFER_BATCH_LANES : 1,
+    ...(deps.dbKind === 'postgres' && deps.config.TRANSFER_BATCH_SPARE_LANES > 0
+      ? { spare: { lanes: deps.config.TRANSFER_BATCH_SPARE_LANES, stallMs: deps.config.TRANSFER_BATCH_STALL_MS } }
+      : {}),
     name,
   });
 }

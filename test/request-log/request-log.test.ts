@@ -15,6 +15,24 @@ let api: Client;
 let secretKey: string;
 let tenantId: string;
 
+/** A request as the HTTP layer hands it to the log. */
+const capturedEntry = () => ({
+  tenantId,
+  environment: 'sandbox',
+  requestId: 'x',
+  method: 'GET',
+  url: '/v1/x',
+  status: 200,
+  durationMs: 1,
+  idempotencyKey: null,
+  replayed: false,
+  keyPrefix: null,
+  requestBody: undefined,
+  responseBody: null,
+  startedAt: Date.now(),
+});
+/** The flusher's insert, in a transaction of its own as the flusher runs it. */
+const insertLog = (rows: logRepo.NewRequestLogRow[]) => t.db.transaction().execute((trx) => logRepo.insertMany(trx, rows));
 const rows = () => t.db.selectFrom('api_request_log').selectAll().where('tenant_id', '=', tenantId).orderBy('id').execute();
 
 /** A request log row made at `at` (its id's time too): a 200 GET of this business unless `fields` say otherwise. */
@@ -147,25 +165,27 @@ describe('request log', () => {
   });
 
   it('holds a bounded buffer: beyond it entries are dropped and counted, never waited for', () => {
-    const log = new RequestLog(t.db, { maxBuffered: 2 });
-    const entry = {
-      tenantId,
-      environment: 'sandbox',
-      requestId: 'x',
-      method: 'GET',
-      url: '/v1/x',
-      status: 200,
-      durationMs: 1,
-      idempotencyKey: null,
-      replayed: false,
-      keyPrefix: null,
-      requestBody: undefined,
-      responseBody: null,
-      startedAt: Date.now(),
-    };
+    const log = new RequestLog((work) => t.db.transaction().execute(work), { maxBuffered: 2 });
+    const entry = capturedEntry();
     for (let i = 0; i < 5; i++) log.record({ ...entry });
     expect(log.pending).toBe(2);
     expect(log.dropped).toBe(3);
+  });
+
+  it("commits its flushes without waiting for the WAL flush: no disk flush beside the money path's commits", async () => {
+    const seen: string[] = [];
+    const log = new RequestLog((work) =>
+      t.db.transaction().execute(async (trx) => {
+        const out = await work(trx);
+        const { rows: setting } = await sql<{ value: string }>`select current_setting('synchronous_commit') as value`.execute(trx);
+        seen.push(setting[0]!.value);
+        return out;
+      }),
+    );
+    log.record({ ...capturedEntry(), requestId: 'async-commit' });
+    await log.flush();
+    expect(seen).toEqual(['off']);
+    expect((await rows()).filter((r) => r.request_id === 'async-commit')).toHaveLength(1);
   });
 
   it('stores every character of a flush of many rows as given, and skips rows already there', async () => {
@@ -190,8 +210,8 @@ describe('request log', () => {
       response_body: i === 5 ? null : tricky[i % tricky.length]!,
       created_at: at,
     }));
-    await logRepo.insertMany(t.db, many);
-    await logRepo.insertMany(t.db, many.slice(0, 10)); // a retried flush
+    await insertLog(many);
+    await insertLog(many.slice(0, 10)); // a retried flush
     const stored = (await rows()).filter((r) => r.request_id.startsWith('tricky-'));
     expect(stored).toHaveLength(12);
     for (const row of many) {
@@ -202,7 +222,7 @@ describe('request log', () => {
 
   it('deletes rows past the retention, and only those', async () => {
     const old = new Date(Date.now() - 31 * 86_400_000);
-    await logRepo.insertMany(t.db, [logRow(old, { request_id: 'old', path: '/v1/old' })]);
+    await insertLog([logRow(old, { request_id: 'old', path: '/v1/old' })]);
     const before = (await rows()).length;
     await purgeExpiredRequests(t.db, 30);
     const after = await rows();
@@ -239,10 +259,7 @@ describe('per-business retention', () => {
       .where('id', '=', plain)
       .execute();
     const ages = [1, 4, 40, 70];
-    await logRepo.insertMany(
-      t.db,
-      [short, long, plain].flatMap((tenant) => ages.map((d) => rowAged(tenant, d))),
-    );
+    await insertLog([short, long, plain].flatMap((tenant) => ages.map((d) => rowAged(tenant, d))));
     // Small pages and batches: the sweep walks several pages and repeats a page with more old rows.
     await purgeExpiredRequests(t.db, 30, { tenantsPerTick: 2, rowsPerTenant: 1 });
     expect(await kept(short)).toEqual(['aged-1']);
@@ -252,11 +269,11 @@ describe('per-business retention', () => {
 
   it('walks the businesses a page per tick and starts over when done', async () => {
     const tenant = (await t.tenant('Sweep')).tenant_id;
-    await logRepo.insertMany(t.db, [rowAged(tenant, 40)]);
+    await insertLog([rowAged(tenant, 40)]);
     const sweep = new RequestLogRetention(t.db, 30, { tenantsPerTick: 1000 });
     expect(await sweep.tick()).toBe(false); // one page holds every business: done
     expect(await kept(tenant)).toEqual([]);
-    await logRepo.insertMany(t.db, [rowAged(tenant, 35)]);
+    await insertLog([rowAged(tenant, 35)]);
     expect(await sweep.tick()).toBe(false);
     expect(await kept(tenant)).toEqual([]);
   });
@@ -279,7 +296,7 @@ describe('per-business retention', () => {
     expect(after.body).toContain('Use the default (30 days)');
 
     // The worker honours it: a 10-day-old row of this business goes, a 5-day-old one stays.
-    await logRepo.insertMany(t.db, [rowAged(tenantId, 10), rowAged(tenantId, 5)]);
+    await insertLog([rowAged(tenantId, 10), rowAged(tenantId, 5)]);
     await purgeExpiredRequests(t.db, 30);
     expect(await kept(tenantId)).toEqual(['aged-5']);
 
@@ -326,7 +343,7 @@ describe('the request log reads walk indexes', () => {
         status_class: Math.floor(status / 100),
       });
     });
-    await logRepo.insertMany(t.db, history);
+    await insertLog(history);
     await sql`analyze api_request_log`.execute(t.db);
   });
 
@@ -371,8 +388,7 @@ describe('the request log reads walk indexes', () => {
 
   it('matches a path prefix exactly, whatever characters it holds', async () => {
     const odd = ["/v1/it's", '/v1/a_b', '/v1/a%b', '/v1/back\\slash', '/v1/ünï'];
-    await logRepo.insertMany(
-      t.db,
+    await insertLog(
       [...odd, '/v1/itxs', '/v1/axb', '/v1/axxb', '/v1/back/slash'].map((path, i) =>
         logRow(new Date(Date.now() - 1000 + i), { tenant_id: busy, path }),
       ),

@@ -1,5 +1,5 @@
 import { sql, type ColumnType, type Insertable, type Selectable } from 'kysely';
-import type { Queryable } from '../../db/client.js';
+import type { Queryable, Trx } from '../../db/client.js';
 import { compiledOnce } from '../../db/compiled.js';
 import { paginate, type Page, type PageQuery } from '../../db/pagination.js';
 import { scoped } from '../../db/scoped.js';
@@ -77,8 +77,15 @@ const insertRows = compiledOnce((db: Queryable, ...columns: unknown[][]) =>
     ),
 );
 
-/** Multi-row inserts; a row already there (a retried flush) is skipped (primary key: tenant_id, environment, id). */
-export async function insertMany(db: Queryable, rows: NewRequestLogRow[]): Promise<void> {
+/**
+ * Multi-row inserts; a row already there (a retried flush) is skipped (primary key: tenant_id,
+ * environment, id). Nobody waits on these rows, and the log is best-effort already (held in
+ * memory between flushes), so their commit does not wait for the WAL to reach the disk: a flush
+ * never adds a disk flush beside the money path's commits, which do wait (PostgreSQL writes it
+ * within three `wal_writer_delay`s; a crash may lose the last flushes, as it loses the buffer).
+ */
+export async function insertMany(trx: Trx, rows: NewRequestLogRow[]): Promise<void> {
+  await sql`set local synchronous_commit = off`.execute(trx);
   for (let i = 0; i < rows.length; i += INSERT_CHUNK) {
     const chunk = rows.slice(i, i + INSERT_CHUNK);
     const columns = INSERT_COLUMNS.map(([column]) =>
@@ -87,7 +94,7 @@ export async function insertMany(db: Queryable, rows: NewRequestLogRow[]): Promi
         return value instanceof Date ? value.toISOString() : (value ?? null);
       }),
     );
-    await insertRows.execute(db, ...columns);
+    await insertRows.execute(trx, ...columns);
   }
 }
 

@@ -1,5 +1,5 @@
 import type { CapturedRequest, RequestLogSink } from '../../core/request-log.js';
-import type { Queryable } from '../../db/client.js';
+import type { Queryable, UnitOfWork } from '../../db/client.js';
 import type { Page } from '../../db/pagination.js';
 import { newId, uuidv7LowerBound } from '../../lib/ids.js';
 import { redactJsonText, redactString, redactValue } from '../../lib/redact.js';
@@ -91,7 +91,7 @@ export class RequestLog implements RequestLogSink {
   written = 0;
 
   constructor(
-    private readonly db: Queryable,
+    private readonly inTransaction: UnitOfWork,
     options: Partial<RequestLogOptions> = {},
   ) {
     this.options = { ...DEFAULTS, ...options };
@@ -128,7 +128,7 @@ export class RequestLog implements RequestLogSink {
       let rows: repo.NewRequestLogRow[];
       try {
         rows = batch.map((e) => toRow(e, this.options.maxBodyChars));
-        await repo.insertMany(this.db, rows);
+        await this.inTransaction((trx) => repo.insertMany(trx, rows));
         this.written += rows.length;
       } catch (err) {
         // Keep what fits for the next flush; each entry keeps its id, and insertMany skips ids

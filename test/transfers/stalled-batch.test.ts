@@ -1,0 +1,81 @@
+import { sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { clientFor, startTestApp, type Client, type TestApp } from '../harness.js';
+
+/**
+ * One stalled batch must not hold every transfer behind it (docs/money-path.md, "Gathering").
+ * The fault: with one batch lane, a batch whose commit waited on the disk, or whose statements
+ * waited on a row another transaction held, kept the lane, and every transfer that arrived
+ * meanwhile waited for it to end, whatever accounts it touched. Here a transaction of the test
+ * holds one account's balance row: the transfer from it waits, and a transfer between two other
+ * accounts goes through beside it in a spare lane. PostgreSQL only: PGlite has one connection,
+ * and so one lane.
+ */
+const onPostgres = (process.env.DATABASE_URL ?? '').startsWith('postgres');
+let t: TestApp;
+let api: Client;
+beforeAll(async () => {
+  if (!onPostgres) return;
+  t = await startTestApp({ TRANSFER_BATCH_LANES: 1, TRANSFER_BATCH_SPARE_LANES: 1, TRANSFER_BATCH_STALL_MS: 10 });
+  const tenant = await t.tenant('Stalled batch');
+  api = clientFor(t, tenant.sandbox.secret_key);
+});
+afterAll(async () => t?.close());
+
+const transfer = (from: string, to: string) =>
+  api.post('/v1/transfers', {
+    source: { source_type: 'internal_account', id: from },
+    destination: { destination_type: 'internal_account', id: to },
+    amount: '1.00',
+  });
+
+/** Until a backend of this database waits on a lock (the first transfer's batch, on the held row). */
+async function waitingOnALock() {
+  for (;;) {
+    const { rows } = await sql<{ n: number }>`
+      select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`.execute(t.db);
+    if (rows[0]!.n > 0) return;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+describe.skipIf(!onPostgres)('a stalled batch and the transfers behind it', () => {
+  it('a transfer between other accounts goes through while a batch waits on a row', async () => {
+    const open = async (label: string) => (await api.post('/v1/accounts', { currency: 'NGN', label })).body.data.id as string;
+    const [held, a, b, c] = [await open('held'), await open('a'), await open('b'), await open('c')];
+    for (const id of [held, b]) expect((await api.post(`/v1/simulations/accounts/${id}/fund`, { amount: '10.00' })).status).toBe(200);
+
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    let locked!: () => void;
+    const isLocked = new Promise<void>((resolve) => (locked = resolve));
+    const holder = t.db.transaction().execute(async (trx) => {
+      await sql`select 1 from ledger_balances where account_id = ${held} for update`.execute(trx);
+      locked();
+      await released;
+    });
+    await isLocked;
+
+    try {
+      const stalled = transfer(held, a);
+      let stalledDone = false;
+      void stalled.then(() => (stalledDone = true));
+      await waitingOnALock();
+      const beside = transfer(b, c);
+      // Without the spare lane, the second transfer waited behind the first until the row was
+      // let go: it would still be waiting when this race ends.
+      const first = await Promise.race([beside.then(() => 'beside' as const), new Promise((r) => setTimeout(r, 10_000, 'timeout'))]);
+      expect(first).toBe('beside');
+      expect((await beside).status).toBe(200);
+      expect(stalledDone).toBe(false);
+      release();
+      await holder;
+      expect((await stalled).status).toBe(200);
+    } finally {
+      release();
+      await holder;
+    }
+    expect((await api.get(`/v1/accounts/${held}`)).body.data.balance).toBe('9.00');
+    expect((await api.get(`/v1/accounts/${c}`)).body.data.balance).toBe('1.00');
+  });
+});
