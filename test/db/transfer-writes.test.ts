@@ -2,6 +2,7 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as ledger from '../../src/ledger/index.js';
 import { newId } from '../../src/lib/ids.js';
+import { walRecordsOf } from '../wal-records.js';
 import { sandboxBusiness, startTestApp, type TestApp } from '../harness.js';
 
 /**
@@ -58,6 +59,16 @@ describe('a transfer writes nothing another row already says', () => {
     expect(await xmaxOf('ledger_transactions', [tx.ledger_transaction_id!])).toEqual([{ id: tx.ledger_transaction_id, xmax: '0' }]);
     expect(await xmaxOf('ledger_accounts', [from, to])).toEqual(accountsBefore);
   });
+
+  it.skipIf(process.env.DATABASE_URL === undefined)(
+    "its WAL holds no row lock of its ledger transaction or ledger accounts, and no confirm of its key's claim",
+    async () => {
+      const { transfer } = await fundedPair('WAL Ltd');
+      const records = await walRecordsOf(t.db, transfer);
+      expect(records).toContain('INSERT ledger_transactions');
+      expect(records.filter((r) => /^LOCK ledger_(transactions|accounts)$|^HEAP_CONFIRM /.test(r))).toEqual([]);
+    },
+  );
 
   it('what the foreign keys still guarded holds: ledger accounts and transactions are never deleted, renumbered or truncated', async () => {
     const { from, transfer } = await fundedPair('Kept Ltd');
