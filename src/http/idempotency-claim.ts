@@ -1,5 +1,6 @@
 import { sql, type CompiledQuery } from 'kysely';
 import type { Queryable } from '../db/client.js';
+import { isUniqueViolation } from '../db/errors.js';
 import { STALE_AFTER_SECONDS } from '../db/instance.js';
 
 /** How long a claim holds its key before another request may take it over (the owner's heartbeat aside). */
@@ -64,6 +65,5 @@ export function claimKeys(db: Queryable, claims: KeyClaim[], owner: string, ttlH
 
 /** A claim that lost the race for a new key to a claim committed after its statement began: claim again. */
 export function isClaimRace(err: unknown): boolean {
-  const e = err as { code?: unknown; constraint?: unknown } | null;
-  return e?.code === '23505' && e.constraint === 'idempotency_keys_pkey';
+  return isUniqueViolation(err, 'idempotency_keys_pkey');
 }
