@@ -50,7 +50,15 @@ type RowsOf<T extends readonly CompiledQuery<unknown>[]> = { [K in keyof T]: T[K
  */
 export async function pipelined<T extends readonly CompiledQuery<unknown>[]>(db: Queryable, ...queries: T): Promise<RowsOf<T>> {
   const executor = db.getExecutor();
-  const results = await executor.provideConnection((connection) => Promise.all(queries.map((query) => connection.executeQuery(query))));
+  // Settled, then the first failure in statement order: the statements after a failed one fail
+  // too ("current transaction is aborted"), and one of theirs may settle first; the caller must
+  // see the cause (a unique violation, a deadlock) to decide whether a rerun helps.
+  const settled = await executor.provideConnection((connection) =>
+    Promise.allSettled(queries.map((query) => connection.executeQuery(query))),
+  );
+  const failed = settled.find((s) => s.status === 'rejected');
+  if (failed) throw failed.reason;
+  const results = settled.map((s) => (s as PromiseFulfilledResult<QueryResult<unknown>>).value);
   const rows = [];
   for (const [i, result] of results.entries()) {
     let transformed = result as QueryResult<UnknownRow>;

@@ -12,7 +12,8 @@ export type WritePart = OperationNodeSource & { execute(db: Queryable): Promise<
  *
  * The rule that makes it safe: the parts run on one snapshot in no defined order, so no part may
  * depend on another's effect or touch the same row as another. Foreign keys between parts are
- * fine (they are checked at the end of the statement); CHECK constraints still hold per row, and
+ * fine, and so are the after-row reference checks of migration 1240 (both run at the end of the
+ * statement); CHECK constraints still hold per row, and
  * any violation fails the whole statement, so the unit rolls back whole as before.
  */
 export class WriteSet {

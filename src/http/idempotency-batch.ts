@@ -13,11 +13,11 @@ import { AppError, type ItemOutcome } from '../core/errors.js';
 import { statusOf } from './errors.js';
 import { processInstance } from '../db/instance.js';
 import { isRetryableConflict } from '../db/retry.js';
-import { CLAIM_TAKEOVER_SET, CLAIM_TAKEOVER_WHERE, idempotencyKeyOf } from './idempotency.js';
+import { idempotencyKeyOf } from './idempotency.js';
+import { claimKeys, isClaimRace } from './idempotency-claim.js';
 import { ReplayResponse } from './replay.js';
 import type { Deps } from './deps.js';
 
-const LEASE_SECONDS = 60;
 /** Stored business outcomes, as in idempotency.ts: anything else (400, 403, 5xx) is not stored. */
 const STORED_ERROR_STATUSES = new Set([404, 409, 412, 422]);
 
@@ -50,8 +50,8 @@ type Settlement = { text: string } | { err: unknown };
 /**
  * Idempotent POSTs executed in batches (docs/money-path.md): concurrent requests are gathered
  * (db/batcher.ts) and each batch runs in ONE transaction through the module's pipeline, which
- * calls this layer's two steps (db/pipeline.ts KeyedBatch): `claim`, every key with one multi-row
- * INSERT … ON CONFLICT (a duplicate key waits on the row until the first holder commits, then
+ * calls this layer's two steps (db/pipeline.ts KeyedBatch): `claim`, every key with one statement
+ * (idempotency-claim.ts: a duplicate key waits on the row until the first holder commits, then
  * sees its outcome — so one effect per key, across processes too), and `answer`, each claimed
  * item's outcome. Then every stored outcome is completed with one UPDATE, unstored ones dropped
  * with one DELETE, and the transaction commits. An item's refusal is its own outcome; an unexpected error reruns every
@@ -115,7 +115,9 @@ export class BatchedIdempotency<I, T> {
         setImmediate(answer);
         return;
       } catch (err) {
-        if (isRetryableConflict(err) && attempt < 4) continue;
+        // A claim that lost the race for a new key (idempotency-claim.ts) rolled the batch back
+        // before any work: claimed again, it finds the winner's record.
+        if ((isRetryableConflict(err) || isClaimRace(err)) && attempt < 4) continue;
         if (batch.length === 1) return batch[0]!.reject(err);
         // Not a refusal but a fault: nothing of the batch committed; find the faulty item alone.
         for (const item of batch) await this.execute([item]);
@@ -195,22 +197,14 @@ export class BatchedIdempotency<I, T> {
   }
 
   /**
-   * The claim: one INSERT for every key, in key order (two batches sharing keys cannot deadlock on them),
-   * under the same takeover rule as a lone claim (idempotency.ts). A batch's own claims commit
+   * The claim: one statement for every key, in key order (new keys' index entries are taken in that
+   * order: two batches sharing keys cannot deadlock on them), under the same takeover rule as a
+   * lone claim (idempotency-claim.ts). A batch's own claims commit
    * with its work or not at all, so only a lone claim can leave one in progress.
    */
   private claim(trx: Trx, batch: Item<I>[], owner: string): CompiledQuery<{ claim_token: string }> {
     const items = [...batch].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
-    const col = (f: (i: Item<I>) => string) => items.map(f);
-    return sql<{ claim_token: string }>`
-      insert into idempotency_keys (tenant_id, environment, key, fingerprint, state, locked_until, claim_token, owner_id, expires_at)
-      select t, e, k, f, 'in_progress', now() + make_interval(secs => ${LEASE_SECONDS}), c, ${owner}::uuid,
-        now() + make_interval(hours => ${this.ttlHours})
-      from unnest(${col((i) => i.tenantId)}::uuid[], ${col((i) => i.environment)}::text[], ${col((i) => i.key)}::text[],
-                  ${col((i) => i.fingerprint)}::text[], ${col((i) => i.token)}::uuid[]) as u(t, e, k, f, c)
-      on conflict (tenant_id, environment, key) do update set ${CLAIM_TAKEOVER_SET}
-      where ${CLAIM_TAKEOVER_WHERE}
-      returning claim_token`.compile(trx);
+    return claimKeys(trx, items, owner, this.ttlHours);
   }
 
   /** Keys another request holds or finished: replay, 422 reused, or 409 in progress (as idempotency.ts). */

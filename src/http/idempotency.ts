@@ -1,7 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { sql, type ColumnType } from 'kysely';
 import type { Db, Queryable, Trx } from '../db/client.js';
-import { processInstance, STALE_AFTER_SECONDS } from '../db/instance.js';
+import { processInstance } from '../db/instance.js';
 import { canonicalJson } from '../lib/json.js';
 import { sha256Hex, type Sealer } from '../lib/crypto.js';
 import { newId } from '../lib/ids.js';
@@ -11,6 +11,7 @@ import { ok } from './envelope.js';
 import { ReplayResponse } from './replay.js';
 import { retryOnConflict } from '../db/retry.js';
 import { scoped, scopedDelete, scopedUpdate } from '../db/scoped.js';
+import { claimKeys, isClaimRace } from './idempotency-claim.js';
 
 interface IdempotencyKeysTable {
   tenant_id: string;
@@ -38,7 +39,6 @@ declare module '../db/types.js' {
 /** One key record: the business, the environment and the client's Idempotency-Key. */
 type KeyScope = { tenantId: string; environment: string; key: string };
 
-const LEASE_SECONDS = 60;
 const KEY_RE = /^[\x20-\x7e]{1,255}$/;
 /** Business outcomes that are stored and replayed; anything else (400, 401, 403, 429, 5xx) is not. */
 const STORED_ERROR_STATUSES = new Set([404, 409, 412, 422]);
@@ -54,27 +54,6 @@ export interface IdempotencyOptions<T = unknown> {
    */
   executor?: (unit: (trx: Trx) => Promise<string>) => Promise<string>;
 }
-
-/** What a claim that takes an existing key record over resets (both claim paths). */
-export const CLAIM_TAKEOVER_SET = sql`
-  fingerprint = excluded.fingerprint, state = 'in_progress', locked_until = excluded.locked_until,
-  claim_token = excluded.claim_token, owner_id = excluded.owner_id, expires_at = excluded.expires_at,
-  response_status = null, response_body = null, response_sealed = false, created_at = now()`;
-
-/**
- * When a claim may take an existing key record over (both claim paths, so a key claimed on one is
- * judged the same on the other): its retention ended, or it is an in-progress claim of the same
- * request whose lease ran out or whose owner process is gone (no heartbeat for
- * STALE_AFTER_SECONDS: killed, crashed). Anything else is replayed, refused as reused, or
- * answered "in progress".
- */
-export const CLAIM_TAKEOVER_WHERE = sql`
-  idempotency_keys.expires_at < now()
-  or (idempotency_keys.state = 'in_progress' and idempotency_keys.fingerprint = excluded.fingerprint
-      and (idempotency_keys.locked_until < now()
-           or (idempotency_keys.owner_id <> excluded.owner_id and not exists (
-                 select 1 from process_instances p where p.id = idempotency_keys.owner_id
-                   and p.heartbeat_at > now() - make_interval(secs => ${STALE_AFTER_SECONDS})))))`;
 
 /** Reads and checks the Idempotency-Key header of a POST. */
 export function idempotencyKeyOf(request: FastifyRequest): string {
@@ -158,18 +137,16 @@ export class Idempotency {
   private async claim(scope: KeyScope, fingerprint: string): Promise<string> {
     const token = newId();
     const owner = await processInstance(this.db).ensure();
-    // One statement: insert, or take over (CLAIM_TAKEOVER_WHERE). Concurrent duplicates block on
-    // the row and then see the winner's claim. Two runs never both commit: completion checks the
-    // claim token.
-    const claimed = await sql<{ claim_token: string }>`
-      insert into idempotency_keys
-        (tenant_id, environment, key, fingerprint, state, locked_until, claim_token, owner_id, expires_at)
-      values (${scope.tenantId}, ${scope.environment}, ${scope.key}, ${fingerprint}, 'in_progress',
-        now() + make_interval(secs => ${LEASE_SECONDS}), ${token}, ${owner},
-        now() + make_interval(hours => ${this.ttlHours}))
-      on conflict (tenant_id, environment, key) do update set ${CLAIM_TAKEOVER_SET}
-      where ${CLAIM_TAKEOVER_WHERE}
-      returning claim_token`.execute(this.db);
+    // One statement (claimKeys): insert, or take over. Concurrent duplicates block on the row and
+    // then see the winner's claim, or, for a new key, fail on its index entry and claim again. Two
+    // runs never both commit: completion checks the claim token.
+    let claimed;
+    try {
+      claimed = await this.db.executeQuery(claimKeys(this.db, [{ ...scope, fingerprint, token }], owner, this.ttlHours));
+    } catch (err) {
+      if (isClaimRace(err)) return this.claim(scope, fingerprint);
+      throw err;
+    }
     if (claimed.rows.length > 0) return token;
 
     const existing = await scoped(this.db, 'idempotency_keys', scope)

@@ -190,8 +190,8 @@ export async function findBalances(db: Queryable, scope: LedgerScope, accountIds
 }
 
 /**
- * The transaction and its entries in one statement (one round trip): the entries' foreign key is
- * checked at the end of the statement, when the transaction row exists. Returns the creation time
+ * The transaction and its entries in one statement (one round trip): the entries' reference check
+ * (migration 1240) runs at the end of the statement, when the transaction row exists. Returns the creation time
  * (now(), the same for both: it is the database transaction's start time).
  */
 export async function insertTransactionWithEntries(

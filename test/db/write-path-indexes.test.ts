@@ -14,7 +14,7 @@ const WRITE_PATH_INDEXES: Record<string, Record<string, string>> = {
     idempotency_keys_expiry_idx: 'the purge of expired keys',
   },
   ledger_transactions: {
-    ledger_transactions_pkey: 'a ledger transaction by id; the foreign keys of entries, transactions and transfers',
+    ledger_transactions_pkey: 'a ledger transaction by id; the reference checks of entries, transactions and transfers (migration 1240)',
   },
   ledger_entries: {
     ledger_entries_pkey: 'primary key',

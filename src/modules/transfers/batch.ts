@@ -61,8 +61,9 @@ function postOrHold(book: PostingBatch, p: Prepared) {
   if (isPayout(p)) return book.tryHolds(p.req.ctx, payoutHolds(p));
   return book.tryPost(p.req.ctx, {
     kind: p.kind,
+    // The reference names the transfer; the metadata carries only what it does not say.
     reference: p.id,
-    metadata: isCardFunding(p) ? { transfer_id: p.id, card_id: p.card.id } : { transfer_id: p.id },
+    ...(isCardFunding(p) ? { metadata: { card_id: p.card.id } } : {}),
     legs: legsOf(p),
   });
 }

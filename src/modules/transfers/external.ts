@@ -150,7 +150,7 @@ export async function preparePayout(trx: Trx, req: MovementRequest, id: string, 
 
 /** The principal, and the fee when there is one: held together (batch.tryHolds), all or none. */
 export function payoutHolds(p: Payout): ledger.HoldInput[] {
-  const common = { debitAccountId: p.source.id, currency: p.currency, reference: p.id, metadata: { transfer_id: p.id } };
+  const common = { debitAccountId: p.source.id, currency: p.currency, reference: p.id };
   const holds: ledger.HoldInput[] = [{ ...common, creditAccountId: p.principalAccountId, amount: p.amount, kind: 'payout' }];
   if (p.feeAccount && p.fee > 0n) holds.push({ ...common, creditAccountId: p.feeAccount.id, amount: p.fee, kind: 'payout_fee' });
   return holds;

@@ -121,7 +121,6 @@ function fxLeg(row: repo.TransferRow, position: string, settlement: string): led
     kind: 'payout_fx',
     reference: row.id,
     metadata: {
-      transfer_id: row.id,
       rate: row.rate,
       mid_rate: payout.mid_rate,
       spread_bps: payout.spread_bps,
@@ -181,7 +180,7 @@ async function reverse(trx: Queryable, ctx: Scope, row: repo.TransferRow, reason
   const posting = await ledger.post(trx, ctx, {
     kind: 'payout_return',
     reference: row.id,
-    metadata: { transfer_id: row.id, reason },
+    metadata: { reason },
     legs,
   });
   await transactions.recordMovement(trx, ctx, {

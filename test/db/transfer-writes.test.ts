@@ -1,0 +1,106 @@
+import { sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import * as ledger from '../../src/ledger/index.js';
+import { newId } from '../../src/lib/ids.js';
+import { walRecordsOf } from '../wal-records.js';
+import { sandboxBusiness, startTestApp, type TestApp } from '../harness.js';
+
+/**
+ * Writes a transfer no longer makes because another row already says the same (issue 49): each
+ * test fails on the code before its change.
+ */
+let t: TestApp;
+beforeAll(async () => {
+  t = await startTestApp();
+});
+afterAll(async () => t?.close());
+
+async function fundedPair(name: string) {
+  const { api, ctx } = await sandboxBusiness(t, name);
+  const open = async () => (await api.post('/v1/accounts', { currency: 'NGN', label: 'w' })).body.data.id as string;
+  const [from, to] = [await open(), await open()];
+  expect((await api.post(`/v1/simulations/accounts/${from}/fund`, { amount: '50.00' })).status).toBe(200);
+  const transfer = async () => {
+    const res = await api.post('/v1/transfers', {
+      source: { id: from },
+      destination: { destination_type: 'internal_account', id: to },
+      amount: '1.00',
+    });
+    expect(res.status).toBe(200);
+    return res.body.data.id as string;
+  };
+  return { ctx, from, to, transfer };
+}
+
+/** xmax of each row: a row lock (a foreign key's FOR KEY SHARE included) sets it to the locker's transaction. */
+async function xmaxOf(table: 'ledger_accounts' | 'ledger_transactions', ids: string[]) {
+  const { rows } = await sql<{ id: string; xmax: string }>`
+    select id, xmax::text as xmax from ${sql.table(table)} where id = any(${ids}::uuid[]) order by id`.execute(t.db);
+  return rows;
+}
+
+describe('a transfer writes nothing another row already says', () => {
+  it("its ledger transaction's metadata does not repeat the transfer id its reference holds", async () => {
+    const { transfer } = await fundedPair('Metadata Ltd');
+    const id = await transfer();
+    const row = await t.db
+      .selectFrom('ledger_transactions')
+      .select(['reference', 'metadata'])
+      .where('reference', '=', id)
+      .executeTakeFirstOrThrow();
+    expect(row).toEqual({ reference: id, metadata: {} });
+  });
+
+  it('locks neither its ledger transaction nor the ledger accounts it posts to (no foreign-key row locks, migration 1240)', async () => {
+    const { from, to, transfer } = await fundedPair('Locks Ltd');
+    const accountsBefore = await xmaxOf('ledger_accounts', [from, to]);
+    const id = await transfer();
+    const tx = await t.db.selectFrom('transfers').select('ledger_transaction_id').where('id', '=', id).executeTakeFirstOrThrow();
+    expect(await xmaxOf('ledger_transactions', [tx.ledger_transaction_id!])).toEqual([{ id: tx.ledger_transaction_id, xmax: '0' }]);
+    expect(await xmaxOf('ledger_accounts', [from, to])).toEqual(accountsBefore);
+  });
+
+  it.skipIf(process.env.DATABASE_URL === undefined)(
+    "its WAL holds no row lock of its ledger transaction or ledger accounts, and no confirm of its key's claim",
+    async () => {
+      const { transfer } = await fundedPair('WAL Ltd');
+      const records = await walRecordsOf(t.db, transfer);
+      expect(records).toContain('INSERT ledger_transactions');
+      expect(records.filter((r) => /^LOCK ledger_(transactions|accounts)$|^HEAP_CONFIRM /.test(r))).toEqual([]);
+    },
+  );
+
+  it('what the foreign keys still guarded holds: ledger accounts and transactions are never deleted, renumbered or truncated', async () => {
+    const { from, transfer } = await fundedPair('Kept Ltd');
+    const id = await transfer();
+    const refused = /never deleted nor given another id/;
+    await expect(sql`delete from ledger_transactions where reference = ${id}`.execute(t.db)).rejects.toThrow(refused);
+    await expect(sql`update ledger_transactions set id = gen_random_uuid() where reference = ${id}`.execute(t.db)).rejects.toThrow(refused);
+    await expect(sql`delete from ledger_accounts where id = ${from}`.execute(t.db)).rejects.toThrow(refused);
+    await expect(sql`update ledger_accounts set id = gen_random_uuid() where id = ${from}`.execute(t.db)).rejects.toThrow(refused);
+    await expect(sql`truncate ledger_transactions cascade`.execute(t.db)).rejects.toThrow(refused);
+    await expect(sql`truncate ledger_accounts cascade`.execute(t.db)).rejects.toThrow(refused);
+  });
+
+  it('a row that names a missing ledger transaction or ledger account is still refused, as by the foreign keys before', async () => {
+    const { ctx, from, transfer } = await fundedPair('Dangling Ltd');
+    const id = await transfer();
+    const { ledger_transaction_id: tx } = await t.db
+      .selectFrom('transfers')
+      .select('ledger_transaction_id')
+      .where('id', '=', id)
+      .executeTakeFirstOrThrow();
+    const missing = /no ledger (transaction|account)/;
+    const entry = (transactionId: string, accountId: string) => sql`
+      insert into ledger_entries (id, tenant_id, environment, transaction_id, account_id, currency, amount, balance_after)
+      values (gen_random_uuid(), ${ctx.tenantId}, 'sandbox', ${transactionId}, ${accountId}, 'NGN', 1, 1)`;
+    await expect(entry(newId(), from).execute(t.db)).rejects.toThrow(missing);
+    await expect(entry(tx!, newId()).execute(t.db)).rejects.toThrow(missing);
+    await expect(sql`update transactions set account_id = ${newId()} where reference = ${id}`.execute(t.db)).rejects.toThrow(missing);
+    await expect(sql`update transactions set ledger_transaction_id = ${newId()} where reference = ${id}`.execute(t.db)).rejects.toThrow(
+      missing,
+    );
+    await expect(sql`update transfers set ledger_transaction_id = ${newId()} where id = ${id}`.execute(t.db)).rejects.toThrow(missing);
+    expect((await ledger.reconcile(t.db, ctx.tenantId)).ok).toBe(true);
+  });
+});

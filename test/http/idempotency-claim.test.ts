@@ -1,0 +1,147 @@
+import { sql } from 'kysely';
+import type { FastifyInstance } from 'fastify';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
+import { buildApp } from '../../src/app.js';
+import { claimKeys, isClaimRace, type KeyClaim } from '../../src/http/idempotency-claim.js';
+import { newId } from '../../src/lib/ids.js';
+import { clientFor, johnDoe, startTestApp, type TestApp } from '../harness.js';
+import { walRecordsOf } from '../wal-records.js';
+
+/**
+ * The Idempotency-Key claim without INSERT … ON CONFLICT (http/idempotency-claim.ts): a new key is
+ * a plain insert, with no speculative insertion's confirm record, and concurrent claims of one
+ * key still have one winner.
+ */
+let t: TestApp;
+beforeAll(async () => {
+  t = await startTestApp();
+});
+afterAll(async () => t?.close());
+
+const claimOf = (key: string): KeyClaim => ({
+  tenantId: newId(),
+  environment: 'sandbox',
+  key,
+  fingerprint: 'f'.repeat(64),
+  token: newId(),
+});
+const owner = newId();
+
+describe('the Idempotency-Key claim', () => {
+  it.skipIf(process.env.DATABASE_URL === undefined)(
+    'writes one heap insert for a new key, and no speculative insertion confirm',
+    async () => {
+      const tenant = await t.tenant('Claim WAL Ltd');
+      const api = clientFor(t, tenant.sandbox.secret_key);
+      const records = await walRecordsOf(t.db, async () => {
+        expect((await api.post('/v1/customers', johnDoe({ email: 'wal@example.com' }))).status).toBe(200);
+      });
+      const keys = records.filter((r) => r.endsWith(' idempotency_keys'));
+      expect(keys).not.toContain('HEAP_CONFIRM idempotency_keys');
+      expect(keys.filter((r) => r.startsWith('INSERT'))).toHaveLength(1);
+    },
+  );
+
+  it('claims a new key, not a key another claim holds, and takes over one past its retention', async () => {
+    const fresh = claimOf(`claim-${newId()}`);
+    expect((await t.db.executeQuery(claimKeys(t.db, [fresh], owner, 24))).rows).toEqual([{ claim_token: fresh.token }]);
+    const again = { ...fresh, token: newId() };
+    expect((await t.db.executeQuery(claimKeys(t.db, [again], owner, 24))).rows).toEqual([]);
+    await sql`update idempotency_keys set expires_at = now() - interval '1 second' where key = ${fresh.key}`.execute(t.db);
+    expect((await t.db.executeQuery(claimKeys(t.db, [again], owner, 24))).rows).toEqual([{ claim_token: again.token }]);
+  });
+
+  it.skipIf(process.env.DATABASE_URL === undefined)(
+    'two claims of one new key at once: the second waits, fails as a race, and claimed again finds the first',
+    async () => {
+      const first = claimOf(`race-${newId()}`);
+      const second = { ...first, token: newId() };
+      let release!: () => void;
+      const held = new Promise<void>((r) => (release = r));
+      let claimedFirst!: () => void;
+      const firstIn = new Promise<void>((r) => (claimedFirst = r));
+      const one = t.db.transaction().execute(async (trx) => {
+        const rows = (await trx.executeQuery(claimKeys(trx, [first], owner, 24))).rows;
+        claimedFirst();
+        await held;
+        return rows;
+      });
+      await firstIn;
+      const two = t.db.transaction().execute((trx) => trx.executeQuery(claimKeys(trx, [second], owner, 24)));
+      const waiting = await Promise.race([
+        two.then(
+          () => 'ended',
+          () => 'ended',
+        ),
+        new Promise((r) => setTimeout(() => r('waiting'), 300)),
+      ]);
+      expect(waiting).toBe('waiting');
+      release();
+      expect(await one).toEqual([{ claim_token: first.token }]);
+      const err = await two.then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(isClaimRace(err)).toBe(true);
+      expect((await t.db.executeQuery(claimKeys(t.db, [second], owner, 24))).rows).toEqual([]);
+    },
+  );
+});
+
+describe.skipIf(process.env.DATABASE_URL === undefined)('two processes, one new key, at once', () => {
+  it("the second batch waits for the first's commit, claims again, and replays its answer: one transfer", async () => {
+    // A second app on the same database: its own batcher and lanes, as another process has.
+    const other = await buildApp({
+      config: t.config,
+      db: t.db,
+      dbKind: t.dbKind,
+      sealer: t.sealer,
+      logger: false,
+      changes: t.handle.changes,
+      poolStats: t.handle.poolStats,
+    });
+    onTestFinished(() => other.close());
+    const tenant = await t.tenant('Two Processes Ltd');
+    const api = clientFor(t, tenant.sandbox.secret_key);
+    const open = async () => (await api.post('/v1/accounts', { currency: 'NGN', label: 'p' })).body.data.id as string;
+    const [from, to] = [await open(), await open()];
+    expect((await api.post(`/v1/simulations/accounts/${from}/fund`, { amount: '10.00' })).status).toBe(200);
+    const payload = JSON.stringify({ source: { id: from }, destination: { destination_type: 'internal_account', id: to }, amount: '1.00' });
+    const headers = { 'api-key': tenant.sandbox.secret_key, 'idempotency-key': `two-${from}`, 'content-type': 'application/json' };
+    const send = (app: FastifyInstance) => app.inject({ method: 'POST', url: '/v1/transfers', headers, payload });
+    // The first batch claims the key, then waits on the source's balance row, held here; the
+    // second's claim then waits on the first's new index entry.
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    let locked!: () => void;
+    const isLocked = new Promise<void>((r) => (locked = r));
+    const holder = t.db.transaction().execute(async (trx) => {
+      await sql`select 1 from ledger_balances where account_id = ${from} for update`.execute(trx);
+      locked();
+      await held;
+    });
+    await isLocked;
+    const first = send(t.app);
+    await waitersAtLeast(1);
+    const second = send(other);
+    await waitersAtLeast(2);
+    release();
+    await holder;
+    const [a, b] = await Promise.all([first, second]);
+    expect([a.statusCode, b.statusCode]).toEqual([200, 200]);
+    expect(b.body).toBe(a.body);
+    expect(b.headers['idempotency-replayed']).toBe('true');
+    expect((await api.get(`/v1/transfers?account_id=${from}`)).body.data.total_items).toBe(1);
+  });
+});
+
+/** Until `n` sessions of this database wait for a lock. */
+async function waitersAtLeast(n: number): Promise<void> {
+  for (;;) {
+    const { rows } = await sql<{ n: number }>`
+      select count(*)::int as n from pg_locks l join pg_stat_activity a on a.pid = l.pid
+      where a.datname = current_database() and not l.granted`.execute(t.db);
+    if (rows[0]!.n >= n) return;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
