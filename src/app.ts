@@ -1,7 +1,8 @@
 import { readFileSync } from 'node:fs';
 import fastifySwagger from '@fastify/swagger';
 import Fastify, { LogController, type FastifyInstance } from 'fastify';
-import { jsonSchemaTransformObject, serializerCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
+import { jsonSchemaTransformObject, type ZodTypeProvider } from 'fastify-type-provider-zod';
+import { serializerCompiler } from './http/serializer.js';
 import { validatorCompiler } from './http/validation.js';
 import type { Config } from './config.js';
 import type { ChangeFeed } from './db/change-feed.js';
