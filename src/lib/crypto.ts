@@ -1,4 +1,4 @@
-import { createCipheriv, createDecipheriv, createHash, randomBytes, randomInt, timingSafeEqual } from 'node:crypto';
+import { createCipheriv, createDecipheriv, hash, createHash, randomBytes, randomInt, timingSafeEqual } from 'node:crypto';
 
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 
@@ -13,8 +13,9 @@ export function sha256(value: string | Buffer): Buffer {
   return createHash('sha256').update(value).digest();
 }
 
+/** One call, no Hash object (node's one-shot `crypto.hash`): per request for the API key and the Idempotency-Key. */
 export function sha256Hex(value: string | Buffer): string {
-  return createHash('sha256').update(value).digest('hex');
+  return hash('sha256', value, 'hex');
 }
 
 export function constantTimeEqual(a: Buffer, b: Buffer): boolean {

@@ -220,6 +220,24 @@ describe('request log', () => {
     }
   });
 
+  it('sends a column of text as array text written by JSON.stringify, and stores it exactly as the array pg wrote', async () => {
+    // Text JSON escapes as PostgreSQL's array text does (quotes, backslashes, a backslash and an n
+    // as two characters) goes as array text; a control character or a lone surrogate, as an array.
+    const asText = ['"quoted" \\ back', 'literal \\n and \\\\u0001', '{"a":"b\\"c"}', 'NULL', 'null', '', 'é ✓ 🙂', '{,}'];
+    const asArray = ['new\nline', 'tab\t', 'nul-free \u0001', 'lone \ud800 surrogate'];
+    expect(logRepo.arrayText([...asText, null])).toBe(`{${JSON.stringify([...asText, null]).slice(1, -1)}}`);
+    for (const text of asArray) expect(logRepo.arrayText(['plain', text])).toEqual(['plain', text]);
+    expect(logRepo.arrayText([1, null])).toEqual([1, null]);
+    const at = new Date();
+    const bodies = [...asText, ...asArray.slice(0, 3)];
+    const many = bodies.map((body, i) =>
+      logRow(at, { request_id: `array-text-${i}`, path: `/v1/x/${asText[i % asText.length]}`, response_body: body }),
+    );
+    await insertLog(many);
+    const stored = (await rows()).filter((r) => r.request_id.startsWith('array-text-'));
+    expect(stored.map((r) => [r.path, r.response_body]).sort()).toEqual(many.map((r) => [r.path, r.response_body]).sort());
+  });
+
   it('deletes rows past the retention, and only those', async () => {
     const old = new Date(Date.now() - 31 * 86_400_000);
     await insertLog([logRow(old, { request_id: 'old', path: '/v1/old' })]);
