@@ -1,0 +1,119 @@
+/**
+ * Server CPU per account read and per /healthz of two or more builds side by side, on one
+ * database, their loads taking turns every few seconds, so that a shared machine's load drifts
+ * over all of them alike (runs of `npm run bench` one after the other moved by 2× here):
+ *
+ *   BENCH_DATABASE_URL=... npx tsx bench/ab.ts [rounds] name=/path/to/worktree[:ENV=value] ...
+ *   e.g. npx tsx bench/ab.ts 9 main=/work/wt/base branch=. nolog=.:REQUEST_LOG=off
+ *
+ * Each path must hold a build (`npm run build` there: dist/). Each round runs, for every server
+ * in turn (the order rotating), 4 s of GET /v1/accounts/{id} and 4 s of GET /healthz at 32
+ * connections, and reads the server's CPU time from /proc around each.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { openPostgres } from '../src/db/client.js';
+import { accountReadLoad, healthzLoad } from './load.js';
+import { admin, fundedAccounts, prepareDatabase, START_FLAGS, withDatabase } from './server.js';
+
+interface Build {
+  name: string;
+  base: string;
+  child: ChildProcess;
+  totals: { readMs: number; reads: number; healthzMs: number; healthz: number };
+}
+
+const cpuMs = (pid: number) => {
+  const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return ((Number(f[11]) + Number(f[12])) * 1000) / 100;
+};
+
+async function start(name: string, spec: string, url: string, port: number): Promise<Build> {
+  const [dir, ...settings] = spec.split(':');
+  const { DATABASE_URL: _url, NODE_OPTIONS: _options, ...env } = process.env;
+  const child = spawn(process.execPath, [...START_FLAGS, 'dist/main.js'], {
+    cwd: resolve(dir!),
+    stdio: ['ignore', 'pipe', 'inherit'],
+    env: {
+      ...env,
+      DATABASE_URL: url,
+      DATA_DIR: mkdtempSync(join(tmpdir(), 'fsapi-ab-')),
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      ROLE: 'api',
+      PROFILE: 'production',
+      TRUSTED_PROXIES: '127.0.0.1',
+      LOG_LEVEL: 'info',
+      DEMO_TENANT: 'false',
+      RATE_LIMIT_PER_MINUTE: '1000000',
+      DB_POOL_SIZE: '24',
+      SECRETS_KEY: randomBytes(32).toString('base64'),
+      ...Object.fromEntries(settings.map((s) => s.split('='))),
+    },
+  });
+  child.stdout!.resume(); // drain the access log
+  const base = `http://127.0.0.1:${port}`;
+  for (let i = 0; i < 600; i++) {
+    await new Promise((r) => setTimeout(r, 200));
+    if (
+      await fetch(`${base}/healthz`).then(
+        (r) => r.ok,
+        () => false,
+      )
+    )
+      break;
+  }
+  return { name, base, child, totals: { readMs: 0, reads: 0, healthzMs: 0, healthz: 0 } };
+}
+
+/** One build's turn: its reads, then its /healthz, with the CPU each cost. */
+async function turn(b: Build, key: string, pick: () => string): Promise<string> {
+  let at = cpuMs(b.child.pid!);
+  const reads = await accountReadLoad({ base: b.base, key, seconds: 4, connections: 32 }, pick);
+  const readMs = cpuMs(b.child.pid!) - at;
+  at = cpuMs(b.child.pid!);
+  const healthz = await healthzLoad({ base: b.base, key, seconds: 4, connections: 32 });
+  const healthzMs = cpuMs(b.child.pid!) - at;
+  b.totals.readMs += readMs;
+  b.totals.reads += reads.ok;
+  b.totals.healthzMs += healthzMs;
+  b.totals.healthz += healthz.ok;
+  const [read, bare] = [readMs / reads.ok, healthzMs / healthz.ok];
+  return `${b.name}: read ${read.toFixed(3)} ms (${reads.ok}), /healthz ${bare.toFixed(3)} ms (${healthz.ok}), ${(read / bare).toFixed(2)}×`;
+}
+
+const adminUrl = process.env.BENCH_DATABASE_URL;
+const [roundsArg, ...specs] = process.argv.slice(2);
+if (!adminUrl || specs.length === 0) {
+  console.error('usage: BENCH_DATABASE_URL=... tsx bench/ab.ts <rounds> name=path[:ENV=value] ...');
+  process.exit(2);
+}
+const database = `fsapi_ab_${randomBytes(4).toString('hex')}`;
+await admin(adminUrl, (c) => c.query(`create database ${database}`));
+const url = withDatabase(adminUrl, database);
+try {
+  const handle = openPostgres(url, 4);
+  const { key } = await prepareDatabase(handle);
+  await handle.close();
+  const builds: Build[] = [];
+  for (const [i, spec] of specs.entries()) builds.push(await start(spec.split('=')[0]!, spec.slice(spec.indexOf('=') + 1), url, 47400 + i));
+  const ids = await fundedAccounts(builds[0]!.base, key, 100);
+  const pick = () => ids[Math.floor(Math.random() * ids.length)]!;
+  for (const b of builds) await accountReadLoad({ base: b.base, key, seconds: 2, connections: 32 }, pick);
+  for (let round = 0; round < Number(roundsArg); round++) {
+    for (const b of [...builds.slice(round % builds.length), ...builds.slice(0, round % builds.length)]) {
+      console.log(`round ${round} ${await turn(b, key, pick)}`);
+    }
+  }
+  for (const { name, totals: t } of builds) {
+    const [read, bare] = [t.readMs / t.reads, t.healthzMs / t.healthz];
+    console.log(`${name}: server CPU per read ${read.toFixed(3)} ms, per /healthz ${bare.toFixed(3)} ms, ${(read / bare).toFixed(2)}×`);
+  }
+  for (const b of builds) b.child.kill('SIGTERM');
+  await new Promise((r) => setTimeout(r, 2000));
+} finally {
+  await admin(adminUrl, (c) => c.query(`drop database if exists ${database} with (force)`));
+}
