@@ -25,10 +25,15 @@ function statementCounter() {
         type Table = { table?: { identifier?: { name?: string } } };
         const node = args.node as { kind: string; from?: { froms: Table[] }; into?: Table };
         const table = node.kind === 'SelectQueryNode' ? node.from?.froms[0] : node.kind === 'InsertQueryNode' ? node.into : undefined;
-        // The process's own heartbeat (db/instance.ts, every second) is no statement of a request.
-        const heartbeat =
-          node.kind === 'RawNode' && (node as { sqlFragments?: string[] }).sqlFragments?.join('').includes('process_instances');
-        tables.set(args.queryId, heartbeat ? 'process_instances' : table?.table?.identifier?.name);
+        // The process's own heartbeat (db/instance.ts, every second) and the request log's flush
+        // (its insert, and the `set local synchronous_commit` before it) are no statement of a request.
+        const raw = node.kind === 'RawNode' ? ((node as { sqlFragments?: string[] }).sqlFragments?.join('') ?? '') : '';
+        const background = raw.includes('process_instances')
+          ? 'process_instances'
+          : raw.includes('synchronous_commit')
+            ? 'api_request_log'
+            : undefined;
+        tables.set(args.queryId, background ?? table?.table?.identifier?.name);
         return args.node;
       },
       transformResult: async (args) => {
