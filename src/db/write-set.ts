@@ -1,8 +1,72 @@
-import { sql, type OperationNodeSource } from 'kysely';
+import { CompiledQuery, createQueryId, sql, type OperationNodeSource, type RootOperationNode } from 'kysely';
 import type { Queryable } from './client.js';
 
-/** One INSERT, UPDATE or DELETE (a Kysely query builder or a `sql` template), without a WITH of its own. */
-export type WritePart = OperationNodeSource & { execute(db: Queryable): Promise<unknown> };
+/**
+ * One INSERT, UPDATE or DELETE without a WITH of its own: a Kysely query builder, a `sql`
+ * template, or such a statement already compiled (db/compiled.ts compiledPerShape).
+ */
+export type WritePart = (OperationNodeSource & { execute(db: Queryable): Promise<unknown> }) | CompiledQuery<unknown>;
+
+function isCompiled(part: WritePart): part is CompiledQuery<unknown> {
+  return 'sql' in part && 'parameters' in part;
+}
+
+/** A part compiled on its own, as Kysely would compile it inside the WITH (an INSERT, UPDATE or DELETE there is no subquery). */
+function compiledPart(db: Queryable, part: WritePart): CompiledQuery<unknown> {
+  if (isCompiled(part)) return part;
+  const executor = db.getExecutor();
+  const queryId = createQueryId();
+  return executor.compileQuery(executor.transformQuery(part.toOperationNode() as RootOperationNode, queryId), queryId);
+}
+
+const PLACEHOLDER = /\$(\d+)/g;
+/** Renumbered texts of the parts compiled once (the same text object each time), by text and first number. */
+const renumberedTexts = new Map<string, Map<number, string | undefined>>();
+
+/**
+ * A part's text with its placeholders numbered on from `offset` ($1 → $offset+1), as they are in
+ * the WITH statement; undefined unless they are exactly $1…$n in order, one per parameter, as
+ * Kysely numbers them (a `$` of any other kind: the statement is compiled whole, as before).
+ */
+function renumbered(part: CompiledQuery<unknown>, offset: number): string | undefined {
+  let byOffset = renumberedTexts.get(part.sql);
+  const known = byOffset?.get(offset);
+  if (known !== undefined || byOffset?.has(offset)) return known;
+  let next = 1;
+  let inOrder = true;
+  const text = part.sql.replace(PLACEHOLDER, (_, n: string) => {
+    if (Number(n) !== next++) inOrder = false;
+    return `$${Number(n) + offset}`;
+  });
+  const result = inOrder && next - 1 === part.parameters.length ? text : undefined;
+  if (!byOffset) {
+    if (renumberedTexts.size >= 2000) renumberedTexts.clear();
+    byOffset = new Map();
+    renumberedTexts.set(part.sql, byOffset);
+  }
+  byOffset.set(offset, result);
+  return result;
+}
+
+/**
+ * `with w0 as (…), w1 as (…) select 1` from the parts' compiled texts and parameters, the text
+ * and parameters Kysely compiles from the same parts; undefined if a part's placeholders are not
+ * Kysely's own.
+ */
+function joined(parts: CompiledQuery<unknown>[]): CompiledQuery<unknown> | undefined {
+  const texts: string[] = [];
+  const parameters: unknown[] = [];
+  for (const [i, part] of parts.entries()) {
+    const text = renumbered(part, parameters.length);
+    if (text === undefined) return undefined;
+    texts.push(`w${i} as (${text})`);
+    for (const p of part.parameters) parameters.push(p);
+  }
+  return CompiledQuery.raw(`with ${texts.join(', ')} select 1`, parameters);
+}
+
+/** A part in a Kysely statement (compiled parts by their query tree). */
+const nodeOf = (part: WritePart): OperationNodeSource => (isCompiled(part) ? { toOperationNode: () => part.query } : part);
 
 /**
  * The writes of a unit of work that nothing reads back before it commits, sent as ONE statement
@@ -30,10 +94,14 @@ export class WriteSet {
     const parts = this.parts.splice(0);
     if (parts.length === 0) return;
     if (parts.length === 1) {
-      await parts[0]!.execute(this.db);
+      const part = parts[0]!;
+      await (isCompiled(part) ? this.db.executeQuery(part) : part.execute(this.db));
       return;
     }
-    await sql`with ${sql.join(parts.map((part, i) => sql`${sql.raw(`w${i}`)} as (${part})`))} select 1`.execute(this.db);
+    // The parts compiled one by one and joined: those compiled once per shape cost no Kysely work.
+    const statement = joined(parts.map((part) => compiledPart(this.db, part)));
+    if (statement) await this.db.executeQuery(statement);
+    else await sql`with ${sql.join(parts.map((part, i) => sql`${sql.raw(`w${i}`)} as (${nodeOf(part)})`))} select 1`.execute(this.db);
   }
 }
 
@@ -42,8 +110,9 @@ export type Writer = Queryable | WriteSet;
 
 /** Runs the write built on `to`'s database now, or defers it into the write set. */
 export async function write(to: Writer, build: (db: Queryable) => WritePart): Promise<void> {
-  if (to instanceof WriteSet) to.add(build(to.db));
-  else await build(to).execute(to);
+  if (to instanceof WriteSet) return to.add(build(to.db));
+  const part = build(to);
+  await (isCompiled(part) ? to.executeQuery(part) : part.execute(to));
 }
 
 /**

@@ -1,6 +1,7 @@
 import { sql, type ColumnType, type CompiledQuery, type Selectable } from 'kysely';
 import type { Queryable } from '../db/client.js';
 import { scoped } from '../db/scoped.js';
+import { insertPerShape } from '../db/compiled.js';
 import { write, writeTogether, type Writer } from '../db/write-set.js';
 import { valuesOf } from '../db/values.js';
 import type { LedgerScope, SystemRole } from './types.js';
@@ -363,6 +364,9 @@ export async function insertHolds(
   await write(to, (db) => db.insertInto('ledger_holds').values(rows));
 }
 
+const insertLedgerTransactions = insertPerShape('ledger_transactions');
+const insertLedgerEntries = insertPerShape('ledger_entries');
+
 /** Many transactions and all their entries in one statement (stamped with the transaction's now()). */
 export async function insertTransactionsWithEntries(
   to: Writer,
@@ -382,5 +386,5 @@ export async function insertTransactionsWithEntries(
   const entries = items.flatMap((i) =>
     i.entries.map((e) => ({ ...e, tenant_id: i.scope.tenantId, environment: i.scope.environment, transaction_id: i.row.id })),
   );
-  await writeTogether(to, (db) => [db.insertInto('ledger_transactions').values(txs), db.insertInto('ledger_entries').values(entries)]);
+  await writeTogether(to, (db) => [insertLedgerTransactions(db, txs), insertLedgerEntries(db, entries)]);
 }
