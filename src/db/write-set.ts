@@ -65,8 +65,13 @@ function joined(parts: CompiledQuery<unknown>[]): CompiledQuery<unknown> | undef
   return CompiledQuery.raw(`with ${texts.join(', ')} select 1`, parameters);
 }
 
-/** A part in a Kysely statement (compiled parts by their query tree). */
-const nodeOf = (part: WritePart): OperationNodeSource => (isCompiled(part) ? { toOperationNode: () => part.query } : part);
+/** A part in a Kysely statement: a compiled one as its text around its own parameters (its query tree holds its first values). */
+function nodeOf(part: WritePart): OperationNodeSource {
+  if (!isCompiled(part)) return part;
+  const fragments = part.sql.split(/\$\d+/);
+  if (fragments.length !== part.parameters.length + 1) throw new Error(`WriteSet: a compiled part with a $ of its own: ${part.sql}`);
+  return sql(fragments as unknown as TemplateStringsArray, ...part.parameters);
+}
 
 /**
  * The writes of a unit of work that nothing reads back before it commits, sent as ONE statement
