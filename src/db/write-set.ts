@@ -20,8 +20,6 @@ function compiledPart(db: Queryable, part: WritePart): CompiledQuery<unknown> {
 }
 
 const PLACEHOLDER = /\$(\d+)/g;
-/** Renumbered texts of the parts compiled once (the same text object each time), by text and first number. */
-const renumberedTexts = new Map<string, Map<number, string | undefined>>();
 
 /**
  * A part's text with its placeholders numbered on from `offset` ($1 → $offset+1), as they are in
@@ -29,40 +27,73 @@ const renumberedTexts = new Map<string, Map<number, string | undefined>>();
  * Kysely numbers them (a `$` of any other kind: the statement is compiled whole, as before).
  */
 function renumbered(part: CompiledQuery<unknown>, offset: number): string | undefined {
-  let byOffset = renumberedTexts.get(part.sql);
-  const known = byOffset?.get(offset);
-  if (known !== undefined || byOffset?.has(offset)) return known;
   let next = 1;
   let inOrder = true;
   const text = part.sql.replace(PLACEHOLDER, (_, n: string) => {
     if (Number(n) !== next++) inOrder = false;
     return `$${Number(n) + offset}`;
   });
-  const result = inOrder && next - 1 === part.parameters.length ? text : undefined;
-  if (!byOffset) {
-    if (renumberedTexts.size >= 2000) renumberedTexts.clear();
-    byOffset = new Map();
-    renumberedTexts.set(part.sql, byOffset);
+  return inOrder && next - 1 === part.parameters.length ? text : undefined;
+}
+
+/** `with w0 as (…), w1 as (…) select 1` of these parts' texts, or undefined (see renumbered). */
+function withText(parts: CompiledQuery<unknown>[]): { text: string; count: number } | undefined {
+  const texts: string[] = [];
+  let offset = 0;
+  for (const [i, part] of parts.entries()) {
+    const text = renumbered(part, offset);
+    if (text === undefined) return undefined;
+    texts.push(`w${i} as (${text})`);
+    offset += part.parameters.length;
   }
-  byOffset.set(offset, result);
-  return result;
+  return { text: `with ${texts.join(', ')} select 1`, count: offset };
 }
 
 /**
- * `with w0 as (…), w1 as (…) select 1` from the parts' compiled texts and parameters, the text
- * and parameters Kysely compiles from the same parts; undefined if a part's placeholders are not
- * Kysely's own.
+ * The WITH texts made so far, by their parts' texts in order (a trie: the parts compiled once per
+ * shape are the same string each time, so a batch finds its text without building or hashing it
+ * again, and PostgreSQL's prepared statement is found by the same string). null: not joinable.
+ */
+interface Joined {
+  next: Map<string, Joined>;
+  /** The text and its parameter count. */
+  statement?: { text: string; count: number } | null;
+}
+const joinedTexts: Joined = { next: new Map() };
+let joinedCount = 0;
+const JOINED_MAX = 5000;
+
+function cachedWithText(parts: CompiledQuery<unknown>[]): { text: string; count: number } | undefined {
+  let node = joinedTexts;
+  for (const part of parts) {
+    let child = node.next.get(part.sql);
+    if (!child) {
+      if (++joinedCount > JOINED_MAX) {
+        joinedTexts.next.clear(); // parts compiled anew each time (their values in the text) must not fill memory
+        joinedCount = 0;
+      }
+      child = { next: new Map() };
+      node.next.set(part.sql, child);
+    }
+    node = child;
+  }
+  if (node.statement === undefined) node.statement = withText(parts) ?? null;
+  return node.statement ?? undefined;
+}
+
+/**
+ * The WITH statement of the parts' compiled texts and parameters: the text and parameters Kysely
+ * compiles from the same parts; undefined if a part's placeholders are not Kysely's own.
  */
 function joined(parts: CompiledQuery<unknown>[]): CompiledQuery<unknown> | undefined {
-  const texts: string[] = [];
+  const statement = cachedWithText(parts);
+  if (statement === undefined) return undefined;
   const parameters: unknown[] = [];
-  for (const [i, part] of parts.entries()) {
-    const text = renumbered(part, parameters.length);
-    if (text === undefined) return undefined;
-    texts.push(`w${i} as (${text})`);
-    for (const p of part.parameters) parameters.push(p);
-  }
-  return CompiledQuery.raw(`with ${texts.join(', ')} select 1`, parameters);
+  for (const part of parts) for (const p of part.parameters) parameters.push(p);
+  // Each text has its number of parameters: a part described with others is a fault, not a statement to send.
+  if (parameters.length !== statement.count)
+    throw new Error(`WriteSet: ${parameters.length} parameters for ${statement.count} placeholders`);
+  return CompiledQuery.raw(statement.text, parameters);
 }
 
 /** A part in a Kysely statement: a compiled one as its text around its own parameters (its query tree holds its first values). */
