@@ -1,4 +1,4 @@
-import { createQueryId, type CompiledQuery, type Compilable, type Insertable, type QueryResult } from 'kysely';
+import { createQueryId, RawNode, type CompiledQuery, type Compilable, type Insertable, type QueryResult } from 'kysely';
 import type { Queryable } from './client.js';
 import type { Database } from './types.js';
 
@@ -71,23 +71,25 @@ export function compiledPerShape<A extends unknown[], R>(
     const described = describe(...args);
     if (!described) return build(db, ...args).compile();
     const { shape, parameters } = described;
+    // A plugin may change each statement: with one, each is built as usual.
+    if (db.getExecutor().plugins.length > 0) return build(db, ...args).compile();
     const first = shapes.get(shape);
-    if (first) {
-      const queryId = createQueryId();
-      if (db.getExecutor().transformQuery(first.query, queryId) === first.query) return { ...first, parameters, queryId };
-      return build(db, ...args).compile(); // a plugin changes statements: each gets its own
-    }
+    if (first) return { ...first, parameters, queryId: createQueryId() };
     const compiled = build(db, ...args).compile();
     if (!sameParameters(compiled.parameters, parameters))
       throw new Error(`compiledPerShape: the statement's parameters are not the ones described, in order: ${compiled.sql}`);
     if (shapes.size >= MAX_SHAPES) shapes.clear();
-    shapes.set(shape, compiled);
+    // Kept as its text only: the query tree holds this call's values (a large insert's thousands of nodes).
+    shapes.set(shape, { ...compiled, query: RawNode.createWithSql(compiled.sql), parameters: [] });
     return compiled;
   };
 }
 
 /** Shapes kept per statement (a batch's row counts stay far below; clearing only costs a compile). */
 const MAX_SHAPES = 500;
+
+/** Larger inserts (a bulk's) are compiled as usual: their texts, one per row count, are not worth keeping. */
+const INSERT_ROWS_MAX = 128;
 
 /** Whether a value becomes SQL of its own in Kysely (an expression such as sql`now()`, or its factory), not a parameter. */
 function isExpression(value: unknown): boolean {
@@ -101,7 +103,7 @@ function isExpression(value: unknown): boolean {
  * which Kysely leaves to the column's default, or an expression): such rows are compiled as usual.
  */
 export function insertShape(rows: readonly Record<string, unknown>[]): Shaped | undefined {
-  if (rows.length === 0) return undefined;
+  if (rows.length === 0 || rows.length > INSERT_ROWS_MAX) return undefined;
   const columns = Object.keys(rows[0]!);
   const parameters: unknown[] = [];
   for (const row of rows) {
