@@ -1,5 +1,6 @@
-import { createQueryId, type CompiledQuery, type Compilable, type QueryResult } from 'kysely';
+import { createQueryId, RawNode, type CompiledQuery, type Compilable, type Insertable, type QueryResult } from 'kysely';
 import type { Queryable } from './client.js';
+import type { Database } from './types.js';
 
 /**
  * A statement whose text never changes, built and compiled by Kysely once: each call then only
@@ -33,4 +34,94 @@ export function compiledOnce<P extends unknown[], R>(build: (db: Queryable, ...p
       return db.executeQuery(compiled);
     },
   };
+}
+
+/** A statement's shape (its cache key: the same shape always compiles to the same text) and its parameters, in order. */
+export interface Shaped {
+  shape: string;
+  parameters: readonly unknown[];
+}
+
+/** Whether Kysely's parameters are the ones given: each the same value, arrays element by element (valuesOf builds its own). */
+function sameParameters(compiled: readonly unknown[], given: readonly unknown[]): boolean {
+  return (
+    compiled.length === given.length &&
+    compiled.every((p, i) => {
+      const g = given[i];
+      if (Array.isArray(p) && Array.isArray(g)) return p.length === g.length && p.every((x, k) => x === g[k]);
+      return p === g;
+    })
+  );
+}
+
+/**
+ * compiledOnce for a statement whose text depends on its input's shape (a batch's multi-row
+ * insert: its row count and columns): built and compiled by Kysely once per shape, then only
+ * its parameters filled in. `describe` gives the input's shape and the parameters Kysely puts in
+ * the statement, in order (undefined: an input it cannot tell, built and compiled as usual).
+ * Each shape's first build is checked as in compiledOnce: the compiled parameters must be the
+ * ones described, in order, so a description that disagrees with the statement fails at once.
+ */
+export function compiledPerShape<A extends unknown[], R>(
+  build: (db: Queryable, ...args: A) => Compilable<R>,
+  describe: (...args: A) => Shaped | undefined,
+): (db: Queryable, ...args: A) => CompiledQuery<R> {
+  const shapes = new Map<string, CompiledQuery<R>>();
+  return (db, ...args) => {
+    const described = describe(...args);
+    if (!described) return build(db, ...args).compile();
+    const { shape, parameters } = described;
+    // A plugin may change each statement: with one, each is built as usual.
+    if (db.getExecutor().plugins.length > 0) return build(db, ...args).compile();
+    const first = shapes.get(shape);
+    if (first) return { ...first, parameters, queryId: createQueryId() };
+    const compiled = build(db, ...args).compile();
+    if (!sameParameters(compiled.parameters, parameters))
+      throw new Error(`compiledPerShape: the statement's parameters are not the ones described, in order: ${compiled.sql}`);
+    if (shapes.size >= MAX_SHAPES) shapes.clear();
+    // Kept as its text only: the query tree holds this call's values (a large insert's thousands of nodes).
+    shapes.set(shape, { ...compiled, query: RawNode.createWithSql(compiled.sql), parameters: [] });
+    return compiled;
+  };
+}
+
+/** Shapes kept per statement (a batch's row counts stay far below; clearing only costs a compile). */
+const MAX_SHAPES = 500;
+
+/** Larger inserts (a bulk's) are compiled as usual: their texts, one per row count, are not worth keeping. */
+const INSERT_ROWS_MAX = 128;
+
+/** Whether a value becomes SQL of its own in Kysely (an expression such as sql`now()`, or its factory), not a parameter. */
+function isExpression(value: unknown): boolean {
+  return typeof value === 'function' || (typeof value === 'object' && value !== null && 'toOperationNode' in value);
+}
+
+/**
+ * The shape and parameters of Kysely's `insertInto(table).values(rows)`: its columns and row
+ * count, and each row's values in column order. Undefined when Kysely would write the rows
+ * differently than that (rows with different columns or in a different order, an undefined value,
+ * which Kysely leaves to the column's default, or an expression): such rows are compiled as usual.
+ */
+export function insertShape(rows: readonly Record<string, unknown>[]): Shaped | undefined {
+  if (rows.length === 0 || rows.length > INSERT_ROWS_MAX) return undefined;
+  const columns = Object.keys(rows[0]!);
+  const parameters: unknown[] = [];
+  for (const row of rows) {
+    let k = 0;
+    for (const column in row) {
+      const value = row[column];
+      if (column !== columns[k++] || value === undefined || isExpression(value)) return undefined;
+      parameters.push(value);
+    }
+    if (k !== columns.length) return undefined;
+  }
+  return { shape: `${columns.join(',')}|${rows.length}`, parameters };
+}
+
+/**
+ * `insertInto(table).values(rows)`, compiled by Kysely once per shape (insertShape): a batch's
+ * multi-row insert, whose building and compiling would otherwise grow with its rows.
+ */
+export function insertPerShape<T extends keyof Database & string>(table: T) {
+  return compiledPerShape((db: Queryable, rows: Insertable<Database[T]>[]) => db.insertInto(table).values(rows as never), insertShape);
 }

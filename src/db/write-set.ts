@@ -1,8 +1,108 @@
-import { sql, type OperationNodeSource } from 'kysely';
+import { CompiledQuery, createQueryId, sql, type OperationNodeSource, type RootOperationNode } from 'kysely';
 import type { Queryable } from './client.js';
 
-/** One INSERT, UPDATE or DELETE (a Kysely query builder or a `sql` template), without a WITH of its own. */
-export type WritePart = OperationNodeSource & { execute(db: Queryable): Promise<unknown> };
+/**
+ * One INSERT, UPDATE or DELETE without a WITH of its own: a Kysely query builder, a `sql`
+ * template, or such a statement already compiled (db/compiled.ts compiledPerShape).
+ */
+export type WritePart = (OperationNodeSource & { execute(db: Queryable): Promise<unknown> }) | CompiledQuery<unknown>;
+
+function isCompiled(part: WritePart): part is CompiledQuery<unknown> {
+  return 'sql' in part && 'parameters' in part;
+}
+
+/** A part compiled on its own, as Kysely would compile it inside the WITH (an INSERT, UPDATE or DELETE there is no subquery). */
+function compiledPart(db: Queryable, part: WritePart): CompiledQuery<unknown> {
+  if (isCompiled(part)) return part;
+  const executor = db.getExecutor();
+  const queryId = createQueryId();
+  return executor.compileQuery(executor.transformQuery(part.toOperationNode() as RootOperationNode, queryId), queryId);
+}
+
+const PLACEHOLDER = /\$(\d+)/g;
+
+/**
+ * A part's text with its placeholders numbered on from `offset` ($1 → $offset+1), as they are in
+ * the WITH statement; undefined unless they are exactly $1…$n in order, one per parameter, as
+ * Kysely numbers them (a `$` of any other kind: the statement is compiled whole, as before).
+ */
+function renumbered(part: CompiledQuery<unknown>, offset: number): string | undefined {
+  let next = 1;
+  let inOrder = true;
+  const text = part.sql.replace(PLACEHOLDER, (_, n: string) => {
+    if (Number(n) !== next++) inOrder = false;
+    return `$${Number(n) + offset}`;
+  });
+  return inOrder && next - 1 === part.parameters.length ? text : undefined;
+}
+
+/** `with w0 as (…), w1 as (…) select 1` of these parts' texts, or undefined (see renumbered). */
+function withText(parts: CompiledQuery<unknown>[]): { text: string; count: number } | undefined {
+  const texts: string[] = [];
+  let offset = 0;
+  for (const [i, part] of parts.entries()) {
+    const text = renumbered(part, offset);
+    if (text === undefined) return undefined;
+    texts.push(`w${i} as (${text})`);
+    offset += part.parameters.length;
+  }
+  return { text: `with ${texts.join(', ')} select 1`, count: offset };
+}
+
+/**
+ * The WITH texts made so far, by their parts' texts in order (a trie: the parts compiled once per
+ * shape are the same string each time, so a batch finds its text without building or hashing it
+ * again, and PostgreSQL's prepared statement is found by the same string). null: not joinable.
+ */
+interface Joined {
+  next: Map<string, Joined>;
+  /** The text and its parameter count. */
+  statement?: { text: string; count: number } | null;
+}
+const joinedTexts: Joined = { next: new Map() };
+let joinedCount = 0;
+const JOINED_MAX = 5000;
+
+function cachedWithText(parts: CompiledQuery<unknown>[]): { text: string; count: number } | undefined {
+  let node = joinedTexts;
+  for (const part of parts) {
+    let child = node.next.get(part.sql);
+    if (!child) {
+      if (++joinedCount > JOINED_MAX) {
+        joinedTexts.next.clear(); // parts compiled anew each time (their values in the text) must not fill memory
+        joinedCount = 0;
+      }
+      child = { next: new Map() };
+      node.next.set(part.sql, child);
+    }
+    node = child;
+  }
+  if (node.statement === undefined) node.statement = withText(parts) ?? null;
+  return node.statement ?? undefined;
+}
+
+/**
+ * The WITH statement of the parts' compiled texts and parameters: the text and parameters Kysely
+ * compiles from the same parts; undefined if a part's placeholders are not Kysely's own.
+ */
+function joined(parts: CompiledQuery<unknown>[]): CompiledQuery<unknown> | undefined {
+  const statement = cachedWithText(parts);
+  if (statement === undefined) return undefined;
+  const parameters: unknown[] = [];
+  for (const part of parts) for (const p of part.parameters) parameters.push(p);
+  // Each text has its number of parameters: a part described with others is a fault, not a statement to send.
+  if (parameters.length !== statement.count)
+    throw new Error(`WriteSet: ${parameters.length} parameters for ${statement.count} placeholders`);
+  return CompiledQuery.raw(statement.text, parameters);
+}
+
+/** A part in a Kysely statement: a compiled one as its text around its own parameters (its query tree holds its first values). */
+function nodeOf(part: WritePart): OperationNodeSource {
+  if (!isCompiled(part)) return part;
+  const fragments = part.sql.split(/\$\d+/);
+  if (fragments.length !== part.parameters.length + 1) throw new Error(`WriteSet: a compiled part with a $ of its own: ${part.sql}`);
+  return sql(fragments as unknown as TemplateStringsArray, ...part.parameters);
+}
 
 /**
  * The writes of a unit of work that nothing reads back before it commits, sent as ONE statement
@@ -30,10 +130,14 @@ export class WriteSet {
     const parts = this.parts.splice(0);
     if (parts.length === 0) return;
     if (parts.length === 1) {
-      await parts[0]!.execute(this.db);
+      const part = parts[0]!;
+      await (isCompiled(part) ? this.db.executeQuery(part) : part.execute(this.db));
       return;
     }
-    await sql`with ${sql.join(parts.map((part, i) => sql`${sql.raw(`w${i}`)} as (${part})`))} select 1`.execute(this.db);
+    // The parts compiled one by one and joined: those compiled once per shape cost no Kysely work.
+    const statement = joined(parts.map((part) => compiledPart(this.db, part)));
+    if (statement) await this.db.executeQuery(statement);
+    else await sql`with ${sql.join(parts.map((part, i) => sql`${sql.raw(`w${i}`)} as (${nodeOf(part)})`))} select 1`.execute(this.db);
   }
 }
 
@@ -42,8 +146,9 @@ export type Writer = Queryable | WriteSet;
 
 /** Runs the write built on `to`'s database now, or defers it into the write set. */
 export async function write(to: Writer, build: (db: Queryable) => WritePart): Promise<void> {
-  if (to instanceof WriteSet) to.add(build(to.db));
-  else await build(to).execute(to);
+  if (to instanceof WriteSet) return to.add(build(to.db));
+  const part = build(to);
+  await (isCompiled(part) ? to.executeQuery(part) : part.execute(to));
 }
 
 /**

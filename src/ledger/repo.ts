@@ -1,6 +1,7 @@
 import { sql, type ColumnType, type CompiledQuery, type Selectable } from 'kysely';
 import type { Queryable } from '../db/client.js';
 import { scoped } from '../db/scoped.js';
+import { compiledPerShape, insertPerShape } from '../db/compiled.js';
 import { write, writeTogether, type Writer } from '../db/write-set.js';
 import { valuesOf } from '../db/values.js';
 import type { LedgerScope, SystemRole } from './types.js';
@@ -313,20 +314,26 @@ export function lockScopedBalancesStatement(
   sortedIds: string[],
   system?: { role: SystemRole; currencies: string[] },
 ): CompiledQuery<LockedBalanceRow> {
-  return (
-    scoped(db, 'ledger_balances', scope)
-      .selectAll()
-      .select(sql<Date>`now()`.as('tx_now'))
-      // One text whatever the number of ids (an IN list has one per count): prepared once per connection.
-      .where((eb) => {
-        const named = eb('account_id', '=', sql<string>`any(${sortedIds}::uuid[])`);
-        return system ? eb.or([named, eb('account_id', 'in', systemAccountsOf(db, scope, system).select('id'))]) : named;
-      })
-      .orderBy('account_id')
-      .forUpdate()
-      .compile()
-  );
+  return system ? lockBalancesQuery(db, scope, sortedIds, system).compile() : lockBalancesOnce(db, scope, sortedIds);
 }
+
+/** A business's balance rows locked, without system accounts: one text whatever the ids, compiled once. */
+const lockBalancesOnce = compiledPerShape(
+  (db: Queryable, scope: LedgerScope, sortedIds: string[]) => lockBalancesQuery(db, scope, sortedIds),
+  (scope, sortedIds) => ({ shape: '', parameters: [scope.tenantId, scope.environment, sortedIds] }),
+);
+
+const lockBalancesQuery = (db: Queryable, scope: LedgerScope, sortedIds: string[], system?: { role: SystemRole; currencies: string[] }) =>
+  scoped(db, 'ledger_balances', scope)
+    .selectAll()
+    .select(sql<Date>`now()`.as('tx_now'))
+    // One text whatever the number of ids (an IN list has one per count): prepared once per connection.
+    .where((eb) => {
+      const named = eb('account_id', '=', sql<string>`any(${sortedIds}::uuid[])`);
+      return system ? eb.or([named, eb('account_id', 'in', systemAccountsOf(db, scope, system).select('id'))]) : named;
+    })
+    .orderBy('account_id')
+    .forUpdate();
 
 /** The business's system accounts of `role` in `currencies` (id and currency), as a statement its caller sends (db/pipeline.ts). */
 export function findSystemAccountsStatement(
@@ -363,6 +370,9 @@ export async function insertHolds(
   await write(to, (db) => db.insertInto('ledger_holds').values(rows));
 }
 
+const insertLedgerTransactions = insertPerShape('ledger_transactions');
+const insertLedgerEntries = insertPerShape('ledger_entries');
+
 /** Many transactions and all their entries in one statement (stamped with the transaction's now()). */
 export async function insertTransactionsWithEntries(
   to: Writer,
@@ -382,5 +392,5 @@ export async function insertTransactionsWithEntries(
   const entries = items.flatMap((i) =>
     i.entries.map((e) => ({ ...e, tenant_id: i.scope.tenantId, environment: i.scope.environment, transaction_id: i.row.id })),
   );
-  await writeTogether(to, (db) => [db.insertInto('ledger_transactions').values(txs), db.insertInto('ledger_entries').values(entries)]);
+  await writeTogether(to, (db) => [insertLedgerTransactions(db, txs), insertLedgerEntries(db, entries)]);
 }

@@ -2,7 +2,7 @@ import { sql, type ColumnType, type Insertable, type Selectable, type SelectQuer
 import type { Database } from '../../db/types.js';
 import type { Queryable } from '../../db/client.js';
 import type { Scope } from '../../core/context.js';
-import { compiledOnce } from '../../db/compiled.js';
+import { compiledOnce, compiledPerShape } from '../../db/compiled.js';
 import { paginate, type Page, type PageExtra } from '../../db/pagination.js';
 import { findScoped, scoped, scopedUpdate, type Lock } from '../../db/scoped.js';
 import type { BankDetails } from '../../lib/bank-details.js';
@@ -87,8 +87,14 @@ export async function lockAccountsShared(db: Queryable, ctx: Scope, ids: string[
 
 /** lockAccountsShared as a statement its caller sends (db/pipeline.ts). */
 export function lockAccountsSharedStatement(db: Queryable, ctx: Scope, ids: string[]) {
-  return lockAccountsSharedQuery(db, ctx, ids).compile();
+  return lockAccountsSharedOnce(db, ctx, ids);
 }
+
+/** Its text has one parameter per id: compiled once per count (db/compiled.ts). */
+const lockAccountsSharedOnce = compiledPerShape(
+  (db: Queryable, ctx: Scope, ids: string[]) => lockAccountsSharedQuery(db, ctx, ids),
+  (ctx, ids) => ({ shape: String(ids.length), parameters: [ctx.tenantId, ctx.environment, ...ids] }),
+);
 
 const lockAccountsSharedQuery = (db: Queryable, ctx: Scope, ids: string[]) =>
   scoped(db, 'accounts', ctx).selectAll().where('id', 'in', ids).orderBy('id').forShare();

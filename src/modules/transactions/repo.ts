@@ -1,6 +1,7 @@
 import { sql, type ColumnType, type Insertable, type Selectable, type SelectQueryBuilder } from 'kysely';
 import type { Queryable } from '../../db/client.js';
 import { write, type Writer } from '../../db/write-set.js';
+import { insertPerShape } from '../../db/compiled.js';
 import { valuesOf } from '../../db/values.js';
 import type { Database } from '../../db/types.js';
 import type { Scope } from '../../core/context.js';
@@ -47,8 +48,10 @@ declare module '../../db/types.js' {
 export type TransactionRow = Selectable<TransactionsTable>;
 type Filters = Omit<ListTransactionsQuery, keyof PageQuery> & Partial<Pick<VolumeQuery, 'sending_account_id' | 'receiving_account_id'>>;
 
+const insertTransactionRows = insertPerShape('transactions');
+
 export async function insertTransactions(to: Writer, rows: Insertable<TransactionsTable>[]) {
-  if (rows.length > 0) await write(to, (db) => db.insertInto('transactions').values(rows));
+  if (rows.length > 0) await write(to, (db) => insertTransactionRows(db, rows));
 }
 
 export async function findTransaction(db: Queryable, ctx: Scope, id: string) {

@@ -2,6 +2,7 @@ import type { ColumnType, Selectable } from 'kysely';
 import { sql } from 'kysely';
 import type { Queryable } from '../../db/client.js';
 import { write, type Writer } from '../../db/write-set.js';
+import { insertPerShape } from '../../db/compiled.js';
 import { valuesOf } from '../../db/values.js';
 import type { Scope } from '../../core/context.js';
 import { paginate, type Page, type PageExtra } from '../../db/pagination.js';
@@ -46,10 +47,17 @@ declare module '../../db/types.js' {
 
 export type TransferRow = Selectable<TransfersTable>;
 
+const insertTransferRows = insertPerShape('transfers');
+
 /** Many transfers in one statement (a batch); metadata is serialized here. */
 export async function insertTransfers(to: Writer, rows: TransferRow[]) {
   if (rows.length === 0) return;
-  await write(to, (db) => db.insertInto('transfers').values(rows.map((r) => ({ ...r, metadata: JSON.stringify(r.metadata) }))));
+  await write(to, (db) =>
+    insertTransferRows(
+      db,
+      rows.map((r) => ({ ...r, metadata: JSON.stringify(r.metadata) })),
+    ),
+  );
 }
 
 export async function findTransfer(db: Queryable, ctx: Scope, id: string) {

@@ -1,5 +1,6 @@
 import { sql, type ColumnType, type Insertable, type RawBuilder } from 'kysely';
 import { write, type Writer } from '../../db/write-set.js';
+import { insertPerShape } from '../../db/compiled.js';
 import type { RequestContext } from '../../core/context.js';
 import { newId } from '../../lib/ids.js';
 import { clockTime } from '../../core/clock.js';
@@ -161,6 +162,8 @@ export async function recordEvent(
   return (await recordEvents(to, [{ ctx, eventType, data, ...(groupId ? { groupId } : {}) }]))[0]!;
 }
 
+const insertEvents = insertPerShape('events');
+
 /**
  * Many events in one statement (a batch of money movements), same rule as recordEvent. The
  * database queues each for the webhook fan-out in the same statement (migration 1100's trigger).
@@ -171,6 +174,6 @@ export async function recordEvents(
 ): Promise<EventPayload[]> {
   const payloads = list.map((e) => eventOf(e.ctx, e.eventType, e.data, e.groupId));
   if (payloads.length === 0) return payloads;
-  await write(to, (db) => db.insertInto('events').values(payloads.map(eventRow)));
+  await write(to, (db) => insertEvents(db, payloads.map(eventRow)));
   return payloads;
 }

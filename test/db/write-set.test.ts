@@ -1,0 +1,143 @@
+import { sql, type CompiledQuery } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import type { Queryable } from '../../src/db/client.js';
+import { compiledPerShape, insertPerShape, insertShape } from '../../src/db/compiled.js';
+import { valuesOf } from '../../src/db/values.js';
+import { WriteSet } from '../../src/db/write-set.js';
+import { newId } from '../../src/lib/ids.js';
+import { startTestApp, type TestApp } from '../harness.js';
+
+let t: TestApp;
+beforeAll(async () => {
+  t = await startTestApp();
+  await sql`create table write_set_probe (id uuid primary key, label text not null, amount bigint not null, doc jsonb not null default '{}')`.execute(
+    t.db,
+  );
+});
+afterAll(async () => {
+  await sql`drop table if exists write_set_probe`.execute(t.db);
+  await t.close();
+});
+
+type Probe = { id: string; label: string; amount: bigint };
+const insertProbes = compiledPerShape(
+  (db: Queryable, rows: Probe[]) => db.insertInto('write_set_probe' as never).values(rows as never),
+  insertShape,
+);
+const probe = (label: string, amount: bigint): Probe => ({ id: newId(), label, amount });
+
+/** The parts of a write statement as Kysely builders and templates (what every part was before it could be compiled once). */
+function kyselyParts(db: Queryable, existing: Probe[], rows: Probe[], moreRows: Probe[]) {
+  return [
+    db.insertInto('write_set_probe' as never).values(rows as never),
+    sql`update write_set_probe p set amount = p.amount + d.delta
+      from ${valuesOf(
+        'd',
+        { id: 'uuid', delta: 'bigint' },
+        existing.map((r) => [r.id, 1n]),
+      )} where p.id = d.id`,
+    db.insertInto('write_set_probe' as never).values(moreRows as never),
+  ];
+}
+
+/** What WriteSet.flush sends, and runs it. */
+async function sent(
+  db: Queryable,
+  parts: ReturnType<typeof kyselyParts> | (ReturnType<typeof kyselyParts>[number] | CompiledQuery<unknown>)[],
+) {
+  const set = new WriteSet(db);
+  parts.forEach((p) => set.add(p));
+  const spy = vi.spyOn(db.getExecutor(), 'executeQuery');
+  try {
+    await set.flush();
+    return spy.mock.calls.map(([q]) => q as CompiledQuery<unknown>).map((q) => ({ sql: q.sql, parameters: q.parameters }));
+  } finally {
+    spy.mockRestore();
+  }
+}
+
+describe('the write statement (WriteSet)', () => {
+  it('joins its parts into the same text and parameters Kysely compiles, compiled-once parts included', async () => {
+    await t.db.transaction().execute(async (trx) => {
+      const existing = [probe('a "quoted" $1 label', 10n), probe('b', 20n)];
+      await trx
+        .insertInto('write_set_probe' as never)
+        .values(existing as never)
+        .execute();
+      const rows = [probe('c', 30n), probe('d', 40n)];
+      const more = [probe('e', 50n)];
+      const parts = kyselyParts(trx, existing, rows, more);
+      const expected = sql`with ${sql.join(parts.map((part, i) => sql`${sql.raw(`w${i}`)} as (${part})`))} select 1`.compile(trx);
+      // The same parts with the inserts compiled once per shape (a first call compiles, the second only fills in).
+      const compiledParts = (r: Probe[], m: Probe[]) => [insertProbes(trx, r), kyselyParts(trx, existing, r, m)[1]!, insertProbes(trx, m)];
+      compiledParts([probe('x', 1n), probe('y', 2n)], [probe('z', 3n)]);
+      const calls = await sent(trx, compiledParts(rows, more));
+      expect(calls).toEqual([{ sql: expected.sql, parameters: [...expected.parameters] }]);
+      const stored = await sql<{ label: string; amount: string }>`select label, amount::text from write_set_probe order by amount`.execute(
+        trx,
+      );
+      expect(stored.rows).toEqual([
+        { label: 'a "quoted" $1 label', amount: '11' },
+        { label: 'b', amount: '21' },
+        { label: 'c', amount: '30' },
+        { label: 'd', amount: '40' },
+        { label: 'e', amount: '50' },
+      ]);
+      await sql`delete from write_set_probe`.execute(trx);
+    });
+  });
+
+  it('compiles a part whose text holds a $ of its own with Kysely, as before', async () => {
+    await t.db.transaction().execute(async (trx) => {
+      const odd = sql`insert into write_set_probe (id, label, amount) values (${newId()}, '$1 not a parameter', ${5n})`;
+      insertProbes(trx, [probe('before', 1n)]); // compiled with other values first
+      const row = probe('x', 1n);
+      const expected = sql`with ${sql.join([sql`w0 as (${odd})`, sql`w1 as (${trx.insertInto('write_set_probe' as never).values([row] as never)})`])} select 1`;
+      const calls = await sent(trx, [odd, insertProbes(trx, [row])]);
+      expect(calls.map((c) => c.sql)).toEqual([expected.compile(trx).sql]);
+      const labels = await sql<{ label: string }>`select label from write_set_probe order by label`.execute(trx);
+      expect(labels.rows.map((r) => r.label)).toEqual(['$1 not a parameter', 'x']);
+      await sql`delete from write_set_probe`.execute(trx);
+    });
+  });
+});
+
+describe('compiledPerShape', () => {
+  it('builds a statement once per shape, and rows Kysely would write otherwise as usual', async () => {
+    let builds = 0;
+    const insert = compiledPerShape((db: Queryable, rows: Record<string, unknown>[]) => {
+      builds++;
+      return db.insertInto('write_set_probe' as never).values(rows as never);
+    }, insertShape);
+    const run = (rows: Record<string, unknown>[]) => t.db.executeQuery(insert(t.db, rows));
+    await run([probe('a', 1n), probe('b', 2n)]);
+    await run([probe('c', 3n), probe('d', 4n)]);
+    expect(builds).toBe(1);
+    await run([probe('e', 5n)]); // another row count: another shape
+    expect(builds).toBe(2);
+    // Different columns, an undefined value (the column's default) or an expression: built as usual, and right.
+    await run([probe('f', 6n), { label: 'g', amount: 7n, id: newId() }]);
+    await run([{ ...probe('h', 8n), doc: undefined }, probe('i', 9n)]);
+    await run([
+      { ...probe('j', 10n), doc: sql`'{"k":1}'::jsonb` },
+      { ...probe('k', 11n), doc: '{}' },
+    ]);
+    expect(builds).toBe(5);
+    const stored = await sql<{ label: string; doc: unknown }>`select label, doc from write_set_probe order by amount`.execute(t.db);
+    expect(stored.rows.map((r) => r.label).join('')).toBe('abcdefghijk');
+    expect(stored.rows.find((r) => r.label === 'j')?.doc).toEqual({ k: 1 });
+    await sql`delete from write_set_probe`.execute(t.db);
+  });
+
+  it('refuses a description whose parameters are not the statement’s', () => {
+    const wrong = compiledPerShape(
+      (db: Queryable, rows: Probe[]) => db.insertInto('write_set_probe' as never).values(rows as never),
+      (rows) => ({ shape: String(rows.length), parameters: rows.map((r) => r.id) }),
+    );
+    expect(() => wrong(t.db, [probe('a', 1n)])).toThrow(/not the ones described/);
+  });
+
+  it('insertPerShape is typed by the table', () => {
+    expect(typeof insertPerShape('events')).toBe('function');
+  });
+});

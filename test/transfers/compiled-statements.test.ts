@@ -1,0 +1,52 @@
+import { Kysely } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { createMovements } from '../../src/modules/transfers/service.js';
+import { clientFor, startTestApp, type TestApp } from '../harness.js';
+
+/**
+ * The batch path's statements are built by Kysely once per shape (db/compiled.ts): a batch of
+ * the same shape as an earlier one only fills in its parameters, with no query tree to build and
+ * compile per batch (a share of the server's CPU a transfer, docs/benchmarks.md).
+ */
+let t: TestApp;
+beforeAll(async () => {
+  t = await startTestApp({ SANDBOX_RAIL_DELAY_MS: 0 });
+});
+afterAll(async () => t?.close());
+
+describe('the statements of a batch of transfers', () => {
+  it('are built once per shape: a second batch of the same shape builds no insert, and both are booked', async () => {
+    const tenant = await t.tenant('Compiled Ltd');
+    const api = clientFor(t, tenant.sandbox.secret_key);
+    const open = async (fund?: string) => {
+      const id = (await api.post('/v1/accounts', { currency: 'NGN', label: 'c' })).body.data.id as string;
+      if (fund) expect((await api.post(`/v1/simulations/accounts/${id}/fund`, { amount: fund })).status).toBe(200);
+      return id;
+    };
+    const [a, b, sink] = [await open('50.00'), await open('50.00'), await open()];
+    const ctx = { tenantId: tenant.tenant_id, environment: 'sandbox' as const, keyKind: 'secret' as const, requestId: 'r', settings: {} };
+    const batch = () =>
+      [a, b, a].map((from) => ({
+        ctx,
+        config: t.config,
+        body: { source: { id: from }, destination: { destination_type: 'internal_account', id: sink }, amount: '1.00' } as never,
+      }));
+    const inserts = vi.spyOn(Kysely.prototype, 'insertInto');
+    try {
+      for (const round of [1, 2, 3]) {
+        inserts.mockClear();
+        const outcomes = await t.db.transaction().execute((trx) => createMovements(trx, batch()));
+        expect(outcomes.every((o) => o.ok)).toBe(true);
+        // The first two rounds may build (a shape's first statement; the lock of accounts seen for
+        // the first time goes the usual way), the third finds every statement compiled.
+        if (round === 3) expect(inserts).not.toHaveBeenCalled();
+      }
+    } finally {
+      inserts.mockRestore();
+    }
+    const sunk = (await api.get(`/v1/accounts/${sink}`)).body.data;
+    expect(sunk.balance).toBe('9.00');
+    const list = (await api.get(`/v1/transfers?account_id=${sink}`)).body.data;
+    expect(list.total_items).toBe(9);
+  });
+});
