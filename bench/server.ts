@@ -351,3 +351,13 @@ export async function post(base: string, key: string, path: string, body: unknow
   });
   return { status: res.status, body: (await res.json()) as { data: unknown; error: unknown } };
 }
+
+/** Random pairs of two different ids of `ids`: who pays whom in a load. */
+export function randomPairs(ids: string[]): () => [string, string] {
+  return () => {
+    const from = ids[Math.floor(Math.random() * ids.length)]!;
+    let to = from;
+    while (to === from) to = ids[Math.floor(Math.random() * ids.length)]!;
+    return [from, to];
+  };
+}

@@ -9,7 +9,7 @@
  */
 import { sql } from 'kysely';
 import { openPostgres } from '../src/db/client.js';
-import { admin, build, fundedAccounts, prepareDatabase, startServer, withDatabase } from './server.js';
+import { admin, build, fundedAccounts, prepareDatabase, randomPairs, startServer, withDatabase } from './server.js';
 import { steadyTransfers } from './steady.js';
 
 const adminUrl = process.env.BENCH_DATABASE_URL ?? process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
@@ -26,12 +26,7 @@ try {
     const server = await startServer({ dbUrl: url, poolSize: 8, env: { TRANSFER_BATCH_SPARE_LANES: spare } });
     try {
       const ids = await fundedAccounts(server.base, key, 100);
-      const pick = (): [string, string] => {
-        const from = ids[Math.floor(Math.random() * ids.length)]!;
-        let to = from;
-        while (to === from) to = ids[Math.floor(Math.random() * ids.length)]!;
-        return [from, to];
-      };
+      const pick = randomPairs(ids);
       await steadyTransfers({ base: server.base, key, seconds: 2, rate }, pick);
       let holding = true;
       const holder = (async () => {

@@ -20,6 +20,7 @@ import {
   prepareDatabase,
   preparePGlite,
   postgresCpuMs,
+  randomPairs,
   scopePostgresCpu,
   START_FLAGS,
   startServer,
@@ -180,12 +181,7 @@ export async function runBench(o: BenchOptions): Promise<{ rows: Row[]; reconcil
     );
     if (!ok) console.error(JSON.stringify(report, null, 2));
   };
-  const pairs = (ids: string[]) => () => {
-    const from = ids[Math.floor(Math.random() * ids.length)]!;
-    let to = from;
-    while (to === from) to = ids[Math.floor(Math.random() * ids.length)]!;
-    return [from, to] as [string, string];
-  };
+  const pairs = randomPairs;
   /** An app database with a business, its server and funded accounts. */
   const appOnPostgres = async (suffix: string, env: Record<string, string> = {}) => {
     const url = await createDb(suffix);

@@ -13,7 +13,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { sql } from 'kysely';
 import { openPostgres } from '../src/db/client.js';
-import { admin, build, fundedAccounts, prepareDatabase, startServer, withDatabase } from './server.js';
+import { admin, build, fundedAccounts, prepareDatabase, randomPairs, startServer, withDatabase } from './server.js';
 import { steadyTransfers } from './steady.js';
 import { settledWriteSnapshot, writesPerTransfer, writesText } from './writes.js';
 
@@ -87,12 +87,7 @@ try {
   const server = await startServer({ dbUrl: url, poolSize: 8 });
   try {
     const ids = await fundedAccounts(server.base, key, 20);
-    const pick = (): [string, string] => {
-      const from = ids[Math.floor(Math.random() * ids.length)]!;
-      let to = from;
-      while (to === from) to = ids[Math.floor(Math.random() * ids.length)]!;
-      return [from, to];
-    };
+    const pick = randomPairs(ids);
     await steadyTransfers({ base: server.base, key, seconds: 2, rate }, pick);
     const before = await settledWriteSnapshot(handle);
     const at = async () =>
