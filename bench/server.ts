@@ -5,7 +5,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
-import { openPGlite, type DatabaseHandle } from '../src/db/client.js';
+import { openPGlite, openPostgres, type DatabaseHandle } from '../src/db/client.js';
 import { loadConfig, type Config } from '../src/config.js';
 import { migrate } from '../src/db/migrate.js';
 import { createTenant, setSettings } from '../src/modules/tenants/service.js';
@@ -360,4 +360,27 @@ export function randomPairs(ids: string[]): () => [string, string] {
     while (to === from) to = ids[Math.floor(Math.random() * ids.length)]!;
     return [from, to];
   };
+}
+
+/**
+ * A database of its own for a one-off bench script: created, migrated with a business, dist/
+ * built, handed to `work` (its URL, a handle of two connections, the business's key), then
+ * dropped whatever happens.
+ */
+export async function withBenchDatabase<T>(
+  adminUrl: string,
+  name: string,
+  work: (db: { url: string; handle: DatabaseHandle; key: string }) => Promise<T>,
+): Promise<T> {
+  await admin(adminUrl, (c) => c.query(`create database ${name}`));
+  const url = withDatabase(adminUrl, name);
+  const handle = openPostgres(url, 2);
+  try {
+    build();
+    const { key } = await prepareDatabase(handle);
+    return await work({ url, handle, key });
+  } finally {
+    await handle.close();
+    await admin(adminUrl, (c) => c.query(`drop database if exists ${name} with (force)`));
+  }
 }

@@ -8,20 +8,14 @@
  *   BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres npx tsx bench/stall.ts [rate] [seconds] [hold ms]
  */
 import { sql } from 'kysely';
-import { openPostgres } from '../src/db/client.js';
-import { admin, build, fundedAccounts, prepareDatabase, randomPairs, startServer, withDatabase } from './server.js';
+import { fundedAccounts, randomPairs, startServer, withBenchDatabase } from './server.js';
 import { steadyTransfers } from './steady.js';
 
 const adminUrl = process.env.BENCH_DATABASE_URL ?? process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const [rate = 100, seconds = 10, holdMs = 200] = process.argv.slice(2).map(Number);
 const name = `fsapi_bench_stall_${process.pid}`;
 
-await admin(adminUrl, (c) => c.query(`create database ${name}`));
-const url = withDatabase(adminUrl, name);
-const handle = openPostgres(url, 2);
-try {
-  build();
-  const { key } = await prepareDatabase(handle);
+await withBenchDatabase(adminUrl, name, async ({ url, handle, key }) => {
   for (const spare of ['0', '3']) {
     const server = await startServer({ dbUrl: url, poolSize: 8, env: { TRANSFER_BATCH_SPARE_LANES: spare } });
     try {
@@ -48,7 +42,4 @@ try {
       await server.stop();
     }
   }
-} finally {
-  await handle.close();
-  await admin(adminUrl, (c) => c.query(`drop database if exists ${name} with (force)`));
-}
+});

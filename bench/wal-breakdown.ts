@@ -12,8 +12,7 @@
 import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { sql } from 'kysely';
-import { openPostgres } from '../src/db/client.js';
-import { admin, build, fundedAccounts, prepareDatabase, randomPairs, startServer, withDatabase } from './server.js';
+import { fundedAccounts, randomPairs, startServer, withBenchDatabase } from './server.js';
 import { steadyTransfers } from './steady.js';
 import { settledWriteSnapshot, writesPerTransfer, writesText } from './writes.js';
 
@@ -78,12 +77,7 @@ function breakdown(
   }
 }
 
-await admin(adminUrl, (c) => c.query(`create database ${name}`));
-const url = withDatabase(adminUrl, name);
-const handle = openPostgres(url, 2);
-try {
-  build();
-  const { key } = await prepareDatabase(handle);
+await withBenchDatabase(adminUrl, name, async ({ url, handle, key }) => {
   const server = await startServer({ dbUrl: url, poolSize: 8 });
   try {
     const ids = await fundedAccounts(server.base, key, 20);
@@ -123,7 +117,4 @@ try {
   } finally {
     await server.stop();
   }
-} finally {
-  await handle.close();
-  await admin(adminUrl, (c) => c.query(`drop database if exists ${name} with (force)`));
-}
+});
