@@ -125,7 +125,7 @@ export class Batcher<I> {
   private watchForStall() {
     const spare = this.options.spare;
     if (!spare || this.stallTimer || this.running >= this.options.lanes + spare.lanes) return;
-    // The oldest batch not counted as stalled yet: those that are already opened their lane.
+    // The oldest batch not counted as stalled yet (those that are have opened their lane already).
     const after = this.stallAfter();
     const since = performance.now() - after;
     let next = Infinity;
