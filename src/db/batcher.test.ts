@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { Batcher } from './batcher.js';
+import { metricsRegistry } from '../lib/metrics.js';
 
 /** A promise and its resolver, for a batch held open by the test. */
 function gate() {
@@ -211,6 +212,52 @@ describe('Batcher', () => {
       vi.advanceTimersByTime(30);
       await turn();
       expect(started.slice(30)).toEqual([[30], [31]]);
+    });
+
+    /** One series of a batcher metric for one batch name: `count`, `sum` (seconds or starts). */
+    async function series(metric: string, batch: string) {
+      const got = await metricsRegistry.getSingleMetric(metric)!.get();
+      const of = (suffix: string) =>
+        got.values.find((v) => v.labels.batch === batch && ((v as { metricName?: string }).metricName ?? metric) === `${metric}${suffix}`)
+          ?.value ?? 0;
+      return { count: metric.endsWith('_total') ? of('') : of('_count'), sum: of('_sum') };
+    }
+
+    // What the bench's pauses row reads to tell a queue from a slow batch: how long each batch's
+    // oldest request waited for a lane, how long each batch held its lane, spare-lane starts.
+    it('records the oldest wait and the lane time of each batch, and the batches started on a spare lane', async () => {
+      clock();
+      const started: number[][] = [];
+      const gates: ReturnType<typeof gate>[] = [];
+      const batcher = new Batcher<number>(
+        async (batch) => {
+          started.push(batch);
+          const g = gate();
+          gates.push(g);
+          await g.opened;
+        },
+        { maxBatch: 10, lanes: 1, spare: { lanes: 1, stallMs: 20 }, name: 'metrics-test', fail: () => {} },
+      );
+      batcher.submit(1);
+      await turn();
+      vi.advanceTimersByTime(5);
+      batcher.submit(2); // waits behind batch [1]: a spare lane opens 15 ms later
+      await turn();
+      vi.advanceTimersByTime(15);
+      await turn();
+      expect(started).toEqual([[1], [2]]);
+      gates[0]!.open();
+      gates[1]!.open();
+      await turn();
+      await turn();
+      const wait = await series('fsapi_batch_wait_seconds', 'metrics-test');
+      const lane = await series('fsapi_batch_lane_seconds', 'metrics-test');
+      const spare = await series('fsapi_batch_spare_lane_starts_total', 'metrics-test');
+      expect(wait.count).toBe(2);
+      expect(wait.sum).toBeCloseTo(0.015, 6); // batch [1] started on submit's turn; [2] waited 15 ms
+      expect(lane.count).toBe(2);
+      expect(lane.sum).toBeCloseTo(0.02, 6); // [1] held its lane 20 ms, [2] none of the fake clock's time
+      expect(spare.count).toBe(1);
     });
   });
 });

@@ -1,4 +1,4 @@
-import { observeBatchSize } from '../lib/metrics.js';
+import { observeBatchLane, observeBatchStart } from '../lib/metrics.js';
 
 export interface BatcherOptions<I> {
   /** Items per batch. */
@@ -27,6 +27,8 @@ interface Queued<I> {
   item: I;
   /** Absent: the item may share a batch with any other (reads). */
   key: string | undefined;
+  /** When it was submitted (performance.now()): its batch's metrics say how long it waited. */
+  at: number;
 }
 
 /**
@@ -60,7 +62,7 @@ export class Batcher<I> {
   }
 
   submit(item: I, key?: string): void {
-    this.queue.push({ item, key });
+    this.queue.push({ item, key, at: performance.now() });
     this.schedule();
   }
 
@@ -81,10 +83,12 @@ export class Batcher<I> {
 
   private kick() {
     while (this.running < this.lanesOpen() && this.queue.length > 0) {
+      const oldest = this.queue[0]!.at;
       const batch = this.take();
-      observeBatchSize(batch.length, this.options.name);
+      const now = performance.now();
+      observeBatchStart(batch.length, now - oldest, this.running >= this.options.lanes, this.options.name);
       this.running++;
-      const started = { at: performance.now() };
+      const started = { at: now };
       this.startedAt.add(started);
       let released = false;
       const release = () => {
@@ -94,6 +98,7 @@ export class Batcher<I> {
         this.startedAt.delete(started);
         const took = performance.now() - started.at;
         this.typicalMs = 0.9 * this.typicalMs + 0.1 * took;
+        observeBatchLane(took, this.options.name);
         this.schedule();
       };
       let running: Promise<void>;

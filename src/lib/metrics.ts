@@ -38,9 +38,42 @@ const webhookLag = new client.Histogram({
   registers: [metricsRegistry],
 });
 
-/** Called by the batch posting path (db/batcher.ts) with the number of requests in a batch it starts. */
-export function observeBatchSize(size: number, batch = 'transfers'): void {
+const batchWait = new client.Histogram({
+  name: 'fsapi_batch_wait_seconds',
+  help: 'How long the oldest request of a batch waited in the queue before its batch started',
+  labelNames: ['batch'],
+  buckets: [0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1],
+  registers: [metricsRegistry],
+});
+
+const batchLane = new client.Histogram({
+  name: 'fsapi_batch_lane_seconds',
+  help: 'How long a batch held its lane: from its start to its commit and outcomes',
+  labelNames: ['batch'],
+  buckets: [0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1],
+  registers: [metricsRegistry],
+});
+
+const spareBatches = new client.Counter({
+  name: 'fsapi_batch_spare_lane_starts_total',
+  help: 'Batches started on a spare lane, beside a stalled batch',
+  labelNames: ['batch'],
+  registers: [metricsRegistry],
+});
+
+/**
+ * Called by db/batcher.ts when it starts a batch: its size, how long its oldest request waited
+ * for a lane, and whether it took a spare lane beside a stalled batch.
+ */
+export function observeBatchStart(size: number, waitedMs: number, spare: boolean, batch = 'transfers'): void {
   batchSize.observe({ batch }, size);
+  batchWait.observe({ batch }, waitedMs / 1000);
+  if (spare) spareBatches.inc({ batch });
+}
+
+/** Called by db/batcher.ts when a batch releases its lane, with how long it held it. */
+export function observeBatchLane(heldMs: number, batch = 'transfers'): void {
+  batchLane.observe({ batch }, heldMs / 1000);
 }
 
 export function observeJobTick(job: string, seconds: number, outcome: 'more' | 'idle' | 'failed'): void {

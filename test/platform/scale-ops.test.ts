@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { checkConnectionBudget } from '../../src/db/budget.js';
-import { observeBatchSize } from '../../src/lib/metrics.js';
+import { observeBatchStart } from '../../src/lib/metrics.js';
 import { checkDatabaseBudget } from '../../src/runtime.js';
 import { startTestApp, type TestApp } from '../harness.js';
 
@@ -47,7 +47,7 @@ describe('/metrics of a process', () => {
   it('carries request counts and latencies by route, queue depth and age, batch sizes and pool usage', async () => {
     const biz = await t.tenant();
     await t.request('GET', '/v1/customers', undefined, { key: biz.sandbox.secret_key });
-    observeBatchSize(7);
+    observeBatchStart(7, 3, false);
     const res = await t.request('GET', '/metrics');
     expect(res.status).toBe(200);
     expect(res.text).toMatch(/http_requests_total\{method="GET",route="\/v1\/customers",status="200"\} [1-9]/);
