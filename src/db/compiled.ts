@@ -118,10 +118,80 @@ export function insertShape(rows: readonly Record<string, unknown>[]): Shaped | 
   return { shape: `${columns.join(',')}|${rows.length}`, parameters };
 }
 
+/** Whether two parameters are sent as the same text: the same value, or Dates of the same instant. */
+function sameValue(a: unknown, b: unknown): boolean {
+  return a === b || (a instanceof Date && b instanceof Date && a.getTime() === b.getTime());
+}
+
+/**
+ * insertShape for insertPerShape: the shape also says which columns hold the same value in every
+ * row (a batch's business, environment, currency, status, time, empty description, nulls; none
+ * for one row), and the parameters are the first row's values, then each later row's values of
+ * the other columns. Undefined where insertShape is.
+ */
+function sharedInsertShape(rows: readonly Record<string, unknown>[]): (Shaped & { shared: boolean[] }) | undefined {
+  if (rows.length === 0 || rows.length > INSERT_ROWS_MAX) return undefined;
+  const first = rows[0]!;
+  const columns = Object.keys(first);
+  const shared = columns.map((column) => rows.length > 1 && rows.every((row) => sameValue(row[column], first[column])));
+  const parameters: unknown[] = [];
+  for (const [r, row] of rows.entries()) {
+    let k = 0;
+    for (const column in row) {
+      const value = row[column];
+      if (column !== columns[k] || value === undefined || isExpression(value)) return undefined;
+      if (r === 0 || !shared[k]) parameters.push(value);
+      k++;
+    }
+    if (k !== columns.length) return undefined;
+  }
+  const mask = shared.map((s) => (s ? 1 : 0)).join('');
+  return { shape: `${columns.join(',')}|${rows.length}|${mask}`, parameters, shared };
+}
+
+/**
+ * Each row's placeholder numbers in the statement: the first row's columns numbered in order, then
+ * each later row's unshared columns numbered on, a shared column reusing the first row's number.
+ * So placeholders first appear in ascending order (db/write-set.ts relies on it), one per
+ * parameter of sharedInsertShape.
+ */
+function placeholderNumbers(rows: number, shared: boolean[]): number[] {
+  const numbers: number[] = [];
+  let next = 1;
+  for (let r = 0; r < rows; r++) for (let c = 0; c < shared.length; c++) numbers.push(r > 0 && shared[c] ? numbers[c]! : next++);
+  return numbers;
+}
+
 /**
  * `insertInto(table).values(rows)`, compiled by Kysely once per shape (insertShape): a batch's
- * multi-row insert, whose building and compiling would otherwise grow with its rows.
+ * multi-row insert, whose building and compiling would otherwise grow with its rows. A column
+ * whose value is the same in every row is sent once, its placeholder repeated in each row
+ * (`values ($1, $2, $3), ($4, $2, $5)`): the driver converts and sends it once, not once a row, and
+ * PostgreSQL parses it once. A repeated placeholder stands in one column, so it has that
+ * column's type wherever it appears. The rows stored are the ones Kysely's statement stores.
  */
 export function insertPerShape<T extends keyof Database & string>(table: T) {
-  return compiledPerShape((db: Queryable, rows: Insertable<Database[T]>[]) => db.insertInto(table).values(rows as never), insertShape);
+  const build = (db: Queryable, rows: Insertable<Database[T]>[]) => db.insertInto(table).values(rows as never);
+  const texts = new Map<string, string>();
+  return (db: Queryable, rows: Insertable<Database[T]>[]): CompiledQuery<unknown> => {
+    const described = sharedInsertShape(rows);
+    // A plugin may change each statement: with one, each is built as usual.
+    if (!described || db.getExecutor().plugins.length > 0) return build(db, rows).compile();
+    let text = texts.get(described.shape);
+    if (text === undefined) {
+      const compiled = build(db, rows).compile();
+      if (!sameParameters(compiled.parameters, insertShape(rows)!.parameters))
+        throw new Error(`insertPerShape: the statement's parameters are not the rows' values, in order: ${compiled.sql}`);
+      const numbers = placeholderNumbers(rows.length, described.shared);
+      let k = 0;
+      text = compiled.sql.replace(/\$(\d+)/g, (_, n: string) => {
+        if (Number(n) !== k + 1) throw new Error(`insertPerShape: placeholders out of order: ${compiled.sql}`);
+        return `$${numbers[k++]!}`;
+      });
+      if (k !== numbers.length) throw new Error(`insertPerShape: ${k} placeholders for ${numbers.length} values: ${compiled.sql}`);
+      if (texts.size >= MAX_SHAPES) texts.clear();
+      texts.set(described.shape, text);
+    }
+    return { query: RawNode.createWithSql(text), sql: text, parameters: described.parameters, queryId: createQueryId() };
+  };
 }

@@ -19,21 +19,29 @@ function compiledPart(db: Queryable, part: WritePart): CompiledQuery<unknown> {
   return executor.compileQuery(executor.transformQuery(part.toOperationNode() as RootOperationNode, queryId), queryId);
 }
 
-const PLACEHOLDER = /\$(\d+)/g;
+/**
+ * A placeholder ($n, group 1), or a quoted string or identifier (left as it is: a `$1` inside
+ * one is text, not a parameter). A `$` inside a word (an identifier such as a$1) is no placeholder.
+ */
+const PLACEHOLDER = /'(?:[^']|'')*'|"(?:[^"]|"")*"|(?<![\w$])\$(\d+)/g;
 
 /**
  * A part's text with its placeholders numbered on from `offset` ($1 → $offset+1), as they are in
- * the WITH statement; undefined unless they are exactly $1…$n in order, one per parameter, as
- * Kysely numbers them (a `$` of any other kind: the statement is compiled whole, as before).
+ * the WITH statement; undefined unless they first appear as $1…$n in order, one per parameter, as
+ * Kysely numbers them (insertPerShape repeats a shared column's placeholder in each row; a `$` of
+ * any other kind: the statement is compiled whole, as before).
  */
 function renumbered(part: CompiledQuery<unknown>, offset: number): string | undefined {
-  let next = 1;
+  let seen = 0;
   let inOrder = true;
-  const text = part.sql.replace(PLACEHOLDER, (_, n: string) => {
-    if (Number(n) !== next++) inOrder = false;
-    return `$${Number(n) + offset}`;
+  const text = part.sql.replace(PLACEHOLDER, (match, n: string | undefined) => {
+    if (n === undefined) return match;
+    const k = Number(n);
+    if (k === seen + 1) seen = k;
+    else if (k > seen || k < 1) inOrder = false;
+    return `$${k + offset}`;
   });
-  return inOrder && next - 1 === part.parameters.length ? text : undefined;
+  return inOrder && seen === part.parameters.length ? text : undefined;
 }
 
 /** `with w0 as (…), w1 as (…) select 1` of these parts' texts, or undefined (see renumbered). */
@@ -99,9 +107,19 @@ function joined(parts: CompiledQuery<unknown>[]): CompiledQuery<unknown> | undef
 /** A part in a Kysely statement: a compiled one as its text around its own parameters (its query tree holds its first values). */
 function nodeOf(part: WritePart): OperationNodeSource {
   if (!isCompiled(part)) return part;
-  const fragments = part.sql.split(/\$\d+/);
-  if (fragments.length !== part.parameters.length + 1) throw new Error(`WriteSet: a compiled part with a $ of its own: ${part.sql}`);
-  return sql(fragments as unknown as TemplateStringsArray, ...part.parameters);
+  if (renumbered(part, 0) === undefined) throw new Error(`WriteSet: a compiled part with a $ of its own: ${part.sql}`);
+  const fragments: string[] = [];
+  const values: unknown[] = [];
+  let from = 0;
+  for (const m of part.sql.matchAll(PLACEHOLDER)) {
+    if (m[1] === undefined) continue;
+    const k = Number(m[1]);
+    fragments.push(part.sql.slice(from, m.index));
+    values.push(part.parameters[k - 1]); // a repeated placeholder: its value again, as a parameter of its own
+    from = m.index + m[0].length;
+  }
+  fragments.push(part.sql.slice(from));
+  return sql(fragments as unknown as TemplateStringsArray, ...values);
 }
 
 /**

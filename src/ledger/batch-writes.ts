@@ -88,20 +88,35 @@ export async function writeHolds(
   );
 }
 
-/** The ledger transactions with their entries. */
+/**
+ * The ledger transactions with their entries, each row built once as it is inserted (this runs
+ * for every posting of every batch: no intermediate objects copied into the rows).
+ */
 export async function writePostings(set: WriteSet, pending: Pending[]): Promise<void> {
-  await repo.insertTransactionsWithEntries(
-    set,
-    pending.map((p) => ({
-      scope: p.scope,
-      row: { id: p.posting.id, kind: p.input.kind, reference: p.input.reference ?? null, metadata: p.input.metadata ?? {} },
-      entries: p.posting.entries.map((e) => ({
+  if (pending.length === 0) return;
+  const transactions: repo.TransactionInsert[] = [];
+  const entries: repo.EntryInsert[] = [];
+  for (const { scope, input, posting } of pending) {
+    transactions.push({
+      id: posting.id,
+      kind: input.kind,
+      reference: input.reference ?? null,
+      metadata: JSON.stringify(input.metadata ?? {}),
+      tenant_id: scope.tenantId,
+      environment: scope.environment,
+    });
+    for (const e of posting.entries) {
+      entries.push({
         id: e.id,
         account_id: e.accountId,
         currency: e.currency,
         amount: e.amount,
         balance_after: e.balanceAfter,
-      })),
-    })),
-  );
+        tenant_id: scope.tenantId,
+        environment: scope.environment,
+        transaction_id: posting.id,
+      });
+    }
+  }
+  await repo.insertTransactionsWithEntries(set, transactions, entries);
 }

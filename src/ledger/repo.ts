@@ -1,4 +1,4 @@
-import { sql, type ColumnType, type CompiledQuery, type Selectable } from 'kysely';
+import { sql, type ColumnType, type CompiledQuery, type Insertable, type Selectable } from 'kysely';
 import type { Queryable } from '../db/client.js';
 import { scoped } from '../db/scoped.js';
 import { compiledPerShape, insertPerShape } from '../db/compiled.js';
@@ -373,24 +373,11 @@ export async function insertHolds(
 const insertLedgerTransactions = insertPerShape('ledger_transactions');
 const insertLedgerEntries = insertPerShape('ledger_entries');
 
+export type TransactionInsert = Insertable<LedgerTransactionsTable>;
+export type EntryInsert = Insertable<LedgerEntriesTable>;
+
 /** Many transactions and all their entries in one statement (stamped with the transaction's now()). */
-export async function insertTransactionsWithEntries(
-  to: Writer,
-  items: {
-    scope: LedgerScope;
-    row: { id: string; kind: string; reference: string | null; metadata: Record<string, unknown> };
-    entries: Omit<EntryRow, 'created_at' | 'tenant_id' | 'environment' | 'transaction_id'>[];
-  }[],
-): Promise<void> {
-  if (items.length === 0) return;
-  const txs = items.map((i) => ({
-    ...i.row,
-    tenant_id: i.scope.tenantId,
-    environment: i.scope.environment,
-    metadata: JSON.stringify(i.row.metadata),
-  }));
-  const entries = items.flatMap((i) =>
-    i.entries.map((e) => ({ ...e, tenant_id: i.scope.tenantId, environment: i.scope.environment, transaction_id: i.row.id })),
-  );
-  await writeTogether(to, (db) => [insertLedgerTransactions(db, txs), insertLedgerEntries(db, entries)]);
+export async function insertTransactionsWithEntries(to: Writer, transactions: TransactionInsert[], entries: EntryInsert[]): Promise<void> {
+  if (transactions.length === 0) return;
+  await writeTogether(to, (db) => [insertLedgerTransactions(db, transactions), insertLedgerEntries(db, entries)]);
 }

@@ -141,3 +141,65 @@ describe('compiledPerShape', () => {
     expect(typeof insertPerShape('events')).toBe('function');
   });
 });
+
+describe('insertPerShape', () => {
+  const insertRows = insertPerShape('write_set_probe' as never) as unknown as (db: Queryable, rows: Probe[]) => CompiledQuery<unknown>;
+  const kysely = (db: Queryable, rows: Probe[]) =>
+    db
+      .insertInto('write_set_probe' as never)
+      .values(rows as never)
+      .compile();
+
+  it('sends a column whose value is the same in every row once, and stores what Kysely’s statement stores', async () => {
+    await t.db.transaction().execute(async (trx) => {
+      const at = (ms: number) => new Date(Date.UTC(2026, 11, 2, 16, 0, 0, ms));
+      // label the same in every row, amount in two of three, a time equal in value but not the same Date.
+      const rows = [
+        { ...probe('same', 7n), doc: JSON.stringify({ at: at(5) }) },
+        { ...probe('same', 7n), doc: JSON.stringify({ at: at(5) }) },
+        { ...probe('same', 8n), doc: JSON.stringify({ at: at(5) }) },
+      ];
+      const compiled = insertRows(trx, rows);
+      expect(kysely(trx, rows).parameters).toHaveLength(12);
+      // id per row; label and doc once; amount per row (not the same in all three).
+      expect(compiled.parameters).toEqual([rows[0]!.id, 'same', 7n, rows[0]!.doc, rows[1]!.id, 7n, rows[2]!.id, 8n]);
+      expect(compiled.sql).toMatch(/values \(\$1, \$2, \$3, \$4\), \(\$5, \$2, \$6, \$4\), \(\$7, \$2, \$8, \$4\)$/);
+      // Joined into a write statement with another part, numbered on after it.
+      const calls = await sent(trx, [insertProbes(trx, [probe('first', 1n)]), compiled]);
+      expect(calls).toHaveLength(1);
+      expect(calls[0]!.parameters).toHaveLength(3 + 8);
+      expect(calls[0]!.sql).toContain('values ($4, $5, $6, $7), ($8, $5, $9, $7), ($10, $5, $11, $7)');
+      const stored = await sql<{ id: string; label: string; amount: string; doc: unknown }>`
+        select id, label, amount::text, doc from write_set_probe where label = 'same' order by amount, id`.execute(trx);
+      expect(stored.rows).toEqual(
+        [...rows]
+          .sort((a, b) => Number(a.amount - b.amount) || (a.id < b.id ? -1 : 1))
+          .map((r) => ({ id: r.id, label: 'same', amount: String(r.amount), doc: JSON.parse(r.doc) })),
+      );
+      await sql`delete from write_set_probe`.execute(trx);
+    });
+  });
+
+  it('shares Dates of the same instant, and keeps one row as Kysely compiles it', async () => {
+    const date = (ms: number) => new Date(Date.UTC(2026, 11, 2, 16, 0, 0, ms));
+    const withDates = insertPerShape('write_set_probe' as never) as unknown as (db: Queryable, rows: object[]) => CompiledQuery<unknown>;
+    const row = (ms: number) => ({ id: newId(), at: date(ms) });
+    expect(withDates(t.db, [row(1), row(1)]).parameters).toHaveLength(3);
+    expect(withDates(t.db, [row(1), row(2)]).parameters).toHaveLength(4);
+    const one = [probe('alone', 1n)];
+    expect(insertRows(t.db, one)).toMatchObject({ sql: kysely(t.db, one).sql, parameters: kysely(t.db, one).parameters });
+  });
+});
+
+describe('the write statement’s placeholders', () => {
+  it('leaves a $ inside a quoted string or identifier alone, and joins the part', async () => {
+    await t.db.transaction().execute(async (trx) => {
+      const odd = sql`insert into write_set_probe (id, label, amount) values (${newId()}, '$2 and ''$1''', ${5n})`;
+      const calls = await sent(trx, [insertProbes(trx, [probe('x', 1n)]), odd.compile(trx)]);
+      expect(calls[0]!.sql).toContain(`values ($4, '$2 and ''$1''', $5)`);
+      const labels = await sql<{ label: string }>`select label from write_set_probe order by label`.execute(trx);
+      expect(labels.rows.map((r) => r.label)).toEqual(["$2 and '$1'", 'x']);
+      await sql`delete from write_set_probe`.execute(trx);
+    });
+  });
+});

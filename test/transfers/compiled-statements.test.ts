@@ -1,4 +1,4 @@
-import { Kysely } from 'kysely';
+import { Kysely, type CompiledQuery } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createMovements } from '../../src/modules/transfers/service.js';
 import { clientFor, startTestApp, type TestApp } from '../harness.js';
@@ -48,5 +48,45 @@ describe('the statements of a batch of transfers', () => {
     expect(sunk.balance).toBe('9.00');
     const list = (await api.get(`/v1/transfers?account_id=${sink}`)).body.data;
     expect(list.total_items).toBe(9);
+  });
+
+  it('send a value that is the same for every row of the batch once: the write statement of 4 transfers', async () => {
+    const tenant = await t.tenant('Shared Values Ltd');
+    const api = clientFor(t, tenant.sandbox.secret_key);
+    const open = async (fund?: string) => {
+      const id = (await api.post('/v1/accounts', { currency: 'NGN', label: 'v' })).body.data.id as string;
+      if (fund) expect((await api.post(`/v1/simulations/accounts/${id}/fund`, { amount: fund })).status).toBe(200);
+      return id;
+    };
+    const [a, b, sink] = [await open('50.00'), await open('50.00'), await open()];
+    const ctx = { tenantId: tenant.tenant_id, environment: 'sandbox' as const, keyKind: 'secret' as const, requestId: 'r', settings: {} };
+    const batch = () =>
+      [a, b, a, b].map((from) => ({
+        ctx,
+        config: t.config,
+        body: { source: { id: from }, destination: { destination_type: 'internal_account', id: sink }, amount: '1.00' } as never,
+      }));
+    const writeStatement = async () => {
+      let sent: CompiledQuery<unknown> | undefined;
+      const outcomes = await t.db.transaction().execute(async (trx) => {
+        const spy = vi.spyOn(trx.getExecutor(), 'executeQuery');
+        try {
+          return await createMovements(trx, batch());
+        } finally {
+          sent = spy.mock.calls.map(([q]) => q as CompiledQuery<unknown>).find((q) => q.sql.startsWith('with '));
+          spy.mockRestore();
+        }
+      });
+      expect(outcomes.every((o) => o.ok)).toBe(true);
+      return sent!;
+    };
+    await writeStatement(); // the shapes' first statements
+    const statement = await writeStatement();
+    // Every placeholder a value of its own would be one value per row and column. The business,
+    // environment, currency, statuses, times and empty fields of the batch's rows go once instead.
+    const occurrences = statement.sql.match(/\$\d+/g)!.length;
+    expect(statement.parameters.length).toBe(new Set(statement.sql.match(/\$\d+/g)).size);
+    expect(statement.parameters.length).toBeLessThan(occurrences * 0.55);
+    expect((await api.get(`/v1/accounts/${sink}`)).body.data.balance).toBe('8.00');
   });
 });

@@ -50,11 +50,17 @@ export interface MovementRecord {
 
 /** The account's posted balance around postings (in order): after its last entry, before its first. */
 function balancesAround(postings: (PostedTransaction | undefined)[], accountId: string) {
-  const entries = postings.flatMap((p) => p?.entries.filter((e) => e.accountId === accountId) ?? []);
-  const last = entries[entries.length - 1];
-  if (!last) return { before: null, after: null };
-  const total = entries.reduce((sum, e) => sum + e.amount, 0n);
-  return { before: last.balanceAfter - total, after: last.balanceAfter };
+  // A loop, not flatMap and filter: this runs for every side of every movement.
+  let total = 0n;
+  let after: bigint | null = null;
+  for (const posting of postings) {
+    for (const e of posting?.entries ?? []) {
+      if (e.accountId !== accountId) continue;
+      total += e.amount;
+      after = e.balanceAfter;
+    }
+  }
+  return after === null ? { before: null, after: null } : { before: after - total, after };
 }
 
 /** The per-account transaction rows of one movement (not yet written). */

@@ -14,12 +14,18 @@ import { isPayout, payoutHolds, payoutMovement, payoutRow, preparePayout, reques
 import { checkShape, legsOf, movementOf, prepare, transferRow, type MovementRequest, type Prepared } from './internal.js';
 import { SpendingGate } from './limits.js';
 import * as repo from './repo.js';
+import type { TransferResponse } from './schema.js';
 
 // The steps of the batch path after its first locks (pipeline.ts calls them in order): shape,
 // load, limits, fee accounts, balances, decide, post, record. Only decide runs without SQL.
 
-/** Each request's own outcome: its transfer, or the error it alone gets. */
-export type TransferOutcome = { ok: true; row: repo.TransferRow } | { ok: false; error: AppError };
+/**
+ * Each request's own outcome: its transfer (the row, and its answer: the same object its event
+ * carries, made once), or the error it alone gets.
+ */
+export type TransferOutcome = { ok: true; row: repo.TransferRow; response: TransferResponse } | { ok: false; error: AppError };
+/** A transfer recorded: its row and its answer. */
+export type Recorded = { row: repo.TransferRow; response: TransferResponse };
 
 /** A movement the batch accepted: its posting, or a payout's holds. */
 export type Accepted = { i: number; p: Prepared } & ({ posting: PostedTransaction; holds?: never } | { holds: Hold[]; posting?: never });
@@ -163,15 +169,16 @@ export async function post(writes: WriteSet, feeAccounts: FeeAccounts, book: Pos
 
 /**
  * Record: the account transactions, transfers and events of every accepted movement; a payout
- * that waits for a checker gets its approval request. Its transfer rows, in order.
+ * that waits for a checker gets its approval request. Its transfer rows with their answers, in order.
  */
-export async function record(writes: WriteSet, accepted: Accepted[]): Promise<repo.TransferRow[]> {
+export async function record(writes: WriteSet, accepted: Accepted[]): Promise<Recorded[]> {
   if (accepted.length === 0) return [];
   const txs = await transactions.recordMovements(
     writes,
     accepted.map((a) => ({ ctx: a.p.req.ctx, movement: movementRecord(a) })),
   );
   const rows = accepted.map((a, k) => rowOf(a, txs[k]![0]!.id));
+  const responses = rows.map(toTransferResponse);
   await repo.insertTransfers(writes, rows);
   await recordEvents(
     writes,
@@ -179,7 +186,7 @@ export async function record(writes: WriteSet, accepted: Accepted[]): Promise<re
       {
         ctx: p.req.ctx,
         eventType: isPayout(p) ? ('transfer.status.pending' as const) : ('transfer.status.completed' as const),
-        data: toTransferResponse(rows[k]!),
+        data: responses[k]!,
       },
       ...(isCardFunding(p)
         ? [{ ctx: p.req.ctx, eventType: 'cards.transaction.funding' as const, data: fundingEvent(p, txs[k]![1]!), groupId: p.card.id }]
@@ -187,5 +194,5 @@ export async function record(writes: WriteSet, accepted: Accepted[]): Promise<re
     ]),
   );
   for (const { p } of accepted) if (isPayout(p)) await requestPayoutApproval(writes.db, p);
-  return rows;
+  return rows.map((row, k) => ({ row, response: responses[k]! }));
 }

@@ -6,7 +6,6 @@ import { notFound, validationError } from '../../core/errors.js';
 import { newId } from '../../lib/ids.js';
 import { lockAhead } from './locks.js';
 import { movementBatch } from './pipeline.js';
-import { toTransferResponse } from './format.js';
 import type { BulkItemResult, BulkResponse, CreateBulkBody, CreateTransferBody } from './schema.js';
 
 /**
@@ -48,7 +47,7 @@ export async function createBulk(trx: Trx, ctx: RequestContext, body: CreateBulk
       const client_reference = chunk[k]!.client_reference;
       items.push(
         o.ok
-          ? { index, client_reference, status: 'completed', transfer: toTransferResponse(o.row), error: null }
+          ? { index, client_reference, status: 'completed', transfer: o.response, error: null }
           : {
               index,
               client_reference,

@@ -3,7 +3,6 @@ import type { KeyedBatch } from '../../db/pipeline.js';
 import { inOneStatement, type WriteSet } from '../../db/write-set.js';
 import type { ItemOutcome } from '../../core/errors.js';
 import * as batch from './batch.js';
-import { toTransferResponse } from './format.js';
 import type { MovementRequest } from './internal.js';
 import { lock, lockPlan, type FirstLocks } from './locks.js';
 import type { TransferResponse } from './schema.js';
@@ -30,7 +29,7 @@ export async function movementBatch(trx: Trx, reqs: MovementRequest[], writes?: 
 
 /** Answer: a movement's outcome as its request's answer. */
 export function answer(outcome: batch.TransferOutcome): ItemOutcome<TransferResponse> {
-  return outcome.ok ? { ok: true, data: toTransferResponse(outcome.row) } : outcome;
+  return outcome.ok ? { ok: true, data: outcome.response } : outcome;
 }
 
 /**
@@ -58,10 +57,13 @@ async function moveLocked(trx: Trx, reqs: MovementRequest[], locks: FirstLocks, 
     gate,
   );
   const accepted = batch.accept(loaded, decided, refuse);
-  const rows = await inOneStatement(writes ?? trx, async (set) => {
+  const recorded = await inOneStatement(writes ?? trx, async (set) => {
     await batch.post(set, feeAccounts, book, gate);
     return batch.record(set, accepted);
   });
-  accepted.forEach((a, k) => (outcomes[a.i] = { ok: true, row: rows[k]! }));
+  accepted.forEach((a, k) => {
+    const { row, response } = recorded[k]!;
+    outcomes[a.i] = { ok: true, row, response };
+  });
   return outcomes.map((o) => o!);
 }
