@@ -50,12 +50,14 @@ type Settlement = { text: string } | { err: unknown };
 /**
  * Idempotent POSTs executed in batches (docs/money-path.md): concurrent requests are gathered
  * (db/batcher.ts) and each batch runs in ONE transaction through the module's pipeline, which
- * calls this layer's two steps (db/pipeline.ts KeyedBatch): `claim`, every key with one statement
- * (idempotency-claim.ts: a duplicate key waits on the row until the first holder commits, then
- * sees its outcome — so one effect per key, across processes too), and `answer`, each claimed
- * item's outcome. Then every stored outcome is completed with one UPDATE, unstored ones dropped
- * with one DELETE, and the transaction commits. An item's refusal is its own outcome; an unexpected error reruns every
- * item alone, so only the faulty one fails. The response text is serialized by the route's
+ * calls this layer's two steps (db/pipeline.ts KeyedBatch): `claim`, every key's advisory lock and
+ * then one statement that takes over records as a lone claim would and notes the keys with none
+ * (idempotency-claim.ts: a duplicate key waits on the lock until the first holder ended, then sees
+ * its outcome — so one effect per key, across processes and both paths too), and `answer`, each
+ * claimed item's outcome. Then a new key's stored outcome is inserted as its completed record
+ * (its only write), a record taken over is completed with one UPDATE or dropped with one DELETE,
+ * and the transaction commits. An item's refusal is its own outcome; an unexpected error reruns
+ * every item alone, so only the faulty one fails. The response text is serialized by the route's
  * schema and stored as is, so a replay is byte for byte the same (same fingerprint as
  * idempotency.ts, so both paths recognize each other's keys).
  */

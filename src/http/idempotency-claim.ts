@@ -44,13 +44,14 @@ export function lockKeys(db: Queryable, claims: KeyClaim[]): CompiledQuery<unkno
 }
 
 /** A record may be taken over: its retention ended, or it is an in-progress claim of the same request whose lease ran out or whose owner is gone. */
-const takeover = (owner: string) => sql`(r.expires_at < now()
+const mayTakeOver = (owner: string) => sql`(r.expires_at < now()
              or (r.state = 'in_progress' and r.fingerprint = u.f
                  and (r.locked_until < now()
                       or (r.owner_id <> ${owner}::uuid and not exists (
                             select 1 from process_instances p where p.id = r.owner_id
                               and p.heartbeat_at > now() - make_interval(secs => ${STALE_AFTER_SECONDS}))))))`;
 
+/** The UPDATE … SET of a takeover: the record becomes this request's claim, in progress. */
 const takeOver = (owner: string, ttlHours: number) => sql`update idempotency_keys r set
         fingerprint = u.f, state = 'in_progress', locked_until = now() + make_interval(secs => ${LEASE_SECONDS}),
         claim_token = u.c, owner_id = ${owner}::uuid, expires_at = now() + make_interval(hours => ${ttlHours}),
@@ -91,7 +92,7 @@ export function claimKeys(db: Queryable, claims: KeyClaim[], owner: string, ttlH
       ${takeOver(owner, ttlHours)}
       from u, locked
       where r.tenant_id = u.t and r.environment = u.e and r.key = u.k and locked.n > 0
-        and ${takeover(owner)}
+        and ${mayTakeOver(owner)}
       returning r.claim_token
     ),
     fresh as (
@@ -125,7 +126,7 @@ export function claimBatchKeys(
     taken as (
       ${takeOver(owner, ttlHours)}
       from u
-      where r.tenant_id = u.t and r.environment = u.e and r.key = u.k and ${takeover(owner)}
+      where r.tenant_id = u.t and r.environment = u.e and r.key = u.k and ${mayTakeOver(owner)}
       returning r.claim_token
     )
     select claim_token, false as fresh from taken
