@@ -25,9 +25,9 @@ export interface KeyedBatch<I, T> {
   /** Writes that nothing reads back before the commit: sent with the idempotency records as one statement. */
   readonly writes: WriteSet;
   /**
-   * Claims every Idempotency-Key in one statement, `first` (the pipeline's first locks) right
-   * behind it in the same round trip: PostgreSQL runs them after the claim, so the lock order is
-   * the claim's and then the pipeline's. The requests claimed, in order (the others are replays or
+   * Claims every Idempotency-Key (its lock, then one statement), `first` (the pipeline's first
+   * locks) right behind in the same round trip: PostgreSQL runs them after the claim, so the lock
+   * order is the claim's and then the pipeline's. The requests claimed, in order (the others are replays or
    * keys in progress, which the idempotency layer answers), and what `first` read. What `first`
    * locked for a request that turns out not to be claimed stays locked until the commit: harmless.
    */

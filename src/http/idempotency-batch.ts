@@ -1,5 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { sql, type CompiledQuery } from 'kysely';
+import { sql } from 'kysely';
 import { Batcher, type BatcherOptions } from '../db/batcher.js';
 import type { Db, Trx } from '../db/client.js';
 import { pipelined, type KeyedBatch, type LockPlan } from '../db/pipeline.js';
@@ -14,7 +14,7 @@ import { statusOf } from './errors.js';
 import { processInstance } from '../db/instance.js';
 import { isRetryableConflict } from '../db/retry.js';
 import { idempotencyKeyOf } from './idempotency.js';
-import { claimKeys, isClaimRace } from './idempotency-claim.js';
+import { claimBatchKeys, isClaimRace, lockKeys, LEASE_SECONDS } from './idempotency-claim.js';
 import { ReplayResponse } from './replay.js';
 import type { Deps } from './deps.js';
 
@@ -50,12 +50,14 @@ type Settlement = { text: string } | { err: unknown };
 /**
  * Idempotent POSTs executed in batches (docs/money-path.md): concurrent requests are gathered
  * (db/batcher.ts) and each batch runs in ONE transaction through the module's pipeline, which
- * calls this layer's two steps (db/pipeline.ts KeyedBatch): `claim`, every key with one statement
- * (idempotency-claim.ts: a duplicate key waits on the row until the first holder commits, then
- * sees its outcome — so one effect per key, across processes too), and `answer`, each claimed
- * item's outcome. Then every stored outcome is completed with one UPDATE, unstored ones dropped
- * with one DELETE, and the transaction commits. An item's refusal is its own outcome; an unexpected error reruns every
- * item alone, so only the faulty one fails. The response text is serialized by the route's
+ * calls this layer's two steps (db/pipeline.ts KeyedBatch): `claim`, every key's advisory lock and
+ * then one statement that takes over records as a lone claim would and notes the keys with none
+ * (idempotency-claim.ts: a duplicate key waits on the lock until the first holder ended, then sees
+ * its outcome — so one effect per key, across processes and both paths too), and `answer`, each
+ * claimed item's outcome. Then a new key's stored outcome is inserted as its completed record
+ * (its only write), a record taken over is completed with one UPDATE or dropped with one DELETE,
+ * and the transaction commits. An item's refusal is its own outcome; an unexpected error reruns
+ * every item alone, so only the faulty one fails. The response text is serialized by the route's
  * schema and stored as is, so a replay is byte for byte the same (same fingerprint as
  * idempotency.ts, so both paths recognize each other's keys).
  */
@@ -149,6 +151,7 @@ export class BatchedIdempotency<I, T> {
     const settled: (Settlement | undefined)[] = batch.map(() => undefined);
     const writes = new WriteSet(trx);
     let mine: number[] | undefined;
+    let fresh: Set<string> | undefined;
     let outcomes: ItemOutcome<T>[] | undefined;
     await this.pipeline({
       trx,
@@ -156,8 +159,15 @@ export class BatchedIdempotency<I, T> {
       inputs: batch.map((item) => item.input),
       claim: async <A>(first: LockPlan<A> | undefined) => {
         // A failed claim aborts the transaction: the statements behind it fail too, and so the batch.
-        const [claims, ...locked] = await pipelined(trx, this.claim(trx, batch, owner), ...(first?.statements ?? []));
+        // The claim is a statement after the keys' locks: its snapshot sees what their last holder committed.
+        const [, claims, ...locked] = await pipelined(
+          trx,
+          lockKeys(trx, batch),
+          claimBatchKeys(trx, batch, owner, this.ttlHours),
+          ...(first?.statements ?? []),
+        );
         const claimed = new Set(claims.map((r) => r.claim_token));
+        fresh = new Set(claims.flatMap((r) => (r.fresh ? [r.claim_token] : [])));
         mine = batch.flatMap((item, i) => (claimed.has(item.token) ? [i] : []));
         const read = first?.read(locked);
         await this.answerUnclaimed(trx, batch, claimed, settled);
@@ -165,10 +175,19 @@ export class BatchedIdempotency<I, T> {
       },
       answer: (given) => void (outcomes = given),
     });
-    if (!mine || !outcomes || outcomes.length !== mine.length) throw new Error(`${this.operation}: the batch was not claimed and answered`);
+    if (!mine || !fresh || !outcomes || outcomes.length !== mine.length)
+      throw new Error(`${this.operation}: the batch was not claimed and answered`);
     const { stored, dropped } = this.outcomesOf(batch, mine, outcomes, settled);
-    await this.complete(writes, stored);
-    await this.drop(writes, dropped);
+    // A key with no record gets one, completed; a record taken over is completed or dropped. A new
+    // key's outcome that is not stored (400, 403) leaves nothing: it had no record.
+    const isNew = (item: Item<I>) => fresh!.has(item.token);
+    const [inserted, updated] = [stored.filter((s) => isNew(s.item)), stored.filter((s) => !isNew(s.item))];
+    await this.insertCompleted(writes, owner, inserted);
+    await this.complete(writes, updated);
+    await this.drop(
+      writes,
+      dropped.filter((item) => !isNew(item)),
+    );
     const written = writes.flush();
     written.catch(() => {}); // awaited by the caller
     return { settled: settled.map((s) => s!), written };
@@ -194,17 +213,6 @@ export class BatchedIdempotency<I, T> {
       else dropped.push(item);
     });
     return { stored, dropped };
-  }
-
-  /**
-   * The claim: one statement for every key, in key order (new keys' index entries are taken in that
-   * order: two batches sharing keys cannot deadlock on them), under the same takeover rule as a
-   * lone claim (idempotency-claim.ts). A batch's own claims commit
-   * with its work or not at all, so only a lone claim can leave one in progress.
-   */
-  private claim(trx: Trx, batch: Item<I>[], owner: string): CompiledQuery<{ claim_token: string }> {
-    const items = [...batch].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
-    return claimKeys(trx, items, owner, this.ttlHours);
   }
 
   /** Keys another request holds or finished: replay, 422 reused, or 409 in progress (as idempotency.ts). */
@@ -242,7 +250,31 @@ export class BatchedIdempotency<I, T> {
     );
   }
 
-  /** Completes every stored outcome of the batch with one UPDATE (same transaction as the effects). */
+  /**
+   * The records of new keys, each inserted once, completed with its stored outcome (same
+   * transaction as the effects; the keys' locks held since the claim keep every other claim out
+   * until the commit). Should a record have appeared all the same (a claim that took no lock, of an
+   * older version), the insert fails on the primary key, nothing of the batch commits, and the
+   * batch runs again (`isClaimRace`), then finds it.
+   */
+  private async insertCompleted(writes: WriteSet, owner: string, stored: { item: Item<I>; status: number; text: string }[]) {
+    if (stored.length === 0) return;
+    await write(
+      writes,
+      () => sql`
+      insert into idempotency_keys (tenant_id, environment, key, fingerprint, state, locked_until, claim_token, owner_id, expires_at,
+        response_status, response_body)
+      select u.t, u.e, u.k, u.f, 'completed', now() + make_interval(secs => ${LEASE_SECONDS}), u.c, ${owner}::uuid,
+        now() + make_interval(hours => ${this.ttlHours}), u.s, u.b
+      from ${valuesOf(
+        'u',
+        { t: 'uuid', e: 'text', k: 'text', f: 'text', c: 'uuid', s: 'int', b: 'text' },
+        stored.map((s) => [s.item.tenantId, s.item.environment, s.item.key, s.item.fingerprint, s.item.token, s.status, s.text]),
+      )}`,
+    );
+  }
+
+  /** Completes every stored outcome of a record taken over with one UPDATE (same transaction as the effects). */
   private async complete(writes: WriteSet, stored: { item: Item<I>; status: number; text: string }[]) {
     if (stored.length === 0) return;
     await write(
@@ -259,7 +291,7 @@ export class BatchedIdempotency<I, T> {
     );
   }
 
-  /** Outcomes that are not stored (400, 403): the claim goes, so a corrected retry runs afresh. */
+  /** Outcomes that are not stored (400, 403) of records taken over: the claim goes, so a corrected retry runs afresh. */
   private async drop(writes: WriteSet, dropped: Item<I>[]) {
     if (dropped.length === 0) return;
     await write(

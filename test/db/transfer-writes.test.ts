@@ -70,6 +70,16 @@ describe('a transfer writes nothing another row already says', () => {
     },
   );
 
+  it.skipIf(process.env.DATABASE_URL === undefined)(
+    'its Idempotency-Key record is one heap insert, completed: no claim updated after it, no claim deleted',
+    async () => {
+      const { transfer } = await fundedPair('Key Once Ltd');
+      const records = (await walRecordsOf(t.db, transfer)).filter((r) => r.endsWith(' idempotency_keys'));
+      expect(records.filter((r) => /^INSERT(\+INIT)? /.test(r))).toHaveLength(1);
+      expect(records.filter((r) => /^(HOT_UPDATE|UPDATE|DELETE|LOCK) /.test(r))).toEqual([]);
+    },
+  );
+
   it('what the foreign keys still guarded holds: ledger accounts and transactions are never deleted, renumbered or truncated', async () => {
     const { from, transfer } = await fundedPair('Kept Ltd');
     const id = await transfer();

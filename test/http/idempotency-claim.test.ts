@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { buildApp } from '../../src/app.js';
-import { claimKeys, isClaimRace, type KeyClaim } from '../../src/http/idempotency-claim.js';
+import { claimKeys, isClaimRace, lockKeys, type KeyClaim } from '../../src/http/idempotency-claim.js';
 import { newId } from '../../src/lib/ids.js';
 import { clientFor, johnDoe, startTestApp, type TestApp } from '../harness.js';
 import { walRecordsOf } from '../wal-records.js';
@@ -10,7 +10,7 @@ import { walRecordsOf } from '../wal-records.js';
 /**
  * The Idempotency-Key claim without INSERT … ON CONFLICT (http/idempotency-claim.ts): a new key is
  * a plain insert, with no speculative insertion's confirm record, and concurrent claims of one
- * key still have one winner.
+ * key still have one winner. A lone claim waits on the key's lock while a batch holds it.
  */
 let t: TestApp;
 beforeAll(async () => {
@@ -86,10 +86,38 @@ describe('the Idempotency-Key claim', () => {
       expect((await t.db.executeQuery(claimKeys(t.db, [second], owner, 24))).rows).toEqual([]);
     },
   );
+
+  it.skipIf(process.env.DATABASE_URL === undefined)(
+    "a lone claim waits while a batch holds the key's lock; the batch rolled back, the claim takes the key",
+    async () => {
+      const claim = claimOf(`locked-${newId()}`);
+      let rollBack!: () => void;
+      const held = new Promise<void>((r) => (rollBack = r));
+      let lockedIt!: () => void;
+      const locked = new Promise<void>((r) => (lockedIt = r));
+      // A batch's transaction (idempotency-batch.ts): the key's lock, no record until its commit.
+      const batch = t.db
+        .transaction()
+        .execute(async (trx) => {
+          await trx.executeQuery(lockKeys(trx, [claim]));
+          lockedIt();
+          await held;
+          throw new Error('rolled back');
+        })
+        .catch(() => undefined);
+      await locked;
+      const lone = { ...claim, token: newId() };
+      const claiming = t.db.executeQuery(claimKeys(t.db, [lone], owner, 24));
+      await waitersAtLeast(1);
+      rollBack();
+      await batch;
+      expect((await claiming).rows).toEqual([{ claim_token: lone.token }]);
+    },
+  );
 });
 
 describe.skipIf(process.env.DATABASE_URL === undefined)('two processes, one new key, at once', () => {
-  it("the second batch waits for the first's commit, claims again, and replays its answer: one transfer", async () => {
+  it("the second batch waits on the key's lock until the first commits, then replays its answer: one transfer", async () => {
     // A second app on the same database: its own batcher and lanes, as another process has.
     const other = await buildApp({
       config: t.config,
@@ -109,8 +137,8 @@ describe.skipIf(process.env.DATABASE_URL === undefined)('two processes, one new 
     const payload = JSON.stringify({ source: { id: from }, destination: { destination_type: 'internal_account', id: to }, amount: '1.00' });
     const headers = { 'api-key': tenant.sandbox.secret_key, 'idempotency-key': `two-${from}`, 'content-type': 'application/json' };
     const send = (app: FastifyInstance) => app.inject({ method: 'POST', url: '/v1/transfers', headers, payload });
-    // The first batch claims the key, then waits on the source's balance row, held here; the
-    // second's claim then waits on the first's new index entry.
+    // The first batch takes the key's lock, then waits on the source's balance row, held here; the
+    // second's claim then waits on the key's lock.
     let release!: () => void;
     const held = new Promise<void>((r) => (release = r));
     let locked!: () => void;
