@@ -50,7 +50,7 @@ export function accountRoutes(deps: Deps): FastifyPluginAsyncZod {
         data: AccountResponse,
         errors: [],
       },
-      async (req) => ok(await readAccount(req.ctx, req.params.account_id)),
+      (req) => readAccount(req.ctx, req.params.account_id).then(ok),
     );
 
     r.patch(
