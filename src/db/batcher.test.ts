@@ -95,6 +95,31 @@ describe('Batcher', () => {
     expect(running).toBe(0);
   });
 
+  it('takes items in arrival order, keyless ones up to maxBatch at once, a key already in the batch left for the next', async () => {
+    const started: string[][] = [];
+    const batcher = new Batcher<string>(
+      async (batch) => {
+        started.push(batch);
+      },
+      { maxBatch: 3, lanes: 1, fail: () => {} },
+    );
+    ['r1', 'r2', 'r3', 'r4'].forEach((n) => batcher.submit(n));
+    for (let i = 0; i < 5; i++) await turn();
+    expect(started).toEqual([['r1', 'r2', 'r3'], ['r4']]);
+
+    started.length = 0;
+    batcher.submit('r5');
+    batcher.submit('a1', 'a');
+    batcher.submit('a2', 'a');
+    batcher.submit('r6');
+    batcher.submit('b1', 'b');
+    for (let i = 0; i < 5; i++) await turn();
+    expect(started).toEqual([
+      ['r5', 'a1', 'r6'],
+      ['a2', 'b1'],
+    ]);
+  });
+
   it('fails only the items of a batch whose run throws, and keeps serving the next ones', async () => {
     const failed: number[] = [];
     const ran: number[][] = [];

@@ -154,6 +154,11 @@ export class Batcher<I> {
 
   /** Up to maxBatch queued items in arrival order, skipping keys already taken. */
   private take(): I[] {
+    const max = this.options.maxBatch;
+    // Items without a key (reads) share any batch: the first maxBatch go at once, with no key set.
+    let keyless = 0;
+    while (keyless < this.queue.length && keyless < max && this.queue[keyless]!.key === undefined) keyless++;
+    if (keyless === this.queue.length || keyless === max) return this.queue.splice(0, keyless).map((q) => q.item);
     const keys = new Set<string>();
     const batch: I[] = [];
     for (let i = 0; i < this.queue.length && batch.length < this.options.maxBatch; ) {

@@ -56,6 +56,16 @@ export class KeyCache {
     this.entries.clear();
   }
 
+  /** The cached lookup of `key` while its entry lives (an expired key's answer as `resolve` gives it), else undefined. */
+  cached(key: string): KeyLookup | undefined {
+    const hit = this.entries.get(sha256Hex(key));
+    const now = Date.now();
+    if (!hit || now - hit.at >= this.ttl()) return undefined;
+    const { result } = hit;
+    if (result.ok && result.expiresAt && result.expiresAt.getTime() <= now) return { ok: false, reason: 'expired' };
+    return result;
+  }
+
   async resolve(key: string): Promise<KeyLookup> {
     const id = sha256Hex(key);
     const now = Date.now();
@@ -75,44 +85,44 @@ export class KeyCache {
   }
 }
 
+/** The request's business from its key's lookup, or the error that refuses it. */
+function admit(request: FastifyRequest, found: KeyLookup): AppError | undefined {
+  if (!found.ok) return new AppError(found.reason === 'expired' ? 'expired_api_key' : 'invalid_api_key');
+  if (found.liveFrozen) return new AppError('live_access_frozen');
+  const tenantHeader = request.headers['x-tenant-id'];
+  if (tenantHeader !== undefined && tenantHeader !== found.tenantId) return new AppError('tenant_mismatch');
+  if (found.kind === 'public' && !request.routeOptions.config?.publicKeyAllowed) return new AppError('secret_key_required');
+  request.ctx = {
+    tenantId: found.tenantId,
+    environment: found.environment,
+    keyKind: found.kind,
+    requestId: request.id,
+    settings: found.settings,
+  };
+  return undefined;
+}
+
 /** Api-Key authentication for every /v1 route. The key alone decides business and environment. */
 export function registerAuth(app: FastifyInstance, lookupKey: (key: string) => Promise<KeyLookup>, changes?: ChangeFeed): KeyCache {
   const cache = new KeyCache(lookupKey, changes);
 
   app.decorateRequest('ctx', null as unknown as FastifyRequest['ctx']);
-  app.addHook('onRequest', async (request) => {
-    if (!isApiRequest(request) || request.routeOptions.config?.noAuth) return;
+  // Callback hooks, not async ones: a key in the cache (nearly every request) is checked without
+  // a promise and a turn of the microtask queue; only a lookup waits for the database.
+  app.addHook('onRequest', (request, _reply, done) => {
+    if (!isApiRequest(request) || request.routeOptions.config?.noAuth) return done();
     const header = request.headers['api-key'];
     const key = Array.isArray(header) ? header[0] : header;
-    if (!key) throw new AppError('missing_api_key');
-    const found = await cache.resolve(key.trim());
-    if (!found.ok) {
-      if (found.reason === 'expired') throw new AppError('expired_api_key');
-      throw new AppError('invalid_api_key');
-    }
-    if (found.liveFrozen) {
-      throw new AppError('live_access_frozen');
-    }
-    const tenantHeader = request.headers['x-tenant-id'];
-    if (tenantHeader !== undefined && tenantHeader !== found.tenantId) {
-      throw new AppError('tenant_mismatch');
-    }
-    if (found.kind === 'public' && !request.routeOptions.config?.publicKeyAllowed) {
-      throw new AppError('secret_key_required');
-    }
-    request.ctx = {
-      tenantId: found.tenantId,
-      environment: found.environment,
-      keyKind: found.kind,
-      requestId: request.id,
-      settings: found.settings,
-    };
+    if (!key) return done(new AppError('missing_api_key'));
+    const cached = cache.cached(key.trim());
+    if (cached !== undefined) return done(admit(request, cached));
+    cache.resolve(key.trim()).then((found) => done(admit(request, found)), done);
   });
   // Fails closed: a /v1 handler never runs without the business its key named, whatever let the
   // request past the check above.
-  app.addHook('preHandler', async (request) => {
-    if (request.ctx || !isApiRequest(request) || request.routeOptions.config?.noAuth) return;
-    throw new AppError('missing_api_key');
+  app.addHook('preHandler', (request, _reply, done) => {
+    if (request.ctx || !isApiRequest(request) || request.routeOptions.config?.noAuth) return done();
+    done(new AppError('missing_api_key'));
   });
   return cache;
 }

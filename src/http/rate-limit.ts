@@ -1,5 +1,5 @@
-import type { FastifyInstance } from 'fastify';
-import type { Counters } from '../lib/counters.js';
+import type { FastifyInstance, FastifyReply } from 'fastify';
+import { MemoryCounters, type Counters } from '../lib/counters.js';
 import { AppError } from '../core/errors.js';
 
 const WINDOW_SECONDS = 60;
@@ -12,20 +12,31 @@ const WINDOW_SECONDS = 60;
  * Headers follow the IETF RateLimit fields draft.
  */
 export function registerRateLimit(app: FastifyInstance, defaultPerMinute: number, counters: Counters): void {
-  app.addHook('onRequest', async (request, reply) => {
-    if (!request.ctx) return; // unauthenticated routes (docs, health) are not metered
-    const now = Date.now();
+  // In this process's memory a count needs no promise: the hook answers at once (a callback
+  // hook, not an async one); Redis's counts are waited for.
+  const memory = counters instanceof MemoryCounters ? counters : null;
+  // The policy header changes only with the quota: its text is made again only when that does.
+  let policy = { quota: NaN, text: '' };
+  const apply = (reply: FastifyReply, quota: number, used: number, now: number): AppError | undefined => {
     const window = Math.floor(now / 1000 / WINDOW_SECONDS) * WINDOW_SECONDS;
-    const { tenantId, environment, settings } = request.ctx;
-    const quota = typeof settings.rate_limit_per_minute === 'number' ? settings.rate_limit_per_minute : defaultPerMinute;
-    const used = await counters.hit(`rl:${tenantId}:${environment}`, WINDOW_SECONDS * 1000, now);
     const reset = Math.max(1, window + WINDOW_SECONDS - Math.floor(now / 1000));
-    reply.header('RateLimit-Policy', `"default";q=${quota};w=${WINDOW_SECONDS}`);
+    if (policy.quota !== quota) policy = { quota, text: `"default";q=${quota};w=${WINDOW_SECONDS}` };
+    reply.header('RateLimit-Policy', policy.text);
     reply.header('RateLimit', `"default";r=${Math.max(0, quota - used)};t=${reset}`);
     if (used > quota) {
-      throw new AppError('rate_limited', `Rate limit of ${quota} requests per minute reached`, [], {
+      return new AppError('rate_limited', `Rate limit of ${quota} requests per minute reached`, [], {
         'Retry-After': String(reset),
       });
     }
+    return undefined;
+  };
+  app.addHook('onRequest', (request, reply, done) => {
+    if (!request.ctx) return done(); // unauthenticated routes (docs, health) are not metered
+    const now = Date.now();
+    const { tenantId, environment, settings } = request.ctx;
+    const quota = typeof settings.rate_limit_per_minute === 'number' ? settings.rate_limit_per_minute : defaultPerMinute;
+    const key = `rl:${tenantId}:${environment}`;
+    if (memory) return done(apply(reply, quota, memory.hitSync(key, WINDOW_SECONDS * 1000, now), now));
+    counters.hit(key, WINDOW_SECONDS * 1000, now).then((used) => done(apply(reply, quota, used, now)), done);
   });
 }

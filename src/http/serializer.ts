@@ -31,7 +31,15 @@ function isPlain(schema: Schema): boolean {
   return !def.checks?.length && def.format === undefined && !def.coerce && !schema._zod.traits.has('$ZodCheck');
 }
 
-const quote = (value: string) => JSON.stringify(value);
+/**
+ * The characters JSON.stringify writes as an escape: the quote, the backslash, controls, and surrogates (a lone
+ * one is escaped; a string without any is written as it is, whatever else it holds).
+ */
+// eslint-disable-next-line no-control-regex -- the controls are among what JSON.stringify escapes
+const NEEDS_ESCAPE = /["\\\u0000-\u001f\ud800-\udfff]/;
+
+/** JSON.stringify of a string: a string with nothing to escape (nearly every one) between quotes, without the call. */
+export const quote = (value: string) => (NEEDS_ESCAPE.test(value) ? JSON.stringify(value) : `"${value}"`);
 
 /** Zod's encoding of `schema` alone, then its JSON text: the fallback for a node kind not written here. */
 function viaZod(schema: Schema): Write {

@@ -20,6 +20,8 @@ function statementCounter() {
   const tables = new WeakMap<object, string | undefined>();
   const counter = {
     statements: 0,
+    /** The rows of the last statement counted. */
+    rows: [] as unknown[],
     plugin: {
       transformQuery: (args) => {
         type Table = { table?: { identifier?: { name?: string } } };
@@ -37,7 +39,10 @@ function statementCounter() {
         return args.node;
       },
       transformResult: async (args) => {
-        if (!['api_keys', 'api_request_log', 'process_instances'].includes(tables.get(args.queryId) ?? '')) counter.statements++;
+        if (!['api_keys', 'api_request_log', 'process_instances'].includes(tables.get(args.queryId) ?? '')) {
+          counter.statements++;
+          counter.rows = args.result.rows;
+        }
         return args.result;
       },
     } satisfies KyselyPlugin,
@@ -85,6 +90,28 @@ describe('account read path: round trips per request', () => {
     expect(read.status).toBe(200);
     expect(read.body.data).toMatchObject({ id, balance: '12.34', available_balance: '12.34', currency: 'NGN', status: 'active' });
     expect(counter.statements).toBe(1);
+    // Only what the answer shows, its timestamps as text (no Date made and written out again).
+    const [row] = counter.rows as Record<string, unknown>[];
+    expect(Object.keys(row!).sort()).toEqual(
+      [
+        'id',
+        'customer_id',
+        'currency',
+        'type',
+        'label',
+        'status',
+        'category',
+        'account_number',
+        'bank_details',
+        'metadata',
+        'created_at',
+        'updated_at',
+        'posted',
+        'pending_debits',
+      ].sort(),
+    );
+    expect(typeof row!.created_at).toBe('string');
+    expect(typeof row!.updated_at).toBe('string');
 
     counter.statements = 0;
     const missing = await call('GET', `/v1/accounts/${newId()}`);

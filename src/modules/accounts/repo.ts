@@ -78,6 +78,50 @@ const accountsWithBalance = compiledOnce((db: Queryable, tenantId: string, envir
 );
 
 /**
+ * An account read's row (accountReader): the columns its answer shows, the timestamps as
+ * PostgreSQL's text of them (db/timestamp-text.ts makes that the answer's ISO text with no Date
+ * in between). The business is the caller's (the statement is scoped to it), so neither
+ * tenant_id nor environment is fetched.
+ */
+export interface AccountReadRow
+  extends Pick<
+      AccountRow,
+      'id' | 'customer_id' | 'currency' | 'type' | 'label' | 'status' | 'category' | 'account_number' | 'bank_details' | 'metadata'
+    >,
+    BalanceColumns {
+  created_at: string;
+  updated_at: string;
+}
+
+/** Accounts of one business and environment by id, as an account read's rows (one statement, compiled once). */
+export async function readAccounts(db: Queryable, ctx: Scope, ids: string[]): Promise<AccountReadRow[]> {
+  const { rows } = await accountReads.execute(db, ctx.tenantId, ctx.environment, ids);
+  return rows;
+}
+
+const accountReads = compiledOnce((db: Queryable, tenantId: string, environment: Scope['environment'], ids: string[]) =>
+  scoped(db, 'accounts', { tenantId, environment })
+    .leftJoin('ledger_balances', 'ledger_balances.account_id', 'accounts.id')
+    .select([
+      'accounts.id',
+      'accounts.customer_id',
+      'accounts.currency',
+      'accounts.type',
+      'accounts.label',
+      'accounts.status',
+      'accounts.category',
+      'accounts.account_number',
+      'accounts.bank_details',
+      'accounts.metadata',
+      sql<string>`accounts.created_at::text`.as('created_at'),
+      sql<string>`accounts.updated_at::text`.as('updated_at'),
+      'ledger_balances.posted',
+      'ledger_balances.pending_debits',
+    ])
+    .where(sql<boolean>`accounts.id = any(${ids}::uuid[])`),
+);
+
+/**
  * Several accounts with a shared lock, in id order: a money movement holds it so a status change
  * (freeze, close at zero) cannot slip in between its checks and its commit.
  */

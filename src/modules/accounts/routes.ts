@@ -3,6 +3,7 @@ import type { Deps } from '../../http/deps.js';
 import { ok } from '../../http/envelope.js';
 import { routes } from '../../http/route.js';
 import { pageSchema } from '../../db/pagination.js';
+import { pgliteTimestampText, postgresTimestampText } from '../../db/timestamp-text.js';
 import { AccountIdParams, AccountResponse, CreateAccountBody, ListAccountsQuery, UpdateAccountStatusBody } from './schema.js';
 import * as service from './service.js';
 
@@ -10,7 +11,11 @@ const tags = ['Accounts'];
 
 export function accountRoutes(deps: Deps): FastifyPluginAsyncZod {
   // Reads lock nothing, so their lanes only bound the pool connections they hold at once.
-  const readAccount = service.accountReader(deps.db, { lanes: deps.dbKind === 'postgres' ? 4 : 1, maxBatch: 100 });
+  const readAccount = service.accountReader(deps.db, {
+    lanes: deps.dbKind === 'postgres' ? 4 : 1,
+    maxBatch: 100,
+    timestampText: deps.dbKind === 'postgres' ? postgresTimestampText : pgliteTimestampText,
+  });
   return async (app) => {
     const r = routes(app, tags);
     r.post(
@@ -45,7 +50,7 @@ export function accountRoutes(deps: Deps): FastifyPluginAsyncZod {
         data: AccountResponse,
         errors: [],
       },
-      async (req) => ok(await readAccount(req.ctx, req.params.account_id)),
+      (req) => readAccount(req.ctx, req.params.account_id).then(ok),
     );
 
     r.patch(
