@@ -3,12 +3,17 @@
  * database, their loads taking turns every few seconds, so that a shared machine's load drifts
  * over all of them alike (runs of `npm run bench` one after the other moved by 2× here):
  *
- *   BENCH_DATABASE_URL=... npx tsx bench/ab.ts [rounds] name=/path/to/worktree[:ENV=value] ...
+ *   BENCH_DATABASE_URL=... npx tsx bench/ab.ts [--transfers] <rounds> name=/path/to/worktree[:ENV=value] ...
  *   e.g. npx tsx bench/ab.ts 9 main=/work/wt/base branch=. nolog=.:REQUEST_LOG=off
  *
  * Each path must hold a build (`npm run build` there: dist/). Each round runs, for every server
  * in turn (the order rotating), 4 s of GET /v1/accounts/{id} and 4 s of GET /healthz at 32
  * connections, and reads the server's CPU time from /proc around each.
+ *
+ * With --transfers a turn is 4 s of POST /v1/transfers at 32 connections instead, between random
+ * pairs of 100 funded accounts (the spread load's), and it reads the server's CPU and
+ * PostgreSQL's (the bench cluster's background processes and this database's backends, all
+ * builds' pools included: only the build whose turn it is sends anything) around it.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -16,14 +21,23 @@ import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { openPostgres } from '../src/db/client.js';
-import { accountReadLoad, healthzLoad } from './load.js';
-import { admin, fundedAccounts, prepareDatabase, START_FLAGS, withDatabase } from './server.js';
+import { accountReadLoad, healthzLoad, transferLoad } from './load.js';
+import {
+  admin,
+  fundedAccounts,
+  postgresCpuMs,
+  prepareDatabase,
+  randomPairs,
+  scopePostgresCpu,
+  START_FLAGS,
+  withDatabase,
+} from './server.js';
 
 interface Build {
   name: string;
   base: string;
   child: ChildProcess;
-  totals: { readMs: number; reads: number; healthzMs: number; healthz: number };
+  totals: { readMs: number; reads: number; healthzMs: number; healthz: number; transferMs: number; postgresMs: number; transfers: number };
 }
 
 const cpuMs = (pid: number) => {
@@ -66,7 +80,7 @@ async function start(name: string, spec: string, url: string, port: number): Pro
     )
       break;
   }
-  return { name, base, child, totals: { readMs: 0, reads: 0, healthzMs: 0, healthz: 0 } };
+  return { name, base, child, totals: { readMs: 0, reads: 0, healthzMs: 0, healthz: 0, transferMs: 0, postgresMs: 0, transfers: 0 } };
 }
 
 /** One build's turn: its reads, then its /healthz, with the CPU each cost. */
@@ -85,10 +99,24 @@ async function turn(b: Build, key: string, pick: () => string): Promise<string> 
   return `${b.name}: read ${read.toFixed(3)} ms (${reads.ok}), /healthz ${bare.toFixed(3)} ms (${healthz.ok}), ${(read / bare).toFixed(2)}×`;
 }
 
+/** One build's turn of transfers: the server's CPU and PostgreSQL's per transfer. */
+async function transferTurn(b: Build, key: string, pick: () => [string, string]): Promise<string> {
+  const at = { server: cpuMs(b.child.pid!), postgres: postgresCpuMs() };
+  const transfers = await transferLoad({ base: b.base, key, seconds: 4, connections: 32 }, pick);
+  const [serverMs, postgresMs] = [cpuMs(b.child.pid!) - at.server, postgresCpuMs() - at.postgres];
+  b.totals.transferMs += serverMs;
+  b.totals.postgresMs += postgresMs;
+  b.totals.transfers += transfers.ok;
+  const [server, pg] = [serverMs / transfers.ok, postgresMs / transfers.ok];
+  return `${b.name}: transfer: server ${server.toFixed(3)} ms, PostgreSQL ${pg.toFixed(3)} ms (${transfers.ok}, failed ${transfers.failures}), ${(server / pg).toFixed(2)}×`;
+}
+
 const adminUrl = process.env.BENCH_DATABASE_URL;
-const [roundsArg, ...specs] = process.argv.slice(2);
+const args = process.argv.slice(2);
+const transfersMode = args[0] === '--transfers';
+const [roundsArg, ...specs] = transfersMode ? args.slice(1) : args;
 if (!adminUrl || specs.length === 0) {
-  console.error('usage: BENCH_DATABASE_URL=... tsx bench/ab.ts <rounds> name=path[:ENV=value] ...');
+  console.error('usage: BENCH_DATABASE_URL=... tsx bench/ab.ts [--transfers] <rounds> name=path[:ENV=value] ...');
   process.exit(2);
 }
 const database = `fsapi_ab_${randomBytes(4).toString('hex')}`;
@@ -102,13 +130,25 @@ try {
   for (const [i, spec] of specs.entries()) builds.push(await start(spec.split('=')[0]!, spec.slice(spec.indexOf('=') + 1), url, 47400 + i));
   const ids = await fundedAccounts(builds[0]!.base, key, 100);
   const pick = () => ids[Math.floor(Math.random() * ids.length)]!;
-  for (const b of builds) await accountReadLoad({ base: b.base, key, seconds: 2, connections: 32 }, pick);
+  const pairs = randomPairs(ids);
+  await scopePostgresCpu(adminUrl, database);
+  for (const b of builds) {
+    if (transfersMode) await transferLoad({ base: b.base, key, seconds: 2, connections: 32 }, pairs);
+    else await accountReadLoad({ base: b.base, key, seconds: 2, connections: 32 }, pick);
+  }
   for (let round = 0; round < Number(roundsArg); round++) {
     for (const b of [...builds.slice(round % builds.length), ...builds.slice(0, round % builds.length)]) {
-      console.log(`round ${round} ${await turn(b, key, pick)}`);
+      console.log(`round ${round} ${transfersMode ? await transferTurn(b, key, pairs) : await turn(b, key, pick)}`);
     }
   }
   for (const { name, totals: t } of builds) {
+    if (transfersMode) {
+      const [server, pg] = [t.transferMs / t.transfers, t.postgresMs / t.transfers];
+      console.log(
+        `${name}: server CPU per transfer ${server.toFixed(3)} ms, PostgreSQL's ${pg.toFixed(3)} ms, ${(server / pg).toFixed(2)}×`,
+      );
+      continue;
+    }
     const [read, bare] = [t.readMs / t.reads, t.healthzMs / t.healthz];
     console.log(`${name}: server CPU per read ${read.toFixed(3)} ms, per /healthz ${bare.toFixed(3)} ms, ${(read / bare).toFixed(2)}×`);
   }
