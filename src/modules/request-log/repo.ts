@@ -37,8 +37,11 @@ export type NewRequestLogRow = Insertable<ApiRequestLogTable>;
 /** Rows a statement: a flush writes at most a chunk of the buffer anyway. */
 const INSERT_CHUNK = 500;
 
-/** The columns in the order of the statement below, with their array types. */
-const INSERT_COLUMNS = [
+/**
+ * The columns written through an array parameter each, in the order of the statement below, with
+ * their array types. The two bodies go otherwise: see `insertRows`.
+ */
+const ARRAY_COLUMNS = [
   ['id', 'uuid'],
   ['tenant_id', 'uuid'],
   ['environment', 'text'],
@@ -52,30 +55,40 @@ const INSERT_COLUMNS = [
   ['idempotency_key', 'text'],
   ['idempotency_replayed', 'bool'],
   ['key_prefix', 'text'],
-  ['request_body', 'text'],
-  ['response_body', 'text'],
   ['created_at', 'timestamptz'],
 ] as const satisfies readonly (readonly [keyof NewRequestLogRow, string])[];
 
-const COLUMN_LIST = sql.raw(INSERT_COLUMNS.map(([c]) => c).join(', '));
+/** Where each row's bodies are in the bodies parameter: 1-based byte offset and byte length, NULL for no body. */
+const BODY_BOUNDS = ['request_at', 'request_len', 'response_at', 'response_len'] as const;
+
+const ROW = sql.raw([...ARRAY_COLUMNS.map(([c]) => c), ...BODY_BOUNDS].join(', '));
 
 /**
- * One statement whatever the number of rows (a column an array parameter), compiled once
- * (db/compiled.ts): a flush neither builds nor compiles a query, and the connection's prepared
- * statement is reused. A row already there (a flush retried after its commit's answer was lost)
- * is left out by `not exists` rather than `on conflict do nothing`: flushes run one at a time, so
- * nothing inserts the same id meanwhile, and a speculative insertion writes one more WAL record a row.
+ * One statement whatever the number of rows, compiled once (db/compiled.ts): a flush neither
+ * builds nor compiles a query, and the connection's prepared statement is reused. The short
+ * columns are an array parameter each. The bodies, most of a row's bytes, are one bytea parameter
+ * of their UTF-8 bytes end to end, cut back into text by offset and length: no JSON or array
+ * escaping of every body in JavaScript and no array text for PostgreSQL to unescape; `substring`
+ * and `convert_from` are strict, so a NULL offset and length give a NULL body. A row already
+ * there (a flush retried after its commit's answer was lost) is left out by `not exists` rather
+ * than `on conflict do nothing`: flushes run one at a time, so nothing inserts the same id
+ * meanwhile, and a speculative insertion writes one more WAL record a row.
  */
-const insertRows = compiledOnce((db: Queryable, ...columns: unknown[]) =>
-  db
+const insertRows = compiledOnce((db: Queryable, bodies: unknown, ...arrays: unknown[]) => {
+  const types = [...ARRAY_COLUMNS.map(([, type]) => type), ...BODY_BOUNDS.map(() => 'int4')];
+  return db
     .insertInto('api_request_log')
-    .columns(INSERT_COLUMNS.map(([c]) => c))
+    .columns([...ARRAY_COLUMNS.map(([c]) => c), 'request_body', 'response_body'])
     .expression(
       // eslint-disable-next-line no-restricted-syntax -- a flush holds many businesses' rows; each row names its own
-      sql`select * from unnest(${sql.join(columns.map((values, i) => sql`${values}::${sql.raw(INSERT_COLUMNS[i]![1])}[]`))}) as r(${COLUMN_LIST})
+      sql`select ${sql.raw(ARRAY_COLUMNS.map(([c]) => `r.${c}`).join(', '))},
+          convert_from(substring(p.bodies from r.request_at for r.request_len), 'UTF8'),
+          convert_from(substring(p.bodies from r.response_at for r.response_len), 'UTF8')
+        from (select ${bodies}::bytea as bodies) as p,
+          unnest(${sql.join(arrays.map((values, i) => sql`${values}::${sql.raw(types[i]!)}[]`))}) as r(${ROW})
         where not exists (select 1 from api_request_log l where l.tenant_id = r.tenant_id and l.environment = r.environment and l.id = r.id)`,
-    ),
-);
+    );
+});
 
 /** A JSON escape that PostgreSQL's array text does not have (backslash n, backslash u0001): after an even run of backslashes. */
 const JSON_ONLY_ESCAPE = /(?<!\\)(?:\\\\)*\\[bfnrtu]/;
@@ -94,6 +107,75 @@ export function arrayText(values: unknown[]): unknown {
   return JSON_ONLY_ESCAPE.test(json) ? values : `{${json.slice(1, -1)}}`;
 }
 
+/** The bodies as one buffer of their UTF-8 bytes end to end, and where each row's are in it. */
+function bodyParameters(rows: NewRequestLogRow[]): unknown[] {
+  const n = rows.length;
+  let size = 0;
+  for (const row of rows) size += Buffer.byteLength(row.request_body ?? '') + Buffer.byteLength(row.response_body ?? '');
+  const bodies = Buffer.allocUnsafe(size);
+  const bounds = BODY_BOUNDS.map(() => new Array<number | null>(n));
+  let at = 0;
+  const put = (body: string | null | undefined, column: number, i: number) => {
+    if (body === null || body === undefined) {
+      bounds[column]![i] = bounds[column + 1]![i] = null;
+      return;
+    }
+    const written = bodies.write(body, at);
+    bounds[column]![i] = at + 1;
+    bounds[column + 1]![i] = written;
+    at += written;
+  };
+  for (let i = 0; i < n; i++) {
+    put(rows[i]!.request_body, 0, i);
+    put(rows[i]!.response_body, 2, i);
+  }
+  return [bodies, ...bounds.map((values) => `{${values.map((v) => (v === null ? 'NULL' : v)).join(',')}}`)];
+}
+
+/** The statement's parameters for `rows`, in its order (the bodies, then the arrays): each column's values in one pass over the rows. */
+export function insertParameters(rows: NewRequestLogRow[]): [unknown, ...unknown[]] {
+  const n = rows.length;
+  const columns = ARRAY_COLUMNS.map(() => new Array<unknown>(n));
+  const [id, tenant, environment, requestId, method, path, query, status, statusClass, duration, idemKey, replayed, keyPrefix, createdAt] =
+    columns as [
+      unknown[],
+      unknown[],
+      unknown[],
+      unknown[],
+      unknown[],
+      unknown[],
+      unknown[],
+      unknown[],
+      unknown[],
+      unknown[],
+      unknown[],
+      unknown[],
+      unknown[],
+      unknown[],
+    ];
+  for (let i = 0; i < n; i++) {
+    const row = rows[i]!;
+    id[i] = row.id;
+    tenant[i] = row.tenant_id;
+    environment[i] = row.environment;
+    requestId[i] = row.request_id;
+    method[i] = row.method;
+    path[i] = row.path;
+    query[i] = row.query ?? null;
+    status[i] = row.status;
+    statusClass[i] = row.status_class;
+    duration[i] = row.duration_ms;
+    idemKey[i] = row.idempotency_key ?? null;
+    replayed[i] = row.idempotency_replayed ?? false;
+    keyPrefix[i] = row.key_prefix ?? null;
+    createdAt[i] = row.created_at.toISOString();
+  }
+  const [bodies, ...bounds] = bodyParameters(rows);
+  // Numbers, booleans, UUIDs and timestamps, never null, need no quotes or escapes in array text.
+  const texts = new Set<unknown[]>([environment, requestId, method, path, query, idemKey, keyPrefix]);
+  return [bodies, ...columns.map((values) => (texts.has(values) ? arrayText(values) : `{${values.join(',')}}`)), ...bounds];
+}
+
 /**
  * Multi-row inserts; a row already there (a retried flush) is skipped (primary key: tenant_id,
  * environment, id). Nobody waits on these rows, and the log is best-effort already (held in
@@ -104,16 +186,7 @@ export function arrayText(values: unknown[]): unknown {
 export async function insertMany(trx: Trx, rows: NewRequestLogRow[]): Promise<void> {
   await sql`set local synchronous_commit = off`.execute(trx);
   for (let i = 0; i < rows.length; i += INSERT_CHUNK) {
-    const chunk = rows.slice(i, i + INSERT_CHUNK);
-    const columns = INSERT_COLUMNS.map(([column]) =>
-      arrayText(
-        chunk.map((row) => {
-          const value = row[column];
-          return value instanceof Date ? value.toISOString() : (value ?? null);
-        }),
-      ),
-    );
-    await insertRows.execute(trx, ...columns);
+    await insertRows.execute(trx, ...insertParameters(rows.slice(i, i + INSERT_CHUNK)));
   }
 }
 
