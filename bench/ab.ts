@@ -18,6 +18,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { openPostgres } from '../src/db/client.js';
@@ -44,6 +45,17 @@ const cpuMs = (pid: number) => {
   const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
   return ((Number(f[11]) + Number(f[12])) * 1000) / 100;
 };
+
+/** A port nothing listens on now: other sessions run this script too, and a fixed port answered with their server. */
+function freePort(): Promise<number> {
+  return new Promise((done, fail) => {
+    const probe = createServer().listen(0, '127.0.0.1', () => {
+      const { port } = probe.address() as { port: number };
+      probe.close(() => done(port));
+    });
+    probe.on('error', fail);
+  });
+}
 
 async function start(name: string, spec: string, url: string, port: number): Promise<Build> {
   const [dir, ...settings] = spec.split(':');
@@ -127,7 +139,7 @@ try {
   const { key } = await prepareDatabase(handle);
   await handle.close();
   const builds: Build[] = [];
-  for (const [i, spec] of specs.entries()) builds.push(await start(spec.split('=')[0]!, spec.slice(spec.indexOf('=') + 1), url, 47400 + i));
+  for (const spec of specs) builds.push(await start(spec.split('=')[0]!, spec.slice(spec.indexOf('=') + 1), url, await freePort()));
   const ids = await fundedAccounts(builds[0]!.base, key, 100);
   const pick = () => ids[Math.floor(Math.random() * ids.length)]!;
   const pairs = randomPairs(ids);
