@@ -188,6 +188,17 @@ describe('request log', () => {
     expect((await rows()).filter((r) => r.request_id === 'async-commit')).toHaveLength(1);
   });
 
+  it('writes a flush of rows with one statement in its transaction, which also sets the asynchronous commit', async () => {
+    const sent: string[] = [];
+    const counted = t.db.withPlugin({
+      transformQuery: (args) => (sent.push(args.node.kind), args.node),
+      transformResult: async (args) => args.result,
+    });
+    await counted.transaction().execute((trx) => logRepo.insertMany(trx, [logRow(new Date(), { request_id: 'one-statement' })]));
+    expect(sent).toEqual(['InsertQueryNode']);
+    expect((await rows()).filter((r) => r.request_id === 'one-statement')).toHaveLength(1);
+  });
+
   it('stores every character of a flush of many rows as given, and skips rows already there', async () => {
     // Bodies and paths hold any text; a flush retried after a failure must not double a row.
     const tricky = ['"quoted"', 'back\\slash', '{braces}, commas', 'NULL', 'new\nline', 'é ✓ 🙂', '', ' padded '];

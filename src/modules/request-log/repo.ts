@@ -72,7 +72,9 @@ const ROW = sql.raw([...ARRAY_COLUMNS.map(([c]) => c), ...BODY_BOUNDS].join(', '
  * and `convert_from` are strict, so a NULL offset and length give a NULL body. A row already
  * there (a flush retried after its commit's answer was lost) is left out by `not exists` rather
  * than `on conflict do nothing`: flushes run one at a time, so nothing inserts the same id
- * meanwhile, and a speculative insertion writes one more WAL record a row.
+ * meanwhile, and a speculative insertion writes one more WAL record a row. The statement also
+ * sets the transaction's `synchronous_commit` (`set_config(…, true)` is `set local`), which took a
+ * statement of its own, a round trip a flush.
  */
 const insertRows = compiledOnce((db: Queryable, bodies: unknown, ...arrays: unknown[]) => {
   const types = [...ARRAY_COLUMNS.map(([, type]) => type), ...BODY_BOUNDS.map(() => 'int4')];
@@ -84,7 +86,7 @@ const insertRows = compiledOnce((db: Queryable, bodies: unknown, ...arrays: unkn
       sql`select ${sql.raw(ARRAY_COLUMNS.map(([c]) => `r.${c}`).join(', '))},
           convert_from(substring(p.bodies from r.request_at for r.request_len), 'UTF8'),
           convert_from(substring(p.bodies from r.response_at for r.response_len), 'UTF8')
-        from (select ${bodies}::bytea as bodies) as p,
+        from (select ${bodies}::bytea as bodies, set_config('synchronous_commit', 'off', true) as commit_mode) as p,
           unnest(${sql.join(arrays.map((values, i) => sql`${values}::${sql.raw(types[i]!)}[]`))}) as r(${ROW})
         where not exists (select 1 from api_request_log l where l.tenant_id = r.tenant_id and l.environment = r.environment and l.id = r.id)`,
     );
@@ -181,10 +183,10 @@ export function insertParameters(rows: NewRequestLogRow[]): [unknown, ...unknown
  * environment, id). Nobody waits on these rows, and the log is best-effort already (held in
  * memory between flushes), so their commit does not wait for the WAL to reach the disk: a flush
  * never adds a disk flush beside the money path's commits, which do wait (PostgreSQL writes it
- * within three `wal_writer_delay`s; a crash may lose the last flushes, as it loses the buffer).
+ * within three `wal_writer_delay`s; a crash may lose the last flushes, as it loses the buffer):
+ * the insert sets `synchronous_commit` off for its transaction.
  */
 export async function insertMany(trx: Trx, rows: NewRequestLogRow[]): Promise<void> {
-  await sql`set local synchronous_commit = off`.execute(trx);
   for (let i = 0; i < rows.length; i += INSERT_CHUNK) {
     await insertRows.execute(trx, ...insertParameters(rows.slice(i, i + INSERT_CHUNK)));
   }
