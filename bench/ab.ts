@@ -26,11 +26,11 @@ import { accountReadLoad, healthzLoad, transferLoad } from './load.js';
 import {
   admin,
   fundedAccounts,
-  postgresCpuMs,
   prepareDatabase,
   randomPairs,
   scopePostgresCpu,
   START_FLAGS,
+  trackPostgresCpu,
   withDatabase,
 } from './server.js';
 
@@ -113,9 +113,12 @@ async function turn(b: Build, key: string, pick: () => string): Promise<string> 
 
 /** One build's turn of transfers: the server's CPU and PostgreSQL's per transfer. */
 async function transferTurn(b: Build, key: string, pick: () => [string, string]): Promise<string> {
-  const at = { server: cpuMs(b.child.pid!), postgres: postgresCpuMs() };
+  // Sampled through the turn: the other builds' pools close idle connections meanwhile, and a
+  // backend that ends between two readings would take its whole life's CPU off the difference.
+  const postgres = trackPostgresCpu();
+  const at = cpuMs(b.child.pid!);
   const transfers = await transferLoad({ base: b.base, key, seconds: 4, connections: 32 }, pick);
-  const [serverMs, postgresMs] = [cpuMs(b.child.pid!) - at.server, postgresCpuMs() - at.postgres];
+  const [serverMs, postgresMs] = [cpuMs(b.child.pid!) - at, postgres()];
   b.totals.transferMs += serverMs;
   b.totals.postgresMs += postgresMs;
   b.totals.transfers += transfers.ok;
