@@ -94,22 +94,16 @@ function luhnValid(digits: string): boolean {
 
 const SECRET_HINT = /(?:sk|pk)_(?:sandbox|live)_|whsec_/;
 
+/**
+ * 13 digits in a row, single spaces or dashes allowed between them, written out digit by digit:
+ * irregexp runs this several times faster than `\d(?:[ -]?\d){12}` or a loop over the characters
+ * in JavaScript, over a body with no such run (most of them).
+ */
+const LONG_DIGIT_RUN = new RegExp(`\\d${'[ -]?\\d'.repeat(12)}`);
+
 /** Whether 13+ digits follow each other (single spaces or dashes allowed): a cheap pre-check. */
-function hasLongDigitRun(value: string): boolean {
-  let run = 0;
-  let gap = false;
-  for (let i = 0; i < value.length; i++) {
-    const c = value.charCodeAt(i);
-    if (c >= 48 && c <= 57) {
-      if (++run >= 13) return true;
-      gap = false;
-    } else if ((c === 32 || c === 45) && run > 0 && !gap) gap = true;
-    else {
-      run = 0;
-      gap = false;
-    }
-  }
-  return false;
+export function hasLongDigitRun(value: string): boolean {
+  return LONG_DIGIT_RUN.test(value);
 }
 
 /** A string with key-shaped secrets and Luhn-valid card numbers replaced. */
