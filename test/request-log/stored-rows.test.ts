@@ -129,6 +129,6 @@ describe('the rows the request log stores', () => {
     expect(log.written).toBe(cases.length);
     const rows = await t.db.selectFrom('api_request_log').selectAll().where('tenant_id', '=', tenantId).orderBy('id').execute();
     const stored = rows.map((r) => ({ ...r, tenant_id: 'the business', created_at: r.created_at.toISOString() }));
-    await expect(`${JSON.stringify(stored, null, 1)}\n`).toMatchFileSnapshot('./stored-rows.json');
+    await expect(`${JSON.stringify(stored, null, 2)}\n`).toMatchFileSnapshot('./stored-rows.json');
   });
 });
