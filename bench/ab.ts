@@ -15,12 +15,8 @@
  * PostgreSQL's (the bench cluster's background processes and this database's backends, all
  * builds' pools included: only the build whose turn it is sends anything) around it.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync } from 'node:fs';
-import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { resolve } from 'node:path';
 import { openPostgres } from '../src/db/client.js';
 import { accountReadLoad, healthzLoad, transferLoad } from './load.js';
 import {
@@ -29,80 +25,41 @@ import {
   prepareDatabase,
   randomPairs,
   scopePostgresCpu,
-  START_FLAGS,
+  startServer,
   trackPostgresCpu,
+  type Server,
   withDatabase,
 } from './server.js';
 
 interface Build {
   name: string;
-  base: string;
-  child: ChildProcess;
+  server: Server;
   totals: { readMs: number; reads: number; healthzMs: number; healthz: number; transferMs: number; postgresMs: number; transfers: number };
 }
 
-const cpuMs = (pid: number) => {
-  const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  return ((Number(f[11]) + Number(f[12])) * 1000) / 100;
-};
-
-/** A port nothing listens on now: other sessions run this script too, and a fixed port answered with their server. */
-function freePort(): Promise<number> {
-  return new Promise((done, fail) => {
-    const probe = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = probe.address() as { port: number };
-      probe.close(() => done(port));
-    });
-    probe.on('error', fail);
-  });
-}
-
-async function start(name: string, spec: string, url: string, port: number): Promise<Build> {
+async function start(name: string, spec: string, url: string): Promise<Build> {
   const [dir, ...settings] = spec.split(':');
-  const { DATABASE_URL: _url, NODE_OPTIONS: _options, ...env } = process.env;
-  const child = spawn(process.execPath, [...START_FLAGS, 'dist/main.js'], {
-    cwd: resolve(dir!),
-    stdio: ['ignore', 'pipe', 'inherit'],
-    env: {
-      ...env,
-      DATABASE_URL: url,
-      DATA_DIR: mkdtempSync(join(tmpdir(), 'fsapi-ab-')),
-      PORT: String(port),
-      HOST: '127.0.0.1',
-      ROLE: 'api',
-      PROFILE: 'production',
-      TRUSTED_PROXIES: '127.0.0.1',
-      LOG_LEVEL: 'info',
-      DEMO_TENANT: 'false',
-      RATE_LIMIT_PER_MINUTE: '1000000',
-      DB_POOL_SIZE: '24',
-      SECRETS_KEY: randomBytes(32).toString('base64'),
-      ...Object.fromEntries(settings.map((s) => s.split('='))),
-    },
+  const server = await startServer({
+    root: resolve(dir!),
+    dbUrl: url,
+    poolSize: 24,
+    env: Object.fromEntries(settings.map((s) => s.split('='))),
   });
-  child.stdout!.resume(); // drain the access log
-  const base = `http://127.0.0.1:${port}`;
-  for (let i = 0; i < 600; i++) {
-    await new Promise((r) => setTimeout(r, 200));
-    if (
-      await fetch(`${base}/healthz`).then(
-        (r) => r.ok,
-        () => false,
-      )
-    )
-      break;
-  }
-  return { name, base, child, totals: { readMs: 0, reads: 0, healthzMs: 0, healthz: 0, transferMs: 0, postgresMs: 0, transfers: 0 } };
+  return {
+    name,
+    server,
+    totals: { readMs: 0, reads: 0, healthzMs: 0, healthz: 0, transferMs: 0, postgresMs: 0, transfers: 0 },
+  };
 }
 
 /** One build's turn: its reads, then its /healthz, with the CPU each cost. */
 async function turn(b: Build, key: string, pick: () => string): Promise<string> {
-  let at = cpuMs(b.child.pid!);
-  const reads = await accountReadLoad({ base: b.base, key, seconds: 4, connections: 32 }, pick);
-  const readMs = cpuMs(b.child.pid!) - at;
-  at = cpuMs(b.child.pid!);
-  const healthz = await healthzLoad({ base: b.base, key, seconds: 4, connections: 32 });
-  const healthzMs = cpuMs(b.child.pid!) - at;
+  let at = b.server.cpuMs();
+  const reads = await accountReadLoad({ base: b.server.base, key, seconds: 4, connections: 32 }, pick);
+  const readMs = b.server.cpuMs() - at;
+  at = b.server.cpuMs();
+  const healthz = await healthzLoad({ base: b.server.base, key, seconds: 4, connections: 32 });
+  const healthzMs = b.server.cpuMs() - at;
   b.totals.readMs += readMs;
   b.totals.reads += reads.ok;
   b.totals.healthzMs += healthzMs;
@@ -116,9 +73,9 @@ async function transferTurn(b: Build, key: string, pick: () => [string, string])
   // Sampled through the turn: the other builds' pools close idle connections meanwhile, and a
   // backend that ends between two readings would take its whole life's CPU off the difference.
   const postgres = trackPostgresCpu();
-  const at = cpuMs(b.child.pid!);
-  const transfers = await transferLoad({ base: b.base, key, seconds: 4, connections: 32 }, pick);
-  const [serverMs, postgresMs] = [cpuMs(b.child.pid!) - at, postgres()];
+  const at = b.server.cpuMs();
+  const transfers = await transferLoad({ base: b.server.base, key, seconds: 4, connections: 32 }, pick);
+  const [serverMs, postgresMs] = [b.server.cpuMs() - at, postgres()];
   b.totals.transferMs += serverMs;
   b.totals.postgresMs += postgresMs;
   b.totals.transfers += transfers.ok;
@@ -142,14 +99,14 @@ try {
   const { key } = await prepareDatabase(handle);
   await handle.close();
   const builds: Build[] = [];
-  for (const spec of specs) builds.push(await start(spec.split('=')[0]!, spec.slice(spec.indexOf('=') + 1), url, await freePort()));
-  const ids = await fundedAccounts(builds[0]!.base, key, 100);
+  for (const spec of specs) builds.push(await start(spec.split('=')[0]!, spec.slice(spec.indexOf('=') + 1), url));
+  const ids = await fundedAccounts(builds[0]!.server.base, key, 100);
   const pick = () => ids[Math.floor(Math.random() * ids.length)]!;
   const pairs = randomPairs(ids);
   await scopePostgresCpu(adminUrl, database);
   for (const b of builds) {
-    if (transfersMode) await transferLoad({ base: b.base, key, seconds: 2, connections: 32 }, pairs);
-    else await accountReadLoad({ base: b.base, key, seconds: 2, connections: 32 }, pick);
+    if (transfersMode) await transferLoad({ base: b.server.base, key, seconds: 2, connections: 32 }, pairs);
+    else await accountReadLoad({ base: b.server.base, key, seconds: 2, connections: 32 }, pick);
   }
   for (let round = 0; round < Number(roundsArg); round++) {
     for (const b of [...builds.slice(round % builds.length), ...builds.slice(0, round % builds.length)]) {
@@ -167,7 +124,7 @@ try {
     const [read, bare] = [t.readMs / t.reads, t.healthzMs / t.healthz];
     console.log(`${name}: server CPU per read ${read.toFixed(3)} ms, per /healthz ${bare.toFixed(3)} ms, ${(read / bare).toFixed(2)}×`);
   }
-  for (const b of builds) b.child.kill('SIGTERM');
+  await Promise.all(builds.map((b) => b.server.stop()));
   await new Promise((r) => setTimeout(r, 2000));
 } finally {
   await admin(adminUrl, (c) => c.query(`drop database if exists ${database} with (force)`));

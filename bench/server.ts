@@ -46,7 +46,7 @@ export function build(): void {
   execFileSync(process.execPath, [join(ROOT, 'scripts/build.mjs')], { cwd: ROOT, stdio: ['ignore', 'ignore', 'inherit'] });
 }
 
-async function freePort(): Promise<number> {
+export async function freePort(): Promise<number> {
   return new Promise((resolve) => {
     const s = createServer().listen(0, '127.0.0.1', () => {
       const { port } = s.address() as { port: number };
@@ -79,14 +79,18 @@ export async function startServer(options: {
   poolSize: number;
   /** Settings of this server only (e.g. REQUEST_LOG: 'off'). */
   env?: Record<string, string>;
+  /** The build to start (a worktree holding dist/; default: this one), for the A/B scripts. */
+  root?: string;
+  /** Node flags of this server only, after START_FLAGS and BENCH_SERVER_ARGS. */
+  nodeArgs?: string[];
 }): Promise<Server> {
   const port = await freePort();
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'fsapi-bench-'));
   const { DATABASE_URL: _ignored, NODE_OPTIONS: _opts, ...env } = process.env;
   // BENCH_SERVER_ARGS: more node flags for the server, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof" to profile it.
-  const nodeArgs = [...START_FLAGS, ...(process.env.BENCH_SERVER_ARGS ?? '').split(' ').filter(Boolean)];
+  const nodeArgs = [...START_FLAGS, ...(process.env.BENCH_SERVER_ARGS ?? '').split(' ').filter(Boolean), ...(options.nodeArgs ?? [])];
   const child = spawn(process.execPath, [...nodeArgs, 'dist/main.js'], {
-    cwd: ROOT,
+    cwd: options.root ?? ROOT,
     env: {
       ...env,
       ...(options.dbUrl ? { DATABASE_URL: options.dbUrl } : {}),

@@ -13,7 +13,6 @@
  * saw allocated (freed objects included), and the statements bound and values sent to
  * PostgreSQL, per transfer. At the end, each build's top allocating frames over all its windows.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -21,7 +20,7 @@ import { join, resolve } from 'node:path';
 import autocannon from 'autocannon';
 import { openPostgres } from '../src/db/client.js';
 import { transferLoad, VIA_PROXY } from './load.js';
-import { admin, fundedAccounts, prepareDatabase, randomPairs, START_FLAGS, withDatabase } from './server.js';
+import { admin, fundedAccounts, prepareDatabase, randomPairs, startServer, withDatabase, type Server } from './server.js';
 
 const SAMPLER = join(import.meta.dirname, 'alloc-sampler.mjs');
 const WINDOW_TRANSFERS = 1600;
@@ -34,8 +33,7 @@ interface ProfileNode {
 
 interface Build {
   name: string;
-  base: string;
-  child: ChildProcess;
+  server: Server;
   sampleFile: string;
   cpu: number[];
   bytes: number[];
@@ -45,50 +43,19 @@ interface Build {
   windowTransfers: number;
 }
 
-const cpuMs = (pid: number) => {
-  const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  return ((Number(f[11]) + Number(f[12])) * 1000) / 100;
-};
-
-async function start(name: string, spec: string, url: string, port: number): Promise<Build> {
+async function start(name: string, spec: string, url: string): Promise<Build> {
   const [dir, ...settings] = spec.split(':');
-  const { DATABASE_URL: _url, NODE_OPTIONS: _options, ...env } = process.env;
   const dataDir = mkdtempSync(join(tmpdir(), 'fsapi-xfer-ab-'));
   const sampleFile = join(dataDir, 'alloc.json');
-  const child = spawn(process.execPath, [...START_FLAGS, '--import', SAMPLER, 'dist/main.js'], {
-    cwd: resolve(dir!),
-    stdio: ['ignore', 'pipe', 'inherit'],
-    env: {
-      ...env,
-      DATABASE_URL: url,
-      DATA_DIR: dataDir,
-      PORT: String(port),
-      HOST: '127.0.0.1',
-      ROLE: 'api',
-      PROFILE: 'production',
-      TRUSTED_PROXIES: '127.0.0.1',
-      LOG_LEVEL: 'info',
-      DEMO_TENANT: 'false',
-      RATE_LIMIT_PER_MINUTE: '1000000',
-      DB_POOL_SIZE: '24',
-      SECRETS_KEY: randomBytes(32).toString('base64'),
-      ALLOC_SAMPLE_FILE: sampleFile,
-      ...Object.fromEntries(settings.map((s) => s.split('='))),
-    },
+  const server = await startServer({
+    root: resolve(dir!),
+    dbUrl: url,
+    dataDir,
+    poolSize: 24,
+    nodeArgs: ['--import', SAMPLER],
+    env: { ALLOC_SAMPLE_FILE: sampleFile, ...Object.fromEntries(settings.map((s) => s.split('='))) },
   });
-  child.stdout!.resume(); // drain the access log
-  const base = `http://127.0.0.1:${port}`;
-  for (let i = 0; i < 600; i++) {
-    await new Promise((r) => setTimeout(r, 200));
-    if (
-      await fetch(`${base}/healthz`).then(
-        (r) => r.ok,
-        () => false,
-      )
-    )
-      break;
-  }
-  return { name, base, child, sampleFile, cpu: [], bytes: [], values: [], binds: [], sites: new Map(), windowTransfers: 0 };
+  return { name, server, sampleFile, cpu: [], bytes: [], values: [], binds: [], sites: new Map(), windowTransfers: 0 };
 }
 
 /** Exactly `amount` transfers at `connections`, closed loop; the number answered 2xx. */
@@ -127,10 +94,10 @@ function addSites(node: ProfileNode, into: Map<string, number>) {
 
 async function allocWindow(b: Build, key: string, pick: () => [string, string]) {
   rmSync(b.sampleFile, { force: true });
-  b.child.kill('SIGUSR2');
+  b.server.process.kill('SIGUSR2');
   await new Promise((r) => setTimeout(r, 300));
-  const ok = await fixedTransfers(b.base, key, pick, WINDOW_TRANSFERS, 16);
-  b.child.kill('SIGUSR2');
+  const ok = await fixedTransfers(b.server.base, key, pick, WINDOW_TRANSFERS, 16);
+  b.server.process.kill('SIGUSR2');
   for (let i = 0; i < 200 && !existsSync(b.sampleFile); i++) await new Promise((r) => setTimeout(r, 100));
   // Kept for a closer look (the callers of a frame): XFER_AB_KEEP=dir.
   if (process.env.XFER_AB_KEEP) copyFileSync(b.sampleFile, join(process.env.XFER_AB_KEEP, `${b.name}-${b.bytes.length}.json`));
@@ -151,9 +118,9 @@ async function allocWindow(b: Build, key: string, pick: () => [string, string]) 
 }
 
 async function turn(b: Build, key: string, pick: () => [string, string]): Promise<string> {
-  const at = cpuMs(b.child.pid!);
-  const load = await transferLoad({ base: b.base, key, seconds: 4, connections: 32 }, pick);
-  const ms = (cpuMs(b.child.pid!) - at) / load.ok;
+  const at = b.server.cpuMs();
+  const load = await transferLoad({ base: b.server.base, key, seconds: 4, connections: 32 }, pick);
+  const ms = (b.server.cpuMs() - at) / load.ok;
   b.cpu.push(ms);
   const w = await allocWindow(b, key, pick);
   return (
@@ -182,9 +149,9 @@ try {
   const handle = openPostgres(url, 4);
   const { key } = await prepareDatabase(handle);
   await handle.close();
-  for (const [i, spec] of specs.entries()) builds.push(await start(spec.split('=')[0]!, spec.slice(spec.indexOf('=') + 1), url, 47500 + i));
-  const pick = randomPairs(await fundedAccounts(builds[0]!.base, key, 100));
-  for (const b of builds) await transferLoad({ base: b.base, key, seconds: 3, connections: 32 }, pick); // warm up
+  for (const spec of specs) builds.push(await start(spec.split('=')[0]!, spec.slice(spec.indexOf('=') + 1), url));
+  const pick = randomPairs(await fundedAccounts(builds[0]!.server.base, key, 100));
+  for (const b of builds) await transferLoad({ base: b.server.base, key, seconds: 3, connections: 32 }, pick); // warm up
   for (let round = 0; round < Number(roundsArg); round++) {
     for (const b of [...builds.slice(round % builds.length), ...builds.slice(0, round % builds.length)]) {
       console.log(`round ${round} ${await turn(b, key, pick)}`);
@@ -204,7 +171,9 @@ try {
     for (const [site, bytes] of top) console.log(`${(bytes / b.windowTransfers).toFixed(0).padStart(8)}  ${site}`);
   }
 } finally {
-  for (const b of builds) b.child.kill('SIGTERM');
-  await new Promise((r) => setTimeout(r, 2000));
+  for (const b of builds) {
+    await b.server.stop();
+    rmSync(b.server.dataDir, { recursive: true, force: true });
+  }
   await admin(adminUrl, (c) => c.query(`drop database if exists ${database} with (force)`));
 }
