@@ -118,11 +118,6 @@ export function insertShape(rows: readonly Record<string, unknown>[]): Shaped | 
   return { shape: `${columns.join(',')}|${rows.length}`, parameters };
 }
 
-/** Whether two parameters are sent as the same text: the same value, or Dates of the same instant. */
-function sameValue(a: unknown, b: unknown): boolean {
-  return a === b || (a instanceof Date && b instanceof Date && a.getTime() === b.getTime());
-}
-
 /**
  * insertShape for insertPerShape: the shape also says which columns hold the same value in every
  * row (a batch's business, environment, currency, status, time, empty description, nulls; none
@@ -133,7 +128,10 @@ function sharedInsertShape(rows: readonly Record<string, unknown>[]): (Shaped & 
   if (rows.length === 0 || rows.length > INSERT_ROWS_MAX) return undefined;
   const first = rows[0]!;
   const columns = Object.keys(first);
-  const shared = columns.map((column) => rows.length > 1 && rows.every((row) => sameValue(row[column], first[column])));
+  // The same primitive or the same object in every row; not Dates of the same instant: rows that
+  // each take their own `new Date()` share a millisecond or not by chance, and the shape (and so
+  // the statement's text) would change from batch to batch with it.
+  const shared = columns.map((column) => rows.length > 1 && rows.every((row) => row[column] === first[column]));
   const parameters: unknown[] = [];
   for (const [r, row] of rows.entries()) {
     let k = 0;

@@ -180,12 +180,20 @@ describe('insertPerShape', () => {
     });
   });
 
-  it('shares Dates of the same instant, and keeps one row as Kysely compiles it', async () => {
+  // The fault: Dates were shared when their instants were equal, so rows that each took their own
+  // `new Date()` gave one statement text when they fell in one millisecond and another when they
+  // did not: a batch of a shape seen before built its statement again, by chance
+  // (test/transfers/compiled-statements.test.ts failed now and then).
+  it('shares a Date only when every row holds that same Date, so the text does not depend on the clock', async () => {
     const date = (ms: number) => new Date(Date.UTC(2026, 11, 2, 16, 0, 0, ms));
     const withDates = insertPerShape('write_set_probe' as never) as unknown as (db: Queryable, rows: object[]) => CompiledQuery<unknown>;
-    const row = (ms: number) => ({ id: newId(), at: date(ms) });
-    expect(withDates(t.db, [row(1), row(1)]).parameters).toHaveLength(3);
-    expect(withDates(t.db, [row(1), row(2)]).parameters).toHaveLength(4);
+    const row = (at: Date) => ({ id: newId(), at });
+    const sameMs = withDates(t.db, [row(date(1)), row(date(1))]);
+    const nextMs = withDates(t.db, [row(date(1)), row(date(2))]);
+    expect(sameMs.sql).toBe(nextMs.sql);
+    expect(sameMs.parameters).toHaveLength(4);
+    const now = date(3);
+    expect(withDates(t.db, [row(now), row(now)]).parameters).toHaveLength(3);
     const one = [probe('alone', 1n)];
     expect(insertRows(t.db, one)).toMatchObject({ sql: kysely(t.db, one).sql, parameters: kysely(t.db, one).parameters });
   });
