@@ -161,7 +161,7 @@ describe('Batcher', () => {
     });
 
     /** A batcher whose every batch waits for the test to end it, in order. */
-    function held(spare?: { lanes: number; stallMs: number }) {
+    function held(spare?: { lanes: number; stallMs: number }, name?: string) {
       const started: number[][] = [];
       const gates: ReturnType<typeof gate>[] = [];
       const batcher = new Batcher<number>(
@@ -171,7 +171,7 @@ describe('Batcher', () => {
           gates.push(g);
           await g.opened;
         },
-        { maxBatch: 10, lanes: 1, ...(spare ? { spare } : {}), fail: () => {} },
+        { maxBatch: 10, lanes: 1, ...(spare ? { spare } : {}), ...(name ? { name } : {}), fail: () => {} },
       );
       return { batcher, started, end: (i: number) => gates[i]!.open() };
     }
@@ -252,17 +252,7 @@ describe('Batcher', () => {
     // oldest request waited for a lane, how long each batch held its lane, spare-lane starts.
     it('records the oldest wait and the lane time of each batch, and the batches started on a spare lane', async () => {
       clock();
-      const started: number[][] = [];
-      const gates: ReturnType<typeof gate>[] = [];
-      const batcher = new Batcher<number>(
-        async (batch) => {
-          started.push(batch);
-          const g = gate();
-          gates.push(g);
-          await g.opened;
-        },
-        { maxBatch: 10, lanes: 1, spare: { lanes: 1, stallMs: 20 }, name: 'metrics-test', fail: () => {} },
-      );
+      const { batcher, started, end } = held({ lanes: 1, stallMs: 20 }, 'metrics-test');
       batcher.submit(1);
       await turn();
       vi.advanceTimersByTime(5);
@@ -271,8 +261,8 @@ describe('Batcher', () => {
       vi.advanceTimersByTime(15);
       await turn();
       expect(started).toEqual([[1], [2]]);
-      gates[0]!.open();
-      gates[1]!.open();
+      end(0);
+      end(1);
       await turn();
       await turn();
       const wait = await series('fsapi_batch_wait_seconds', 'metrics-test');

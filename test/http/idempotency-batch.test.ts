@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vites
 import { buildApp } from '../../src/app.js';
 import { newId } from '../../src/lib/ids.js';
 import { johnDoe, sandboxBusiness, startTestApp, type TestApp } from '../harness.js';
+import { holdBalanceRow, waitersAtLeast } from '../row-locks.js';
 
 /**
  * The batch path's Idempotency-Key records (http/idempotency-batch.ts): a new key's record is
@@ -140,28 +141,13 @@ describe("a batched transfer's Idempotency-Key record", () => {
 
 describe.skipIf(!onPostgres)('a batch holding a key, and another claim of it at once', () => {
   /** Holds the source's balance row, so a batch of a transfer from it waits there, its keys' locks held. */
-  async function holding(from: string) {
-    let release!: () => void;
-    const held = new Promise<void>((r) => (release = r));
-    let locked!: () => void;
-    const isLocked = new Promise<void>((r) => (locked = r));
-    const holder = t.db.transaction().execute(async (trx) => {
-      await sql`select 1 from ledger_balances where account_id = ${from} for update`.execute(trx);
-      locked();
-      await held;
-    });
-    await isLocked;
-    return async () => {
-      release();
-      await holder;
-    };
-  }
+  const holding = (from: string) => holdBalanceRow(t.db, from);
 
   it("a lone request's claim of the key, in another app, waits for the batch's commit, then is judged against its record", async () => {
     const { api, ctx, from, body, transfers, secret } = await fundedPair('Lone Waits Ltd');
     const release = await holding(from);
     const transfer = api.post('/v1/transfers', body(), { idempotencyKey: 'both-paths' });
-    await waitersAtLeast(1);
+    await waitersAtLeast(t.db, 1);
     // Sent to a second app on the same database, as another process would take it.
     const other = await buildApp({
       config: t.config,
@@ -181,7 +167,7 @@ describe.skipIf(!onPostgres)('a batch holding a key, and another claim of it at 
         payload: JSON.stringify(johnDoe()),
       })
       .then((r) => ({ status: r.statusCode, body: r.json() as { error: { code: string } } }));
-    await waitersAtLeast(2); // the lone claim waits on the batch's lock of the key
+    await waitersAtLeast(t.db, 2); // the lone claim waits on the batch's lock of the key
     await release();
     expect((await transfer).status).toBe(200);
     expect((await customer).body.error.code).toBe('idempotency_key_reused');
@@ -195,7 +181,7 @@ describe.skipIf(!onPostgres)('a batch holding a key, and another claim of it at 
     const fingerprint = await fingerprintOf(ctx, 'unlocked-probe');
     const release = await holding(from);
     const transfer = api.post('/v1/transfers', body(), { idempotencyKey: 'unlocked' });
-    await waitersAtLeast(1);
+    await waitersAtLeast(t.db, 1);
     // A claim as code before the key's lock made it: a plain insert, committed while the batch works.
     await leftClaim(ctx, 'unlocked', fingerprint, await instance(0));
     await release();
@@ -206,14 +192,3 @@ describe.skipIf(!onPostgres)('a batch holding a key, and another claim of it at 
     expect(await transfers()).toBe(1);
   });
 });
-
-/** Until `n` sessions of this database wait for a lock. */
-async function waitersAtLeast(n: number): Promise<void> {
-  for (;;) {
-    const { rows } = await sql<{ n: number }>`
-      select count(*)::int as n from pg_locks l join pg_stat_activity a on a.pid = l.pid
-      where a.datname = current_database() and not l.granted`.execute(t.db);
-    if (rows[0]!.n >= n) return;
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}

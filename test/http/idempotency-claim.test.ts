@@ -5,6 +5,7 @@ import { buildApp } from '../../src/app.js';
 import { claimKeys, isClaimRace, lockKeys, type KeyClaim } from '../../src/http/idempotency-claim.js';
 import { newId } from '../../src/lib/ids.js';
 import { clientFor, johnDoe, startTestApp, type TestApp } from '../harness.js';
+import { holdBalanceRow, waitersAtLeast } from '../row-locks.js';
 import { walRecordsOf } from '../wal-records.js';
 
 /**
@@ -108,7 +109,7 @@ describe('the Idempotency-Key claim', () => {
       await locked;
       const lone = { ...claim, token: newId() };
       const claiming = t.db.executeQuery(claimKeys(t.db, [lone], owner, 24));
-      await waitersAtLeast(1);
+      await waitersAtLeast(t.db, 1);
       rollBack();
       await batch;
       expect((await claiming).rows).toEqual([{ claim_token: lone.token }]);
@@ -139,22 +140,12 @@ describe.skipIf(process.env.DATABASE_URL === undefined)('two processes, one new 
     const send = (app: FastifyInstance) => app.inject({ method: 'POST', url: '/v1/transfers', headers, payload });
     // The first batch takes the key's lock, then waits on the source's balance row, held here; the
     // second's claim then waits on the key's lock.
-    let release!: () => void;
-    const held = new Promise<void>((r) => (release = r));
-    let locked!: () => void;
-    const isLocked = new Promise<void>((r) => (locked = r));
-    const holder = t.db.transaction().execute(async (trx) => {
-      await sql`select 1 from ledger_balances where account_id = ${from} for update`.execute(trx);
-      locked();
-      await held;
-    });
-    await isLocked;
+    const release = await holdBalanceRow(t.db, from);
     const first = send(t.app);
-    await waitersAtLeast(1);
+    await waitersAtLeast(t.db, 1);
     const second = send(other);
-    await waitersAtLeast(2);
-    release();
-    await holder;
+    await waitersAtLeast(t.db, 2);
+    await release();
     const [a, b] = await Promise.all([first, second]);
     expect([a.statusCode, b.statusCode]).toEqual([200, 200]);
     expect(b.body).toBe(a.body);
@@ -162,14 +153,3 @@ describe.skipIf(process.env.DATABASE_URL === undefined)('two processes, one new 
     expect((await api.get(`/v1/transfers?account_id=${from}`)).body.data.total_items).toBe(1);
   });
 });
-
-/** Until `n` sessions of this database wait for a lock. */
-async function waitersAtLeast(n: number): Promise<void> {
-  for (;;) {
-    const { rows } = await sql<{ n: number }>`
-      select count(*)::int as n from pg_locks l join pg_stat_activity a on a.pid = l.pid
-      where a.datname = current_database() and not l.granted`.execute(t.db);
-    if (rows[0]!.n >= n) return;
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}

@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clientFor, startTestApp, type Client, type TestApp } from '../harness.js';
+import { holdBalanceRow } from '../row-locks.js';
 
 /**
  * One stalled batch must not hold every transfer behind it (docs/money-path.md, "Gathering").
@@ -45,16 +46,7 @@ describe.skipIf(!onPostgres)('a stalled batch and the transfers behind it', () =
     const [held, a, b, c] = [await open('held'), await open('a'), await open('b'), await open('c')];
     for (const id of [held, b]) expect((await api.post(`/v1/simulations/accounts/${id}/fund`, { amount: '10.00' })).status).toBe(200);
 
-    let release!: () => void;
-    const released = new Promise<void>((resolve) => (release = resolve));
-    let locked!: () => void;
-    const isLocked = new Promise<void>((resolve) => (locked = resolve));
-    const holder = t.db.transaction().execute(async (trx) => {
-      await sql`select 1 from ledger_balances where account_id = ${held} for update`.execute(trx);
-      locked();
-      await released;
-    });
-    await isLocked;
+    const release = await holdBalanceRow(t.db, held);
 
     try {
       const stalled = transfer(held, a);
@@ -68,12 +60,10 @@ describe.skipIf(!onPostgres)('a stalled batch and the transfers behind it', () =
       expect(first).toBe('beside');
       expect((await beside).status).toBe(200);
       expect(stalledDone).toBe(false);
-      release();
-      await holder;
+      await release();
       expect((await stalled).status).toBe(200);
     } finally {
-      release();
-      await holder;
+      await release();
     }
     expect((await api.get(`/v1/accounts/${held}`)).body.data.balance).toBe('9.00');
     expect((await api.get(`/v1/accounts/${c}`)).body.data.balance).toBe('1.00');
