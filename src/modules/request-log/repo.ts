@@ -134,48 +134,25 @@ function bodyParameters(rows: NewRequestLogRow[]): unknown[] {
   return [bodies, ...bounds.map((values) => `{${values.map((v) => (v === null ? 'NULL' : v)).join(',')}}`)];
 }
 
-/** The statement's parameters for `rows`, in its order (the bodies, then the arrays): each column's values in one pass over the rows. */
+/** A row's value of one array column, as its array text holds it: absent as NULL (false for the replay flag), a time as ISO text. */
+function arrayValue(row: NewRequestLogRow, column: (typeof ARRAY_COLUMNS)[number][0]): unknown {
+  if (column === 'created_at') return row.created_at.toISOString();
+  if (column === 'idempotency_replayed') return row.idempotency_replayed ?? false;
+  return row[column] ?? null;
+}
+
+/**
+ * The statement's parameters for `rows`, in its order (the bodies, then the arrays). Text columns
+ * go through `arrayText`; numbers, booleans, UUIDs and timestamps, never null, need no quotes or
+ * escapes in array text.
+ */
 export function insertParameters(rows: NewRequestLogRow[]): [unknown, ...unknown[]] {
-  const n = rows.length;
-  const columns = ARRAY_COLUMNS.map(() => new Array<unknown>(n));
-  const [id, tenant, environment, requestId, method, path, query, status, statusClass, duration, idemKey, replayed, keyPrefix, createdAt] =
-    columns as [
-      unknown[],
-      unknown[],
-      unknown[],
-      unknown[],
-      unknown[],
-      unknown[],
-      unknown[],
-      unknown[],
-      unknown[],
-      unknown[],
-      unknown[],
-      unknown[],
-      unknown[],
-      unknown[],
-    ];
-  for (let i = 0; i < n; i++) {
-    const row = rows[i]!;
-    id[i] = row.id;
-    tenant[i] = row.tenant_id;
-    environment[i] = row.environment;
-    requestId[i] = row.request_id;
-    method[i] = row.method;
-    path[i] = row.path;
-    query[i] = row.query ?? null;
-    status[i] = row.status;
-    statusClass[i] = row.status_class;
-    duration[i] = row.duration_ms;
-    idemKey[i] = row.idempotency_key ?? null;
-    replayed[i] = row.idempotency_replayed ?? false;
-    keyPrefix[i] = row.key_prefix ?? null;
-    createdAt[i] = row.created_at.toISOString();
-  }
   const [bodies, ...bounds] = bodyParameters(rows);
-  // Numbers, booleans, UUIDs and timestamps, never null, need no quotes or escapes in array text.
-  const texts = new Set<unknown[]>([environment, requestId, method, path, query, idemKey, keyPrefix]);
-  return [bodies, ...columns.map((values) => (texts.has(values) ? arrayText(values) : `{${values.join(',')}}`)), ...bounds];
+  const arrays = ARRAY_COLUMNS.map(([column, type]) => {
+    const values = rows.map((row) => arrayValue(row, column));
+    return type === 'text' ? arrayText(values) : `{${values.join(',')}}`;
+  });
+  return [bodies, ...arrays, ...bounds];
 }
 
 /**
