@@ -55,20 +55,25 @@ async function run(options: LoadOptions, request: autocannon.Request): Promise<L
   };
 }
 
-/** POST /v1/transfers between the pairs `pick` returns, a fresh Idempotency-Key per request. */
-export function transferLoad(options: LoadOptions, pick: () => [string, string]): Promise<LoadResult> {
-  return run(options, {
-    method: 'POST',
+/** autocannon's request for POST /v1/transfers of 1.00 between the pairs `pick` returns, a fresh Idempotency-Key each. */
+export function transferRequest(key: string, pick: () => [string, string]) {
+  return {
+    method: 'POST' as const,
     path: '/v1/transfers',
-    setupRequest: (req) => {
+    setupRequest: (req: autocannon.Request) => {
       const [from, to] = pick();
       return {
         ...req,
-        headers: { ...VIA_PROXY, 'content-type': 'application/json', 'api-key': options.key, 'idempotency-key': randomUUID() },
+        headers: { ...VIA_PROXY, 'content-type': 'application/json', 'api-key': key, 'idempotency-key': randomUUID() },
         body: JSON.stringify({ source: { id: from }, destination: { destination_type: 'internal_account', id: to }, amount: '1.00' }),
       };
     },
-  });
+  };
+}
+
+/** POST /v1/transfers between the pairs `pick` returns, a fresh Idempotency-Key per request. */
+export function transferLoad(options: LoadOptions, pick: () => [string, string]): Promise<LoadResult> {
+  return run(options, transferRequest(options.key, pick));
 }
 
 /**

@@ -13,13 +13,13 @@
  * saw allocated (freed objects included), and the statements bound and values sent to
  * PostgreSQL, per transfer. At the end, each build's top allocating frames over all its windows.
  */
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import autocannon from 'autocannon';
 import { openPostgres } from '../src/db/client.js';
-import { transferLoad, VIA_PROXY } from './load.js';
+import { transferLoad, transferRequest } from './load.js';
 import { admin, fundedAccounts, prepareDatabase, randomPairs, startServer, withDatabase, type Server } from './server.js';
 
 const SAMPLER = join(import.meta.dirname, 'alloc-sampler.mjs');
@@ -64,20 +64,7 @@ async function fixedTransfers(base: string, key: string, pick: () => [string, st
     url: base,
     connections,
     amount,
-    requests: [
-      {
-        method: 'POST',
-        path: '/v1/transfers',
-        setupRequest: (req) => {
-          const [from, to] = pick();
-          return {
-            ...req,
-            headers: { ...VIA_PROXY, 'content-type': 'application/json', 'api-key': key, 'idempotency-key': randomUUID() },
-            body: JSON.stringify({ source: { id: from }, destination: { destination_type: 'internal_account', id: to }, amount: '1.00' }),
-          };
-        },
-      },
-    ],
+    requests: [transferRequest(key, pick)],
   });
   return result['2xx'];
 }
