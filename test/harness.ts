@@ -88,15 +88,8 @@ export async function startTestApp(overrides: Partial<Config> = {}, options: { l
   // Webhook tests deliver to receivers on 127.0.0.1: the development server's loopback setting.
   const config = loadConfig({}, { LOG_LEVEL: 'silent', DEMO_TENANT: false, WEBHOOK_SANDBOX_LOOPBACK: true, ...overrides });
   const sealer = new Sealer(randomBytes(32).toString('base64'));
-  const app: FastifyInstance = await buildApp({
-    config,
-    db: handle.db,
-    dbKind: handle.kind,
-    sealer,
-    logger: options.logger ?? (process.env.TEST_LOG ? { level: 'error' } : false),
-    changes: handle.changes,
-    poolStats: handle.poolStats,
-  });
+  const shared = { config, db: handle.db, dbKind: handle.kind, sealer, changes: handle.changes, poolStats: handle.poolStats };
+  const app: FastifyInstance = await buildApp({ ...shared, logger: options.logger ?? (process.env.TEST_LOG ? { level: 'error' } : false) });
   await app.ready();
 
   async function request<T = any>(
@@ -133,6 +126,8 @@ export async function startTestApp(overrides: Partial<Config> = {}, options: { l
     config,
     sealer,
     request,
+    /** Another app on the same database, settings and keys: its own batchers and lanes, as a second process has. The caller closes it. */
+    otherApp: () => buildApp({ ...shared, logger: false }),
     /** What a worker tick hands its job: one transaction per call (jobs never open their own). */
     unitOfWork: ((work) => handle.db.transaction().execute(work)) as UnitOfWork,
     /** A new business with sandbox and live key pairs. */

@@ -1,6 +1,5 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
-import { buildApp } from '../../src/app.js';
 import { newId } from '../../src/lib/ids.js';
 import { johnDoe, sandboxBusiness, startTestApp, type TestApp } from '../harness.js';
 import { holdBalanceRow, waitersAtLeast } from '../row-locks.js';
@@ -149,15 +148,7 @@ describe.skipIf(!onPostgres)('a batch holding a key, and another claim of it at 
     const transfer = api.post('/v1/transfers', body(), { idempotencyKey: 'both-paths' });
     await waitersAtLeast(t.db, 1);
     // Sent to a second app on the same database, as another process would take it.
-    const other = await buildApp({
-      config: t.config,
-      db: t.db,
-      dbKind: t.dbKind,
-      sealer: t.sealer,
-      logger: false,
-      changes: t.handle.changes,
-      poolStats: t.handle.poolStats,
-    });
+    const other = await t.otherApp();
     onTestFinished(() => other.close());
     const customer = other
       .inject({

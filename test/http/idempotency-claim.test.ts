@@ -1,7 +1,6 @@
 import { sql } from 'kysely';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
-import { buildApp } from '../../src/app.js';
 import { claimKeys, isClaimRace, lockKeys, type KeyClaim } from '../../src/http/idempotency-claim.js';
 import { newId } from '../../src/lib/ids.js';
 import { clientFor, johnDoe, startTestApp, type TestApp } from '../harness.js';
@@ -120,15 +119,7 @@ describe('the Idempotency-Key claim', () => {
 describe.skipIf(process.env.DATABASE_URL === undefined)('two processes, one new key, at once', () => {
   it("the second batch waits on the key's lock until the first commits, then replays its answer: one transfer", async () => {
     // A second app on the same database: its own batcher and lanes, as another process has.
-    const other = await buildApp({
-      config: t.config,
-      db: t.db,
-      dbKind: t.dbKind,
-      sealer: t.sealer,
-      logger: false,
-      changes: t.handle.changes,
-      poolStats: t.handle.poolStats,
-    });
+    const other = await t.otherApp();
     onTestFinished(() => other.close());
     const tenant = await t.tenant('Two Processes Ltd');
     const api = clientFor(t, tenant.sandbox.secret_key);
