@@ -1,6 +1,9 @@
-import { sql } from 'kysely';
-import { afterAll, beforeAll, expect, it } from 'vitest';
-import type { DatabaseHandle } from '../../src/db/client.js';
+import { sql, type CompiledQuery } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Db, DatabaseHandle } from '../../src/db/client.js';
+import { newId } from '../../src/lib/ids.js';
+import * as transactions from '../../src/modules/transactions/repo.js';
+import { planWithoutSeqScans, sentStatements } from '../plans.js';
 import { openTestDatabase } from '../harness.js';
 
 /**
@@ -22,8 +25,7 @@ const WRITE_PATH_INDEXES: Record<string, Record<string, string>> = {
     ledger_entries_account_history_idx: 'balances as of an instant, period totals and statements (migration 1190)',
   },
   transactions: {
-    transactions_pkey: 'GET /v1/transactions/{id}',
-    transactions_list_idx: 'GET /v1/transactions',
+    transactions_pkey: '(tenant, environment, id): GET /v1/transactions/{id}, GET /v1/transactions (migration 1260)',
     transactions_account_idx: "an account's transactions (account_id filter, statements)",
     transactions_customer_idx: 'the customer_id filter (partial: customers only)',
     transactions_card_idx: 'the card_id filter (partial: card transactions only)',
@@ -92,4 +94,49 @@ it("a batch's Idempotency-Key records, each inserted completed, fill their pages
       returning ctid)
     select count(distinct (ctid::text::point)[0])::int as pages from w`.execute(handle.db);
   expect(rows[0]!.pages).toBeLessThanOrEqual(6);
+});
+
+/**
+ * The reads an index another one covered served walk the one kept (issue 49): each statement's plan,
+ * with sequential scans priced out, names the index, and every probe of it starts at the business.
+ */
+describe('the reads of the indexes merged into a primary key walk it, from the business', () => {
+  const scope = { tenantId: newId(), environment: 'sandbox' as const };
+  const statementsOf = (call: (db: Db) => Promise<unknown>) => sentStatements(handle.db, call);
+  const planOf = (query: CompiledQuery) => planWithoutSeqScans(handle.db, query);
+  const expectWalks = async (statement: CompiledQuery, index: string) => {
+    const plan = await planOf(statement);
+    expect(plan, `${statement.sql}\n${plan}`).not.toMatch(/Seq Scan/);
+    expect(plan, `${statement.sql}\n${plan}`).toContain(index);
+    const conditions = plan.split('\n').filter((line) => line.includes('Index Cond'));
+    expect(conditions.length).toBeGreaterThan(0);
+    for (const condition of conditions) expect(condition).toContain('tenant_id');
+  };
+
+  it('an account transaction by id, and the list newest first, through transactions_pkey (migration 1260)', async () => {
+    const [find] = await statementsOf((db) => transactions.findTransaction(db, scope, newId()));
+    await expectWalks(find!, 'transactions_pkey');
+    const list = await statementsOf((db) => transactions.listTransactions(db, scope, { page: 1, items_per_page: 20 }));
+    const page = list.find((q) => /order by/.test(q.sql))!;
+    await expectWalks(page, 'Index Scan Backward using transactions_pkey');
+  });
+
+  it("a payout batch's pending account transactions, read and completed with each payout's scope, through transactions_pkey", async () => {
+    const other = { tenantId: newId(), environment: 'live' as const };
+    const [read] = await statementsOf((db) =>
+      transactions.pendingAccounts(db, [
+        { ...scope, id: newId() },
+        { ...other, id: newId() },
+      ]),
+    );
+    await expectWalks(read!, 'transactions_pkey');
+    const row = { balance_before: 1n, balance_after: 2n, ledger_transaction_id: newId() };
+    const [complete] = await statementsOf((db) =>
+      transactions.completePending(db, [
+        { ...scope, id: newId(), ...row },
+        { ...other, id: newId(), ...row },
+      ]),
+    );
+    await expectWalks(complete!, 'transactions_pkey');
+  });
 });

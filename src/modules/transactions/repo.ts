@@ -130,35 +130,42 @@ export async function exportPage(db: Queryable, ctx: Scope, query: VolumeQuery, 
   return q.orderBy('id', 'desc').limit(size).execute();
 }
 
-/** The accounts of pending transactions among `ids` (of any business, named by rows locked in this transaction). */
-export async function pendingAccounts(db: Queryable, ids: string[]): Promise<Map<string, string>> {
+/**
+ * The accounts of the pending transactions among `ids` (of any business, named by rows locked in
+ * this transaction), each given with its business and environment: the primary key's lookup.
+ */
+export async function pendingAccounts(db: Queryable, ids: (Scope & { id: string })[]): Promise<Map<string, string>> {
   if (ids.length === 0) return new Map();
-  const rows = await db
-    .selectFrom('transactions')
-    .select(['id', 'account_id'])
-    .where('id', 'in', ids)
-    .where('status', '=', 'pending')
-    .execute();
+  // eslint-disable-next-line no-restricted-syntax -- set-based over transactions of several businesses, each matched on its own scope
+  const { rows } = await sql<{ id: string; account_id: string }>`
+    select t.id, t.account_id from transactions t
+    join ${valuesOf(
+      'k',
+      { t: 'uuid', e: 'text', id: 'uuid' },
+      ids.map((k) => [k.tenantId, k.environment, k.id]),
+    )} on t.tenant_id = k.t and t.environment = k.e and t.id = k.id
+    where t.status = 'pending'`.execute(db);
   return new Map(rows.map((r) => [r.id, r.account_id]));
 }
 
 /** Completes many pending transactions in one statement, each with its balances, as finishPending does one. */
 export async function completePending(
   to: Writer,
-  rows: { id: string; balance_before: bigint | null; balance_after: bigint | null; ledger_transaction_id: string }[],
+  rows: (Scope & { id: string; balance_before: bigint | null; balance_after: bigint | null; ledger_transaction_id: string })[],
 ): Promise<void> {
   if (rows.length === 0) return;
   await write(
     to,
+    // eslint-disable-next-line no-restricted-syntax -- set-based over transactions of several businesses, each matched on its own scope
     () => sql`
     update transactions t set status = 'completed', balance_before = coalesce(u.b, t.balance_before),
       balance_after = coalesce(u.a, t.balance_after), ledger_transaction_id = u.l, updated_at = now()
     from ${valuesOf(
       'u',
-      { id: 'uuid', b: 'bigint', a: 'bigint', l: 'uuid' },
-      rows.map((r) => [r.id, r.balance_before, r.balance_after, r.ledger_transaction_id]),
+      { t: 'uuid', e: 'text', id: 'uuid', b: 'bigint', a: 'bigint', l: 'uuid' },
+      rows.map((r) => [r.tenantId, r.environment, r.id, r.balance_before, r.balance_after, r.ledger_transaction_id]),
     )}
-    where t.id = u.id and t.status = 'pending'`,
+    where t.tenant_id = u.t and t.environment = u.e and t.id = u.id and t.status = 'pending'`,
   );
 }
 

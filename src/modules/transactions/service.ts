@@ -231,20 +231,25 @@ export async function finishPending(
 /**
  * Completes many pending transactions, whose owners (payouts) this transaction locked, as
  * finishPending completes one: their accounts are read with `db`, and the update is written to
- * `to` (a batch's one write statement). Ids that are not pending are left alone, as alone.
+ * `to` (a batch's one write statement). Each is named with its owner's business and environment
+ * (`ctx`), as the primary key finds it. Ids that are not pending are left alone, as alone.
  */
-export async function completePending(db: Queryable, to: Writer, list: { id: string; postings: PostedTransaction[] }[]): Promise<void> {
+export async function completePending(
+  db: Queryable,
+  to: Writer,
+  list: { ctx: Scope; id: string; postings: PostedTransaction[] }[],
+): Promise<void> {
   const accounts = await repo.pendingAccounts(
     db,
-    list.map((x) => x.id),
+    list.map((x) => ({ ...x.ctx, id: x.id })),
   );
   await repo.completePending(
     to,
-    list.flatMap(({ id, postings }) => {
+    list.flatMap(({ ctx, id, postings }) => {
       const accountId = accounts.get(id);
       if (accountId === undefined) return [];
       const { before, after } = balancesAround(postings, accountId);
-      return [{ id, balance_before: before, balance_after: after, ledger_transaction_id: postings[0]!.id }];
+      return [{ ...ctx, id, balance_before: before, balance_after: after, ledger_transaction_id: postings[0]!.id }];
     }),
   );
 }

@@ -335,7 +335,7 @@ async function writeSettled(
     await transactions.completePending(
       trx,
       set,
-      settled.flatMap(({ row, postings }) => (row.transaction_id ? [{ id: row.transaction_id, postings }] : [])),
+      settled.flatMap(({ row, postings }) => (row.transaction_id ? [{ ctx: scopeOfRow(row), id: row.transaction_id, postings }] : [])),
     );
     const completed = settled.map(({ row, postings }) => ({
       ...row,
