@@ -2,6 +2,7 @@ import { sql, type CompiledQuery } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Db, DatabaseHandle } from '../../src/db/client.js';
 import { newId } from '../../src/lib/ids.js';
+import * as ledgerRepo from '../../src/ledger/repo.js';
 import * as transactions from '../../src/modules/transactions/repo.js';
 import { planWithoutSeqScans, sentStatements } from '../plans.js';
 import { openTestDatabase } from '../harness.js';
@@ -20,8 +21,7 @@ const WRITE_PATH_INDEXES: Record<string, Record<string, string>> = {
     ledger_transactions_pkey: 'a ledger transaction by id; the reference checks of entries, transactions and transfers (migration 1240)',
   },
   ledger_entries: {
-    ledger_entries_pkey: 'primary key',
-    ledger_entries_transaction_idx: 'the entries of a ledger transaction',
+    ledger_entries_pkey: '(transaction_id, id): the entries of a ledger transaction (migration 1261)',
     ledger_entries_account_history_idx: 'balances as of an instant, period totals and statements (migration 1190)',
   },
   transactions: {
@@ -98,9 +98,9 @@ it("a batch's Idempotency-Key records, each inserted completed, fill their pages
 
 /**
  * The reads an index another one covered served walk the one kept (issue 49): each statement's plan,
- * with sequential scans priced out, names the index, and every probe of it starts at the business.
+ * with sequential scans priced out, names the index; an account transaction's probe starts at its business.
  */
-describe('the reads of the indexes merged into a primary key walk it, from the business', () => {
+describe('the reads of the indexes merged into a primary key walk it', () => {
   const scope = { tenantId: newId(), environment: 'sandbox' as const };
   const statementsOf = (call: (db: Db) => Promise<unknown>) => sentStatements(handle.db, call);
   const planOf = (query: CompiledQuery) => planWithoutSeqScans(handle.db, query);
@@ -138,5 +138,13 @@ describe('the reads of the indexes merged into a primary key walk it, from the b
       ]),
     );
     await expectWalks(complete!, 'transactions_pkey');
+  });
+
+  it("a ledger transaction's entries through ledger_entries_pkey (migration 1261)", async () => {
+    const [entries] = await statementsOf((db) => ledgerRepo.entriesOf(db, [newId(), newId()]));
+    const plan = await planOf(entries!);
+    expect(plan).not.toMatch(/Seq Scan/);
+    expect(plan).toContain('ledger_entries_pkey');
+    expect(plan).toMatch(/Index Cond: \(transaction_id = /);
   });
 });
