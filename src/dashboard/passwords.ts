@@ -1,5 +1,5 @@
 import { randomBytes, scrypt, timingSafeEqual, type ScryptOptions } from 'node:crypto';
-import { dictionary } from '@zxcvbn-ts/language-common';
+import { createRequire } from 'node:module';
 
 /**
  * scrypt with N=2^15, r=8, p=1, which needs 128·N·r bytes of memory per hash. OWASP's minimum is
@@ -42,13 +42,19 @@ export async function verifyAgainstDummy(password: string): Promise<false> {
 
 let common: Set<string> | undefined;
 
+/** zxcvbn's word lists, read at the first check: megabytes that only password changes need. */
+function commonPasswords(): Set<string> {
+  const { dictionary } = createRequire(import.meta.url)('@zxcvbn-ts/language-common') as typeof import('@zxcvbn-ts/language-common');
+  return new Set(dictionary['passwords-common']);
+}
+
 /**
  * Whether a password is one attackers try first: on zxcvbn's list of common passwords (tens of
  * thousands, from real breaches), as typed or with digits and symbols around a listed word
  * (`Password2024!`), or one character repeated. Length alone lets `123456789012` through.
  */
 export function isCommonPassword(password: string): boolean {
-  common ??= new Set(dictionary['passwords-common']);
+  common ??= commonPasswords();
   const lower = password.normalize('NFKC').toLowerCase();
   if (common.has(lower) || new Set(lower).size <= 2) return true;
   const core = lower.replace(/^[^a-z]+|[^a-z]+$/g, '');

@@ -1,4 +1,4 @@
-import { createTransport } from 'nodemailer';
+import type { Transporter } from 'nodemailer';
 import type { Config } from '../config.js';
 
 /** What the mailer logs with: a pino-like logger (the request's). */
@@ -56,27 +56,33 @@ function compose(mail: LinkMail): { subject: string; text: string } {
  * server's credentials) and answers false.
  */
 export class TeamMailer {
-  private readonly transport;
+  private transport: Transporter | undefined;
 
   constructor(
-    url: string,
+    private readonly url: string,
     private readonly sender: string,
-  ) {
+  ) {}
+
+  /** Made at the first message: nodemailer is loaded only by a process that mails. */
+  private async open(): Promise<Transporter> {
+    if (this.transport) return this.transport;
+    const { createTransport } = await import('nodemailer');
     // One connection per message (no pool): nothing to close at shutdown, nothing kept open.
     this.transport = createTransport({
-      url,
+      url: this.url,
       connectionTimeout: TIMEOUT_MS,
       greetingTimeout: TIMEOUT_MS,
       socketTimeout: TIMEOUT_MS,
       logger: false,
       debug: false,
     });
+    return this.transport;
   }
 
   async send(mail: LinkMail, log: MailLog): Promise<boolean> {
     const { subject, text } = compose(mail);
     try {
-      await this.transport.sendMail({ from: this.sender, to: mail.to, subject, text });
+      await (await this.open()).sendMail({ from: this.sender, to: mail.to, subject, text });
       log.info({ mail: mail.kind }, 'dashboard link mailed');
       return true;
     } catch (err) {

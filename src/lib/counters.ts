@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { Redis } from 'ioredis';
+import { createRequire } from 'node:module';
+import type { Redis } from 'ioredis';
 import { pollUntil } from './poll.js';
 
 /**
@@ -141,7 +142,9 @@ export class SharedCounters implements Counters {
   constructor(options: SharedCountersOptions) {
     this.prefix = options.prefix ?? 'fsapi:';
     this.log = options.log;
-    const redis = new Redis(options.url, {
+    // Loaded here: only a process given REDIS_URL needs ioredis.
+    const { Redis: RedisClient } = createRequire(import.meta.url)('ioredis') as typeof import('ioredis');
+    const redis = new RedisClient(options.url, {
       // Never queue a command while disconnected: count locally instead, at once.
       enableOfflineQueue: false,
       maxRetriesPerRequest: 0,

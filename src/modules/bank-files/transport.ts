@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { mkdir, readdir, readFile, rename, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import SftpClient from 'ssh2-sftp-client';
+import type SftpClient from 'ssh2-sftp-client';
 import { AppError } from '../../core/errors.js';
 import { fileTooLarge, transportFailed } from './errors.js';
 import { MAX_FILE_BYTES } from './xml.js';
@@ -67,7 +67,10 @@ class SftpTransport implements Transport {
   private async open(): Promise<SftpClient> {
     if (this.client) return this.client;
     const c = this.config;
-    const client = new SftpClient('bank');
+    // Loaded on first use: ssh2 alone holds about 16 MiB (its WebAssembly memory) in every process
+    // that imports it, and most API processes never open an SFTP connection.
+    const { default: Sftp } = await import('ssh2-sftp-client');
+    const client = new Sftp('bank');
     const privateKey = await readFile(c.private_key_path!);
     await client.connect({
       host: c.host!,

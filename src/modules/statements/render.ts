@@ -1,5 +1,4 @@
 import type { Readable } from 'node:stream';
-import PDFDocument from 'pdfkit';
 import { csvRow } from '../../lib/csv-cell.js';
 import type { AccountResponse } from '../accounts/schema.js';
 
@@ -240,7 +239,9 @@ async function drawRows(sheet: Sheet, pages: Pages): Promise<void> {
  * a stream: each page is written out when the next one starts, and the caller (the route) reads
  * it while this writes, so only the current page and one page of movements are in memory.
  */
-export function pdfStatement(head: StatementHead, pages: Pages, generatedAt: Date): PDFKit.PDFDocument {
+export async function pdfStatement(head: StatementHead, pages: Pages, generatedAt: Date): Promise<PDFKit.PDFDocument> {
+  // Loaded on first use: pdfkit and its fonts are several MiB of memory that only PDF statements need.
+  const { default: PDFDocument } = await import('pdfkit');
   const doc = new PDFDocument({
     size: 'A4',
     margins: { top: 40, bottom: 20, left: PAGE.left, right: PAGE.right },

@@ -212,7 +212,8 @@ export type StatementFormat = 'json' | 'csv' | 'pdf';
 export async function statementFile(db: Queryable, ctx: Scope, accountId: string, query: StatementQuery, format: StatementFormat) {
   const { head, pages } = await statement(db, ctx, accountId, query);
   const name = `statement_${head.bank_details.account_number}_${head.from.slice(0, 10)}_${head.to.slice(0, 10)}.${format}`;
-  if (format === 'pdf') return { name, contentType: 'application/pdf', body: pdfStatement(head, pages, new Date()) as unknown as Readable };
+  if (format === 'pdf')
+    return { name, contentType: 'application/pdf', body: (await pdfStatement(head, pages, new Date())) as unknown as Readable };
   if (format === 'csv') return { name, contentType: 'text/csv; charset=utf-8', body: Readable.from(csvStatement(head, pages)) };
   return { name, contentType: 'application/json; charset=utf-8', body: Readable.from(jsonStatement(head, pages)) };
 }
