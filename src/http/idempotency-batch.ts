@@ -14,7 +14,7 @@ import { statusOf } from './errors.js';
 import { processInstance } from '../db/instance.js';
 import { isRetryableConflict } from '../db/retry.js';
 import { idempotencyKeyOf } from './idempotency.js';
-import { claimBatchKeys, isClaimRace, lockKeys, LEASE_SECONDS } from './idempotency-claim.js';
+import { batchClaim, isClaimRace, LEASE_SECONDS } from './idempotency-claim.js';
 import { ReplayResponse } from './replay.js';
 import type { Deps } from './deps.js';
 
@@ -160,10 +160,9 @@ export class BatchedIdempotency<I, T> {
       claim: async <A>(first: LockPlan<A> | undefined) => {
         // A failed claim aborts the transaction: the statements behind it fail too, and so the batch.
         // The claim is a statement after the keys' locks: its snapshot sees what their last holder committed.
-        const [, claims, ...locked] = await pipelined(
+        const [, , claims, , ...locked] = await pipelined(
           trx,
-          lockKeys(trx, batch),
-          claimBatchKeys(trx, batch, owner, this.ttlHours),
+          ...batchClaim(trx, batch, owner, this.ttlHours),
           ...(first?.statements ?? []),
         );
         const claimed = new Set(claims.map((r) => r.claim_token));

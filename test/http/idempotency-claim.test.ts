@@ -1,7 +1,8 @@
 import { sql } from 'kysely';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
-import { claimKeys, isClaimRace, lockKeys, type KeyClaim } from '../../src/http/idempotency-claim.js';
+import { batchClaim, claimKeys, isClaimRace, lockKeys, type KeyClaim } from '../../src/http/idempotency-claim.js';
+import { pipelined } from '../../src/db/pipeline.js';
 import { newId } from '../../src/lib/ids.js';
 import { clientFor, johnDoe, startTestApp, type TestApp } from '../harness.js';
 import { holdBalanceRow, waitersAtLeast } from '../row-locks.js';
@@ -142,5 +143,25 @@ describe.skipIf(process.env.DATABASE_URL === undefined)('two processes, one new 
     expect(b.body).toBe(a.body);
     expect(b.headers['idempotency-replayed']).toBe('true');
     expect((await api.get(`/v1/transfers?account_id=${from}`)).body.data.total_items).toBe(1);
+  });
+});
+
+describe("a batch's claim", () => {
+  // Prepared statements are per connection, and a transaction keeps one: its claims share a plan cache.
+  it.skipIf(process.env.DATABASE_URL === undefined)('reuses one generic plan instead of planning every batch anew (issue 49)', async () => {
+    const plans = await t.db.transaction().execute(async (trx) => {
+      for (let i = 0; i < 8; i++) {
+        const claims = Array.from({ length: 1 + (i % 3) }, (_, k) => claimOf(`plan-${i}-${k}`));
+        await pipelined(trx, ...batchClaim(trx, claims, owner, 24));
+      }
+      const { rows } = await sql<{ generic_plans: string; custom_plans: string }>`
+          select generic_plans::text, custom_plans::text from pg_prepared_statements
+          where statement like '%select claim_token, false as fresh from taken%'`.execute(trx);
+      return rows;
+    });
+    // Every execution on a generic plan (the connection may have named the statement at its first or second use).
+    expect(plans).toHaveLength(1);
+    expect(plans[0]!.custom_plans).toBe('0');
+    expect(Number(plans[0]!.generic_plans)).toBeGreaterThanOrEqual(7);
   });
 });
