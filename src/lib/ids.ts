@@ -57,3 +57,8 @@ export function uuidv7LowerBound(date: Date): string {
   const hex = Math.max(0, date.getTime()).toString(16).padStart(12, '0').slice(-12);
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-0000-0000-000000000000`;
 }
+
+/** The millisecond a UUIDv7 was drawn in (its first 48 bits). */
+export function uuidv7Time(id: string): number {
+  return parseInt(id.replace(/-/g, '').slice(0, 12), 16);
+}

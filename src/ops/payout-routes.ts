@@ -113,7 +113,7 @@ async function payoutPage(deps: Deps, reply: FastifyReply, session: OpsSession, 
   const [business, rail, entries, events, decisions, bankFiles, bankEntries] = await Promise.all([
     repo.findBusiness(deps.db, t.tenant_id),
     repo.railPayoutOf(deps.db, ctx, t.id),
-    repo.ledgerEntriesOf(deps.db, ctx, t.id, t.ledger_transaction_id),
+    repo.ledgerEntriesOf(deps.db, ctx, t),
     repo.eventsOf(deps.db, ctx, t.id),
     repo.listAudit(deps.db, { target: t.id, limit: 100 }),
     repo.bankFilesOfPayout(deps.db, t.id),

@@ -2,6 +2,7 @@ import { sql, type ColumnType, type Insertable, type Selectable, type Updateable
 import type { Queryable } from '../db/client.js';
 import type { Scope } from '../core/context.js';
 import { scoped } from '../db/scoped.js';
+import { uuidv7LowerBound, uuidv7Time } from '../lib/ids.js';
 import type { OpsRole } from './roles.js';
 
 /**
@@ -308,8 +309,44 @@ export async function railPayoutOf(db: Queryable, ctx: Scope, transferId: string
   return scoped(db, 'rail_payouts', ctx).selectAll().where('transfer_id', '=', transferId).executeTakeFirst();
 }
 
-/** The ledger entries of a transfer's postings (every ledger transaction that names it). */
-export async function ledgerEntriesOf(db: Queryable, ctx: Scope, transferId: string, ledgerTransactionId: string | null) {
+/** Clocks of several API processes may disagree: the spans below are widened by this on each side. */
+const CLOCK_MARGIN_MS = 60_000;
+
+const idAt = (ms: number) => uuidv7LowerBound(new Date(ms));
+
+/**
+ * The ledger entries of a payout's postings (the ledger transactions that name it), found without
+ * reading the ledger's history: nothing indexes a ledger transaction's reference, and a new index
+ * would be paid on every posting.
+ * - Each posting with entries that a payout makes on its own (its holds posted, the return) has
+ *   one on its source account, between the payout's creation and its last change (each moves
+ *   `updated_at`): that account's history over that span (`ledger_entries_account_history_idx`).
+ * - An international payout's FX leg (`payout_fx`) moves only system accounts; it is posted in
+ *   the settlement's transaction, right after the posting the transfer names
+ *   (`ledger_transaction_id`): the ledger transactions of the span after that one.
+ */
+export async function ledgerEntriesOf(
+  db: Queryable,
+  ctx: Scope,
+  payout: { id: string; source_id: string; created_at: Date; updated_at: Date; ledger_transaction_id: string | null },
+) {
+  const onSource = scoped(db, 'ledger_entries', ctx)
+    .innerJoin('ledger_transactions', 'ledger_transactions.id', 'ledger_entries.transaction_id')
+    .select('ledger_entries.transaction_id')
+    .where('ledger_entries.account_id', '=', payout.source_id)
+    .where('ledger_entries.id', '>=', idAt(payout.created_at.getTime() - CLOCK_MARGIN_MS))
+    .where('ledger_entries.id', '<', idAt(payout.updated_at.getTime() + CLOCK_MARGIN_MS))
+    .where('ledger_transactions.reference', '=', payout.id);
+  const settled = payout.ledger_transaction_id;
+  const postings = settled
+    ? onSource.union(
+        scoped(db, 'ledger_transactions', ctx)
+          .select('id as transaction_id')
+          .where('id', '>=', idAt(uuidv7Time(settled) - CLOCK_MARGIN_MS))
+          .where('id', '<', idAt(uuidv7Time(settled) + CLOCK_MARGIN_MS))
+          .where('reference', '=', payout.id),
+      )
+    : onSource;
   return scoped(db, 'ledger_entries', ctx)
     .innerJoin('ledger_transactions', 'ledger_transactions.id', 'ledger_entries.transaction_id')
     .innerJoin('ledger_accounts', 'ledger_accounts.id', 'ledger_entries.account_id')
@@ -324,12 +361,7 @@ export async function ledgerEntriesOf(db: Queryable, ctx: Scope, transferId: str
       'ledger_entries.balance_after',
       'ledger_entries.created_at',
     ])
-    .where((eb) =>
-      eb.or([
-        eb('ledger_transactions.reference', '=', transferId),
-        ...(ledgerTransactionId ? [eb('ledger_transactions.id', '=', ledgerTransactionId)] : []),
-      ]),
-    )
+    .where('ledger_entries.transaction_id', 'in', postings)
     .orderBy('ledger_entries.id')
     .execute();
 }

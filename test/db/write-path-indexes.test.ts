@@ -4,6 +4,7 @@ import type { Db, DatabaseHandle } from '../../src/db/client.js';
 import { newId } from '../../src/lib/ids.js';
 import * as ledgerRepo from '../../src/ledger/repo.js';
 import * as transactions from '../../src/modules/transactions/repo.js';
+import * as opsRepo from '../../src/ops/repo.js';
 import { planWithoutSeqScans, sentStatements } from '../plans.js';
 import { openTestDatabase } from '../harness.js';
 
@@ -146,5 +147,16 @@ describe('the reads of the indexes merged into a primary key walk it', () => {
     expect(plan).not.toMatch(/Seq Scan/);
     expect(plan).toContain('ledger_entries_pkey');
     expect(plan).toMatch(/Index Cond: \(transaction_id = /);
+  });
+
+  it("the operator console's ledger entries of a payout: its source account's history and the keys, not the whole ledger", async () => {
+    const payout = { id: newId(), source_id: newId(), created_at: new Date(), updated_at: new Date(), ledger_transaction_id: newId() };
+    const [entries] = await statementsOf((db) => opsRepo.ledgerEntriesOf(db, scope, payout));
+    const plan = await planOf(entries!);
+    expect(plan, plan).not.toMatch(/Seq Scan/);
+    // Each index is entered at a key: no full scan of an index filtered row by row.
+    expect(plan, plan).toMatch(/ledger_entries_account_history_idx[^\n]*\n\s+Index Cond: \(\(account_id = /);
+    expect(plan, plan).toMatch(/ledger_entries_pkey[^\n]*\n\s+Index Cond: \(transaction_id = /);
+    expect(plan, plan).toMatch(/ledger_transactions_pkey[^\n]*\n\s+Index Cond: \(\(id >= /);
   });
 });

@@ -5,6 +5,7 @@ import { gtbPayee, nubans, payoutBody, remitter } from '../payout-fixtures.js';
 import { verifyDuePayees } from '../../src/modules/external-accounts/service.js';
 import { dispatchPendingPayouts, settleDueSandboxPayouts } from '../../src/modules/transfers/payout-lifecycle.js';
 import { setSettings } from '../../src/modules/tenants/service.js';
+import { ledgerEntriesOf } from '../../src/ops/repo.js';
 import { clientFor, johnDoe, startTestApp, type Client, type TestApp } from '../harness.js';
 import { approveKyc, approveKycLive, enableInternationalTransfers } from '../kyc-helpers.js';
 
@@ -222,6 +223,19 @@ describe('international payouts', () => {
     expect(await acct(src)).toMatchObject({ balance: '999.50' });
     expect((await ledger.getBalance(t.db, s, await ledger.systemAccount(t.db, s, 'fx_position', 'NGN')))?.posted).toBe(0n);
     await reconciled();
+
+    // The operator console's "Ledger entries" of this payout: every entry of every posting naming it.
+    const row = await t.db.selectFrom('transfers').selectAll().where('id', '=', res.body.data.id).executeTakeFirstOrThrow();
+    const named = await t.db
+      .selectFrom('ledger_entries')
+      .innerJoin('ledger_transactions', 'ledger_transactions.id', 'ledger_entries.transaction_id')
+      .select(['ledger_entries.id', 'ledger_transactions.kind'])
+      .where('ledger_transactions.reference', '=', row.id)
+      .orderBy('ledger_entries.id')
+      .execute();
+    expect(new Set(named.map((e) => e.kind))).toEqual(new Set(['payout', 'payout_fee', 'payout_fx', 'payout_return']));
+    const shown = await ledgerEntriesOf(t.db, s, row);
+    expect(shown.map((e) => [e.id, e.kind])).toEqual(named.map((e) => [e.id, e.kind]));
   });
 
   it('pays a mobile money wallet in GHS', async () => {

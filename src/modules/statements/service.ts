@@ -3,7 +3,7 @@ import type { Queryable } from '../../db/client.js';
 import type { RequestContext } from '../../core/context.js';
 import { validationError, type ErrorDetail } from '../../core/errors.js';
 import * as ledger from '../../ledger/index.js';
-import { uuidv7LowerBound } from '../../lib/ids.js';
+import { uuidv7LowerBound, uuidv7Time } from '../../lib/ids.js';
 import { formatAmount } from '../../lib/money.js';
 import * as accounts from '../accounts/service.js';
 import { getTenant } from '../tenants/service.js';
@@ -195,11 +195,6 @@ export async function statement(db: Queryable, ctx: Scope, accountId: string, qu
     }
   }
   return { head, pages: pages() };
-}
-
-/** The millisecond a UUIDv7 was drawn in. */
-function uuidv7Time(id: string): number {
-  return parseInt(id.replace(/-/g, '').slice(0, 12), 16);
 }
 
 export type StatementFormat = 'json' | 'csv' | 'pdf';
