@@ -13,6 +13,7 @@ import { AppError, type ItemOutcome } from '../core/errors.js';
 import { statusOf } from './errors.js';
 import { processInstance } from '../db/instance.js';
 import { isRetryableConflict } from '../db/retry.js';
+import { isUniqueViolation } from '../db/errors.js';
 import { idempotencyKeyOf } from './idempotency.js';
 import { batchClaim, isClaimRace, LEASE_SECONDS } from './idempotency-claim.js';
 import { ReplayResponse } from './replay.js';
@@ -118,8 +119,11 @@ export class BatchedIdempotency<I, T> {
         return;
       } catch (err) {
         // A claim that lost the race for a new key (idempotency-claim.ts) rolled the batch back
-        // before any work: claimed again, it finds the winner's record.
-        if ((isRetryableConflict(err) || isClaimRace(err)) && attempt < 4) continue;
+        // before any work: claimed again, it finds the winner's record. So does a lone item that
+        // lost a get-or-create race to another lane (a business's first fx_position account, made
+        // by both, fails the later one's write on its unique index): run again, it finds the row.
+        // A duplicate the request itself causes fails the same way each time and is reported.
+        if ((isRetryableConflict(err) || isClaimRace(err) || (batch.length === 1 && isUniqueViolation(err))) && attempt < 4) continue;
         if (batch.length === 1) return batch[0]!.reject(err);
         // Not a refusal but a fault: nothing of the batch committed; find the faulty item alone.
         for (const item of batch) await this.execute([item]);

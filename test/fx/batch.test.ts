@@ -236,7 +236,11 @@ describe('the first orders of a business, in two lanes at once', () => {
       const usd = await openAccount(api, 'USD', null, '100.00');
       const ngn = await openAccount(api, 'NGN', null);
       const results = await Promise.all(Array.from({ length: 24 }, () => api.post('/v1/fx/orders', sell(usd, ngn, '1.00'))));
-      expect(results.map((r) => r.status)).toEqual(results.map(() => 200));
+      const refused = results.filter((r) => r.status !== 200).map((r) => r.body);
+      expect(
+        results.map((r) => r.status),
+        JSON.stringify(refused),
+      ).toEqual(results.map(() => 200));
       const positions = await app.db
         .selectFrom('ledger_accounts')
         .select('currency')

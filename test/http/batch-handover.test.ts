@@ -62,3 +62,35 @@ describe('the batch path hands its lane on before it answers', () => {
     expect(order).toEqual(['batch 1 begins', 'batch 2 begins', 'answer 1', 'answer 2', 'answer 3', 'answer 4']);
   });
 });
+
+// Two lanes can both create a business's first fx_position account; the later batch's write fails
+// on the unique index and its items rerun alone. A lone item can lose the same race again (the
+// other lane's row not yet committed when it looked): it was answered with that failure (a 409
+// to the first FX orders of a business, test/fx/batch.test.ts, now and then). It runs again.
+describe('a lone item that lost a get-or-create race', () => {
+  it('runs again and finds the row, instead of answering the unique violation', async () => {
+    const tenant = await t.tenant('Race Ltd');
+    let runs = 0;
+    const batched = new BatchedIdempotency<number, { n: number }>(
+      t.db,
+      t.sealer,
+      24,
+      'test.race',
+      async (keyed) => {
+        runs++;
+        const { claimed } = await keyed.claim({ statements: [], read: () => undefined });
+        if (runs === 1)
+          throw Object.assign(new Error('duplicate key value violates unique constraint'), {
+            code: '23505',
+            constraint: 'ledger_system_accounts_idx',
+          });
+        keyed.answer(claimed.map((n) => ({ ok: true as const, data: { n } })));
+      },
+      { maxBatch: 1, lanes: 1 },
+    );
+    const { request, reply } = exchange(tenant.tenant_id, 7);
+    const text = await batched.run(request, reply, 7);
+    expect(JSON.parse(text as unknown as string)).toMatchObject({ data: { n: 7 } });
+    expect(runs).toBe(2);
+  });
+});
