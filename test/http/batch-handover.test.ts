@@ -1,6 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BatchedIdempotency } from '../../src/http/idempotency-batch.js';
+import type { KeyedBatch } from '../../src/db/pipeline.js';
 import { newId } from '../../src/lib/ids.js';
 import { startTestApp, type TestApp } from '../harness.js';
 
@@ -27,6 +28,10 @@ function exchange(tenantId: string, n: number) {
   return { request, reply };
 }
 
+/** The batch path of an operation named `name`, with `pipeline` as its module's steps. */
+const batchedFor = (name: string, pipeline: (keyed: KeyedBatch<number, { n: number }>) => Promise<void>, maxBatch: number) =>
+  new BatchedIdempotency<number, { n: number }>(t.db, t.sealer, 24, name, pipeline, { maxBatch, lanes: 1 });
+
 // A committed batch hands its lane on before it answers its requests (http/idempotency-batch.ts,
 // docs/money-path.md "Gathering"): the next batch's claim and first locks are sent while this
 // thread writes the answers. Before, every answer of a batch was given before the next batch
@@ -36,10 +41,7 @@ describe('the batch path hands its lane on before it answers', () => {
     const tenant = await t.tenant('Handover Ltd');
     const order: string[] = [];
     let batches = 0;
-    const batched = new BatchedIdempotency<number, { n: number }>(
-      t.db,
-      t.sealer,
-      24,
+    const batched = batchedFor(
       'test.handover',
       async (keyed) => {
         const batch = ++batches;
@@ -47,7 +49,7 @@ describe('the batch path hands its lane on before it answers', () => {
         const { claimed } = await keyed.claim({ statements: [], read: () => batch });
         keyed.answer(claimed.map((n) => ({ ok: true as const, data: { n } })));
       },
-      { maxBatch: 2, lanes: 1 },
+      2,
     );
     const answers = [1, 2, 3, 4].map((n) => {
       const { request, reply } = exchange(tenant.tenant_id, n);
@@ -71,10 +73,7 @@ describe('a lone item that lost a get-or-create race', () => {
   it('runs again and finds the row, instead of answering the unique violation', async () => {
     const tenant = await t.tenant('Race Ltd');
     let runs = 0;
-    const batched = new BatchedIdempotency<number, { n: number }>(
-      t.db,
-      t.sealer,
-      24,
+    const batched = batchedFor(
       'test.race',
       async (keyed) => {
         runs++;
@@ -86,7 +85,7 @@ describe('a lone item that lost a get-or-create race', () => {
           });
         keyed.answer(claimed.map((n) => ({ ok: true as const, data: { n } })));
       },
-      { maxBatch: 1, lanes: 1 },
+      1,
     );
     const { request, reply } = exchange(tenant.tenant_id, 7);
     const text = await batched.run(request, reply, 7);
