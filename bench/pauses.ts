@@ -1,6 +1,13 @@
 import type { Row } from './suite.js';
 
 /**
+ * prom-client samples the event loop with a timer every 10 ms (its `eventLoopMonitoringPrecision`)
+ * and records the time between two firings, so an idle loop reads 10 ms: the delay a request
+ * could meet is the reading less this interval.
+ */
+const LOOP_SAMPLING_MS = 10;
+
+/**
  * What stopped the server's event loop during a latency run, read from its /metrics before and
  * after (prom-client's default metrics): garbage-collection pauses by kind (count, total, and
  * how many took 10 ms or more) and the event loop's delay over the run (its histogram is reset
@@ -9,13 +16,6 @@ import type { Row } from './suite.js';
  * batch held its lane (its statements and commit), and how many started on a spare lane. A tail
  * with no pause and no slow batch comes from the queue; one with slow batches, from the database.
  */
-/**
- * prom-client samples the event loop with a timer every 10 ms (its `eventLoopMonitoringPrecision`)
- * and records the time between two firings, so an idle loop reads 10 ms: the delay a request
- * could meet is the reading less this interval.
- */
-const LOOP_SAMPLING_MS = 10;
-
 export async function pauseProbe(base: string): Promise<() => Promise<Pauses>> {
   const before = parse(await scrape(base));
   return async () => {

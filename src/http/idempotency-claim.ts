@@ -139,12 +139,12 @@ export function claimBatchKeys(
  * Plan choice for the statements after this one in the transaction: `on` makes PostgreSQL reuse
  * one generic plan, `off` gives the choice back (its default). A batch's claim is sent between the
  * two. Its keys arrive as arrays, whose length each custom plan knows, so the generic plan (ten
- * rows assumed) always looks dearer and PostgreSQL planned the claim anew for every batch: about
- * 0.45 ms of a lone transfer's 2.5 ms in PostgreSQL (docs/benchmarks.md). The generic plan walks
- * the same primary key. Only around the claim: a generic plan cannot use a partial index on a
- * parameter (`status = $1`), which other statements of a batch may need.
+ * rows assumed) always looks dearer and PostgreSQL planned the claim anew for every batch, the
+ * largest bind of a lone transfer (docs/benchmarks.md). The generic plan walks the same primary
+ * key. Only around the claim: a generic plan cannot use a partial index on a parameter
+ * (`status = $1`), which other statements of a batch may need.
  */
-export function genericPlans(db: Queryable, on: boolean): CompiledQuery<unknown> {
+function genericPlans(db: Queryable, on: boolean): CompiledQuery<unknown> {
   return sql`select set_config('plan_cache_mode', ${on ? 'force_generic_plan' : 'auto'}, true)`.compile(db);
 }
 

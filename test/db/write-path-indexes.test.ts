@@ -98,7 +98,7 @@ it("a batch's Idempotency-Key records, each inserted completed, fill their pages
 });
 
 /**
- * The reads an index another one covered served walk the one kept (issue 49): each statement's plan,
+ * The reads an index another one covered served walk the one kept: each statement's plan,
  * with sequential scans priced out, names the index; an account transaction's probe starts at its business.
  */
 describe('the reads of the indexes merged into a primary key walk it', () => {

@@ -148,7 +148,7 @@ describe.skipIf(process.env.DATABASE_URL === undefined)('two processes, one new 
 
 describe("a batch's claim", () => {
   // Prepared statements are per connection, and a transaction keeps one: its claims share a plan cache.
-  it.skipIf(process.env.DATABASE_URL === undefined)('reuses one generic plan instead of planning every batch anew (issue 49)', async () => {
+  it.skipIf(process.env.DATABASE_URL === undefined)('reuses one generic plan instead of planning every batch anew', async () => {
     const plans = await t.db.transaction().execute(async (trx) => {
       for (let i = 0; i < 8; i++) {
         const claims = Array.from({ length: 1 + (i % 3) }, (_, k) => claimOf(`plan-${i}-${k}`));

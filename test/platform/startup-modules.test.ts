@@ -6,8 +6,8 @@ import { describe, expect, it } from 'vitest';
 
 /**
  * Packages that only some requests or settings need are loaded when first used, not when a process
- * starts: every API and worker process would otherwise hold them (ssh2 alone keeps a 16 MiB
- * WebAssembly memory), and the server's peak memory under load has a target (docs/benchmarks.md).
+ * starts: every API and worker process would otherwise hold them (ssh2 keeps a WebAssembly memory),
+ * and the server's peak memory under load has a target (docs/benchmarks.md).
  */
 const LOADED_ON_FIRST_USE = ['ssh2', 'ssh2-sftp-client', 'pdfkit', 'fontkit', 'nodemailer', 'ioredis', '@zxcvbn-ts'];
 

@@ -67,8 +67,8 @@ class SftpTransport implements Transport {
   private async open(): Promise<SftpClient> {
     if (this.client) return this.client;
     const c = this.config;
-    // Loaded on first use: ssh2 alone holds about 16 MiB (its WebAssembly memory) in every process
-    // that imports it, and most API processes never open an SFTP connection.
+    // Loaded on first use: ssh2 keeps a WebAssembly memory in every process that imports it, and
+    // most API processes never open an SFTP connection (docs/benchmarks.md, start-up memory).
     const { default: Sftp } = await import('ssh2-sftp-client');
     const client = new Sftp('bank');
     const privateKey = await readFile(c.private_key_path!);

@@ -240,7 +240,7 @@ async function drawRows(sheet: Sheet, pages: Pages): Promise<void> {
  * it while this writes, so only the current page and one page of movements are in memory.
  */
 export async function pdfStatement(head: StatementHead, pages: Pages, generatedAt: Date): Promise<PDFKit.PDFDocument> {
-  // Loaded on first use: pdfkit and its fonts are several MiB of memory that only PDF statements need.
+  // Loaded on first use: pdfkit and its fonts hold memory that only PDF statements need.
   const { default: PDFDocument } = await import('pdfkit');
   const doc = new PDFDocument({
     size: 'A4',
