@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { valuesOf } from '../../src/db/values.js';
+import { arrayParameter, valuesOf } from '../../src/db/values.js';
 import { startTestApp, type TestApp } from '../harness.js';
 
 let t: TestApp;
@@ -25,6 +25,8 @@ const TEXTS = [
   '"',
   '\\',
   'line\nbreak',
+  'tab\tand \u0001',
+  '{"a":"b\\"c"}',
 ];
 
 describe('rows as a relation (valuesOf)', () => {
@@ -50,5 +52,17 @@ describe('rows as a relation (valuesOf)', () => {
         id,
       ]),
     );
+  });
+});
+
+describe('a column as one array parameter (arrayParameter)', () => {
+  it('writes strings, integers and nulls as array text, and leaves pg anything JSON escapes otherwise or it cannot write', () => {
+    expect(arrayParameter(['a', null, 'quote " and \\', 'NULL'])).toBe('{"a",null,"quote \\" and \\\\","NULL"}');
+    expect(arrayParameter([1, null, -20_000_000_000n, 0])).toBe('{1,NULL,-20000000000,0}');
+    expect(arrayParameter([])).toBe('{}');
+    for (const odd of ['line\nbreak', 'lone \ud800', 'bell \u0007']) expect(arrayParameter(['plain', odd])).toEqual(['plain', odd]);
+    const date = new Date();
+    for (const other of [[1.5], [true, false], [date], ['a', 1], [{ a: 1 }], [Number.MAX_SAFE_INTEGER + 2]])
+      expect(arrayParameter(other)).toEqual(other);
   });
 });

@@ -1,6 +1,7 @@
 import { CompiledQuery, sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newId, uuidv7LowerBound } from '../../src/lib/ids.js';
+import { arrayParameter } from '../../src/db/values.js';
 import * as logRepo from '../../src/modules/request-log/repo.js';
 import { purgeExpiredRequests, RequestLog, RequestLogRetention } from '../../src/modules/request-log/service.js';
 import { setSettings } from '../../src/modules/tenants/service.js';
@@ -236,9 +237,8 @@ describe('request log', () => {
     // as two characters) goes as array text; a control character or a lone surrogate, as an array.
     const asText = ['"quoted" \\ back', 'literal \\n and \\\\u0001', '{"a":"b\\"c"}', 'NULL', 'null', '', 'é ✓ 🙂', '{,}'];
     const asArray = ['new\nline', 'tab\t', 'nul-free \u0001', 'lone \ud800 surrogate'];
-    expect(logRepo.arrayText([...asText, null])).toBe(`{${JSON.stringify([...asText, null]).slice(1, -1)}}`);
-    for (const text of asArray) expect(logRepo.arrayText(['plain', text])).toEqual(['plain', text]);
-    expect(logRepo.arrayText([1, null])).toEqual([1, null]);
+    expect(arrayParameter([...asText, null])).toBe(`{${JSON.stringify([...asText, null]).slice(1, -1)}}`);
+    for (const text of asArray) expect(arrayParameter(['plain', text])).toEqual(['plain', text]);
     const at = new Date();
     const bodies = [...asText, ...asArray.slice(0, 3)];
     const many = bodies.map((body, i) =>

@@ -3,7 +3,7 @@ import type { Queryable, Trx } from '../../db/client.js';
 import { compiledOnce } from '../../db/compiled.js';
 import { paginate, type Page, type PageQuery } from '../../db/pagination.js';
 import { scoped } from '../../db/scoped.js';
-import { escapeLike, stringConstant } from '../../db/values.js';
+import { arrayParameter, escapeLike, stringConstant } from '../../db/values.js';
 import type { Scope } from '../../core/context.js';
 
 export interface ApiRequestLogTable {
@@ -92,23 +92,6 @@ const insertRows = compiledOnce((db: Queryable, bodies: unknown, ...arrays: unkn
     );
 });
 
-/** A JSON escape that PostgreSQL's array text does not have (backslash n, backslash u0001): after an even run of backslashes. */
-const JSON_ONLY_ESCAPE = /(?<!\\)(?:\\\\)*\\[bfnrtu]/;
-
-/**
- * A column of strings and nulls as PostgreSQL's array text, written by JSON.stringify: its
- * `["a\\"b",null]` is the array text `{"a\\"b",null}` (quotes and backslashes escaped the same
- * way, an unquoted null is NULL) unless a string held a character JSON escapes otherwise (a
- * control character, a lone surrogate): that column is handed to pg as an array, as before.
- * pg's own array writer escapes each string with two regular-expression passes in JavaScript,
- * a request log body at a time: a visible share of an account read's CPU.
- */
-export function arrayText(values: unknown[]): unknown {
-  for (const v of values) if (typeof v !== 'string' && v !== null) return values;
-  const json = JSON.stringify(values);
-  return JSON_ONLY_ESCAPE.test(json) ? values : `{${json.slice(1, -1)}}`;
-}
-
 /** The bodies as one buffer of their UTF-8 bytes end to end, and where each row's are in it. */
 function bodyParameters(rows: NewRequestLogRow[]): unknown[] {
   const n = rows.length;
@@ -143,14 +126,14 @@ function arrayValue(row: NewRequestLogRow, column: (typeof ARRAY_COLUMNS)[number
 
 /**
  * The statement's parameters for `rows`, in its order (the bodies, then the arrays). Text columns
- * go through `arrayText`; numbers, booleans, UUIDs and timestamps, never null, need no quotes or
+ * go through `arrayParameter`; numbers, booleans, UUIDs and timestamps, never null, need no quotes or
  * escapes in array text.
  */
 export function insertParameters(rows: NewRequestLogRow[]): [unknown, ...unknown[]] {
   const [bodies, ...bounds] = bodyParameters(rows);
   const arrays = ARRAY_COLUMNS.map(([column, type]) => {
     const values = rows.map((row) => arrayValue(row, column));
-    return type === 'text' ? arrayText(values) : `{${values.join(',')}}`;
+    return type === 'text' ? arrayParameter(values) : `{${values.join(',')}}`;
   });
   return [bodies, ...arrays, ...bounds];
 }
