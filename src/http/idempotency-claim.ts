@@ -1,6 +1,7 @@
 import { sql, type CompiledQuery } from 'kysely';
 import type { Queryable } from '../db/client.js';
 import { isUniqueViolation } from '../db/errors.js';
+import { onGenericPlan } from '../db/generic-plan.js';
 import { STALE_AFTER_SECONDS } from '../db/instance.js';
 
 /** How long a claim holds its key before another request may take it over (the owner's heartbeat aside). */
@@ -136,24 +137,13 @@ export function claimBatchKeys(
 }
 
 /**
- * Plan choice for the statements after this one in the transaction: `on` makes PostgreSQL reuse
- * one generic plan, `off` gives the choice back (its default). A batch's claim is sent between the
- * two. Its keys arrive as arrays, whose length each custom plan knows, so the generic plan (ten
- * rows assumed) always looks dearer and PostgreSQL planned the claim anew for every batch, the
- * largest bind of a lone transfer (docs/benchmarks.md). The generic plan walks the same primary
- * key. Only around the claim: a generic plan cannot use a partial index on a parameter
- * (`status = $1`), which other statements of a batch may need.
- */
-function genericPlans(db: Queryable, on: boolean): CompiledQuery<unknown> {
-  return sql`select set_config('plan_cache_mode', ${on ? 'force_generic_plan' : 'auto'}, true)`.compile(db);
-}
-
-/**
- * A batch's claim as it sends it, first in its transaction: the keys' locks, then the claim with
- * a generic plan (`genericPlans`). Rows: the claim's are the third result.
+ * A batch's claim as it sends it, first in its transaction: the keys' locks, then the claim on a
+ * generic plan (db/generic-plan.ts: its keys arrive as arrays, and PostgreSQL planned it anew for
+ * every batch, the largest bind of a lone transfer; the generic plan walks the same primary key).
+ * Rows: the claim's are the third result.
  */
 export function batchClaim(db: Queryable, claims: KeyClaim[], owner: string, ttlHours: number) {
-  return [lockKeys(db, claims), genericPlans(db, true), claimBatchKeys(db, claims, owner, ttlHours), genericPlans(db, false)] as const;
+  return [lockKeys(db, claims), ...onGenericPlan(db, claimBatchKeys(db, claims, owner, ttlHours))] as const;
 }
 
 /**

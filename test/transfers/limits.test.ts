@@ -1,9 +1,13 @@
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { pipelined } from '../../src/db/pipeline.js';
+import { newId } from '../../src/lib/ids.js';
 import { reconcile } from '../../src/ledger/index.js';
 import { listInstitutions } from '../../src/lib/institutions.js';
 import { nubanCheckDigit } from '../../src/lib/payee-validation.js';
 import { verifyDuePayees } from '../../src/modules/external-accounts/service.js';
 import { setSettings } from '../../src/modules/tenants/service.js';
+import { SpendingGate } from '../../src/modules/transfers/limits.js';
 import { clientFor, johnDoe, startTestApp, type Client, type TestApp } from '../harness.js';
 import { approveKyc, enableInternationalTransfers } from '../kyc-helpers.js';
 
@@ -263,4 +267,32 @@ describe('international payouts', () => {
     expect(ok.status, JSON.stringify(ok.body)).toBe(200);
     expect(ok.body.data.destination).toMatchObject({ rail: 'swift' });
   });
+});
+
+describe("a batch's spending gate", () => {
+  // Prepared statements are per connection, and a transaction keeps one: its gates share a plan cache.
+  it.skipIf(process.env.DATABASE_URL === undefined)(
+    "reads today's counters on one generic plan, not planned anew for every batch",
+    async () => {
+      const plans = await t.db.transaction().execute(async (trx) => {
+        for (let i = 0; i < 8; i++) {
+          const senders = Array.from({ length: 1 + (i % 3) }, () => ({
+            ctx: { tenantId, environment: 'sandbox' as const },
+            customerId: newId(),
+            currency: 'NGN',
+          }));
+          const plan = SpendingGate.plan(trx, t.config, senders);
+          plan.open(await pipelined(trx, ...plan.statements));
+        }
+        const { rows } = await sql<{ generic_plans: string; custom_plans: string }>`
+          select generic_plans::text, custom_plans::text from pg_prepared_statements
+          where statement like '%from customer_daily_spend s%join unnest%'`.execute(trx);
+        return rows;
+      });
+      // Every execution on a generic plan (the connection may have named the statement at its first or second use).
+      expect(plans).toHaveLength(1);
+      expect(plans[0]!.custom_plans).toBe('0');
+      expect(Number(plans[0]!.generic_plans)).toBeGreaterThanOrEqual(6);
+    },
+  );
 });

@@ -64,7 +64,7 @@ function gate(level: 'basic' | undefined, spentToday: bigint) {
       amount: spentToday,
     },
   ];
-  return plan.open([cases, [], spend]);
+  return plan.open([cases, [], [], spend, []]);
 }
 
 const noCustomers = () => SpendingGate.plan(db, config, []).open([]);

@@ -7,6 +7,7 @@ import type { AppError } from '../../core/errors.js';
 import { transactionLimitRefusal } from '../features/service.js';
 import { approvedLevelsOf, approvedLevelsStatement } from '../kyc/service.js';
 import type { KycLevel } from '../kyc/schema.js';
+import { onGenericPlan } from '../../db/generic-plan.js';
 import * as repo from './repo.js';
 import { addSpend, clearSpend, readSpendStatement, spendKeyString, spendOf, utcDay, type SpendKey } from './spend-repo.js';
 
@@ -68,9 +69,10 @@ export class SpendingGate {
 
   /**
    * The statements that open a gate for `moves`, in lock order (none without a customer): each
-   * business's KYC levels, the spending locks, today's counters; `open` builds the gate from their
-   * rows. SpendingGate.open sends them one by one. A batch that knows its senders before it reads
-   * their accounts sends them with its other first locks, in one round trip (transfers/locks.ts).
+   * business's KYC levels, the spending locks, today's counters (on a generic plan: three
+   * statements, db/generic-plan.ts); `open` builds the gate from their rows. SpendingGate.open
+   * sends them one by one. A batch that knows its senders before it reads their accounts sends
+   * them with its other first locks, in one round trip (transfers/locks.ts).
    */
   static plan(
     db: Queryable,
@@ -95,14 +97,15 @@ export class SpendingGate {
           db,
           moves.map((m) => repo.spendingKey(m.ctx, m.customerId)),
         ),
-        readSpendStatement(db, keys),
+        // Today's counters are joined to the keys' arrays: re-planned at every batch unless sent on a generic plan.
+        ...onGenericPlan(db, readSpendStatement(db, keys)),
       ],
       open(rows) {
         const levels = new Map<string, KycLevel>();
         for (const cases of rows.slice(0, levelStatements.length)) {
           for (const [customer, level] of approvedLevelsOf(cases as Parameters<typeof approvedLevelsOf>[0])) levels.set(customer, level);
         }
-        const spent = spendOf(rows[levelStatements.length + 1] as Parameters<typeof spendOf>[0]);
+        const spent = spendOf(rows[levelStatements.length + 2] as Parameters<typeof spendOf>[0]);
         return new SpendingGate(config, levels, spent, day, opened);
       },
     };
