@@ -1,5 +1,6 @@
-import { CompiledQuery, sql } from 'kysely';
+import { CompiledQuery, sql, type Transaction } from 'kysely';
 import type { Db } from '../src/db/client.js';
+import type { Database } from '../src/db/types.js';
 
 /** The statements a call sends, as compiled: it runs on an executor of its own that keeps them. */
 export async function sentStatements(db: Db, call: (db: Db) => Promise<unknown>): Promise<CompiledQuery[]> {
@@ -28,5 +29,23 @@ export async function planWithoutSeqScans(db: Db, query: CompiledQuery, plan: 'g
     );
     await trx.executeQuery(CompiledQuery.raw('deallocate planned'));
     return explained.rows.map((r) => Object.values(r)[0]).join('\n');
+  });
+}
+
+/**
+ * How the connection's prepared statements whose text is `like` were planned: `run(trx, i)` eight
+ * times in one transaction, which keeps one connection and so one plan cache, then its
+ * `pg_prepared_statements` rows (PostgreSQL only).
+ */
+export async function planCounts(
+  db: Db,
+  like: string,
+  run: (trx: Transaction<Database>, i: number) => Promise<unknown>,
+): Promise<{ generic_plans: number; custom_plans: number }[]> {
+  return db.transaction().execute(async (trx) => {
+    for (let i = 0; i < 8; i++) await run(trx, i);
+    const { rows } = await sql<{ generic_plans: string; custom_plans: string }>`
+      select generic_plans::text, custom_plans::text from pg_prepared_statements where statement like ${like}`.execute(trx);
+    return rows.map((r) => ({ generic_plans: Number(r.generic_plans), custom_plans: Number(r.custom_plans) }));
   });
 }

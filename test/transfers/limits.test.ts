@@ -1,4 +1,3 @@
-import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { pipelined } from '../../src/db/pipeline.js';
 import { newId } from '../../src/lib/ids.js';
@@ -10,6 +9,7 @@ import { setSettings } from '../../src/modules/tenants/service.js';
 import { SpendingGate } from '../../src/modules/transfers/limits.js';
 import { clientFor, johnDoe, startTestApp, type Client, type TestApp } from '../harness.js';
 import { approveKyc, enableInternationalTransfers } from '../kyc-helpers.js';
+import { planCounts } from '../plans.js';
 
 /**
  * KYC gates on money leaving a customer's account through POST /v1/transfer: no approved KYC is
@@ -274,25 +274,19 @@ describe("a batch's spending gate", () => {
   it.skipIf(process.env.DATABASE_URL === undefined)(
     "reads today's counters on one generic plan, not planned anew for every batch",
     async () => {
-      const plans = await t.db.transaction().execute(async (trx) => {
-        for (let i = 0; i < 8; i++) {
-          const senders = Array.from({ length: 1 + (i % 3) }, () => ({
-            ctx: { tenantId, environment: 'sandbox' as const },
-            customerId: newId(),
-            currency: 'NGN',
-          }));
-          const plan = SpendingGate.plan(trx, t.config, senders);
-          plan.open(await pipelined(trx, ...plan.statements));
-        }
-        const { rows } = await sql<{ generic_plans: string; custom_plans: string }>`
-          select generic_plans::text, custom_plans::text from pg_prepared_statements
-          where statement like '%from customer_daily_spend s%join unnest%'`.execute(trx);
-        return rows;
+      const plans = await planCounts(t.db, '%from customer_daily_spend s%join unnest%', async (trx, i) => {
+        const senders = Array.from({ length: 1 + (i % 3) }, () => ({
+          ctx: { tenantId, environment: 'sandbox' as const },
+          customerId: newId(),
+          currency: 'NGN',
+        }));
+        const plan = SpendingGate.plan(trx, t.config, senders);
+        plan.open(await pipelined(trx, ...plan.statements));
       });
       // Every execution on a generic plan (the connection may have named the statement at its first or second use).
       expect(plans).toHaveLength(1);
-      expect(plans[0]!.custom_plans).toBe('0');
-      expect(Number(plans[0]!.generic_plans)).toBeGreaterThanOrEqual(6);
+      expect(plans[0]!.custom_plans).toBe(0);
+      expect(plans[0]!.generic_plans).toBeGreaterThanOrEqual(6);
     },
   );
 });
