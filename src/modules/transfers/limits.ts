@@ -1,13 +1,13 @@
 import type { CompiledQuery } from 'kysely';
 import type { Config } from '../../config.js';
 import type { Queryable } from '../../db/client.js';
+import { onGenericPlan } from '../../db/generic-plan.js';
 import type { Writer } from '../../db/write-set.js';
 import { scopeKey, type RequestContext, type Scope } from '../../core/context.js';
 import type { AppError } from '../../core/errors.js';
 import { transactionLimitRefusal } from '../features/service.js';
 import { approvedLevelsOf, approvedLevelsStatement } from '../kyc/service.js';
 import type { KycLevel } from '../kyc/schema.js';
-import { onGenericPlan } from '../../db/generic-plan.js';
 import * as repo from './repo.js';
 import { addSpend, clearSpend, readSpendStatement, spendKeyString, spendOf, utcDay, type SpendKey } from './spend-repo.js';
 
@@ -90,22 +90,25 @@ export class SpendingGate {
     if (moves.length === 0) return { statements: [], open: () => new SpendingGate(config, new Map(), new Map(), day, opened) };
     const levelStatements = [...byScope.values()].map(({ scope, customers }) => approvedLevelsStatement(db, scope, [...customers]));
     const keys = moves.map((m) => ({ scope: m.ctx, customerId: m.customerId, currency: m.currency, day }));
+    const counters = readSpendStatement(db, keys);
+    const statements = [
+      ...levelStatements,
+      repo.lockSpendingKeysStatement(
+        db,
+        moves.map((m) => repo.spendingKey(m.ctx, m.customerId)),
+      ),
+      // Today's counters are joined to the keys' arrays: re-planned at every batch unless sent on a generic plan.
+      ...onGenericPlan(db, counters),
+    ];
+    const countersAt = statements.indexOf(counters);
     return {
-      statements: [
-        ...levelStatements,
-        repo.lockSpendingKeysStatement(
-          db,
-          moves.map((m) => repo.spendingKey(m.ctx, m.customerId)),
-        ),
-        // Today's counters are joined to the keys' arrays: re-planned at every batch unless sent on a generic plan.
-        ...onGenericPlan(db, readSpendStatement(db, keys)),
-      ],
+      statements,
       open(rows) {
         const levels = new Map<string, KycLevel>();
         for (const cases of rows.slice(0, levelStatements.length)) {
           for (const [customer, level] of approvedLevelsOf(cases as Parameters<typeof approvedLevelsOf>[0])) levels.set(customer, level);
         }
-        const spent = spendOf(rows[levelStatements.length + 2] as Parameters<typeof spendOf>[0]);
+        const spent = spendOf(rows[countersAt] as Parameters<typeof spendOf>[0]);
         return new SpendingGate(config, levels, spent, day, opened);
       },
     };
