@@ -167,8 +167,39 @@ export function redactValue(value: unknown, depth = 0): unknown {
 /** Every key of a JSON text (as JSON.stringify writes them). */
 const JSON_KEY = /"((?:[^"\\]|\\.)*)"\s*:/g;
 
+/**
+ * A word's letters in either case, as `isSensitiveField` lowercases them: the Kelvin sign (U+212A)
+ * is the one character outside ASCII that lowercases to an ASCII letter (k), so it counts as k.
+ */
+function eitherCase(word: string): string {
+  return [...word].map((c) => (/[a-z]/.test(c) ? `[${c}${c.toUpperCase()}${c === 'k' ? '\u212A' : ''}]` : c)).join('');
+}
+
+/**
+ * Matches wherever a sensitive key could be, and (almost) nowhere else: a field name as a whole
+ * key, a sensitive word that ends a segment (what follows it is not a lowercase letter: the end
+ * of the key, a separator or an uppercase letter starting the next camelCase word), and the
+ * sensitive pairs with separators or nothing between them. Every key `isSensitiveField` accepts
+ * has one of these in its text, so text without a match has no sensitive key and is not scanned
+ * key by key (test/lib/sensitive-key-hint.test.ts checks this against the scan). Values can match
+ * too (a label "Card PIN"): then the scan decides, as before.
+ */
+const SENSITIVE_KEY_HINT = new RegExp(
+  [
+    `"(?:${SENSITIVE_FIELDS.map(eitherCase).join('|')})"`,
+    `(?:${[...SENSITIVE_SEGMENTS].map(eitherCase).join('|')})(?![a-z])`,
+    ...SENSITIVE_PAIRS.map(([a, b]) => `${eitherCase(a)}[\\s_.-]*${eitherCase(b)}`),
+  ].join('|'),
+);
+
+/** Whether a JSON text may hold a key that `isSensitiveField` accepts (false: it certainly does not). */
+export function mayHoldSensitiveKey(text: string): boolean {
+  return SENSITIVE_KEY_HINT.test(text);
+}
+
 /** The same matches as `text.matchAll(JSON_KEY)`, without the iterator and the copy of the expression it makes per call. */
 function hasSensitiveKey(text: string): boolean {
+  if (!mayHoldSensitiveKey(text)) return false;
   JSON_KEY.lastIndex = 0;
   for (let m = JSON_KEY.exec(text); m !== null; m = JSON_KEY.exec(text)) if (isSensitiveField(m[1]!)) return true;
   return false;
