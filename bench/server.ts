@@ -256,6 +256,7 @@ export function trackPostgresCpu(everyMs = 200): () => number {
   };
   sample(true);
   const timer = setInterval(() => sample(false), everyMs);
+  timer.unref(); // a window never closed must not keep the bench running
   return () => {
     clearInterval(timer);
     sample(false);
