@@ -26,6 +26,10 @@ const HTTP_DRAIN_MS = 5_000;
  * collection copies what is still alive, which here is the requests waiting for their batch, so
  * collecting half as often copies and promotes about half as much: more reads and transfers served
  * for less CPU each, for a little more peak memory (docs/benchmarks.md#the-figures-behind-the-defaults).
+ * It also passes `--no-allocation-site-pretenuring`: V8 otherwise decides that allocation sites
+ * whose objects survive young collections (a waiting request's) should allocate straight into
+ * the old generation, which then fills about twice as fast, and each of its collections holds
+ * every request in flight (docs/benchmarks.md#the-figures-behind-the-defaults).
  */
 setFlagsFromString('--heap-growing-percent=50');
 
