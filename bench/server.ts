@@ -163,14 +163,14 @@ const TICKS_PER_SECOND = (() => {
  * fields 14 and 15) and that of its children it has waited for (cutime + cstime, fields 16 and
  * 17); NaN when unreadable.
  */
-function processCpuMs(pid: number): { own: number; reaped: number } {
+function processCpuMs(pid: number): { own: number; reaped: number; user: number; system: number } {
   try {
     // The command name (field 2) may hold spaces: the fields after it start past its ')'.
     const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-    const ms = (a: number, b: number) => ((Number(fields[a]) + Number(fields[b])) * 1000) / TICKS_PER_SECOND;
-    return { own: ms(11, 12), reaped: ms(13, 14) };
+    const ms = (...at: number[]) => (at.reduce((sum, i) => sum + Number(fields[i]), 0) * 1000) / TICKS_PER_SECOND;
+    return { own: ms(11, 12), reaped: ms(13, 14), user: ms(11), system: ms(12) };
   } catch {
-    return { own: NaN, reaped: NaN };
+    return { own: NaN, reaped: NaN, user: NaN, system: NaN };
   }
 }
 
@@ -237,33 +237,50 @@ export function postgresCpuMs(): number {
   return seen > 0 ? total : NaN;
 }
 
+/** PostgreSQL's CPU over a window, in ms, split: its backends' user and system time, and the cluster's own processes' (WAL writer, checkpointer, …). */
+export interface PostgresCpuParts {
+  backendsUser: number;
+  backendsSystem: number;
+  cluster: number;
+}
+
 /**
  * PostgreSQL's CPU over a window in which backends start and end (a pgbench run): every
  * process postgresCpuMs counts is sampled every `everyMs`, and each counts from its first sample
  * (or from the start) to its last, so a backend that ended keeps what it used up to its last
- * sample. Returns the stop function, which gives the ms used.
+ * sample. Returns the stop function, which gives the ms used; after it, `parts()` gives the same
+ * ms split (a backend is any process the scope did not find at its start).
  */
-export function trackPostgresCpu(everyMs = 200): () => number {
-  const first = new Map<number, number>();
-  const last = new Map<number, number>();
+export function trackPostgresCpu(everyMs = 200): (() => number) & { parts: () => PostgresCpuParts } {
+  type Times = { user: number; system: number };
+  const first = new Map<number, Times>();
+  const last = new Map<number, Times>();
   const sample = (initial: boolean) => {
     for (const pid of postgresPids()) {
-      const ms = processCpuMs(pid).own;
-      if (!Number.isFinite(ms)) continue;
-      if (!first.has(pid)) first.set(pid, initial ? ms : 0);
-      last.set(pid, ms);
+      const { user, system } = processCpuMs(pid);
+      if (!Number.isFinite(user) || !Number.isFinite(system)) continue;
+      if (!first.has(pid)) first.set(pid, initial ? { user, system } : { user: 0, system: 0 });
+      last.set(pid, { user, system });
     }
   };
   sample(true);
   const timer = setInterval(() => sample(false), everyMs);
   timer.unref(); // a window never closed must not keep the bench running
-  return () => {
+  const parts: PostgresCpuParts = { backendsUser: 0, backendsSystem: 0, cluster: 0 };
+  const stop = () => {
     clearInterval(timer);
     sample(false);
-    let total = 0;
-    for (const [pid, ms] of last) total += ms - (first.get(pid) ?? 0);
-    return total;
+    for (const [pid, { user, system }] of last) {
+      const from = first.get(pid) ?? { user: 0, system: 0 };
+      if (scope?.aux.includes(pid)) parts.cluster += user - from.user + system - from.system;
+      else {
+        parts.backendsUser += user - from.user;
+        parts.backendsSystem += system - from.system;
+      }
+    }
+    return parts.backendsUser + parts.backendsSystem + parts.cluster;
   };
+  return Object.assign(stop, { parts: () => parts });
 }
 
 /** A migrated database with one business whose rate limit is out of the way; returns its secret key. */

@@ -116,9 +116,13 @@ function cpuMeter(server: Server) {
   let postgresMs: number | undefined;
   return (transfers: number) => {
     postgresMs ??= postgres();
+    const parts = postgres.parts();
     return {
       server: (server.cpuMs() - start.server) / transfers,
       postgres: postgresMs / transfers,
+      // Where PostgreSQL's CPU went: a run whose PostgreSQL CPU a transfer doubled showed it in
+      // the backends' user time (docs/benchmarks.md).
+      postgresParts: { user: parts.backendsUser / transfers, system: parts.backendsSystem / transfers, cluster: parts.cluster / transfers },
       load: (benchCpuMs() - start.load) / transfers,
     };
   };
@@ -132,7 +136,9 @@ const pgbenchCpuText = (ref: PgbenchResult) =>
 type CpuPer = ReturnType<ReturnType<typeof cpuMeter>>;
 
 const cpuText = (c: CpuPer, count: number, what = 'transfers') =>
-  `server ${fmt(c.server, 3)} ms, PostgreSQL ${fmt(c.postgres, 3)} ms, load generator ${fmt(c.load, 3)} ms (${fmt(count)} ${what})`;
+  `server ${fmt(c.server, 3)} ms, PostgreSQL ${fmt(c.postgres, 3)} ms (its backends ${fmt(c.postgresParts.user, 3)} user + ` +
+  `${fmt(c.postgresParts.system, 3)} system, its cluster's own processes ${fmt(c.postgresParts.cluster, 3)}), ` +
+  `load generator ${fmt(c.load, 3)} ms (${fmt(count)} ${what})`;
 
 /**
  * What a throughput target leaves of the machine's cores to each request (`rate` a second), against
