@@ -1,9 +1,21 @@
 import { sql, type CompiledQuery } from 'kysely';
 import type { Queryable } from './client.js';
 
-/** `plan_cache_mode` for the rest of the transaction: a generic plan, or PostgreSQL's own choice again. */
+/**
+ * `plan_cache_mode` for the rest of the transaction, a generic plan or PostgreSQL's own choice
+ * again, and with it `enable_seqscan`: off while the generic plan may be made. A connection makes
+ * a named statement's generic plan once, at its first run, from the tables' sizes then, and keeps
+ * it until the table is analyzed. A connection whose first batch claims while `idempotency_keys`
+ * is nearly empty (a new database) planned the claim's `not exists` as a hash anti join over a
+ * sequential scan of the whole table, and every later batch on that connection scanned the table
+ * again as it grew, until autovacuum analyzed it (never, with autovacuum off; docs/benchmarks.md). With
+ * sequential scans priced out, the generic plan probes the primary key on an empty table as on a
+ * large one.
+ */
 function planCacheMode(db: Queryable, generic: boolean): CompiledQuery<unknown> {
-  return sql`select set_config('plan_cache_mode', ${generic ? 'force_generic_plan' : 'auto'}, true)`.compile(db);
+  return generic
+    ? sql`select set_config('plan_cache_mode', 'force_generic_plan', true), set_config('enable_seqscan', 'off', true)`.compile(db)
+    : sql`select set_config('plan_cache_mode', 'auto', true), set_config('enable_seqscan', 'on', true)`.compile(db);
 }
 
 /**
@@ -14,7 +26,7 @@ function planCacheMode(db: Queryable, generic: boolean): CompiledQuery<unknown> 
  * generic plan, which assumes ten rows, always looks dearer, and PostgreSQL plans the statement anew
  * at every call. Only for statements whose generic plan is the custom one (the same index, entered
  * at the same key): a generic plan cannot use a partial index on a parameter (`status = $1`), so
- * the mode is given back for the statements after it.
+ * the mode (and sequential scans) are given back for the statements after it.
  */
 export function onGenericPlan<R>(db: Queryable, statement: CompiledQuery<R>) {
   return [planCacheMode(db, true), statement, planCacheMode(db, false)] as const;
