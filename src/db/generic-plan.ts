@@ -8,9 +8,9 @@ import type { Queryable } from './client.js';
  * it until the table is analyzed. A connection whose first batch claims while `idempotency_keys`
  * is nearly empty (a new database) planned the claim's `not exists` as a hash anti join over a
  * sequential scan of the whole table, and every later batch on that connection scanned the table
- * again as it grew, until autovacuum analyzed it (never, with autovacuum off; docs/benchmarks.md). With
- * sequential scans priced out, the generic plan probes the primary key on an empty table as on a
- * large one.
+ * again as it grew, until autovacuum analyzed it (never, with autovacuum off: docs/benchmarks.md).
+ * With sequential scans priced out, the generic plan probes the primary key on an empty table as
+ * on a large one.
  */
 function planCacheMode(db: Queryable, generic: boolean): CompiledQuery<unknown> {
   return generic
