@@ -266,10 +266,11 @@ export function trackPostgresCpu(everyMs = 200): (() => number) & { parts: () =>
   sample(true);
   const timer = setInterval(() => sample(false), everyMs);
   timer.unref(); // a window never closed must not keep the bench running
-  const parts: PostgresCpuParts = { backendsUser: 0, backendsSystem: 0, cluster: 0 };
+  let parts: PostgresCpuParts = { backendsUser: 0, backendsSystem: 0, cluster: 0 };
   const stop = () => {
     clearInterval(timer);
     sample(false);
+    parts = { backendsUser: 0, backendsSystem: 0, cluster: 0 };
     for (const [pid, { user, system }] of last) {
       const from = first.get(pid) ?? { user: 0, system: 0 };
       if (scope?.aux.includes(pid)) parts.cluster += user - from.user + system - from.system;

@@ -100,14 +100,14 @@ const benchCpuMs = () => {
   return (user + system) / 1000;
 };
 
+/** The warm-up's windows of transfers before a server's first figure (see `warmup` in runBench). */
+const WARMUP_WINDOWS = { min: 6, max: 10 };
+
 /**
  * CPU the server process, PostgreSQL and the load generator (this process) use from now until the
  * returned function is called, per transfer: what a transfer costs each, which throughput on a
  * machine's few cores is bound by.
  */
-/** The warm-up's windows of transfers before a server's first figure (see `warmup` in runBench). */
-const WARMUP_WINDOWS = { min: 6, max: 10 };
-
 function cpuMeter(server: Server) {
   const start = { server: server.cpuMs(), load: benchCpuMs() };
   // Sampled through the window, not read at its two ends: a backend that ends inside it (one of

@@ -13,22 +13,35 @@ export async function sentStatements(db: Db, call: (db: Db) => Promise<unknown>)
   return sent;
 }
 
+/** A parameter as SQL text for EXPLAIN EXECUTE: a number as it is, an array as array text, anything else as a string constant. */
+function literal(v: unknown): string {
+  const text = Array.isArray(v) ? `{${v.map((x) => `"${String(x).replace(/[\\"]/g, '\\$&')}"`).join(',')}}` : String(v);
+  return typeof v === 'number' ? text : `'${text.replace(/'/g, "''")}'`;
+}
+
+/**
+ * The plan `query` gets as a prepared statement run once in `trx`, under the settings the caller
+ * made there. (EXPLAIN of a statement with bound parameters plans with their values.)
+ */
+export async function explainPrepared(trx: Transaction<Database>, query: CompiledQuery): Promise<string> {
+  await trx.executeQuery(CompiledQuery.raw(`prepare planned as ${query.sql}`));
+  const explained = await trx.executeQuery<Record<string, string>>(
+    CompiledQuery.raw(`explain execute planned (${query.parameters.map(literal).join(', ')})`),
+  );
+  await trx.executeQuery(CompiledQuery.raw('deallocate planned'));
+  return explained.rows.map((r) => Object.values(r)[0]).join('\n');
+}
+
 /**
  * The plan of a statement with sequential scans priced out (what is left uses an index, or
  * cannot), and generic, as a prepared statement's plan becomes after a few runs: made without
- * its parameters' values. (EXPLAIN of a statement with bound parameters plans with their values.)
+ * its parameters' values.
  */
 export async function planWithoutSeqScans(db: Db, query: CompiledQuery, plan: 'generic' | 'custom' = 'generic'): Promise<string> {
-  const literal = (v: unknown) => (typeof v === 'number' ? String(v) : `'${String(v).replace(/'/g, "''")}'`);
   return db.transaction().execute(async (trx) => {
     await sql`set local enable_seqscan = off`.execute(trx);
     await sql.raw(`set local plan_cache_mode = force_${plan}_plan`).execute(trx);
-    await trx.executeQuery(CompiledQuery.raw(`prepare planned as ${query.sql}`));
-    const explained = await trx.executeQuery<Record<string, string>>(
-      CompiledQuery.raw(`explain execute planned (${query.parameters.map(literal).join(', ')})`),
-    );
-    await trx.executeQuery(CompiledQuery.raw('deallocate planned'));
-    return explained.rows.map((r) => Object.values(r)[0]).join('\n');
+    return explainPrepared(trx, query);
   });
 }
 

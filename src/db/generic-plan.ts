@@ -13,9 +13,8 @@ import type { Queryable } from './client.js';
  * on a large one.
  */
 function planCacheMode(db: Queryable, generic: boolean): CompiledQuery<unknown> {
-  return generic
-    ? sql`select set_config('plan_cache_mode', 'force_generic_plan', true), set_config('enable_seqscan', 'off', true)`.compile(db)
-    : sql`select set_config('plan_cache_mode', 'auto', true), set_config('enable_seqscan', 'on', true)`.compile(db);
+  return sql`select set_config('plan_cache_mode', ${generic ? 'force_generic_plan' : 'auto'}, true),
+    set_config('enable_seqscan', ${generic ? 'off' : 'on'}, true)`.compile(db);
 }
 
 /**

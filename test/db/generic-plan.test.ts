@@ -1,4 +1,4 @@
-import { CompiledQuery } from 'kysely';
+import type { CompiledQuery } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DatabaseHandle } from '../../src/db/client.js';
 import { onGenericPlan } from '../../src/db/generic-plan.js';
@@ -6,6 +6,7 @@ import { claimBatchKeys } from '../../src/http/idempotency-claim.js';
 import { newId } from '../../src/lib/ids.js';
 import { readSpendStatement } from '../../src/modules/transfers/spend-repo.js';
 import { openTestDatabase } from '../harness.js';
+import { explainPrepared } from '../plans.js';
 
 /**
  * The generic plan a connection makes at a named statement's first run on a new database, whose
@@ -14,17 +15,10 @@ import { openTestDatabase } from '../harness.js';
  * again by every batch as the table grows.
  */
 async function firstGenericPlan(handle: DatabaseHandle, statement: CompiledQuery<unknown>): Promise<string> {
-  const literal = (v: unknown) =>
-    Array.isArray(v) ? `'{${v.map((x) => `"${String(x)}"`).join(',')}}'` : typeof v === 'number' ? String(v) : `'${String(v)}'`;
   return handle.db.transaction().execute(async (trx) => {
     const [settings] = onGenericPlan(trx, statement);
     await trx.executeQuery(settings);
-    await trx.executeQuery(CompiledQuery.raw(`prepare first_run as ${statement.sql}`));
-    const explained = await trx.executeQuery<Record<string, string>>(
-      CompiledQuery.raw(`explain execute first_run (${statement.parameters.map(literal).join(', ')})`),
-    );
-    await trx.executeQuery(CompiledQuery.raw('deallocate first_run'));
-    return explained.rows.map((r) => Object.values(r)[0]).join('\n');
+    return explainPrepared(trx, statement);
   });
 }
 
