@@ -127,8 +127,12 @@ export function validationError(details: ErrorDetail[], message = 'The request h
   return new AppError('validation_failed', message, details);
 }
 
-/** What a batch's work returns per item: its data, or the error that item alone gets. */
-export type ItemOutcome<T> = { ok: true; data: T } | { ok: false; error: AppError };
+/**
+ * What a batch's work returns per item: its data, or the error that item alone gets. `eventId`: an
+ * event written in the same transaction whose data is `data` (a transfer's own event), which the
+ * Idempotency-Key record then points at instead of storing the answer again.
+ */
+export type ItemOutcome<T> = { ok: true; data: T; eventId?: string } | { ok: false; error: AppError };
 
 /**
  * Runs `fn`, returning a client error (AppError) as a value instead of throwing it: a batch makes

@@ -16,7 +16,7 @@ import { isRetryableConflict } from '../db/retry.js';
 import { isUniqueViolation } from '../db/errors.js';
 import { idempotencyKeyOf } from './idempotency.js';
 import { batchClaim, isClaimRace, LEASE_SECONDS } from './idempotency-claim.js';
-import { ReplayResponse } from './replay.js';
+import { replayOf, RESPONSE_DATA, type StoredAnswer } from './replay.js';
 import type { Deps } from './deps.js';
 
 /** Stored business outcomes, as in idempotency.ts: anything else (400, 403, 5xx) is not stored. */
@@ -36,13 +36,18 @@ interface Item<I> {
 }
 
 /** What an unclaimed key's record says (another request holds or finished it). */
-interface KeyRecord {
+interface KeyRecord extends StoredAnswer {
   fingerprint: string;
   state: string;
-  response_status: number | null;
-  response_body: string | null;
-  response_sealed: boolean;
   retry_after: number;
+}
+
+/** An outcome stored as its record's answer: its text, or the event whose data it is (then the text is not stored). */
+interface Stored<I> {
+  item: Item<I>;
+  status: number;
+  text: string;
+  eventId: string | null;
 }
 
 /** How each item ends once the batch committed (settled only after the commit: nothing unreported is durable). */
@@ -60,7 +65,8 @@ type Settlement = { text: string } | { err: unknown };
  * and the transaction commits. An item's refusal is its own outcome; an unexpected error reruns
  * every item alone, so only the faulty one fails. The response text is serialized by the route's
  * schema and stored as is, so a replay is byte for byte the same (same fingerprint as
- * idempotency.ts, so both paths recognize each other's keys).
+ * idempotency.ts, so both paths recognize each other's keys). An answer that is an event's data
+ * (`eventId` of its outcome) is not stored again: the record points at the event (replay.ts).
  */
 export class BatchedIdempotency<I, T> {
   private readonly batcher: Batcher<Item<I>>;
@@ -198,7 +204,7 @@ export class BatchedIdempotency<I, T> {
 
   /** Each claimed item's outcome: the text it answers (stored, or not: 400 and 403 drop their claim). */
   private outcomesOf(batch: Item<I>[], mine: number[], outcomes: ItemOutcome<T>[], settled: (Settlement | undefined)[]) {
-    const stored: { item: Item<I>; status: number; text: string }[] = [];
+    const stored: Stored<I>[] = [];
     const dropped: Item<I>[] = [];
     mine.forEach((i, k) => {
       const item = batch[i]!;
@@ -206,13 +212,13 @@ export class BatchedIdempotency<I, T> {
       if (outcome.ok) {
         item.reply.code(200);
         const text = item.reply.serialize(ok(outcome.data)) as string;
-        stored.push({ item, status: 200, text });
+        stored.push({ item, status: 200, text, eventId: outcome.eventId ?? null });
         settled[i] = { text };
         return;
       }
       settled[i] = { err: outcome.error };
       if (STORED_ERROR_STATUSES.has(statusOf(outcome.error)))
-        stored.push({ item, status: statusOf(outcome.error), text: errorText(item.request, outcome.error) });
+        stored.push({ item, status: statusOf(outcome.error), text: errorText(item.request, outcome.error), eventId: null });
       else dropped.push(item);
     });
     return { stored, dropped };
@@ -225,7 +231,7 @@ export class BatchedIdempotency<I, T> {
     // eslint-disable-next-line no-restricted-syntax -- set-based over a batch's keys, each with its own business and environment
     const rows = await sql<KeyRecord & { tenant_id: string; environment: string; key: string }>`
       select k.tenant_id, k.environment, k.key, k.fingerprint, k.state, k.response_status, k.response_body, k.response_sealed,
-        greatest(1, ceil(extract(epoch from k.locked_until - now())))::int as retry_after
+        ${sql.raw(RESPONSE_DATA('k'))} as response_data, greatest(1, ceil(extract(epoch from k.locked_until - now())))::int as retry_after
       from idempotency_keys k
       join unnest(${others.map((o) => o.item.tenantId)}::uuid[], ${others.map((o) => o.item.environment)}::text[], ${others.map((o) => o.item.key)}::text[])
         as u(t, e, k) on k.tenant_id = u.t and k.environment = u.e and k.key = u.k`.execute(trx);
@@ -238,12 +244,11 @@ export class BatchedIdempotency<I, T> {
 
   private unclaimedOutcome(item: Item<I>, row: KeyRecord | undefined) {
     if (row && row.fingerprint !== item.fingerprint) return new AppError('idempotency_key_reused');
-    if (row && row.state === 'completed' && row.response_status !== null && row.response_body !== null) {
-      const text = row.response_sealed
-        ? this.sealer.open(row.response_body, `${item.tenantId}:${item.environment}:${item.key}`)
-        : row.response_body;
-      return new ReplayResponse(row.response_status, text);
-    }
+    const replay =
+      row?.state === 'completed'
+        ? replayOf(row, item.reply, (sealed) => this.sealer.open(sealed, `${item.tenantId}:${item.environment}:${item.key}`))
+        : null;
+    if (replay) return replay;
     const retryAfter = String(row?.retry_after ?? 1);
     return new AppError(
       'idempotency_request_in_progress',
@@ -260,35 +265,36 @@ export class BatchedIdempotency<I, T> {
    * older version), the insert fails on the primary key, nothing of the batch commits, and the
    * batch runs again (`isClaimRace`), then finds it.
    */
-  private async insertCompleted(writes: WriteSet, owner: string, stored: { item: Item<I>; status: number; text: string }[]) {
+  private async insertCompleted(writes: WriteSet, owner: string, stored: Stored<I>[]) {
     if (stored.length === 0) return;
     await write(
       writes,
       () => sql`
       insert into idempotency_keys (tenant_id, environment, key, fingerprint, state, locked_until, claim_token, owner_id, expires_at,
-        response_status, response_body)
+        response_status, response_body, response_event_id)
       select u.t, u.e, u.k, u.f, 'completed', now() + make_interval(secs => ${LEASE_SECONDS}), u.c, ${owner}::uuid,
-        now() + make_interval(hours => ${this.ttlHours}), u.s, u.b
+        now() + make_interval(hours => ${this.ttlHours}), u.s, u.b, u.v
       from ${valuesOf(
         'u',
-        { t: 'uuid', e: 'text', k: 'text', f: 'text', c: 'uuid', s: 'int', b: 'text' },
-        stored.map((s) => [s.item.tenantId, s.item.environment, s.item.key, s.item.fingerprint, s.item.token, s.status, s.text]),
+        { t: 'uuid', e: 'text', k: 'text', f: 'text', c: 'uuid', s: 'int', b: 'text', v: 'uuid' },
+        stored.map((s) => [s.item.tenantId, s.item.environment, s.item.key, s.item.fingerprint, s.item.token, s.status, ...answerOf(s)]),
       )}`,
     );
   }
 
   /** Completes every stored outcome of a record taken over with one UPDATE (same transaction as the effects). */
-  private async complete(writes: WriteSet, stored: { item: Item<I>; status: number; text: string }[]) {
+  private async complete(writes: WriteSet, stored: Stored<I>[]) {
     if (stored.length === 0) return;
     await write(
       writes,
       // eslint-disable-next-line no-restricted-syntax -- set-based over a batch's keys, each with its own business and environment
       () => sql`
-      update idempotency_keys k set state = 'completed', response_status = u.s, response_body = u.b, response_sealed = false
+      update idempotency_keys k set state = 'completed', response_status = u.s, response_body = u.b, response_event_id = u.v,
+        response_sealed = false
       from ${valuesOf(
         'u',
-        { t: 'uuid', e: 'text', k: 'text', c: 'uuid', s: 'int', b: 'text' },
-        stored.map((s) => [s.item.tenantId, s.item.environment, s.item.key, s.item.token, s.status, s.text]),
+        { t: 'uuid', e: 'text', k: 'text', c: 'uuid', s: 'int', b: 'text', v: 'uuid' },
+        stored.map((s) => [s.item.tenantId, s.item.environment, s.item.key, s.item.token, s.status, ...answerOf(s)]),
       )}
       where k.tenant_id = u.t and k.environment = u.e and k.key = u.k and k.claim_token = u.c`,
     );
@@ -310,6 +316,11 @@ export class BatchedIdempotency<I, T> {
       where k.tenant_id = u.t and k.environment = u.e and k.key = u.k and k.claim_token = u.c`,
     );
   }
+}
+
+/** A stored outcome's record columns response_body and response_event_id: the event when there is one, else the text. */
+function answerOf<I>(s: Stored<I>): [string | null, string | null] {
+  return s.eventId === null ? [s.text, null] : [null, s.eventId];
 }
 
 function errorText(request: FastifyRequest, err: AppError): string {

@@ -56,7 +56,7 @@ const mayTakeOver = (owner: string) => sql`(r.expires_at < now()
 const takeOver = (owner: string, ttlHours: number) => sql`update idempotency_keys r set
         fingerprint = u.f, state = 'in_progress', locked_until = now() + make_interval(secs => ${LEASE_SECONDS}),
         claim_token = u.c, owner_id = ${owner}::uuid, expires_at = now() + make_interval(hours => ${ttlHours}),
-        response_status = null, response_body = null, response_sealed = false, created_at = now()`;
+        response_status = null, response_body = null, response_event_id = null, response_sealed = false, created_at = now()`;
 
 /**
  * The claim of Idempotency-Keys by a request of its own (idempotency.ts), in its own short

@@ -8,7 +8,7 @@ import { newId } from '../lib/ids.js';
 import { AppError } from '../core/errors.js';
 import { statusOf } from './errors.js';
 import { ok } from './envelope.js';
-import { ReplayResponse } from './replay.js';
+import { replayOf, RESPONSE_DATA } from './replay.js';
 import { retryOnConflict } from '../db/retry.js';
 import { scoped, scopedDelete, scopedUpdate } from '../db/scoped.js';
 import { claimKeys, isClaimRace } from './idempotency-claim.js';
@@ -25,6 +25,8 @@ interface IdempotencyKeysTable {
   owner_id: string | null;
   response_status: number | null;
   response_body: string | null;
+  /** The event whose data is the answer, instead of its text (idempotency-batch.ts, migration 1262). */
+  response_event_id: string | null;
   response_sealed: ColumnType<boolean, boolean | undefined, boolean>;
   created_at: ColumnType<Date, never, never>;
   expires_at: ColumnType<Date, Date | string, Date | string>;
@@ -93,7 +95,7 @@ export class Idempotency {
     if (options.sensitive) reply.header('Cache-Control', 'no-store');
     const fingerprint = sha256Hex(`${operation}\n${canonicalJson(request.params ?? {})}\n${canonicalJson(request.body ?? null)}`);
     const scope: KeyScope = { tenantId, environment, key };
-    const claimToken = await this.claim(scope, fingerprint);
+    const claimToken = await this.claim(scope, fingerprint, reply);
     const sealContext = `${tenantId}:${environment}:${key}`;
     let status = typeof options.status === 'number' ? options.status : 200;
 
@@ -134,7 +136,7 @@ export class Idempotency {
   }
 
   /** Returns this request's claim token, or throws the replay / conflict outcome. */
-  private async claim(scope: KeyScope, fingerprint: string): Promise<string> {
+  private async claim(scope: KeyScope, fingerprint: string, reply: FastifyReply): Promise<string> {
     const token = newId();
     const owner = await processInstance(this.db).ensure();
     // One statement (claimKeys): insert, or take over. Concurrent duplicates block on the row and
@@ -144,7 +146,7 @@ export class Idempotency {
     try {
       claimed = await this.db.executeQuery(claimKeys(this.db, [{ ...scope, fingerprint, token }], owner, this.ttlHours));
     } catch (err) {
-      if (isClaimRace(err)) return this.claim(scope, fingerprint);
+      if (isClaimRace(err)) return this.claim(scope, fingerprint, reply);
       throw err;
     }
     if (claimed.rows.length > 0) return token;
@@ -153,17 +155,16 @@ export class Idempotency {
       .selectAll()
       // Its owner is alive and working: ask for a retry soon (the claim ends with the work).
       .select(sql<number>`least(2, greatest(1, ceil(extract(epoch from locked_until - now()))))::int`.as('retry_after'))
+      .select(sql<unknown>`${sql.raw(RESPONSE_DATA('idempotency_keys'))}`.as('response_data'))
       .where('key', '=', scope.key)
       .executeTakeFirst();
-    if (!existing) return this.claim(scope, fingerprint); // it expired and was swept in between
+    if (!existing) return this.claim(scope, fingerprint, reply); // it expired and was swept in between
     if (existing.fingerprint !== fingerprint) {
       throw new AppError('idempotency_key_reused');
     }
-    if (existing.state === 'completed' && existing.response_status !== null && existing.response_body !== null) {
-      const context = `${scope.tenantId}:${scope.environment}:${scope.key}`;
-      const text = existing.response_sealed ? this.sealer.open(existing.response_body, context) : existing.response_body;
-      throw new ReplayResponse(existing.response_status, text);
-    }
+    const context = `${scope.tenantId}:${scope.environment}:${scope.key}`;
+    const replay = existing.state === 'completed' ? replayOf(existing, reply, (sealed) => this.sealer.open(sealed, context)) : null;
+    if (replay) throw replay;
     throw new AppError(
       'idempotency_request_in_progress',
       'A request with this Idempotency-Key is still being processed; retry shortly',

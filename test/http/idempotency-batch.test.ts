@@ -50,24 +50,54 @@ async function instance(heartbeatSecondsAgo: number) {
   return id;
 }
 
+/**
+ * The record of `key`: its state and status, the answer's text it stores, and the event it points
+ * at instead (a transfer's answer is its event's data: migration 1262), as its type and data.
+ */
 async function recordOf(ctx: { tenantId: string }, key: string) {
-  const { rows } = await sql<{ state: string; response_status: number | null; response_body: string | null }>`
-    select state, response_status, response_body from idempotency_keys
-    where tenant_id = ${ctx.tenantId} and environment = 'sandbox' and key = ${key}`.execute(t.db);
+  const { rows } = await sql<{
+    state: string;
+    response_status: number | null;
+    response_body: string | null;
+    event: { type: string; data: unknown } | null;
+  }>`
+    select k.state, k.response_status, k.response_body,
+      (select json_build_object('type', e.event_type, 'data', e.event_data) from events e where e.id = k.response_event_id) as event
+    from idempotency_keys k
+    where k.tenant_id = ${ctx.tenantId} and k.environment = 'sandbox' and k.key = ${key}`.execute(t.db);
   return rows[0];
 }
 
+/** What the record of a transfer answered with `answer` holds: no text, its own event. */
+const transferRecord = (answer: { text: string; body: { data: unknown } }) => ({
+  state: 'completed',
+  response_status: 200,
+  response_body: null,
+  event: { type: 'transfer.status.completed', data: answer.body.data },
+});
+
 describe("a batched transfer's Idempotency-Key record", () => {
-  it('is the completed answer, written with the transfer, and replayed byte for byte', async () => {
+  it("is the completed answer, written with the transfer, pointing at the transfer's event, and replayed byte for byte", async () => {
     const { api, ctx, body, transfers } = await fundedPair('Once Ltd');
     const first = await api.post('/v1/transfers', body(), { idempotencyKey: 'once' });
     expect(first.status).toBe(200);
-    expect(await recordOf(ctx, 'once')).toEqual({ state: 'completed', response_status: 200, response_body: first.text });
+    expect(await recordOf(ctx, 'once')).toEqual(transferRecord(first));
     const replay = await api.post('/v1/transfers', body(), { idempotencyKey: 'once' });
     expect(replay.text).toBe(first.text);
     expect(replay.headers['idempotency-replayed']).toBe('true');
     expect((await api.post('/v1/transfers', body('2.00'), { idempotencyKey: 'once' })).body.error.code).toBe('idempotency_key_reused');
     expect(await transfers()).toBe(1);
+  });
+
+  it('replays from the event byte for byte whatever the strings hold (escapes, accents, emoji) and whatever jsonb did to the key order', async () => {
+    const { api, ctx, body } = await fundedPair('Escapes Ltd');
+    const request = { ...body('3.21'), description: 'Caf\u00e9 "q" \\ \t \u2028 \ud83d\udcb8 </script>', client_reference: 'r\u00e9f-1' };
+    const first = await api.post('/v1/transfers', request, { idempotencyKey: 'escapes' });
+    expect(first.status).toBe(200);
+    expect(await recordOf(ctx, 'escapes')).toEqual(transferRecord(first));
+    const replay = await api.post('/v1/transfers', request, { idempotencyKey: 'escapes' });
+    expect(replay.headers['idempotency-replayed']).toBe('true');
+    expect(replay.text).toBe(first.text);
   });
 
   it('an outcome that is not stored (400) leaves no record: the corrected request runs under the same key', async () => {
@@ -96,7 +126,7 @@ describe("a batched transfer's Idempotency-Key record", () => {
     await leftClaim(ctx, 'left-dead', fingerprint, await instance(60));
     const taken = await api.post('/v1/transfers', body(), { idempotencyKey: 'left-dead' });
     expect(taken.status).toBe(200);
-    expect(await recordOf(ctx, 'left-dead')).toEqual({ state: 'completed', response_status: 200, response_body: taken.text });
+    expect(await recordOf(ctx, 'left-dead')).toEqual(transferRecord(taken));
     expect((await api.post('/v1/transfers', body(), { idempotencyKey: 'left-dead' })).text).toBe(taken.text);
     expect(await transfers()).toBe(2);
   });
@@ -108,7 +138,7 @@ describe("a batched transfer's Idempotency-Key record", () => {
       where tenant_id = ${ctx.tenantId} and key = 'expired'`.execute(t.db);
     const second = await api.post('/v1/transfers', body('2.00'), { idempotencyKey: 'expired' });
     expect(second.status).toBe(200);
-    expect(await recordOf(ctx, 'expired')).toEqual({ state: 'completed', response_status: 200, response_body: second.text });
+    expect(await recordOf(ctx, 'expired')).toEqual(transferRecord(second));
     expect((await api.post('/v1/transfers', body('2.00'), { idempotencyKey: 'expired' })).text).toBe(second.text);
     expect(await transfers()).toBe(2);
   });
@@ -121,7 +151,7 @@ describe("a batched transfer's Idempotency-Key record", () => {
     expect(results.map((r) => r.status)).toEqual([200, 200, expect.any(Number), 200, 200]);
     expect(await recordOf(ctx, 'rerun-2')).toBeUndefined();
     for (const i of [0, 1, 3, 4]) {
-      expect(await recordOf(ctx, `rerun-${i}`)).toEqual({ state: 'completed', response_status: 200, response_body: results[i]!.text });
+      expect(await recordOf(ctx, `rerun-${i}`)).toEqual(transferRecord(results[i]!));
       expect((await api.post('/v1/transfers', bodies[i], { idempotencyKey: `rerun-${i}` })).text).toBe(results[i]!.text);
     }
     expect((await api.post('/v1/transfers', body(), { idempotencyKey: 'rerun-2' })).status).toBe(200);

@@ -21,11 +21,11 @@ import type { TransferResponse } from './schema.js';
 
 /**
  * Each request's own outcome: its transfer (the row, and its answer: the same object its event
- * carries, made once), or the error it alone gets.
+ * carries, made once, and that event's id), or the error it alone gets.
  */
-export type TransferOutcome = { ok: true; row: repo.TransferRow; response: TransferResponse } | { ok: false; error: AppError };
-/** A transfer recorded: its row and its answer. */
-export type Recorded = { row: repo.TransferRow; response: TransferResponse };
+export type TransferOutcome = ({ ok: true } & Recorded) | { ok: false; error: AppError };
+/** A transfer recorded: its row, its answer, and the id of its event, whose data is the answer. */
+export type Recorded = { row: repo.TransferRow; response: TransferResponse; eventId: string };
 
 /** A movement the batch accepted: its posting, or a payout's holds. */
 export type Accepted = { i: number; p: Prepared } & ({ posting: PostedTransaction; holds?: never } | { holds: Hold[]; posting?: never });
@@ -180,7 +180,7 @@ export async function record(writes: WriteSet, accepted: Accepted[]): Promise<Re
   const rows = accepted.map((a, k) => rowOf(a, txs[k]![0]!.id));
   const responses = rows.map(toTransferResponse);
   await repo.insertTransfers(writes, rows);
-  await recordEvents(
+  const events = await recordEvents(
     writes,
     accepted.flatMap(({ p }, k) => [
       {
@@ -194,5 +194,7 @@ export async function record(writes: WriteSet, accepted: Accepted[]): Promise<Re
     ]),
   );
   for (const { p } of accepted) if (isPayout(p)) await requestPayoutApproval(writes.db, p);
-  return rows.map((row, k) => ({ row, response: responses[k]! }));
+  // One transfer event a movement, in order (a card funding's own event is a cards one).
+  const own = events.filter((e) => e.event_type.startsWith('transfer.'));
+  return rows.map((row, k) => ({ row, response: responses[k]!, eventId: own[k]!.event_id }));
 }

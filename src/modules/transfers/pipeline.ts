@@ -29,7 +29,7 @@ export async function movementBatch(trx: Trx, reqs: MovementRequest[], writes?: 
 
 /** Answer: a movement's outcome as its request's answer. */
 export function answer(outcome: batch.TransferOutcome): ItemOutcome<TransferResponse> {
-  return outcome.ok ? { ok: true, data: outcome.response } : outcome;
+  return outcome.ok ? { ok: true, data: outcome.response, eventId: outcome.eventId } : outcome;
 }
 
 /**
@@ -62,8 +62,7 @@ async function moveLocked(trx: Trx, reqs: MovementRequest[], locks: FirstLocks, 
     return batch.record(set, accepted);
   });
   accepted.forEach((a, k) => {
-    const { row, response } = recorded[k]!;
-    outcomes[a.i] = { ok: true, row, response };
+    outcomes[a.i] = { ok: true, ...recorded[k]! };
   });
   return outcomes.map((o) => o!);
 }
