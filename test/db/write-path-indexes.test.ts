@@ -5,6 +5,7 @@ import { newId } from '../../src/lib/ids.js';
 import * as ledgerRepo from '../../src/ledger/repo.js';
 import * as transactions from '../../src/modules/transactions/repo.js';
 import * as opsRepo from '../../src/ops/repo.js';
+import * as transfersRepo from '../../src/modules/transfers/repo.js';
 import { planWithoutSeqScans, sentStatements } from '../plans.js';
 import { openTestDatabase } from '../harness.js';
 
@@ -35,7 +36,7 @@ const WRITE_PATH_INDEXES: Record<string, Record<string, string>> = {
   transfers: {
     transfers_pkey: 'GET /v1/transfers/{id}',
     transfers_list_idx: 'GET /v1/transfers',
-    transfers_status_idx: 'the status filter',
+    transfers_status_idx: 'the status filter (partial: transfers not completed, migration 1263)',
     transfers_source_idx: 'the account_id filter (source side)',
     transfers_destination_idx: 'the account_id filter (destination side)',
     transfers_client_reference_idx: "the dashboard's search by client reference (partial: transfers that carry one, migration 1220)",
@@ -158,5 +159,30 @@ describe('the reads of the indexes merged into a primary key walk it', () => {
     expect(plan, plan).toMatch(/ledger_entries_account_history_idx[^\n]*\n\s+Index Cond: \(\(account_id = /);
     expect(plan, plan).toMatch(/ledger_entries_pkey[^\n]*\n\s+Index Cond: \(transaction_id = /);
     expect(plan, plan).toMatch(/ledger_transactions_pkey[^\n]*\n\s+Index Cond: \(\(id >= /);
+  });
+});
+
+describe("the transfers' status index holds only the transfers that are not completed (migration 1263)", () => {
+  const scope = { tenantId: newId(), environment: 'sandbox' as const };
+  const pageOf = async (status: 'failed' | 'pending' | 'completed') => {
+    const statements = await sentStatements(handle.db, (db) =>
+      transfersRepo.listTransfers(db, scope, { page: 1, items_per_page: 20, status }),
+    );
+    return planWithoutSeqScans(handle.db, statements.find((q) => /order by/.test(q.sql))!);
+  };
+
+  it('is partial: a completed transfer, nearly every one, writes no entry of it', async () => {
+    const { rows } = await sql<{ def: string }>`select pg_get_indexdef('transfers_status_idx'::regclass) as def`.execute(handle.db);
+    expect(rows[0]!.def).toContain("WHERE (status <> 'completed'::text)");
+  });
+
+  it.each(['failed', 'pending'] as const)('a list of %s transfers walks it (the query states its predicate)', async (status) => {
+    expect(await pageOf(status)).toContain('transfers_status_idx');
+  });
+
+  it('a list of completed transfers walks the list index', async () => {
+    const plan = await pageOf('completed');
+    expect(plan).not.toMatch(/Seq Scan/);
+    expect(plan).toContain('transfers_list_idx');
   });
 });
