@@ -16,8 +16,10 @@ export interface CapturedRequest {
   keyPrefix: string | null;
   /** The parsed request body (kept by reference; redacted and serialized by the flusher). */
   requestBody: unknown;
-  /** The response payload as sent, when it was text. */
+  /** The response payload as sent, when it was text (null when `responseEventId` says it). */
   responseBody: string | null;
+  /** The event whose data the answer is (a transfer's): the log points at it rather than keep the text. */
+  responseEventId?: string | null;
   /** Epoch milliseconds when the request arrived. */
   startedAt: number;
   /** Given by the flusher the first time it writes the entry, so a retried write never doubles it. */

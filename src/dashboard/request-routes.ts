@@ -5,7 +5,16 @@ import { AppError, notFound } from '../core/errors.js';
 import { statusOf } from '../http/errors.js';
 import { PageQuery, type Page } from '../db/pagination.js';
 import { isUuid } from '../lib/ids.js';
-import { getRequest, listRequests, type RequestLogDetail, type RequestLogSummary } from '../modules/request-log/service.js';
+import {
+  getRequest,
+  listRequests,
+  type AnswerEvent,
+  type RequestLogDetail,
+  type RequestLogSummary,
+} from '../modules/request-log/service.js';
+import { TransferResponse } from '../modules/transfers/schema.js';
+import { envelope } from '../http/envelope.js';
+import { answerWriter } from '../http/serializer.js';
 import { eventsOf, type EventSummary } from '../modules/webhooks/service.js';
 import { html, queryString, type Html } from './html.js';
 import { emptyState } from './empty-states.js';
@@ -113,6 +122,16 @@ ${page ? keysetPager(filters, page as Page<unknown>) : ''}`,
   );
 }
 
+const writeTransferAnswer = answerWriter(envelope(TransferResponse));
+
+/**
+ * The answer of a logged request that points at its event (a transfer's: migration 1264), written
+ * as POST /v1/transfers wrote it: by the route's response schema, in its key order.
+ */
+export function answerOfEvent(event: AnswerEvent): string | null {
+  return event.type.startsWith('transfer.') ? writeTransferAnswer({ data: event.data, error: null }) : null;
+}
+
 function body(title: string, id: string, text: string | null): Html {
   return html`<section class="card" aria-labelledby="${id}"><h2 id="${id}">${title}</h2>
   ${text === null ? html`<p class="empty">No body.</p>` : html`<pre class="payload" tabindex="0" aria-labelledby="${id}">${prettyJson(text)}</pre>`}</section>`;
@@ -198,7 +217,7 @@ export function requestLogRoutes(deps: Deps) {
       const id = (request.params as { id: string }).id;
       if (!isUuid(id)) throw notFound('Request');
       await flush();
-      const entry = await getRequest(deps.db, scopeOf(session), id);
+      const entry = await getRequest(deps.db, scopeOf(session), id, answerOfEvent);
       if (!entry) throw notFound('Request');
       const events = await eventsOf(deps.db, scopeOf(session), resourceIdsOf(entry));
       return sendPage(reply, detailPage(session, entry, events));

@@ -51,7 +51,7 @@ interface Stored<I> {
 }
 
 /** How each item ends once the batch committed (settled only after the commit: nothing unreported is durable). */
-type Settlement = { text: string } | { err: unknown };
+type Settlement = { text: string; eventId: string | null } | { err: unknown };
 
 /**
  * Idempotent POSTs executed in batches (docs/money-path.md): concurrent requests are gathered
@@ -141,6 +141,8 @@ export class BatchedIdempotency<I, T> {
   private settle(item: Item<I>, s: Settlement) {
     try {
       if ('text' in s) {
+        // The request log keeps the event rather than the text (http/request-log.ts).
+        item.request.answerEventId = s.eventId;
         item.reply.type('application/json; charset=utf-8');
         item.resolve(s.text);
       } else item.reject(s.err);
@@ -212,8 +214,9 @@ export class BatchedIdempotency<I, T> {
       if (outcome.ok) {
         item.reply.code(200);
         const text = item.reply.serialize(ok(outcome.data)) as string;
-        stored.push({ item, status: 200, text, eventId: outcome.eventId ?? null });
-        settled[i] = { text };
+        const eventId = outcome.eventId ?? null;
+        stored.push({ item, status: 200, text, eventId });
+        settled[i] = { text, eventId };
         return;
       }
       settled[i] = { err: outcome.error };

@@ -10,6 +10,11 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** The response payload kept for the request log (text only). */
     requestLogPayload: string | null;
+    /**
+     * The event written in the request's transaction whose data is its answer (idempotency-batch.ts):
+     * the log keeps the event's id instead of the answer's text.
+     */
+    answerEventId: string | null;
   }
 }
 
@@ -39,6 +44,7 @@ function bodyTooLarge(request: FastifyRequest): boolean {
  */
 export function registerRequestLog(app: FastifyInstance, log: RequestLogSink): void {
   app.decorateRequest('requestLogPayload', null);
+  app.decorateRequest('answerEventId', null);
 
   app.addHook('onSend', (request: FastifyRequest, _reply: FastifyReply, payload: unknown, done: (err: null, p: unknown) => void) => {
     if (request.ctx && typeof payload === 'string' && payload.length <= MAX_CAPTURED_BODY_BYTES) request.requestLogPayload = payload;
@@ -62,7 +68,8 @@ export function registerRequestLog(app: FastifyInstance, log: RequestLogSink): v
           replayed: reply.getHeader('idempotency-replayed') === 'true',
           keyPrefix: keyPrefixOf(request.headers['api-key']),
           requestBody: bodyTooLarge(request) ? `[body of ${request.headers['content-length']} bytes not kept]` : request.body,
-          responseBody: request.requestLogPayload,
+          responseBody: request.answerEventId === null ? request.requestLogPayload : null,
+          responseEventId: request.answerEventId,
           startedAt: Date.now() - elapsed,
         });
       }

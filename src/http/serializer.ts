@@ -202,6 +202,17 @@ export const serializerCompiler: FastifySerializerCompiler<z.ZodType> = (route) 
   const viaZodSerializer = zodSerializerCompiler(route as never) as (data: unknown) => string;
   const schema = route.schema as unknown;
   if (!(schema instanceof z.core.$ZodType)) return viaZodSerializer;
+  return answerWriter(schema, viaZodSerializer);
+};
+
+/**
+ * What a route whose response schema is `schema` writes for `data`: the same text its answers
+ * are sent as, for an answer written again outside the route (a logged request's, from its event).
+ */
+export function answerWriter(
+  schema: Schema,
+  viaZodSerializer = zodSerializerCompiler({ schema } as never) as (data: unknown) => string,
+): (data: unknown) => string {
   const write = writerOf(schema);
   return (data: unknown) => {
     try {
@@ -212,4 +223,4 @@ export const serializerCompiler: FastifySerializerCompiler<z.ZodType> = (route) 
     }
     return viaZodSerializer(data);
   };
-};
+}

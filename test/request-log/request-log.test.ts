@@ -3,7 +3,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newId, uuidv7LowerBound } from '../../src/lib/ids.js';
 import { arrayParameter } from '../../src/db/values.js';
 import * as logRepo from '../../src/modules/request-log/repo.js';
-import { purgeExpiredRequests, RequestLog, RequestLogRetention } from '../../src/modules/request-log/service.js';
+import { getRequest, purgeExpiredRequests, RequestLog, RequestLogRetention } from '../../src/modules/request-log/service.js';
+import { answerOfEvent } from '../../src/dashboard/request-routes.js';
 import { setSettings } from '../../src/modules/tenants/service.js';
 import { Agent } from '../dashboard-agent.js';
 import { planWithoutSeqScans, sentStatements } from '../plans.js';
@@ -139,6 +140,31 @@ describe('request log', () => {
     expect(detail.body).toContain(bad.body.error.code);
   });
 
+  it("keeps a transfer's answer as its event, not its text a second time, and shows it as it was sent (migration 1264)", async () => {
+    const open = async () => (await api.post('/v1/accounts', { currency: 'NGN', label: 'logged' })).body.data.id as string;
+    const [from, to] = [await open(), await open()];
+    expect((await api.post(`/v1/simulations/accounts/${from}/fund`, { amount: '10.00' })).status).toBe(200);
+    const description = 'Caf\u00e9 "q" \\ </pre> \ud83d\udcb8';
+    const sent = await api.post(
+      '/v1/transfers',
+      { source: { id: from }, destination: { destination_type: 'internal_account', id: to }, amount: '2.50', description },
+      { idempotencyKey: 'log-transfer' },
+    );
+    expect(sent.status).toBe(200);
+    await t.app.requestLog!.flush();
+    const row = (await rows()).find((r) => r.request_id === sent.headers['x-request-id'])!;
+    expect(row.response_body).toBeNull();
+    const { rows: events } = await sql<{ id: string; event_type: string }>`
+      select id, event_type from events where tenant_id = ${tenantId} and event_group_id = ${sent.body.data.id}`.execute(t.db);
+    expect(events).toEqual([{ id: row.response_event_id, event_type: 'transfer.status.completed' }]);
+    const detail = await getRequest(t.db, { tenantId, environment: 'sandbox' }, row.id, answerOfEvent);
+    expect(detail!.response_body).toBe(sent.text);
+    const page = await agent.get(`/dashboard/requests/${row.id}`);
+    expect(page.statusCode).toBe(200);
+    expect(page.body).toContain(sent.body.data.id);
+    expect(page.body).toContain('&lt;/pre&gt;');
+  });
+
   it('filters by status class, method and path, and pages with a cursor', async () => {
     for (let i = 0; i < 3; i++) await api.get(`/v1/customers?items_per_page=${i + 1}`);
     await api.get('/v1/customers/not-a-uuid');
@@ -220,6 +246,7 @@ describe('request log', () => {
       key_prefix: null,
       request_body: JSON.stringify({ note: tricky[i % tricky.length] }),
       response_body: i === 5 ? null : tricky[i % tricky.length]!,
+      response_event_id: i % 4 === 1 ? newId() : null,
       created_at: at,
     }));
     await insertLog(many);

@@ -101,6 +101,13 @@ const cases: [string, unknown, string | null, Partial<CapturedRequest>?][] = [
   // Headers and timings.
   ['/v1/x', undefined, null, { requestId: 'r'.repeat(200), idempotencyKey: 'k'.repeat(300), status: 500, durationMs: 12.5 }],
   ['/v1/x', undefined, null, { durationMs: -3, keyPrefix: null, status: 302 }],
+  // An answer that is its event's data (a transfer's, migration 1264): the event's id, no text.
+  [
+    '/v1/transfers',
+    { source: { id: 'a' }, destination: { destination_type: 'internal_account', id: 'b' }, amount: '2.00' },
+    null,
+    { method: 'POST', responseEventId: '01a23798-0000-7000-8000-00000000e0e0' },
+  ],
 ];
 
 describe('the rows the request log stores', () => {
@@ -128,7 +135,13 @@ describe('the rows the request log stores', () => {
     await log.flush();
     expect(log.written).toBe(cases.length);
     const rows = await t.db.selectFrom('api_request_log').selectAll().where('tenant_id', '=', tenantId).orderBy('id').execute();
-    const stored = rows.map((r) => ({ ...r, tenant_id: 'the business', created_at: r.created_at.toISOString() }));
+    // The column of migration 1264 is shown where it is set: the rows stored before it had none.
+    const stored = rows.map(({ response_event_id, ...r }) => ({
+      ...r,
+      tenant_id: 'the business',
+      created_at: r.created_at.toISOString(),
+      ...(response_event_id === null ? {} : { response_event_id }),
+    }));
     await expect(`${JSON.stringify(stored, null, 2)}\n`).toMatchFileSnapshot('./stored-rows.json');
   });
 });

@@ -22,6 +22,8 @@ export interface ApiRequestLogTable {
   key_prefix: string | null;
   request_body: string | null;
   response_body: string | null;
+  /** The event whose data the answer is, instead of its text (migration 1264). */
+  response_event_id: string | null;
   created_at: ColumnType<Date, Date, never>;
 }
 
@@ -56,6 +58,7 @@ const ARRAY_COLUMNS = [
   ['idempotency_replayed', 'bool'],
   ['key_prefix', 'text'],
   ['created_at', 'timestamptz'],
+  ['response_event_id', 'uuid'],
 ] as const satisfies readonly (readonly [keyof NewRequestLogRow, string])[];
 
 /** Where each row's bodies are in the bodies parameter: 1-based byte offset and byte length, NULL for no body. */
@@ -126,14 +129,14 @@ function arrayValue(row: NewRequestLogRow, column: (typeof ARRAY_COLUMNS)[number
 
 /**
  * The statement's parameters for `rows`, in its order (the bodies, then the arrays). Text columns
- * go through `arrayParameter`; numbers, booleans, UUIDs and timestamps, never null, need no quotes or
- * escapes in array text.
+ * go through `arrayParameter`; numbers, booleans, UUIDs and timestamps need no quotes or escapes
+ * in array text, and the one of them that may be absent (`response_event_id`) is NULL there.
  */
 export function insertParameters(rows: NewRequestLogRow[]): [unknown, ...unknown[]] {
   const [bodies, ...bounds] = bodyParameters(rows);
   const arrays = ARRAY_COLUMNS.map(([column, type]) => {
     const values = rows.map((row) => arrayValue(row, column));
-    return type === 'text' ? arrayParameter(values) : `{${values.join(',')}}`;
+    return type === 'text' ? arrayParameter(values) : `{${values.map((v) => v ?? 'NULL').join(',')}}`;
   });
   return [bodies, ...arrays, ...bounds];
 }
@@ -200,8 +203,20 @@ export async function list(db: Queryable, scope: Scope, filter: RequestLogFilter
   return paginate<RequestLogSummaryRow>(db, base, 'api_request_log.id', filter, (qb) => qb.select([...SUMMARY]));
 }
 
-export async function find(db: Queryable, scope: Scope, id: string): Promise<RequestLogRow | undefined> {
-  return scoped(db, 'api_request_log', scope).selectAll().where('id', '=', id).executeTakeFirst();
+/** A logged request, with the type and data of the event its answer points at (null for none). */
+export async function find(
+  db: Queryable,
+  scope: Scope,
+  id: string,
+): Promise<(RequestLogRow & { response_event: { type: string; data: unknown } | null }) | undefined> {
+  return scoped(db, 'api_request_log', scope)
+    .selectAll()
+    .select(
+      sql<{ type: string; data: unknown } | null>`(select json_build_object('type', e.event_type, 'data', e.event_data)
+        from events e where e.id = api_request_log.response_event_id)`.as('response_event'),
+    )
+    .where('id', '=', id)
+    .executeTakeFirst();
 }
 
 /**

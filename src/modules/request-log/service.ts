@@ -65,6 +65,7 @@ export function toRow(entry: CapturedRequest, maxBodyChars: number): repo.NewReq
     key_prefix: entry.keyPrefix,
     request_body: requestBody === null ? null : cut(requestBody, maxBodyChars),
     response_body: responseBody === null ? null : cut(responseBody, maxBodyChars),
+    response_event_id: entry.responseEventId ?? null,
     created_at: new Date(entry.startedAt),
   };
 }
@@ -193,9 +194,26 @@ export async function listRequests(db: Queryable, scope: Scope, filter: RequestL
   return { ...page, items: page.items.map(toSummary) };
 }
 
-export async function getRequest(db: Queryable, scope: Scope, id: string): Promise<RequestLogDetail | null> {
+/** An event a logged answer points at: its type and data. */
+export type AnswerEvent = { type: string; data: unknown };
+
+/**
+ * A logged request with its bodies. An answer that points at its event (migration 1264) is
+ * written by `writeAnswer` from the event, as the route wrote it, then redacted and cut as the
+ * flusher would have stored it; null when `writeAnswer` knows no such answer.
+ */
+export async function getRequest(
+  db: Queryable,
+  scope: Scope,
+  id: string,
+  writeAnswer: (event: AnswerEvent) => string | null,
+  maxBodyChars = DEFAULTS.maxBodyChars,
+): Promise<RequestLogDetail | null> {
   const row = await repo.find(db, scope, id);
-  return row ? { ...toSummary(row), request_body: row.request_body, response_body: row.response_body } : null;
+  if (!row) return null;
+  const answer = row.response_event === null ? null : writeAnswer(row.response_event);
+  const responseBody = row.response_body ?? (answer === null ? null : cut(redactJsonText(answer), maxBodyChars));
+  return { ...toSummary(row), request_body: row.request_body, response_body: responseBody };
 }
 
 // ---- retention ----------------------------------------------------------------------------------
