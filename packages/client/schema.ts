@@ -30601,36 +30601,6 @@ export interface components {
                 [key: string]: unknown;
             };
         };
-        TransactionInput: {
-            id: string;
-            account_id: string;
-            currency: string;
-            amount: string;
-            fee: string;
-            balance_before: string | null;
-            balance_after: string | null;
-            channel: string;
-            client_metadata: string | null;
-            client_reference?: string;
-            /** @description Absent on a transaction of an account of the business itself */
-            customer_id?: string;
-            date_created: string;
-            description: string;
-            /** @enum {string} */
-            direction: "in" | "out";
-            external_id: string | null;
-            metadata: {
-                [key: string]: unknown;
-            };
-            receiving_account_id: string | null;
-            reference: string;
-            sending_account_id: string | null;
-            /** @enum {string} */
-            status: "pending" | "completed" | "failed" | "waiting_approval";
-            tenant_id: string;
-            transaction_type: string;
-            tx_hash: null;
-        };
         TransferRequestInput: {
             source: {
                 /**
@@ -30770,6 +30740,36 @@ export interface components {
                 } | null;
             }[];
             date_created: string;
+        };
+        TransactionInput: {
+            id: string;
+            account_id: string;
+            currency: string;
+            amount: string;
+            fee: string;
+            balance_before: string | null;
+            balance_after: string | null;
+            channel: string;
+            client_metadata: string | null;
+            client_reference?: string;
+            /** @description Absent on a transaction of an account of the business itself */
+            customer_id?: string;
+            date_created: string;
+            description: string;
+            /** @enum {string} */
+            direction: "in" | "out";
+            external_id: string | null;
+            metadata: {
+                [key: string]: unknown;
+            };
+            receiving_account_id: string | null;
+            reference: string;
+            sending_account_id: string | null;
+            /** @enum {string} */
+            status: "pending" | "completed" | "failed" | "waiting_approval";
+            tenant_id: string;
+            transaction_type: string;
+            tx_hash: null;
         };
         SimulateBankCreditRequestInput: {
             amount: string | number;
@@ -32053,36 +32053,6 @@ export interface components {
                 [key: string]: unknown;
             };
         };
-        Transaction: {
-            id: string;
-            account_id: string;
-            currency: string;
-            amount: string;
-            fee: string;
-            balance_before: string | null;
-            balance_after: string | null;
-            channel: string;
-            client_metadata: string | null;
-            client_reference?: string;
-            /** @description Absent on a transaction of an account of the business itself */
-            customer_id?: string;
-            date_created: string;
-            description: string;
-            /** @enum {string} */
-            direction: "in" | "out";
-            external_id: string | null;
-            metadata: {
-                [key: string]: unknown;
-            };
-            receiving_account_id: string | null;
-            reference: string;
-            sending_account_id: string | null;
-            /** @enum {string} */
-            status: "pending" | "completed" | "failed" | "waiting_approval";
-            tenant_id: string;
-            transaction_type: string;
-            tx_hash: null;
-        };
         TransferRequest: {
             source: {
                 /**
@@ -32222,6 +32192,36 @@ export interface components {
                 } | null;
             }[];
             date_created: string;
+        };
+        Transaction: {
+            id: string;
+            account_id: string;
+            currency: string;
+            amount: string;
+            fee: string;
+            balance_before: string | null;
+            balance_after: string | null;
+            channel: string;
+            client_metadata: string | null;
+            client_reference?: string;
+            /** @description Absent on a transaction of an account of the business itself */
+            customer_id?: string;
+            date_created: string;
+            description: string;
+            /** @enum {string} */
+            direction: "in" | "out";
+            external_id: string | null;
+            metadata: {
+                [key: string]: unknown;
+            };
+            receiving_account_id: string | null;
+            reference: string;
+            sending_account_id: string | null;
+            /** @enum {string} */
+            status: "pending" | "completed" | "failed" | "waiting_approval";
+            tenant_id: string;
+            transaction_type: string;
+            tx_hash: null;
         };
         SimulateBankCreditRequest: {
             amount: string | number;
