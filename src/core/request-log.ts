@@ -6,6 +6,8 @@ export interface CapturedRequest {
   tenantId: string;
   environment: string;
   requestId: string;
+  /** The server made `requestId` (the client sent no valid X-Request-Id): a UUIDv7 of the request's arrival. */
+  requestIdMadeHere?: boolean;
   method: string;
   /** Path and query as received. */
   url: string;

@@ -9,7 +9,8 @@ import type { Scope } from '../core/context.js';
  * one statement; text is an exact customer email (customers_email_idx), customer external id
  * (customers_external_id_idx), transfer client reference (transfers_client_reference_idx,
  * migration 1220), transaction reference (transactions_reference_idx; a transfer's reference is
- * its id) or request id (api_request_log_request_id_idx).
+ * its id) or request id (api_request_log_request_id_idx; a request id the server made is the
+ * request's own id, migration 1265).
  */
 
 export const HIT_KINDS = [
@@ -69,7 +70,7 @@ const SOURCES: Record<HitKind, Source> = {
   request: {
     table: 'api_request_log',
     label: sql`api_request_log.method || ' ' || api_request_log.path`,
-    note: sql`api_request_log.status || ' · ' || api_request_log.request_id`,
+    note: sql`api_request_log.status || ' · ' || coalesce(api_request_log.request_id, api_request_log.id::text)`,
   },
 };
 

@@ -60,6 +60,7 @@ export function registerRequestLog(app: FastifyInstance, log: RequestLogSink): v
           tenantId: ctx.tenantId,
           environment: ctx.environment,
           requestId: String(request.id),
+          requestIdMadeHere: request.headers['x-request-id'] !== request.id,
           method: request.method,
           url: request.url,
           status: reply.statusCode,

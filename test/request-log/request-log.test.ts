@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newId, uuidv7LowerBound } from '../../src/lib/ids.js';
 import { arrayParameter } from '../../src/db/values.js';
 import * as logRepo from '../../src/modules/request-log/repo.js';
-import { getRequest, purgeExpiredRequests, RequestLog, RequestLogRetention } from '../../src/modules/request-log/service.js';
+import { getRequest, listRequests, purgeExpiredRequests, RequestLog, RequestLogRetention } from '../../src/modules/request-log/service.js';
 import { answerOfEvent } from '../../src/dashboard/request-routes.js';
 import { setSettings } from '../../src/modules/tenants/service.js';
 import { Agent } from '../dashboard-agent.js';
@@ -75,7 +75,7 @@ describe('request log', () => {
     const created = await api.post('/v1/customers', johnDoe({ first_name: 'Logged' }), { idempotencyKey: 'log-customer-1' });
     expect(created.status).toBe(200);
     await t.app.requestLog!.flush();
-    const row = (await rows()).find((r) => r.request_id === created.headers['x-request-id'])!;
+    const row = (await rows()).find((r) => (r.request_id ?? r.id) === created.headers['x-request-id'])!;
     expect(row).toMatchObject({
       method: 'POST',
       path: '/v1/customers',
@@ -98,7 +98,7 @@ describe('request log', () => {
     const again = await api.post('/v1/customers', body, { idempotencyKey: 'log-replay' });
     expect(again.headers['idempotency-replayed']).toBe('true');
     await t.app.requestLog!.flush();
-    const replay = (await rows()).find((r) => r.request_id === again.headers['x-request-id'])!;
+    const replay = (await rows()).find((r) => (r.request_id ?? r.id) === again.headers['x-request-id'])!;
     expect(replay.idempotency_replayed).toBe(true);
   });
 
@@ -117,7 +117,7 @@ describe('request log', () => {
     expect(stored).not.toContain('4000 0000 0000 0002');
     expect(stored).not.toContain(secretKey);
     expect(stored).not.toContain('"cvv":"123"');
-    const tokenRow = (await rows()).find((r) => r.request_id === token.headers['x-request-id'])!;
+    const tokenRow = (await rows()).find((r) => (r.request_id ?? r.id) === token.headers['x-request-id'])!;
     expect(JSON.parse(tokenRow.request_body!)).toMatchObject({ card_number: '[redacted]', cvv: '[redacted]' });
     expect(note.status).toBeLessThan(500);
   });
@@ -152,7 +152,7 @@ describe('request log', () => {
     );
     expect(sent.status).toBe(200);
     await t.app.requestLog!.flush();
-    const row = (await rows()).find((r) => r.request_id === sent.headers['x-request-id'])!;
+    const row = (await rows()).find((r) => (r.request_id ?? r.id) === sent.headers['x-request-id'])!;
     expect(row.response_body).toBeNull();
     const { rows: events } = await sql<{ id: string; event_type: string }>`
       select id, event_type from events where tenant_id = ${tenantId} and event_group_id = ${sent.body.data.id}`.execute(t.db);
@@ -163,6 +163,30 @@ describe('request log', () => {
     expect(page.statusCode).toBe(200);
     expect(page.body).toContain(sent.body.data.id);
     expect(page.body).toContain('&lt;/pre&gt;');
+  });
+
+  it('logs a request under the id the server made for it, keeps an id the client sent, and finds both (migration 1265)', async () => {
+    const made = await api.get('/v1/accounts');
+    const sentUuid = newId();
+    const sent = await api.get('/v1/accounts', { headers: { 'x-request-id': sentUuid } });
+    const sentText = await api.get('/v1/accounts', { headers: { 'x-request-id': 'client-req.1' } });
+    expect(sent.headers['x-request-id']).toBe(sentUuid);
+    await t.app.requestLog!.flush();
+    const all = await rows();
+    const madeId = made.headers['x-request-id'] as string;
+    // The server's id is the row's id; request_id stays empty.
+    expect(all.find((r) => r.id === madeId)).toMatchObject({ request_id: null, path: '/v1/accounts' });
+    // A client's id, a UUID or not, is kept as sent; the row has an id of its own.
+    expect(all.find((r) => r.request_id === sentUuid)!.id).not.toBe(sentUuid);
+    expect(all.find((r) => r.request_id === 'client-req.1')).toBeDefined();
+    const scope = { tenantId, environment: 'sandbox' as const };
+    for (const id of [madeId, madeId.toUpperCase(), sentUuid, 'client-req.1']) {
+      const page = await listRequests(t.db, scope, { page: 1, items_per_page: 10, request_id: id });
+      expect(page.items.map((r) => r.request_id)).toEqual([id.toLowerCase() === madeId ? madeId : id]);
+    }
+    expect(sentText.status).toBe(200);
+    const onDashboard = await agent.get(`/dashboard/requests?request_id=${madeId}`);
+    expect(onDashboard.body).toContain(madeId);
   });
 
   it('filters by status class, method and path, and pages with a cursor', async () => {
@@ -251,7 +275,7 @@ describe('request log', () => {
     }));
     await insertLog(many);
     await insertLog(many.slice(0, 10)); // a retried flush
-    const stored = (await rows()).filter((r) => r.request_id.startsWith('tricky-'));
+    const stored = (await rows()).filter((r) => r.request_id?.startsWith('tricky-'));
     expect(stored).toHaveLength(12);
     for (const row of many) {
       const got = stored.find((r) => r.id === row.id)!;
@@ -272,7 +296,7 @@ describe('request log', () => {
       logRow(at, { request_id: `array-text-${i}`, path: `/v1/x/${asText[i % asText.length]}`, response_body: body }),
     );
     await insertLog(many);
-    const stored = (await rows()).filter((r) => r.request_id.startsWith('array-text-'));
+    const stored = (await rows()).filter((r) => r.request_id?.startsWith('array-text-'));
     expect(stored.map((r) => [r.path, r.response_body]).sort()).toEqual(many.map((r) => [r.path, r.response_body]).sort());
   });
 
@@ -409,13 +433,18 @@ describe('the request log reads walk indexes', () => {
     ['4xx', { status_class: 4 }, 'api_request_log_status_idx'],
     ['2xx (most rows: the primary key, filtered)', { status_class: 2 }, 'api_request_log_pkey'],
     ['a request id', { request_id: 'req-1234' }, 'api_request_log_request_id_idx'],
+    [
+      'a request id that is a UUID (the server made it, or a client sent one)',
+      { request_id: newId() },
+      ['api_request_log_request_id_idx', 'api_request_log_pkey'],
+    ],
   ] as const)('lists %s through %s', async (_name, filter, index) => {
     const statements = await statementsOf((db) => logRepo.list(db, scope(), { page: 1, items_per_page: 50, ...filter }));
     expect(statements).toHaveLength(2); // the page and its capped count
     for (const statement of statements) {
       const plan = await planOf(statement);
       expect(plan).not.toMatch(/Seq Scan/);
-      if (/order by/.test(statement.sql)) expect(plan).toContain(index);
+      if (/order by/.test(statement.sql)) for (const name of [index].flat()) expect(plan).toContain(name);
     }
   });
 

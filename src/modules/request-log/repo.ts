@@ -4,13 +4,15 @@ import { compiledOnce } from '../../db/compiled.js';
 import { paginate, type Page, type PageQuery } from '../../db/pagination.js';
 import { scoped } from '../../db/scoped.js';
 import { arrayParameter, escapeLike, stringConstant } from '../../db/values.js';
+import { isUuid } from '../../lib/ids.js';
 import type { Scope } from '../../core/context.js';
 
 export interface ApiRequestLogTable {
   id: string;
   tenant_id: string;
   environment: string;
-  request_id: string;
+  /** The request id a client sent; null when the server made it, which is then the row's `id` (migration 1265). */
+  request_id: string | null;
   method: string;
   path: string;
   query: string | null;
@@ -183,7 +185,16 @@ export type RequestLogSummaryRow = Pick<RequestLogRow, (typeof SUMMARY)[number]>
 
 export async function list(db: Queryable, scope: Scope, filter: RequestLogFilter): Promise<Page<RequestLogSummaryRow>> {
   let base = scoped(db, 'api_request_log', scope);
-  if (filter.request_id) base = base.where('request_id', '=', filter.request_id);
+  if (filter.request_id) {
+    // A request id the server made is the row's id (migration 1265); one a client sent, which may
+    // be a UUID too, is in request_id (the partial index's rows).
+    const requestId = filter.request_id;
+    base = isUuid(requestId)
+      ? base.where((eb) =>
+          eb.or([eb('request_id', '=', requestId), eb.and([eb('id', '=', requestId.toLowerCase()), eb('request_id', 'is', null)])]),
+        )
+      : base.where('request_id', '=', requestId);
+  }
   if (filter.status_class) {
     base = base.where('status_class', '=', filter.status_class);
     // The status index holds only the answers that were not 2xx (migration 1103). The planner

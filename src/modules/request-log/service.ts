@@ -50,10 +50,11 @@ export function toRow(entry: CapturedRequest, maxBodyChars: number): repo.NewReq
         : JSON.stringify(redactValue(entry.requestBody));
   const responseBody = entry.responseBody === null ? null : redactJsonText(entry.responseBody);
   return {
-    id: (entry.id ??= newIdAt(entry.startedAt)),
+    // A request id the server made is the row's id (migration 1265): a UUIDv7 of the arrival too.
+    id: (entry.id ??= entry.requestIdMadeHere ? entry.requestId : newIdAt(entry.startedAt)),
     tenant_id: entry.tenantId,
     environment: entry.environment,
-    request_id: entry.requestId.slice(0, 128),
+    request_id: entry.requestIdMadeHere ? null : entry.requestId.slice(0, 128),
     method: entry.method,
     path: (q < 0 ? entry.url : entry.url.slice(0, q)).slice(0, 2048),
     query: q < 0 ? null : cut(redactString(entry.url.slice(q + 1)), 2048),
@@ -174,7 +175,7 @@ export interface RequestLogDetail extends RequestLogSummary {
 function toSummary(r: repo.RequestLogSummaryRow): RequestLogSummary {
   return {
     id: r.id,
-    request_id: r.request_id,
+    request_id: r.request_id ?? r.id,
     method: r.method,
     path: r.path,
     query: r.query,
