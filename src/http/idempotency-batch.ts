@@ -16,7 +16,7 @@ import { isRetryableConflict } from '../db/retry.js';
 import { isUniqueViolation } from '../db/errors.js';
 import { idempotencyKeyOf } from './idempotency.js';
 import { batchClaim, isClaimRace, LEASE_SECONDS } from './idempotency-claim.js';
-import { replayOf, RESPONSE_DATA, type StoredAnswer } from './replay.js';
+import { replayOf, responseData, type StoredAnswer } from './replay.js';
 import type { Deps } from './deps.js';
 
 /** Stored business outcomes, as in idempotency.ts: anything else (400, 403, 5xx) is not stored. */
@@ -234,7 +234,7 @@ export class BatchedIdempotency<I, T> {
     // eslint-disable-next-line no-restricted-syntax -- set-based over a batch's keys, each with its own business and environment
     const rows = await sql<KeyRecord & { tenant_id: string; environment: string; key: string }>`
       select k.tenant_id, k.environment, k.key, k.fingerprint, k.state, k.response_status, k.response_body, k.response_sealed,
-        ${sql.raw(RESPONSE_DATA('k'))} as response_data, greatest(1, ceil(extract(epoch from k.locked_until - now())))::int as retry_after
+        ${responseData('k')} as response_data, greatest(1, ceil(extract(epoch from k.locked_until - now())))::int as retry_after
       from idempotency_keys k
       join unnest(${others.map((o) => o.item.tenantId)}::uuid[], ${others.map((o) => o.item.environment)}::text[], ${others.map((o) => o.item.key)}::text[])
         as u(t, e, k) on k.tenant_id = u.t and k.environment = u.e and k.key = u.k`.execute(trx);

@@ -8,7 +8,7 @@ import { newId } from '../lib/ids.js';
 import { AppError } from '../core/errors.js';
 import { statusOf } from './errors.js';
 import { ok } from './envelope.js';
-import { replayOf, RESPONSE_DATA } from './replay.js';
+import { replayOf, responseData } from './replay.js';
 import { retryOnConflict } from '../db/retry.js';
 import { scoped, scopedDelete, scopedUpdate } from '../db/scoped.js';
 import { claimKeys, isClaimRace } from './idempotency-claim.js';
@@ -155,7 +155,7 @@ export class Idempotency {
       .selectAll()
       // Its owner is alive and working: ask for a retry soon (the claim ends with the work).
       .select(sql<number>`least(2, greatest(1, ceil(extract(epoch from locked_until - now()))))::int`.as('retry_after'))
-      .select(sql<unknown>`${sql.raw(RESPONSE_DATA('idempotency_keys'))}`.as('response_data'))
+      .select(responseData('idempotency_keys').as('response_data'))
       .where('key', '=', scope.key)
       .executeTakeFirst();
     if (!existing) return this.claim(scope, fingerprint, reply); // it expired and was swept in between

@@ -1,4 +1,5 @@
 import type { FastifyReply } from 'fastify';
+import { sql, type RawBuilder } from 'kysely';
 
 /** Thrown by a claim that finds a finished request: the route answers with the stored response. */
 export class ReplayResponse extends Error {
@@ -19,8 +20,9 @@ export interface StoredAnswer {
   response_data: unknown;
 }
 
-/** The SQL expression of `response_data` for a record aliased `record` (its event's data, or null). */
-export const RESPONSE_DATA = (record: string) => `(select e.event_data from events e where e.id = ${record}.response_event_id)`;
+/** `response_data` of a record aliased `record` in the query: its event's data, or null. */
+export const responseData = (record: string): RawBuilder<unknown> =>
+  sql`(select e.event_data from events e where e.id = ${sql.ref(`${record}.response_event_id`)})`;
 
 /**
  * The replay of a completed record: its stored text (opened when sealed), or its event's data
