@@ -39,6 +39,11 @@ function cut(text: string, max: number): string {
   return text.length <= max ? text : `${text.slice(0, max)}… [cut: ${text.length} characters in all]`;
 }
 
+/** An answer's text as the log stores it: redacted, then cut. */
+function storedAnswer(text: string, maxBodyChars: number): string {
+  return cut(redactJsonText(text), maxBodyChars);
+}
+
 /** One buffered request as a row: redacted bodies, bounded sizes. */
 export function toRow(entry: CapturedRequest, maxBodyChars: number): repo.NewRequestLogRow {
   const q = entry.url.indexOf('?');
@@ -48,7 +53,6 @@ export function toRow(entry: CapturedRequest, maxBodyChars: number): repo.NewReq
       : typeof entry.requestBody === 'string'
         ? redactString(entry.requestBody)
         : JSON.stringify(redactValue(entry.requestBody));
-  const responseBody = entry.responseBody === null ? null : redactJsonText(entry.responseBody);
   return {
     // A request id the server made is the row's id (migration 1265): a UUIDv7 of the arrival too.
     id: (entry.id ??= entry.requestIdMadeHere ? entry.requestId : newIdAt(entry.startedAt)),
@@ -65,7 +69,7 @@ export function toRow(entry: CapturedRequest, maxBodyChars: number): repo.NewReq
     idempotency_replayed: entry.replayed,
     key_prefix: entry.keyPrefix,
     request_body: requestBody === null ? null : cut(requestBody, maxBodyChars),
-    response_body: responseBody === null ? null : cut(responseBody, maxBodyChars),
+    response_body: entry.responseBody === null ? null : storedAnswer(entry.responseBody, maxBodyChars),
     response_event_id: entry.responseEventId ?? null,
     created_at: new Date(entry.startedAt),
   };
@@ -201,19 +205,18 @@ export type AnswerEvent = { type: string; data: unknown };
 /**
  * A logged request with its bodies. An answer that points at its event (migration 1264) is
  * written by `writeAnswer` from the event, as the route wrote it, then redacted and cut as the
- * flusher would have stored it; null when `writeAnswer` knows no such answer.
+ * flusher would have stored it (`storedAnswer`); null when `writeAnswer` knows no such answer.
  */
 export async function getRequest(
   db: Queryable,
   scope: Scope,
   id: string,
   writeAnswer: (event: AnswerEvent) => string | null,
-  maxBodyChars = DEFAULTS.maxBodyChars,
 ): Promise<RequestLogDetail | null> {
   const row = await repo.find(db, scope, id);
   if (!row) return null;
   const answer = row.response_event === null ? null : writeAnswer(row.response_event);
-  const responseBody = row.response_body ?? (answer === null ? null : cut(redactJsonText(answer), maxBodyChars));
+  const responseBody = row.response_body ?? (answer === null ? null : storedAnswer(answer, DEFAULTS.maxBodyChars));
   return { ...toSummary(row), request_body: row.request_body, response_body: responseBody };
 }
 
