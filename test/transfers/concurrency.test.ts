@@ -1,9 +1,13 @@
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Trx } from '../../src/db/client.js';
 import { reconcile } from '../../src/ledger/index.js';
+import * as accounts from '../../src/modules/accounts/service.js';
 import { setSettings } from '../../src/modules/tenants/service.js';
-import { clientFor, johnDoe, startTestApp, type Client, type TestApp } from '../harness.js';
+import { clientFor, johnDoe, startTestApp, type Client, type TestApp, type TestResponse } from '../harness.js';
 import { approveKyc } from '../kyc-helpers.js';
 import { nubans, payoutBody, verifiedPayee } from '../payout-fixtures.js';
+import { waitersAtLeast } from '../row-locks.js';
 
 /**
  * Many transfers race for one balance. On PostgreSQL they really run in parallel (pool of 10);
@@ -74,6 +78,43 @@ describe('concurrent transfers', () => {
     const account = (await api.get(`/v1/accounts/${hot}`)).body.data;
     expect(account.available_balance).toBe(((100000 - spent) / 100).toFixed(2));
     expect((await reconcile(t.db, tenantId)).ok).toBe(true);
+  });
+
+  it('a transfer that waits for a freeze reads the account frozen, though it takes no lock on the account row (migration 1266)', async () => {
+    // The source has sent before, so this process knows it: the batch locks everything ahead and
+    // reads the account rows after its balance locks (transfers/locks.ts lockedAhead), with no row
+    // lock of their own. Read before the balance locks, it would see the account active and post.
+    const source = (await api.post('/v1/accounts', { currency: 'NGN', label: 'to freeze' })).body.data.id;
+    const sink = (await api.post('/v1/accounts', { currency: 'NGN', label: 'sink' })).body.data.id;
+    await api.post(`/v1/simulations/accounts/${source}/fund`, { amount: '10.00' });
+    expect((await api.post('/v1/transfers', body(source, sink, '1.00'))).status).toBe(200);
+    let during!: Promise<TestResponse>;
+    await t.db.transaction().execute(async (trx) => {
+      await accounts.updateStatus(trx, { tenantId, environment: 'sandbox' }, source, 'frozen');
+      during = api.post('/v1/transfers', body(source, sink, '1.00'));
+      // On PostgreSQL the transfer waits for the freeze's locks; on PGlite, for its one connection.
+      if (t.dbKind === 'postgres') await waitersAtLeast(t.db, 1);
+    });
+    const refused = await during;
+    expect(refused.status).toBe(409);
+    expect(refused.body.error.code).toBe('account_frozen');
+    expect((await api.get(`/v1/accounts/${source}`)).body.data.balance).toBe('9.00');
+  });
+
+  it('a status change written in SQL, by anyone, holds the balance row until it commits (migration 1266)', async () => {
+    const id = (await api.post('/v1/accounts', { currency: 'NGN', label: 'status in sql' })).body.data.id;
+    // A row locked by a transaction carries its id in xmax (until another one locks or changes it).
+    const lockedBy = async (trx: Trx) => {
+      const { rows } = await sql<{ mine: boolean }>`
+        select xmax::text = mod(txid_current(), 4294967296)::text as mine from ledger_balances where account_id = ${id}`.execute(trx);
+      return rows[0]!.mine;
+    };
+    await t.db.transaction().execute(async (trx) => {
+      await sql`update accounts set label = 'renamed' where id = ${id}`.execute(trx);
+      expect(await lockedBy(trx)).toBe(false);
+      await sql`update accounts set status = 'frozen' where id = ${id}`.execute(trx);
+      expect(await lockedBy(trx)).toBe(true);
+    });
   });
 
   it('gives one effect for parallel requests with the same key', async () => {

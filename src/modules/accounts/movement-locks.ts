@@ -26,6 +26,19 @@ export function lockForMovementStatement(trx: Queryable, ctx: Scope, ids: string
   };
 }
 
+/**
+ * The accounts of a movement that holds their balance rows already (sent after its balance lock,
+ * in the same round trip): read without a row lock. A freeze or a close holds the balance row
+ * from before its change to its commit (migration 1266), so it waits for the movement, or the
+ * movement waits for it and reads its new status. `read` takes the statement's rows.
+ */
+export function readForMovementStatement(trx: Queryable, ctx: Scope, ids: string[]) {
+  return {
+    statement: repo.accountsHeldByBalanceStatement(trx, ctx, [...new Set(ids)].sort()),
+    read: (rows: unknown[]) => remember(ctx, rows as AccountRow[]),
+  };
+}
+
 /** What never changes about an account: its business and environment, its owner and currency. */
 export interface KnownAccount {
   scope: string;

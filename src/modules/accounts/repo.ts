@@ -140,8 +140,25 @@ const lockAccountsSharedOnce = compiledPerShape(
   (ctx, ids) => ({ shape: String(ids.length), parameters: [ctx.tenantId, ctx.environment, ...ids] }),
 );
 
-const lockAccountsSharedQuery = (db: Queryable, ctx: Scope, ids: string[]) =>
-  scoped(db, 'accounts', ctx).selectAll().where('id', 'in', ids).orderBy('id').forShare();
+const lockAccountsSharedQuery = (db: Queryable, ctx: Scope, ids: string[]) => accountsInIdOrder(db, ctx, ids).forShare();
+
+const accountsInIdOrder = (db: Queryable, ctx: Scope, ids: string[]) =>
+  scoped(db, 'accounts', ctx).selectAll().where('id', 'in', ids).orderBy('id');
+
+/**
+ * Several accounts, in id order, without a row lock, as a statement its caller sends after it
+ * holds their balance rows: a status change holds the account's balance row until it commits
+ * (migration 1266), so the rows read then are as current as share-locked ones and stay so until
+ * the caller commits. Compiled once per count, as lockAccountsSharedStatement.
+ */
+export function accountsHeldByBalanceStatement(db: Queryable, ctx: Scope, ids: string[]) {
+  return accountsHeldByBalanceOnce(db, ctx, ids);
+}
+
+const accountsHeldByBalanceOnce = compiledPerShape(
+  (db: Queryable, ctx: Scope, ids: string[]) => accountsInIdOrder(db, ctx, ids),
+  (ctx, ids) => ({ shape: String(ids.length), parameters: [ctx.tenantId, ctx.environment, ...ids] }),
+);
 
 /** The business's own oldest open account in a currency (where fees go). */
 export async function findBusinessAccount(db: Queryable, ctx: Scope, currency: string) {

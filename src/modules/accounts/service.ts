@@ -257,6 +257,7 @@ export {
   lockForMovements,
   lockForMovementsPlan,
   lockForMovementStatement,
+  readForMovementStatement,
   type KnownAccount,
   type LockedAccounts,
 } from './movement-locks.js';

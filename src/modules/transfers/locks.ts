@@ -27,10 +27,10 @@ function isShaped(req: MovementRequest): boolean {
 
 /**
  * Lock: the statements of the batch's first locks, in the lock order, and how to read their rows.
- * Always the account rows (share, one statement per business, ascending id inside); when the
- * batch knows before reading a row everything it locks after them (`lockedAhead`), also the
- * senders' KYC levels, spending locks and counters and the balance rows, so they all leave in one
- * round trip. Requests refused by their shape lock nothing. A gathered batch sends them right
+ * The account rows (share, one statement per business, ascending id inside); or, when the batch
+ * knows before reading a row everything it locks after them (`lockedAhead`), the senders' KYC
+ * levels, spending locks and counters, the balance rows and then the account rows, read under
+ * the balance locks, all in one round trip. Requests refused by their shape lock nothing. A gathered batch sends them right
  * behind its idempotency claim (movementPipeline); a batch of its own sends them alone (`lock`).
  */
 export function lockPlan(trx: Trx, all: MovementRequest[]): LockPlan<FirstLocks> {
@@ -55,6 +55,11 @@ export async function lock(trx: Trx, reqs: MovementRequest[]): Promise<FirstLock
  * transfers with no fee, from sources this process has locked before (`knownSource`). Undefined
  * otherwise: the gate, the fee accounts and the balance rows then follow once the account rows
  * are read.
+ *
+ * The account rows are read last and without a row lock: the balance rows of every account the
+ * batch names, locked before them, keep a status change out until the commit (a freeze or a close
+ * holds the balance row, migration 1266). A share lock is a WAL record for each row, on every
+ * transfer; the balance row is locked anyway.
  */
 function lockedAhead(trx: Trx, reqs: MovementRequest[]): LockPlan<FirstLocks> | undefined {
   const ctx = soleScope(reqs);
@@ -63,17 +68,14 @@ function lockedAhead(trx: Trx, reqs: MovementRequest[]): LockPlan<FirstLocks> | 
   const senders = sources.flatMap((s) => (s.customerId ? [{ ctx, customerId: s.customerId, currency: s.currency }] : []));
   const gate = SpendingGate.plan(trx, reqs[0]!.config, senders);
   const ids = reqs.flatMap((req) => accountsNamed(req.body));
-  const accountLock = accounts.lockForMovementStatement(trx, ctx, ids);
   const balances = balanceLockAhead(trx, ctx, ids);
+  const accountRead = accounts.readForMovementStatement(trx, ctx, ids);
   return {
-    statements: [accountLock.statement, ...gate.statements, balances.statement],
-    read: ([rows, ...after]) => {
-      const balanceRows = after.pop() as LockedAhead['rows'];
-      return {
-        locked: new Map([[scopeKey(ctx), accountLock.read(rows!)]]),
-        ahead: { gate: gate.open(after), balances: { ids: balances.ids, rows: balanceRows } },
-      };
-    },
+    statements: [...gate.statements, balances.statement, accountRead.statement],
+    read: (rows) => ({
+      locked: new Map([[scopeKey(ctx), accountRead.read(rows.at(-1)!)]]),
+      ahead: { gate: gate.open(rows.slice(0, -2)), balances: { ids: balances.ids, rows: rows.at(-2) as LockedAhead['rows'] } },
+    }),
   };
 }
 

@@ -36,7 +36,8 @@ export function answer(outcome: batch.TransferOutcome): ItemOutcome<TransferResp
  * The steps after the first locks, in order: shape, load (each kind's checks), limits (the
  * spending gate), fee accounts, balances, decide (in memory, arrival order), post and record (one
  * write statement). Lock order: account rows (share) → spending locks → (fee account creation,
- * rare) → balance rows, each ascending: the order of every other money movement. A refused
+ * rare) → balance rows, each ascending: the order of every other money movement. (A batch locked
+ * ahead takes no account row lock: it reads them under its balance locks, locks.ts lockedAhead.) A refused
  * movement changes nothing, so it never fails its neighbours. One outcome per request, in order.
  */
 async function moveLocked(trx: Trx, reqs: MovementRequest[], locks: FirstLocks, writes?: WriteSet): Promise<batch.TransferOutcome[]> {

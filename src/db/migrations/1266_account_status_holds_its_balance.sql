@@ -1,0 +1,21 @@
+-- A change of an account's status holds the account's balance row until it commits. A money
+-- movement that locked the balance rows of its accounts can then read the account rows without a
+-- row lock: a freeze or a close either waits for the movement's commit, or commits first and the
+-- movement, which reads the rows after its balance locks (a new snapshot), sees the new status.
+-- Before this, the movement share-locked each account row, and a row lock is a WAL record
+-- (about 54 bytes) for each account of every transfer (modules/transfers/locks.ts lockedAhead).
+-- The accounts service already locks the balance row before a status change (it checks a close
+-- at zero); this trigger makes it a rule of the table, whoever updates it.
+-- Lock order is unchanged: the account row (the update's own lock), then its balance row.
+create or replace function account_status_holds_its_balance() returns trigger
+language plpgsql as $$
+begin
+  perform 1 from ledger_balances where account_id = new.id for update;
+  return new;
+end
+$$;
+
+create trigger account_status_holds_its_balance
+  before update of status on accounts
+  for each row when (old.status is distinct from new.status)
+  execute function account_status_holds_its_balance();
