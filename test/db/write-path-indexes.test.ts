@@ -1,6 +1,9 @@
+import { randomBytes } from 'node:crypto';
 import { sql, type CompiledQuery } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Db, DatabaseHandle } from '../../src/db/client.js';
+import { Idempotency } from '../../src/http/idempotency.js';
+import { Sealer } from '../../src/lib/crypto.js';
 import { newId } from '../../src/lib/ids.js';
 import * as ledgerRepo from '../../src/ledger/repo.js';
 import * as transactions from '../../src/modules/transactions/repo.js';
@@ -17,7 +20,7 @@ import { openTestDatabase } from '../harness.js';
 const WRITE_PATH_INDEXES: Record<string, Record<string, string>> = {
   idempotency_keys: {
     idempotency_keys_pkey: 'the claim and the replay of an Idempotency-Key',
-    idempotency_keys_expiry_idx: 'the purge of expired keys',
+    idempotency_keys_expiry_idx: 'the purge of expired keys (BRIN: no entry while a range is not summarized, migration 1267)',
   },
   ledger_transactions: {
     ledger_transactions_pkey: 'a ledger transaction by id; the reference checks of entries, transactions and transfers (migration 1240)',
@@ -31,7 +34,8 @@ const WRITE_PATH_INDEXES: Record<string, Record<string, string>> = {
     transactions_account_idx: "an account's transactions (account_id filter, statements)",
     transactions_customer_idx: 'the customer_id filter (partial: customers only)',
     transactions_card_idx: 'the card_id filter (partial: card transactions only)',
-    transactions_reference_idx: "the reference filter (a transfer's account transactions share its reference)",
+    transactions_reference_idx:
+      "the reference filter, a statement's lines (a transfer's account transactions share its reference; migration 1268)",
   },
   transfers: {
     transfers_pkey: 'GET /v1/transfers/{id}',
@@ -98,6 +102,25 @@ it("a batch's Idempotency-Key records, each inserted completed, fill their pages
   expect(rows[0]!.pages).toBeLessThanOrEqual(6);
 });
 
+it('the purge of expired Idempotency-Keys walks a BRIN index, which a new record writes nothing to (migration 1267)', async () => {
+  const { rows } = await sql<{ def: string }>`select pg_get_indexdef('idempotency_keys_expiry_idx'::regclass) as def`.execute(handle.db);
+  expect(rows[0]!.def).toContain('USING brin (expires_at)');
+  const sealer = new Sealer(randomBytes(32).toString('base64'));
+  const [sweep] = await sentStatements(handle.db, (db) => new Idempotency(db, sealer, 24).sweep());
+  expect(await planWithoutSeqScans(handle.db, sweep!)).toContain('Bitmap Index Scan on idempotency_keys_expiry_idx');
+  // A record past its expiry goes, one that is not stays.
+  const insert = (key: string, expiry: string) =>
+    sql`
+    insert into idempotency_keys (tenant_id, environment, key, fingerprint, state, locked_until, claim_token, owner_id, expires_at)
+    values (gen_random_uuid(), 'sandbox', ${key}, repeat('f', 64), 'completed', now(), gen_random_uuid(), gen_random_uuid(),
+      now() + ${expiry}::interval)`.execute(handle.db);
+  await insert('purge-expired', '-1 second');
+  await insert('purge-live', '1 hour');
+  await new Idempotency(handle.db, sealer, 24).sweep();
+  const left = await sql<{ key: string }>`select key from idempotency_keys where key like 'purge-%'`.execute(handle.db);
+  expect(left.rows.map((r) => r.key)).toEqual(['purge-live']);
+});
+
 /**
  * The reads an index another one covered served walk the one kept: each statement's plan,
  * with sequential scans priced out, names the index; an account transaction's probe starts at its business.
@@ -159,6 +182,13 @@ describe('the reads of the indexes merged into a primary key walk it', () => {
     expect(plan, plan).toMatch(/ledger_entries_account_history_idx[^\n]*\n\s+Index Cond: \(\(account_id = /);
     expect(plan, plan).toMatch(/ledger_entries_pkey[^\n]*\n\s+Index Cond: \(transaction_id = /);
     expect(plan, plan).toMatch(/ledger_transactions_pkey[^\n]*\n\s+Index Cond: \(\(id >= /);
+  });
+});
+
+describe('the account transactions of a reference, through transactions_reference_idx keyed on the reference alone (migration 1268)', () => {
+  it('is the reference alone: an id this system draws, unique across businesses', async () => {
+    const { rows } = await sql<{ def: string }>`select pg_get_indexdef('transactions_reference_idx'::regclass) as def`.execute(handle.db);
+    expect(rows[0]!.def).toMatch(/\(reference\)$/);
   });
 });
 
