@@ -22,20 +22,21 @@ export interface LockedAhead {
 }
 
 /**
- * The statement that locks and reads the balance rows of `accountIds` in `scope`, ascending, for
- * a caller that sends it together with the statements that must come before it (db/pipeline.ts);
- * PostingBatch.open then takes its rows instead of locking them itself.
+ * The statements that lock and read the balance rows of `accountIds` in `scope`, ascending, for
+ * a caller that sends them together with the statements that must come before them
+ * (db/pipeline.ts); PostingBatch.open then takes the rows (`rows`, of the last statement)
+ * instead of locking them itself.
  */
 export function balanceLockAhead(db: Queryable, scope: LedgerScope, accountIds: string[]) {
   const ids = [...new Set(accountIds)].sort();
-  return { ids: new Set(ids), statement: repo.lockScopedBalancesStatement(db, scope, ids) };
+  return { ids: new Set(ids), statements: repo.lockScopedBalancesStatements(db, scope, ids) };
 }
 
 /**
  * balanceLockAhead for a batch that also moves the business's system accounts of `role` in
- * `currencies` (the FX positions) before it knows their ids: two statements for the caller to
+ * `currencies` (the FX positions) before it knows their ids: three statements for the caller to
  * send together, after whatever must come before them: the system accounts found, and every
- * balance row locked (the system accounts' found again by the statement itself). `read` answers
+ * balance row locked and read (the system accounts found again by these). `read` answers
  * the system accounts found, by currency (a currency without one has none yet), and the rows
  * locked, for PostingBatch.open.
  */
@@ -45,9 +46,9 @@ export function systemBalancesAhead(db: Queryable, scope: LedgerScope, accountId
   return {
     statements: [
       repo.findSystemAccountsStatement(db, scope, system),
-      repo.lockScopedBalancesStatement(db, scope, ids, system),
+      ...repo.lockScopedBalancesStatements(db, scope, ids, system),
     ] as CompiledQuery<unknown>[],
-    read([found, rows]: unknown[][]): { system: Map<string, string>; ahead: LockedAhead } {
+    read([found, , rows]: unknown[][]): { system: Map<string, string>; ahead: LockedAhead } {
       const system = new Map((found as { id: string; currency: string }[]).map((r) => [r.currency, r.id]));
       return { system, ahead: { ids: new Set([...ids, ...system.values()]), rows: rows as repo.LockedBalanceRow[] } };
     },

@@ -47,8 +47,9 @@
  *   and release as one statement
  *   (docs/money-path.md).
  *
- * Concurrency: a posting (or batch) first locks its balance rows FOR UPDATE in ascending account id
- * (one statement), decides under those locks and writes: no unlocked read-modify-write, and no
+ * Concurrency: a posting (or batch) first locks its balance rows in ascending account id (an
+ * advisory lock for each, then the rows read: two statements, one round trip; repo.ts
+ * balanceLock), decides under those locks and writes: no unlocked read-modify-write, and no
  * deadlock between postings; holds are a batch of one too (tryHold: a typed refusal); a CHECK
  * constraint backs the rule up.
  */

@@ -2,6 +2,7 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DatabaseHandle } from '../db/client.js';
 import { AppError } from '../core/errors.js';
+import { pipelined } from '../db/pipeline.js';
 import { newId } from '../lib/ids.js';
 import { openTestDatabase } from '../../test/harness.js';
 import * as ledger from './index.js';
@@ -201,9 +202,10 @@ describe('ledger posting', () => {
     await tx(async (trx) => {
       // Another business's account named among them is not locked: the rows are of `scope` only.
       const ahead = ledger.balanceLockAhead(trx, scope, [b, a, a]);
-      const rows = (await trx.executeQuery(ahead.statement)).rows;
+      const [locks, rows] = await pipelined(trx, ...ahead.statements);
+      expect(locks).toHaveLength(2);
       expect(rows.map((r) => r.account_id)).toEqual([a, b].sort());
-      expect((await trx.executeQuery(ledger.balanceLockAhead(trx, foreign, [a]).statement)).rows).toEqual([]);
+      expect(await pipelined(trx, ...ledger.balanceLockAhead(trx, foreign, [a]).statements)).toEqual([[], []]);
       await expect(ledger.PostingBatch.open(trx, [a, other], { ids: ahead.ids, rows })).rejects.toThrow(ledger.LedgerInvariantError);
       const book = await ledger.PostingBatch.open(trx, [a, b], { ids: ahead.ids, rows });
       expect(book.available(a)).toBe(1_000n);

@@ -1,5 +1,6 @@
-import { sql, type ColumnType, type CompiledQuery, type Insertable, type Selectable } from 'kysely';
+import { sql, type ColumnType, type CompiledQuery, type Insertable, type RawBuilder, type Selectable } from 'kysely';
 import type { Queryable } from '../db/client.js';
+import { pipelined } from '../db/pipeline.js';
 import { scoped } from '../db/scoped.js';
 import { compiledPerShape, insertPerShape } from '../db/compiled.js';
 import { write, writeTogether, type Writer } from '../db/write-set.js';
@@ -171,6 +172,7 @@ export async function applyPending(
   const debits = change.debits ?? 0n;
   const credits = change.credits ?? 0n;
   const posted = change.posted ?? 0n;
+  await db.executeQuery(balanceLocks(db, [accountId]));
   // eslint-disable-next-line no-restricted-syntax -- one business's balance row, but the available-balance guard is SQL the builder cannot express
   const result = await sql<{ posted: bigint }>`
     update ledger_balances set pending_debits = pending_debits + ${debits}, pending_credits = pending_credits + ${credits},
@@ -183,11 +185,12 @@ export async function applyPending(
   return result.rows[0]?.posted;
 }
 
-export async function findBalances(db: Queryable, scope: LedgerScope, accountIds: string[], lock = false) {
+/** Balance rows of `scope`, ascending; with `lock`, locked first (lockScopedBalancesStatements). */
+export async function findBalances(db: Queryable, scope: LedgerScope, accountIds: string[], lock = false): Promise<BalanceRow[]> {
   if (accountIds.length === 0) return [];
-  let q = scoped(db, 'ledger_balances', scope).selectAll().where('account_id', 'in', accountIds).orderBy('account_id');
-  if (lock) q = q.forUpdate();
-  return q.execute();
+  if (!lock) return scoped(db, 'ledger_balances', scope).selectAll().where('account_id', 'in', accountIds).orderBy('account_id').execute();
+  const [, rows] = await pipelined(db, ...lockScopedBalancesStatements(db, scope, accountIds));
+  return rows;
 }
 
 /**
@@ -286,14 +289,34 @@ export async function finishHold(
 }
 
 /**
- * Locks and reads balance rows in ascending id, in one statement (a posting batch's first step);
+ * A balance row is locked with a transaction-level advisory lock on its account's id, not with a
+ * row lock. Every posting locks the balance rows it reads, to update each once at its flush; a
+ * row lock (FOR UPDATE) is a WAL record for each row (about 54 bytes), on every transfer, and the
+ * update locks the row anyway. The advisory lock keeps out the same writers: every statement of
+ * this file that changes a balance row runs after it, and so does a change of the account's
+ * status (the trigger of migration 1266, with this key). The rows are then read by a statement of
+ * their own, sent right behind in the same round trip: PostgreSQL takes its snapshot once the
+ * locks are held, so it sees what the previous holder committed (a single statement's snapshot
+ * is taken before it waits). Taken in ascending id, as the row locks were: the lock order of every
+ * money movement is unchanged. The key must stay the trigger's.
+ */
+const balanceLock = (id: RawBuilder<string>) => sql`pg_advisory_xact_lock(hashtextextended('ledger_balance:' || ${id}::text, 0))`;
+
+/** The statement that takes the balance locks of `ids`, ascending (callers give ids of balance rows they may change). */
+function balanceLocks(db: Queryable, ids: string[]): CompiledQuery<unknown> {
+  return sql`select ${balanceLock(sql.ref('id'))} from (select distinct unnest(${ids}::uuid[]) as id order by id) s`.compile(db);
+}
+
+/**
+ * Locks and reads balance rows in ascending id, in one round trip (a posting batch's first step);
  * each row also carries the transaction's time (now(), what the entries will be stamped with).
  */
 export async function lockBalancesReturning(db: Queryable, sortedIds: string[]): Promise<LockedBalanceRow[]> {
   if (sortedIds.length === 0) return [];
-  const result = await sql<LockedBalanceRow>`
-    select *, now() as tx_now from ledger_balances where account_id = any(${sortedIds}::uuid[]) order by account_id for update`.execute(db);
-  return result.rows;
+  const read = sql<LockedBalanceRow>`
+    select *, now() as tx_now from ledger_balances where account_id = any(${sortedIds}::uuid[]) order by account_id`.compile(db);
+  const [, rows] = await pipelined(db, balanceLocks(db, sortedIds), read);
+  return rows;
 }
 
 /** The business's system accounts of `role` in `currencies`. */
@@ -303,37 +326,55 @@ const systemAccountsOf = (db: Queryable, scope: LedgerScope, system: { role: Sys
     .where('currency', '=', sql<string>`any(${system.currencies}::text[])`);
 
 /**
- * lockBalancesReturning of one business's accounts, as a statement its caller sends
- * (db/pipeline.ts). With `system`, also the balance rows of the business's system accounts of
- * that role in those currencies, found by the statement itself: a batch locks the rows of the FX
- * positions it moves in the same round trip as it learns their ids (findSystemAccountsStatement).
+ * lockBalancesReturning of one business's accounts, as the two statements its caller sends, in
+ * this order (db/pipeline.ts): the locks, then the rows. With `system`, also the balance rows of
+ * the business's system accounts of that role in those currencies, found by the statements
+ * themselves: a batch locks the rows of the FX positions it moves in the same round trip as it
+ * learns their ids (findSystemAccountsStatement, sent before: what it finds, these lock).
  */
-export function lockScopedBalancesStatement(
+export function lockScopedBalancesStatements(
   db: Queryable,
   scope: LedgerScope,
   sortedIds: string[],
   system?: { role: SystemRole; currencies: string[] },
-): CompiledQuery<LockedBalanceRow> {
-  return system ? lockBalancesQuery(db, scope, sortedIds, system).compile() : lockBalancesOnce(db, scope, sortedIds);
+): [CompiledQuery<unknown>, CompiledQuery<LockedBalanceRow>] {
+  if (!system) return [scopedLocksOnce(db, scope, sortedIds), scopedReadOnce(db, scope, sortedIds)];
+  return [scopedLocks(db, scope, sortedIds, system).compile(db), scopedRead(db, scope, sortedIds, system).compile()];
 }
 
-/** A business's balance rows locked, without system accounts: one text whatever the ids, compiled once. */
-const lockBalancesOnce = compiledPerShape(
-  (db: Queryable, scope: LedgerScope, sortedIds: string[]) => lockBalancesQuery(db, scope, sortedIds),
+/** Without system accounts, each of the two has one text whatever the ids: compiled once. */
+const scopedLocksOnce = compiledPerShape(
+  (db: Queryable, scope: LedgerScope, sortedIds: string[]) => ({ compile: () => scopedLocks(db, scope, sortedIds).compile(db) }),
+  (scope, sortedIds) => ({ shape: '', parameters: [scope.tenantId, scope.environment, sortedIds] }),
+);
+const scopedReadOnce = compiledPerShape(
+  (db: Queryable, scope: LedgerScope, sortedIds: string[]) => scopedRead(db, scope, sortedIds),
   (scope, sortedIds) => ({ shape: '', parameters: [scope.tenantId, scope.environment, sortedIds] }),
 );
 
-const lockBalancesQuery = (db: Queryable, scope: LedgerScope, sortedIds: string[], system?: { role: SystemRole; currencies: string[] }) =>
+type System = { role: SystemRole; currencies: string[] };
+
+/** The business's balance rows among `ids` (and of its system accounts), ascending. */
+const scopedBalances = (db: Queryable, scope: LedgerScope, ids: string[], system?: System) =>
   scoped(db, 'ledger_balances', scope)
-    .selectAll()
-    .select(sql<Date>`now()`.as('tx_now'))
     // One text whatever the number of ids (an IN list has one per count): prepared once per connection.
     .where((eb) => {
-      const named = eb('account_id', '=', sql<string>`any(${sortedIds}::uuid[])`);
+      const named = eb('account_id', '=', sql<string>`any(${ids}::uuid[])`);
       return system ? eb.or([named, eb('account_id', 'in', systemAccountsOf(db, scope, system).select('id'))]) : named;
     })
-    .orderBy('account_id')
-    .forUpdate();
+    .orderBy('account_id');
+
+/**
+ * Their locks: the rows' ids are read first, so another business's account named here is not
+ * locked (its id and scope never change: a snapshot's read of them is as good as any).
+ */
+const scopedLocks = (db: Queryable, scope: LedgerScope, ids: string[], system?: System) =>
+  sql`select ${balanceLock(sql.ref('s.account_id'))} from (${scopedBalances(db, scope, ids, system).select('account_id')}) s`;
+
+const scopedRead = (db: Queryable, scope: LedgerScope, ids: string[], system?: System) =>
+  scopedBalances(db, scope, ids, system)
+    .selectAll()
+    .select(sql<Date>`now()`.as('tx_now'));
 
 /** The business's system accounts of `role` in `currencies` (id and currency), as a statement its caller sends (db/pipeline.ts). */
 export function findSystemAccountsStatement(

@@ -68,9 +68,9 @@ describe('card withdrawals in batches', () => {
     const one = await inBatch([request(0)]);
     const twenty = await inBatch(Array.from({ length: 20 }, (_, i) => request(i)));
     expect([...one.result, ...twenty.result].every((o) => o.ok)).toBe(true);
-    // The cards, the accounts (share), the balance rows (lock), and one statement for every write:
+    // The cards, the accounts (share), the balance rows (locks, then rows), and one statement for every write:
     // balances, ledger rows, account transactions, events.
-    expect(one.count).toBe(4);
+    expect(one.count).toBe(5);
     expect(twenty.count).toBe(one.count);
     // 100.00 less 1 + 5 withdrawals of 1.00 (the first card), and 5 each for the others.
     expect(await cardBalance(b.api, holders[0]!.card)).toBe('94.00');

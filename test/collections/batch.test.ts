@@ -88,9 +88,10 @@ describe('collections in batches', () => {
     const one = await statements([b.simulation(ids[1]!, 'complete')]);
     const fifty = await statements(ids.slice(2).map((id) => b.simulation(id, 'complete')));
     // The collections (lock), the destination accounts (share), the business's settings, its fee
-    // account, the settlement account, balance rows (lock), and one statement for every write:
-    // balances, ledger rows, account transactions, the collections' new status, their events.
-    expect(one).toBe(7);
+    // account, the settlement account, balance rows (their locks, then the rows), and one statement
+    // for every write: balances, ledger rows, account transactions, the collections' new status,
+    // their events.
+    expect(one).toBe(8);
     expect(fifty).toBe(one);
     // 52 × 1.00, less the default 1.5 % fee of each (0.015, rounded up to 0.02).
     expect(await balance(b.api, dest)).toBe('50.96');

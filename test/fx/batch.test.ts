@@ -65,12 +65,13 @@ describe('FX orders in batches', () => {
     await statements([b.req(sell(usd, ngn, '1.00'))]);
     const one = await statements([b.req(sell(usd, ngn, '1.00'))]);
     const fifty = await statements(Array.from({ length: 50 }, () => b.req(sell(usd, ngn, '1.00'))));
-    // The sandbox rates, accounts (share lock), the fx_position accounts, balance rows (lock, the
-    // positions' found by the statement itself), sent in one round trip (planFirstLocks); and one
+    // The sandbox rates, accounts (share lock), the fx_position accounts, balance rows (their locks,
+    // then the rows, the positions' found by the statements themselves), sent in one round trip
+    // (planFirstLocks); and one
     // statement for every write: balances, ledger transactions and entries, account transactions,
     // orders, events. Before, the two fx_position accounts were a statement each, after the
     // accounts' answer, and the balance rows after theirs.
-    expect(one).toBe(5);
+    expect(one).toBe(6);
     expect(fifty).toBe(one);
     // With a fee, the Fees account is found once the orders are priced: the statements follow each other.
     const feeCtx = { ...b.req({}).ctx, settings: { fx_fee_bps: 10 } };

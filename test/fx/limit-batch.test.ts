@@ -66,9 +66,9 @@ describe('due limit orders settle together', () => {
     const first = await settleTogether(one);
     const many = await settleTogether(fifty);
     // The orders (locked), the business's sandbox rates, accounts (share lock), holds (locked), the
-    // two fx_position accounts, balance rows (locked), and one statement for every write: balances,
+    // two fx_position accounts, balance rows (locks, then rows), and one statement for every write: balances,
     // holds, ledger rows, account transactions, orders, events. Alone, an order was about 20.
-    expect(first.count).toBe(8);
+    expect(first.count).toBe(9);
     expect(many.count).toBe(first.count);
     expect([...many.result.values()]).toEqual(fifty.map(() => 'completed'));
 

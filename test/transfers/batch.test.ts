@@ -107,7 +107,7 @@ describe('batch posting: each transfer on its own', () => {
     expect((await ledger.reconcile(t.db, tenant.tenant_id)).ok).toBe(true);
   });
 
-  it('costs the same statements for one transfer as for fifty: eight, the writes in one', async () => {
+  it('costs the same statements for one transfer as for fifty: nine, the writes in one', async () => {
     const { tenant, customer, open } = await setup('Statements Ltd', '1000.00');
     const cust = await open(customer, '500.00');
     const rich = await open(null, '500.00');
@@ -122,9 +122,10 @@ describe('batch posting: each transfer on its own', () => {
     const one = await statements([req(cust)]);
     const fifty = await statements(Array.from({ length: 50 }, (_, i) => req(i % 2 === 0 ? cust : rich)));
     // accounts (share lock), KYC levels, spending locks, today's counters (between two settings of
-    // the plan mode: db/generic-plan.ts), balance rows (lock), and one statement for every write:
-    // balances, ledger transactions and entries, account transactions, transfers, events, counters.
-    expect(one).toBe(8);
+    // the plan mode: db/generic-plan.ts), balance rows (their locks, then the rows: ledger/repo.ts
+    // balanceLock), and one statement for every write: balances, ledger transactions and entries,
+    // account transactions, transfers, events, counters.
+    expect(one).toBe(9);
     expect(fifty).toBe(one);
   });
 
@@ -227,9 +228,10 @@ describe('batch posting: each transfer on its own', () => {
     } = await countStatements(t.db, (trx) => createMovements(trx, [payout('100.00')]));
     expect(alone!.ok).toBe(true);
     // accounts (share lock), the payee, the settlement account, KYC levels, spending locks, today's
-    // counters (between two settings of the plan mode), the fee account, balance rows (lock), and
-    // the writes (holds, balances, account transaction, transfer, event, counter): 11.
-    expect(count).toBe(11);
+    // counters (between two settings of the plan mode), the fee account, balance rows (their locks,
+    // then the rows), and the writes (holds, balances, account transaction, transfer, event,
+    // counter): 12.
+    expect(count).toBe(12);
     const outcomes = await t.db.transaction().execute((trx) =>
       createMovements(trx, [
         payout('6000.00'),

@@ -103,11 +103,15 @@ describe('concurrent transfers', () => {
 
   it('a status change written in SQL, by anyone, holds the balance row until it commits (migration 1266)', async () => {
     const id = (await api.post('/v1/accounts', { currency: 'NGN', label: 'status in sql' })).body.data.id;
-    // A row locked by a transaction carries its id in xmax (until another one locks or changes it).
+    // The balance row's lock (ledger/repo.ts balanceLock): an advisory lock, which pg_locks shows
+    // with the key's high and low 32 bits.
     const lockedBy = async (trx: Trx) => {
-      const { rows } = await sql<{ mine: boolean }>`
-        select xmax::text = mod(txid_current(), 4294967296)::text as mine from ledger_balances where account_id = ${id}`.execute(trx);
-      return rows[0]!.mine;
+      const { rows } = await sql<{ held: boolean }>`
+        select exists (
+          select 1 from pg_locks l, hashtextextended('ledger_balance:' || ${id}::text, 0) as k
+          where l.locktype = 'advisory' and l.pid = pg_backend_pid() and l.granted and l.objsubid = 1
+            and l.classid::text::bigint = (k >> 32) & 4294967295 and l.objid::text::bigint = k & 4294967295) as held`.execute(trx);
+      return rows[0]!.held;
     };
     await t.db.transaction().execute(async (trx) => {
       await sql`update accounts set label = 'renamed' where id = ${id}`.execute(trx);

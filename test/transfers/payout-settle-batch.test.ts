@@ -115,9 +115,10 @@ describe('due sandbox payouts settle together', () => {
     const first = await countStatements(t.db, (trx) => settlePayouts(trx, dueOne!));
     const many = await countStatements(t.db, (trx) => settlePayouts(trx, dueFifty!));
     // The transfers (locked), their rail payouts (settled), their holds (locked), the balance rows
-    // (locked), the account transactions' accounts, and one statement for every write: balances,
-    // holds, ledger rows, account transactions, transfers, events. Alone, a payout was about 17.
-    expect(first.count).toBe(6);
+    // (their locks, then the rows), the account transactions' accounts, and one statement for every
+    // write: balances, holds, ledger rows, account transactions, transfers, events. Alone, a payout
+    // was about 17.
+    expect(first.count).toBe(7);
     expect(many.count).toBe(first.count);
     expect(many.result.sort()).toEqual([...fifty].sort());
 
@@ -157,7 +158,7 @@ describe('due sandbox payouts settle together', () => {
     const ids = await countStatements(t.db, (trx) => settlePayouts(trx, due!));
     expect(ids.result.sort()).toEqual([together!, other!].sort());
     // One more statement per business and currency for each of the FX position and settlement accounts.
-    expect(ids.count).toBe(8);
+    expect(ids.count).toBe(9);
 
     const [a, b] = [await booked(alone!), await booked(together!)];
     expect(b).toEqual(a);

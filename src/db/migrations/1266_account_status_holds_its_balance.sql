@@ -5,12 +5,13 @@
 -- Before this, the movement share-locked each account row, and a row lock is a WAL record
 -- (about 54 bytes) for each account of every transfer (modules/transfers/locks.ts lockedAhead).
 -- The accounts service already locks the balance row before a status change (it checks a close
--- at zero); this trigger makes it a rule of the table, whoever updates it.
+-- at zero); this trigger makes it a rule of the table, whoever updates it. A balance row's lock is
+-- an advisory lock on the account's id (src/ledger/repo.ts balanceLock, the same key).
 -- Lock order is unchanged: the account row (the update's own lock), then its balance row.
 create or replace function account_status_holds_its_balance() returns trigger
 language plpgsql as $$
 begin
-  perform 1 from ledger_balances where account_id = new.id for update;
+  perform pg_advisory_xact_lock(hashtextextended('ledger_balance:' || new.id::text, 0));
   return new;
 end
 $$;

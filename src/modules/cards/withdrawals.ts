@@ -105,8 +105,8 @@ export function planWithdrawalReads(trx: Trx, reqs: WithdrawRequest[]): LockPlan
   const accountLock = accounts.lockForMovementStatement(trx, ctx, accountIds);
   const balances = ledger.balanceLockAhead(trx, ctx, [...cardIds, ...accountIds]);
   return {
-    statements: [repo.findCardsQuery(trx, ctx, cardIds).compile(), accountLock.statement, balances.statement],
-    read: ([cards, accountRows, balanceRows]) => ({
+    statements: [repo.findCardsQuery(trx, ctx, cardIds).compile(), accountLock.statement, ...balances.statements],
+    read: ([cards, accountRows, , balanceRows]) => ({
       cards: new Map((cards as repo.CardRow[]).map((card) => [`${key}:${card.id}`, card])),
       locked: new Map([[key, accountLock.read(accountRows!)]]),
       balances: { ids: balances.ids, rows: balanceRows as ledger.LockedAhead['rows'] },

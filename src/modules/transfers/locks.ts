@@ -71,10 +71,10 @@ function lockedAhead(trx: Trx, reqs: MovementRequest[]): LockPlan<FirstLocks> | 
   const balances = balanceLockAhead(trx, ctx, ids);
   const accountRead = accounts.readForMovementStatement(trx, ctx, ids);
   return {
-    statements: [...gate.statements, balances.statement, accountRead.statement],
+    statements: [...gate.statements, ...balances.statements, accountRead.statement],
     read: (rows) => ({
       locked: new Map([[scopeKey(ctx), accountRead.read(rows.at(-1)!)]]),
-      ahead: { gate: gate.open(rows.slice(0, -2)), balances: { ids: balances.ids, rows: rows.at(-2) as LockedAhead['rows'] } },
+      ahead: { gate: gate.open(rows.slice(0, -3)), balances: { ids: balances.ids, rows: rows.at(-2) as LockedAhead['rows'] } },
     }),
   };
 }
