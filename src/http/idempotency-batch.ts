@@ -15,7 +15,7 @@ import { processInstance } from '../db/instance.js';
 import { isRetryableConflict } from '../db/retry.js';
 import { isUniqueViolation } from '../db/errors.js';
 import { idempotencyKeyOf } from './idempotency.js';
-import { batchClaim, isClaimRace, LEASE_SECONDS } from './idempotency-claim.js';
+import { batchClaim, isClaimRace } from './idempotency-claim.js';
 import { replayOf, responseData, type StoredAnswer } from './replay.js';
 import type { Deps } from './deps.js';
 
@@ -193,7 +193,7 @@ export class BatchedIdempotency<I, T> {
     // key's outcome that is not stored (400, 403) leaves nothing: it had no record.
     const isNew = (item: Item<I>) => fresh!.has(item.token);
     const [inserted, updated] = [stored.filter((s) => isNew(s.item)), stored.filter((s) => !isNew(s.item))];
-    await this.insertCompleted(writes, owner, inserted);
+    await this.insertCompleted(writes, inserted);
     await this.complete(writes, updated);
     await this.drop(
       writes,
@@ -266,21 +266,21 @@ export class BatchedIdempotency<I, T> {
    * transaction as the effects; the keys' locks held since the claim keep every other claim out
    * until the commit). Should a record have appeared all the same (a claim that took no lock, of an
    * older version), the insert fails on the primary key, nothing of the batch commits, and the
-   * batch runs again (`isClaimRace`), then finds it.
+   * batch runs again (`isClaimRace`), then finds it. A completed record carries no claim: no
+   * lease, token or owner (migration 1269).
    */
-  private async insertCompleted(writes: WriteSet, owner: string, stored: Stored<I>[]) {
+  private async insertCompleted(writes: WriteSet, stored: Stored<I>[]) {
     if (stored.length === 0) return;
     await write(
       writes,
       () => sql`
-      insert into idempotency_keys (tenant_id, environment, key, fingerprint, state, locked_until, claim_token, owner_id, expires_at,
-        response_status, response_body, response_event_id)
-      select u.t, u.e, u.k, u.f, 'completed', now() + make_interval(secs => ${LEASE_SECONDS}), u.c, ${owner}::uuid,
-        now() + make_interval(hours => ${this.ttlHours}), u.s, u.b, u.v
+      insert into idempotency_keys (tenant_id, environment, key, fingerprint, state, expires_at, response_status, response_body,
+        response_event_id)
+      select u.t, u.e, u.k, u.f, 'completed', now() + make_interval(hours => ${this.ttlHours}), u.s, u.b, u.v
       from ${valuesOf(
         'u',
-        { t: 'uuid', e: 'text', k: 'text', f: 'text', c: 'uuid', s: 'int', b: 'text', v: 'uuid' },
-        stored.map((s) => [s.item.tenantId, s.item.environment, s.item.key, s.item.fingerprint, s.item.token, s.status, ...answerOf(s)]),
+        { t: 'uuid', e: 'text', k: 'text', f: 'text', s: 'int', b: 'text', v: 'uuid' },
+        stored.map((s) => [s.item.tenantId, s.item.environment, s.item.key, s.item.fingerprint, s.status, ...answerOf(s)]),
       )}`,
     );
   }

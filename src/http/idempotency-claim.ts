@@ -5,7 +5,7 @@ import { onGenericPlan } from '../db/generic-plan.js';
 import { STALE_AFTER_SECONDS } from '../db/instance.js';
 
 /** How long a claim holds its key before another request may take it over (the owner's heartbeat aside). */
-export const LEASE_SECONDS = 60;
+const LEASE_SECONDS = 60;
 
 /** One Idempotency-Key to claim for a request: its scope, the request's fingerprint, and the claim's token. */
 export interface KeyClaim {

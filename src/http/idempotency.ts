@@ -19,8 +19,9 @@ interface IdempotencyKeysTable {
   key: string;
   fingerprint: string;
   state: 'in_progress' | 'completed';
-  locked_until: ColumnType<Date, Date | string, Date | string>;
-  claim_token: string;
+  /** The lease and the token of a claim in progress (null on a record inserted completed, migration 1269). */
+  locked_until: ColumnType<Date | null, Date | string | null, Date | string | null>;
+  claim_token: string | null;
   /** The process_instances row of the process running the work (null: claimed by older code). */
   owner_id: string | null;
   response_status: number | null;

@@ -82,6 +82,10 @@ describe("a batched transfer's Idempotency-Key record", () => {
     const first = await api.post('/v1/transfers', body(), { idempotencyKey: 'once' });
     expect(first.status).toBe(200);
     expect(await recordOf(ctx, 'once')).toEqual(transferRecord(first));
+    // Inserted completed, it carries no claim: no lease, token or owner (migration 1269).
+    const { rows: claim } = await sql`
+      select locked_until, claim_token, owner_id from idempotency_keys where tenant_id = ${ctx.tenantId} and key = 'once'`.execute(t.db);
+    expect(claim).toEqual([{ locked_until: null, claim_token: null, owner_id: null }]);
     const replay = await api.post('/v1/transfers', body(), { idempotencyKey: 'once' });
     expect(replay.text).toBe(first.text);
     expect(replay.headers['idempotency-replayed']).toBe('true');
