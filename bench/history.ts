@@ -51,9 +51,9 @@ export async function seedHistory(db: Db, scope: { tenantId: string; environment
     await sql`update ledger_balances b set posted = b.posted + d.net, version = b.version + d.n
       from (select account_id, sum(amount) as net, count(*) as n from bench_legs group by account_id) d
       where b.account_id = d.account_id`.execute(trx);
-    await sql`insert into transfers (id, tenant_id, environment, reference, description, source_type, source_id,
+    await sql`insert into transfers (id, tenant_id, environment, description, source_type, source_id,
         destination_type, destination_id, currency, amount, status, ledger_transaction_id, transaction_id, created_at, updated_at)
-      select transfer, ${t}, ${env}, transfer::text, '', 'internal_account', src, 'internal_account', dst, 'NGN', amount,
+      select transfer, ${t}, ${env}, '', 'internal_account', src, 'internal_account', dst, 'NGN', amount,
         'completed', ledger_tx, out_tx, ts, ts
       from bench_seed`.execute(trx);
     await sql`insert into transactions (id, tenant_id, environment, account_id, ledger_transaction_id, reference, direction,

@@ -73,7 +73,6 @@ export async function checklist(db: Queryable, scope: Scope): Promise<Checklist>
 
 export interface RecentTransfer {
   id: string;
-  reference: string;
   status: string;
   currency: string;
   amount: bigint;
@@ -82,7 +81,7 @@ export interface RecentTransfer {
 
 export async function recentTransfers(db: Queryable, scope: Scope, limit: number): Promise<RecentTransfer[]> {
   const rows = await scoped(db, 'transfers', scope)
-    .select(['id', 'reference', 'status', 'currency', 'amount', 'created_at'])
+    .select(['id', 'status', 'currency', 'amount', 'created_at'])
     .orderBy('id', 'desc')
     .limit(limit)
     .execute();

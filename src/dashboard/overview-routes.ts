@@ -238,7 +238,7 @@ ${balancesCard(view.balances)}
   ${table(
     'The last transfers, newest first',
     [
-      { label: 'Transfer', cell: (t) => idLink('transfer', t.id, t.reference) },
+      { label: 'Transfer', cell: (t) => idLink('transfer', t.id, t.id) },
       { label: 'Amount', cell: (t) => `${formatAmount(t.amount, t.currency)} ${t.currency}`, numeric: true },
       { label: 'Status', cell: (t) => badge(t.status) },
       { label: 'Created', cell: (t) => when(iso(t.created_at)) },

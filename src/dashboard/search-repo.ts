@@ -55,7 +55,7 @@ const SOURCES: Record<HitKind, Source> = {
   account: { table: 'accounts', label: sql`accounts.label`, note: sql`accounts.currency || ' · ' || accounts.status` },
   transfer: {
     table: 'transfers',
-    label: sql`coalesce(transfers.client_reference, transfers.reference)`,
+    label: sql`coalesce(transfers.client_reference, transfers.id::text)`,
     note: sql`transfers.currency || ' · ' || transfers.status`,
   },
   transaction: {

@@ -29,7 +29,7 @@ async function fundedPair(name: string) {
     expect(res.status).toBe(200);
     return res.body.data.id as string;
   };
-  return { ctx, from, to, transfer };
+  return { api, ctx, from, to, transfer };
 }
 
 /** xmax of each row: a row lock (a foreign key's FOR KEY SHARE included) sets it to the locker's transaction. */
@@ -49,6 +49,14 @@ describe('a transfer writes nothing another row already says', () => {
       .where('reference', '=', id)
       .executeTakeFirstOrThrow();
     expect(row).toEqual({ reference: id, metadata: {} });
+  });
+
+  it('its row holds no reference beside its id, which is the reference the API answers (migration 1270)', async () => {
+    const { api, transfer } = await fundedPair('Reference Ltd');
+    const id = await transfer();
+    const row = await t.db.selectFrom('transfers').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
+    expect(Object.values(row).filter((v) => v === id)).toEqual([id]);
+    expect((await api.get(`/v1/transfers/${id}`)).body.data.reference).toBe(id);
   });
 
   it('locks neither its ledger transaction nor the ledger accounts it posts to (no foreign-key row locks, migration 1240)', async () => {

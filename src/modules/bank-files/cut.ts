@@ -91,7 +91,7 @@ function paymentOf(
   const payee = (typeof p.payee === 'string' ? JSON.parse(p.payee) : p.payee) as PayeeDetails;
   // The payer's own reference, else the description, else our reference: the first the bank's character set can carry.
   const remittance = transfer
-    ? ([transfer.client_reference, transfer.description, transfer.reference]
+    ? ([transfer.client_reference, transfer.description, transfer.id]
         .filter((v): v is string => Boolean(v?.trim()))
         .map((v) => toLatin(v.trim().slice(0, 140)))
         .find((v) => v !== undefined && v.trim() !== '') ?? null)

@@ -11,7 +11,8 @@ export function toTransferResponse(row: TransferRow): TransferResponse {
   const money = (v: bigint | null, c: string | null) => (v === null || c === null ? null : formatAmount(v, c));
   return {
     id: row.id,
-    reference: row.reference,
+    // A transfer's reference is its id (migration 1270).
+    reference: row.id,
     client_reference: row.client_reference,
     transfer_status: row.status,
     source: { source_type: row.source_type, id: row.source_id },

@@ -198,7 +198,6 @@ export function baseTransferRow(p: Prepared, transactionId: string): repo.Transf
     id: p.id,
     tenant_id: ctx.tenantId,
     environment: ctx.environment,
-    reference: p.id,
     client_reference: body.client_reference ?? null,
     description: body.description ?? '',
     customer_id: p.source.customer_id,

@@ -13,7 +13,6 @@ export interface TransfersTable {
   id: string;
   tenant_id: string;
   environment: string;
-  reference: string;
   client_reference: string | null;
   description: ColumnType<string, string | undefined, string>;
   customer_id: string | null;
