@@ -301,8 +301,14 @@ export async function countPayoutsByStatus(db: Queryable, environment: string) {
 }
 /* eslint-enable no-restricted-syntax */
 
+/** A payout of any business by id (the operator console), through transfers_payout_id_idx (its predicate as a literal, which a generic plan needs): another transfer is not found. */
 export async function findTransferById(db: Queryable, id: string) {
-  return db.selectFrom('transfers').selectAll().where('id', '=', id).executeTakeFirst();
+  return db
+    .selectFrom('transfers')
+    .selectAll()
+    .where('destination_type', '=', sql.lit('external_account'))
+    .where('id', '=', id)
+    .executeTakeFirst();
 }
 
 export async function railPayoutOf(db: Queryable, ctx: Scope, transferId: string) {

@@ -38,8 +38,8 @@ const WRITE_PATH_INDEXES: Record<string, Record<string, string>> = {
       "the reference filter, a statement's lines (a transfer's account transactions share its reference; migration 1268)",
   },
   transfers: {
-    transfers_pkey: 'GET /v1/transfers/{id}',
-    transfers_list_idx: 'GET /v1/transfers',
+    transfers_pkey: '(tenant, environment, id): GET /v1/transfers/{id}, GET /v1/transfers (migration 1271)',
+    transfers_payout_id_idx: 'a payout by id alone: the payout jobs, the bank file cut, the operator console (partial: payouts only)',
     transfers_status_idx: 'the status filter (partial: transfers not completed, migration 1263)',
     transfers_source_idx: 'the account_id filter (source side)',
     transfers_destination_idx: 'the account_id filter (destination side)',
@@ -165,6 +165,27 @@ describe('the reads of the indexes merged into a primary key walk it', () => {
     await expectWalks(complete!, 'transactions_pkey');
   });
 
+  it('a transfer by id, and the list newest first, through transfers_pkey (migration 1271)', async () => {
+    const [find] = await statementsOf((db) => transfersRepo.findTransfer(db, scope, newId()));
+    await expectWalks(find!, 'transfers_pkey');
+    const list = await statementsOf((db) => transfersRepo.listTransfers(db, scope, { page: 1, items_per_page: 20 }));
+    await expectWalks(list.find((q) => /order by/.test(q.sql))!, 'Index Scan Backward using transfers_pkey');
+  });
+
+  it('payouts of any business by id alone through transfers_payout_id_idx, which an internal transfer does not write (migration 1271)', async () => {
+    const reads = [
+      ...(await statementsOf((db) => transfersRepo.lockTransfers(db, [newId(), newId()]))),
+      ...(await statementsOf((db) => transfersRepo.findTransfersByIds(db, [newId()]))),
+      ...(await statementsOf((db) => opsRepo.findTransferById(db, newId()))),
+    ];
+    expect(reads).toHaveLength(3);
+    for (const read of reads) {
+      const plan = await planOf(read);
+      expect(plan, plan).not.toMatch(/Seq Scan/);
+      expect(plan, plan).toContain('transfers_payout_id_idx');
+    }
+  });
+
   it("a ledger transaction's entries through ledger_entries_pkey (migration 1261)", async () => {
     const [entries] = await statementsOf((db) => ledgerRepo.entriesOf(db, [newId(), newId()]));
     const plan = await planOf(entries!);
@@ -210,9 +231,9 @@ describe("the transfers' status index holds only the transfers that are not comp
     expect(await pageOf(status)).toContain('transfers_status_idx');
   });
 
-  it('a list of completed transfers walks the list index', async () => {
+  it('a list of completed transfers walks the primary key (migration 1271)', async () => {
     const plan = await pageOf('completed');
     expect(plan).not.toMatch(/Seq Scan/);
-    expect(plan).toContain('transfers_list_idx');
+    expect(plan).toContain('Index Scan Backward using transfers_pkey');
   });
 });

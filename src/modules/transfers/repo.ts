@@ -93,12 +93,22 @@ export async function findTransferForUpdate(db: Queryable, ctx: Scope, id: strin
   return findScoped(db, 'transfers', ctx, id, 'update');
 }
 
-/** Transfers among `ids` (claimed by a job, of any business), locked in ascending id for a batch that ends them. */
+/**
+ * The predicate of transfers_payout_id_idx as a literal: a generic plan uses a partial index only
+ * when the query states its predicate so (a parameter could be anything).
+ */
+const payoutsOnly = sql.lit('external_account');
+
+/**
+ * Payouts among `ids` (claimed by a job, of any business), locked in ascending id for a batch that
+ * ends them. By id alone through the payouts' own index (transfers_payout_id_idx, migration 1271).
+ */
 export async function lockTransfers(db: Queryable, ids: string[]): Promise<TransferRow[]> {
   if (ids.length === 0) return [];
   return db
     .selectFrom('transfers')
     .selectAll()
+    .where('destination_type', '=', payoutsOnly)
     .where('id', 'in', [...new Set(ids)].sort())
     .orderBy('id')
     .forUpdate()
@@ -192,8 +202,8 @@ export function lockSpendingKeysStatement(db: Queryable, keys: string[]) {
   return sql`select pg_advisory_xact_lock(hashtextextended(k, 0)) from (select unnest(${sorted}::text[]) as k order by k) s`.compile(db);
 }
 
-/** Transfers by id whatever their business (the bank file cut names payouts of many businesses). */
+/** Payouts by id whatever their business (the bank file cut names payouts of many businesses), through transfers_payout_id_idx. */
 export async function findTransfersByIds(db: Queryable, ids: string[]): Promise<TransferRow[]> {
   if (ids.length === 0) return [];
-  return db.selectFrom('transfers').selectAll().where('id', 'in', ids).execute();
+  return db.selectFrom('transfers').selectAll().where('destination_type', '=', payoutsOnly).where('id', 'in', ids).execute();
 }
