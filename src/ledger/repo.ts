@@ -27,7 +27,6 @@ export interface LedgerBalancesTable {
   pending_debits: ColumnType<bigint, bigint | undefined, bigint>;
   pending_credits: ColumnType<bigint, bigint | undefined, bigint>;
   allow_negative: boolean;
-  version: ColumnType<bigint, bigint | undefined, bigint>;
 }
 
 export interface LedgerTransactionsTable {
@@ -176,7 +175,7 @@ export async function applyPending(
   // eslint-disable-next-line no-restricted-syntax -- one business's balance row, but the available-balance guard is SQL the builder cannot express
   const result = await sql<{ posted: bigint }>`
     update ledger_balances set pending_debits = pending_debits + ${debits}, pending_credits = pending_credits + ${credits},
-      posted = posted + ${posted}, version = version + 1
+      posted = posted + ${posted}
     where account_id = ${accountId} and tenant_id = ${scope.tenantId} and environment = ${scope.environment}
       and currency = ${currency}
       and (allow_negative or posted + ${posted}::bigint - pending_debits - ${debits}::bigint >= 0
@@ -396,7 +395,7 @@ export async function addBalanceDeltas(
     to,
     () => sql`
     update ledger_balances b set posted = b.posted + d.posted, pending_debits = b.pending_debits + d.debits,
-      pending_credits = b.pending_credits + d.credits, version = b.version + 1
+      pending_credits = b.pending_credits + d.credits
     from ${valuesOf('d', { id: 'uuid', posted: 'bigint', debits: 'bigint', credits: 'bigint' }, rows)}
     where b.account_id = d.id`,
   );

@@ -203,7 +203,6 @@ function toBalance(row: repo.BalanceRow): Balance {
     pendingDebits: row.pending_debits,
     pendingCredits: row.pending_credits,
     available: row.posted - row.pending_debits,
-    version: row.version,
   };
 }
 

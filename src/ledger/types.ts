@@ -47,7 +47,6 @@ export interface Balance {
   pendingCredits: bigint;
   /** posted - pendingDebits: what a customer account may still spend. */
   available: bigint;
-  version: bigint;
 }
 
 export interface HoldInput {

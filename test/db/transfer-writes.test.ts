@@ -59,6 +59,15 @@ describe('a transfer writes nothing another row already says', () => {
     expect((await api.get(`/v1/transfers/${id}`)).body.data.reference).toBe(id);
   });
 
+  it('its balance updates change the balances alone: no counter bumped at the row end (migration 1272)', async () => {
+    const { from, to, transfer } = await fundedPair('Counter Ltd');
+    await transfer();
+    await transfer();
+    const { rows } = await sql<{ retired_version: string }>`
+      select retired_version::text from ledger_balances where account_id = any(${[from, to]}::uuid[])`.execute(t.db);
+    expect(rows).toEqual([{ retired_version: '0' }, { retired_version: '0' }]);
+  });
+
   it('locks neither its ledger transaction nor the ledger accounts it posts to (no foreign-key row locks, migration 1240)', async () => {
     const { from, to, transfer } = await fundedPair('Locks Ltd');
     const accountsBefore = await xmaxOf('ledger_accounts', [from, to]);
