@@ -8,6 +8,8 @@
 -- at zero); this trigger makes it a rule of the table, whoever updates it. A balance row's lock is
 -- an advisory lock on the account's id (src/ledger/repo.ts balanceLock, the same key).
 -- Lock order is unchanged: the account row (the update's own lock), then its balance row.
+-- Processes of the previous version lock balance rows FOR UPDATE and share-lock account rows,
+-- which these locks do not exclude: stop them before this runs (docs/scaling.md).
 create or replace function account_status_holds_its_balance() returns trigger
 language plpgsql as $$
 begin
