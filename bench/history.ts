@@ -48,8 +48,8 @@ export async function seedHistory(db: Db, scope: { tenantId: string; environment
       from bench_legs l join ledger_balances b on b.account_id = l.account_id`.execute(trx);
     await sql`insert into ledger_entries (id, tenant_id, environment, transaction_id, account_id, currency, amount, balance_after, created_at)
       select id, ${t}, ${env}, ledger_tx, account_id, 'NGN', amount, balance_after, ts from bench_entries`.execute(trx);
-    await sql`update ledger_balances b set posted = b.posted + d.net, version = b.version + d.n
-      from (select account_id, sum(amount) as net, count(*) as n from bench_legs group by account_id) d
+    await sql`update ledger_balances b set posted = b.posted + d.net
+      from (select account_id, sum(amount) as net from bench_legs group by account_id) d
       where b.account_id = d.account_id`.execute(trx);
     await sql`insert into transfers (id, tenant_id, environment, description, source_type, source_id,
         destination_type, destination_id, currency, amount, status, ledger_transaction_id, transaction_id, created_at, updated_at)
