@@ -7,7 +7,7 @@
  *
  *   BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres npx tsx bench/stall.ts [rate] [seconds] [hold ms]
  */
-import { sql } from 'kysely';
+import { balanceLockOf } from '../src/ledger/repo.js';
 import { fundedAccounts, randomPairs, startServer, withBenchDatabase } from './server.js';
 import { steadyTransfers } from './steady.js';
 
@@ -27,7 +27,7 @@ await withBenchDatabase(adminUrl, name, async ({ url, handle, key }) => {
         for (let i = 0; holding; i++) {
           await new Promise((r) => setTimeout(r, 1000 - holdMs));
           await handle.db.transaction().execute(async (trx) => {
-            await sql`select 1 from ledger_balances where account_id = ${ids[i % ids.length]} for update`.execute(trx);
+            await balanceLockOf(ids[i % ids.length]!).execute(trx);
             await new Promise((r) => setTimeout(r, holdMs));
           });
         }

@@ -1,12 +1,13 @@
 import { sql } from 'kysely';
 import type { Db } from '../src/db/client.js';
+import { balanceLockOf } from '../src/ledger/repo.js';
 
 /**
- * Holds one account's ledger balance row (its lock: the advisory lock of src/ledger/repo.ts
- * balanceLock, with the same key) in a transaction of its own, until the returned function lets
- * it go and that transaction ends: a batch moving money from the account
- * then waits on the row with its own locks held (PostgreSQL tests of what queues behind a held
- * row: spare lanes, Idempotency-Key locks). Letting go twice is harmless.
+ * Holds one account's ledger balance row (its lock: src/ledger/repo.ts balanceLockOf) in a
+ * transaction of its own, until the returned function lets it go and that transaction ends: a
+ * batch moving money from the account then waits on the row with its own locks held (PostgreSQL
+ * tests of what queues behind a held row: spare lanes, Idempotency-Key locks). Letting go twice is
+ * harmless.
  */
 export async function holdBalanceRow(db: Db, accountId: string): Promise<() => Promise<void>> {
   let release!: () => void;
@@ -14,7 +15,7 @@ export async function holdBalanceRow(db: Db, accountId: string): Promise<() => P
   let locked!: () => void;
   const isLocked = new Promise<void>((r) => (locked = r));
   const holder = db.transaction().execute(async (trx) => {
-    await sql`select pg_advisory_xact_lock(hashtextextended('ledger_balance:' || ${accountId}::text, 0))`.execute(trx);
+    await balanceLockOf(accountId).execute(trx);
     locked();
     await released;
   });

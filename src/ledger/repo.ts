@@ -301,6 +301,9 @@ export async function finishHold(
  */
 const balanceLock = (id: RawBuilder<string>) => sql`pg_advisory_xact_lock(hashtextextended('ledger_balance:' || ${id}::text, 0))`;
 
+/** One account's balance lock, as a statement (a test or a bench that holds a balance row). */
+export const balanceLockOf = (accountId: string) => sql`select ${balanceLock(sql.val(accountId))}`;
+
 /** The statement that takes the balance locks of `ids`, ascending (callers give ids of balance rows they may change). */
 function balanceLocks(db: Queryable, ids: string[]): CompiledQuery<unknown> {
   return sql`select ${balanceLock(sql.ref('id'))} from (select distinct unnest(${ids}::uuid[]) as id order by id) s`.compile(db);
