@@ -20,10 +20,7 @@ export async function lockForMovement(trx: Queryable, ctx: Scope, ids: string[])
  * holds. `read` takes the statement's rows.
  */
 export function lockForMovementStatement(trx: Queryable, ctx: Scope, ids: string[]) {
-  return {
-    statement: repo.lockAccountsSharedStatement(trx, ctx, [...new Set(ids)].sort()),
-    read: (rows: unknown[]) => remember(ctx, rows as AccountRow[]),
-  };
+  return movementAccounts(trx, ctx, ids, 'share');
 }
 
 /**
@@ -33,8 +30,12 @@ export function lockForMovementStatement(trx: Queryable, ctx: Scope, ids: string
  * movement waits for it and reads its new status. `read` takes the statement's rows.
  */
 export function readForMovementStatement(trx: Queryable, ctx: Scope, ids: string[]) {
+  return movementAccounts(trx, ctx, ids, 'none');
+}
+
+function movementAccounts(trx: Queryable, ctx: Scope, ids: string[], lock: 'share' | 'none') {
   return {
-    statement: repo.accountsHeldByBalanceStatement(trx, ctx, [...new Set(ids)].sort()),
+    statement: repo.movementAccountsStatement(trx, ctx, [...new Set(ids)].sort(), lock),
     read: (rows: unknown[]) => remember(ctx, rows as AccountRow[]),
   };
 }

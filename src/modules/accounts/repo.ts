@@ -129,36 +129,28 @@ export async function lockAccountsShared(db: Queryable, ctx: Scope, ids: string[
   return lockAccountsSharedQuery(db, ctx, ids).execute();
 }
 
-/** lockAccountsShared as a statement its caller sends (db/pipeline.ts). */
-export function lockAccountsSharedStatement(db: Queryable, ctx: Scope, ids: string[]) {
-  return lockAccountsSharedOnce(db, ctx, ids);
+/**
+ * Several accounts in id order, as a statement its caller sends (db/pipeline.ts): share-locked
+ * (lockAccountsShared's), or, with `lock` 'none', read without a row lock by a caller that holds
+ * their balance rows: a status change holds the account's balance row until it commits (migration
+ * 1266), so the rows read then are as current as share-locked ones and stay so until the caller
+ * commits.
+ */
+export function movementAccountsStatement(db: Queryable, ctx: Scope, ids: string[], lock: 'share' | 'none') {
+  return movementAccountsOnce(db, ctx, ids, lock);
 }
 
-/** Its text has one parameter per id: compiled once per count (db/compiled.ts). */
-const lockAccountsSharedOnce = compiledPerShape(
-  (db: Queryable, ctx: Scope, ids: string[]) => lockAccountsSharedQuery(db, ctx, ids),
-  (ctx, ids) => ({ shape: String(ids.length), parameters: [ctx.tenantId, ctx.environment, ...ids] }),
+/** Its text has one parameter per id: compiled once per count and lock (db/compiled.ts). */
+const movementAccountsOnce = compiledPerShape(
+  (db: Queryable, ctx: Scope, ids: string[], lock: 'share' | 'none') =>
+    lock === 'share' ? lockAccountsSharedQuery(db, ctx, ids) : accountsInIdOrder(db, ctx, ids),
+  (ctx, ids, lock) => ({ shape: `${lock}:${ids.length}`, parameters: [ctx.tenantId, ctx.environment, ...ids] }),
 );
 
 const lockAccountsSharedQuery = (db: Queryable, ctx: Scope, ids: string[]) => accountsInIdOrder(db, ctx, ids).forShare();
 
 const accountsInIdOrder = (db: Queryable, ctx: Scope, ids: string[]) =>
   scoped(db, 'accounts', ctx).selectAll().where('id', 'in', ids).orderBy('id');
-
-/**
- * Several accounts, in id order, without a row lock, as a statement its caller sends after it
- * holds their balance rows: a status change holds the account's balance row until it commits
- * (migration 1266), so the rows read then are as current as share-locked ones and stay so until
- * the caller commits. Compiled once per count, as lockAccountsSharedStatement.
- */
-export function accountsHeldByBalanceStatement(db: Queryable, ctx: Scope, ids: string[]) {
-  return accountsHeldByBalanceOnce(db, ctx, ids);
-}
-
-const accountsHeldByBalanceOnce = compiledPerShape(
-  (db: Queryable, ctx: Scope, ids: string[]) => accountsInIdOrder(db, ctx, ids),
-  (ctx, ids) => ({ shape: String(ids.length), parameters: [ctx.tenantId, ctx.environment, ...ids] }),
-);
 
 /** The business's own oldest open account in a currency (where fees go). */
 export async function findBusinessAccount(db: Queryable, ctx: Scope, currency: string) {
