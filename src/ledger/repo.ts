@@ -171,17 +171,18 @@ export async function applyPending(
   const debits = change.debits ?? 0n;
   const credits = change.credits ?? 0n;
   const posted = change.posted ?? 0n;
-  await db.executeQuery(balanceLocks(db, [accountId]));
   // eslint-disable-next-line no-restricted-syntax -- one business's balance row, but the available-balance guard is SQL the builder cannot express
-  const result = await sql<{ posted: bigint }>`
+  const update = sql<{ posted: bigint }>`
     update ledger_balances set pending_debits = pending_debits + ${debits}, pending_credits = pending_credits + ${credits},
       posted = posted + ${posted}
     where account_id = ${accountId} and tenant_id = ${scope.tenantId} and environment = ${scope.environment}
       and currency = ${currency}
       and (allow_negative or posted + ${posted}::bigint - pending_debits - ${debits}::bigint >= 0
            or (${debits}::bigint <= 0 and ${posted}::bigint >= 0))
-    returning posted`.execute(db);
-  return result.rows[0]?.posted;
+    returning posted`.compile(db);
+  // Its balance lock first, in the same round trip (balanceLock).
+  const [, rows] = await pipelined(db, balanceLocks(db, [accountId]), update);
+  return rows[0]?.posted;
 }
 
 /** Balance rows of `scope`, ascending; with `lock`, locked first (lockScopedBalancesStatements). */
@@ -297,9 +298,9 @@ export async function finishHold(
  * their own, sent right behind in the same round trip: PostgreSQL takes its snapshot once the
  * locks are held, so it sees what the previous holder committed (a single statement's snapshot
  * is taken before it waits). Taken in ascending id, as the row locks were: the lock order of every
- * money movement is unchanged. The key must stay the trigger's.
+ * money movement is unchanged. Its key is ledger_balance_lock_key (migration 1266), the trigger's.
  */
-const balanceLock = (id: RawBuilder<string>) => sql`pg_advisory_xact_lock(hashtextextended('ledger_balance:' || ${id}::text, 0))`;
+const balanceLock = (id: RawBuilder<string>) => sql`pg_advisory_xact_lock(ledger_balance_lock_key(${id}::uuid))`;
 
 /** One account's balance lock, as a statement (a test or a bench that holds a balance row). */
 export const balanceLockOf = (accountId: string) => sql`select ${balanceLock(sql.val(accountId))}`;

@@ -103,12 +103,12 @@ describe('concurrent transfers', () => {
 
   it('a status change written in SQL, by anyone, holds the balance row until it commits (migration 1266)', async () => {
     const id = (await api.post('/v1/accounts', { currency: 'NGN', label: 'status in sql' })).body.data.id;
-    // The balance row's lock (ledger/repo.ts balanceLock): an advisory lock, which pg_locks shows
-    // with the key's high and low 32 bits.
+    // The balance row's lock (ledger_balance_lock_key, migration 1266): an advisory lock, which
+    // pg_locks shows with the key's high and low 32 bits.
     const lockedBy = async (trx: Trx) => {
       const { rows } = await sql<{ held: boolean }>`
         select exists (
-          select 1 from pg_locks l, hashtextextended('ledger_balance:' || ${id}::text, 0) as k
+          select 1 from pg_locks l, ledger_balance_lock_key(${id}) as k
           where l.locktype = 'advisory' and l.pid = pg_backend_pid() and l.granted and l.objsubid = 1
             and l.classid::text::bigint = (k >> 32) & 4294967295 and l.objid::text::bigint = k & 4294967295) as held`.execute(trx);
       return rows[0]!.held;
