@@ -62,24 +62,33 @@ export interface PgbenchLatency {
 }
 
 /**
+ * The latencies (ms) in pgbench's per-transaction log (`-l`), skipped transactions left out. With
+ * `--rate`, the log's 3rd field already counts from when the transaction was scheduled: it
+ * includes the schedule lag, which the 7th field gives again on its own. Adding the two counted
+ * the lag twice.
+ */
+export function loggedLatenciesMs(log: string): number[] {
+  const latencies: number[] = [];
+  for (const line of log.split('\n')) {
+    const f = line.split(' ');
+    if (f.length < 7 || f[2] === 'skipped') continue;
+    latencies.push(Number(f[2]) / 1000);
+  }
+  return latencies;
+}
+
+/**
  * TPC-B at a fixed rate (`-R`), every transaction logged (`-l`): the database's own latency at the
- * rate our open-loop load offers. A transaction's latency is counted from when it was scheduled
- * (its time plus its schedule lag, the log's 3rd and 7th fields), as the open-loop load counts
- * ours from when a request was due, so a stall delays what is queued behind it in both.
+ * rate our open-loop load offers. A transaction's latency counts from when it was scheduled (the
+ * log's 3rd field), as the open-loop load counts ours from when a request was due, so a stall
+ * delays what is queued behind it in both.
  */
 export function pgbenchAtRate(dbUrl: string, seconds: number, rate: number, clients = 16): PgbenchLatency {
   const dir = mkdtempSync(join(tmpdir(), 'fsapi-pgbench-log-'));
   const args = ['-n', '-c', String(clients), '-j', '2', '-T', String(seconds), '-R', String(rate), '-l'];
   try {
     execFileSync('pgbench', [...args, `--log-prefix=${join(dir, 'tx')}`, dbUrl], { stdio: ['ignore', 'ignore', 'pipe'] });
-    const latencies: number[] = [];
-    for (const file of readdirSync(dir)) {
-      for (const line of readFileSync(join(dir, file), 'utf8').split('\n')) {
-        const f = line.split(' ');
-        if (f.length < 7 || f[2] === 'skipped') continue;
-        latencies.push((Number(f[2]) + Number(f[6])) / 1000);
-      }
-    }
+    const latencies = readdirSync(dir).flatMap((file) => loggedLatenciesMs(readFileSync(join(dir, file), 'utf8')));
     latencies.sort((a, b) => a - b);
     const at = (q: number) => Math.round((latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] ?? NaN) * 10) / 10;
     return { count: latencies.length, p50: at(0.5), p99: at(0.99), command: `pgbench ${args.join(' ')}` };

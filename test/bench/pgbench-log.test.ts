@@ -1,0 +1,59 @@
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { describe, expect, it } from 'vitest';
+import { loggedLatenciesMs } from '../../bench/pgbench.js';
+
+const pgUrl = process.env.DATABASE_URL;
+const hasPgbench = (() => {
+  try {
+    execFileSync('pgbench', ['--version'], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+})();
+
+describe("pgbench's per-transaction log, read by the bench", () => {
+  it('takes the latency field as it is: with --rate it already holds the schedule lag', () => {
+    // client, transaction, latency µs, script, epoch s, µs, schedule lag µs
+    const log = ['0 0 1250 0 1764900000 100 300', '1 0 skipped 0 1764900000 200 9000', '1 1 800 0 1764900000 300 0', ''].join('\n');
+    expect(loggedLatenciesMs(log)).toEqual([1.25, 0.8]);
+  });
+
+  describe.skipIf(!pgUrl || !hasPgbench)('against pgbench itself', () => {
+    it('gives the mean pgbench reports as its own latency average at a fixed rate', async () => {
+      const name = `fsapi_pgbench_log_${process.pid}`;
+      const admin = new pg.Client({ connectionString: pgUrl });
+      await admin.connect();
+      const dir = mkdtempSync(join(tmpdir(), 'fsapi-pgbench-log-test-'));
+      try {
+        await admin.query(`create database ${name}`);
+        const url = new URL(pgUrl!);
+        url.pathname = `/${name}`;
+        execFileSync('pgbench', ['-i', '-q', '-s', '1', url.toString()], { stdio: 'ignore' });
+        const out = execFileSync(
+          'pgbench',
+          ['-n', '-c', '2', '-j', '1', '-T', '2', '-R', '300', '-l', `--log-prefix=${join(dir, 'tx')}`, url.toString()],
+          {
+            encoding: 'utf8',
+          },
+        );
+        const reported = Number(/latency average = ([\d.]+) ms/.exec(out)?.[1]);
+        const lagged = Number(/schedule lag: avg ([\d.]+)/.exec(out)?.[1]);
+        const latencies = readdirSync(dir).flatMap((f) => loggedLatenciesMs(readFileSync(join(dir, f), 'utf8')));
+        const mean = latencies.reduce((a, b) => a + b, 0) / latencies.length;
+        expect(latencies.length).toBeGreaterThan(300);
+        expect(lagged).toBeGreaterThan(0);
+        // pgbench prints the average to the µs; the log's sum gives the same figure.
+        expect(Math.abs(mean - reported)).toBeLessThan(0.002);
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+        await admin.query(`drop database if exists ${name} with (force)`);
+        await admin.end();
+      }
+    }, 30_000);
+  });
+});
