@@ -97,7 +97,8 @@ interface Connection {
 
 /**
  * A keep-alive connection that reads each answer to its end (its `content-length`) and hands its
- * status to `answered`; status 0 when the connection closed with a request in flight.
+ * status to `answered`; status 0 when the connection closed with a request in flight (or its answer
+ * had no length).
  */
 function openConnection(url: URL, answered: (c: Connection, status: number) => void): Promise<Connection> {
   return new Promise((resolve, reject) => {
@@ -127,7 +128,8 @@ function openConnection(url: URL, answered: (c: Connection, status: number) => v
       if (headEnd < 0) return;
       const head = pending.subarray(0, headEnd).toString('latin1');
       const length = Number(/\r\ncontent-length: *(\d+)/i.exec(head)?.[1] ?? NaN);
-      if (Number.isNaN(length)) throw new Error(`an answer without content-length: ${head}`);
+      // An answer this reader cannot delimit (chunked) ends the connection; 'close' counts the request as failed.
+      if (Number.isNaN(length)) return void socket.destroy();
       if (pending.length < headEnd + 4 + length) return;
       pending = pending.subarray(headEnd + 4 + length);
       busy = false;
