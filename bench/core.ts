@@ -4,6 +4,7 @@ import { movementBatch } from '../src/modules/transfers/pipeline.js';
 import type { CreateTransferBody } from '../src/modules/transfers/schema.js';
 import { settingsOf } from '../src/modules/tenants/service.js';
 import { appConfig, postgresCpuMs } from './server.js';
+import { transferBody } from './load.js';
 
 export interface CoreResult {
   perSecond: number;
@@ -38,8 +39,7 @@ export async function coreTransfers(
   };
   const request = () => {
     const [from, to] = pick();
-    const body = { source: { id: from }, destination: { destination_type: 'internal_account', id: to }, amount: '1.00' };
-    return { ctx: { ...ctx, requestId: newId() }, config, body: body as unknown as CreateTransferBody };
+    return { ctx: { ...ctx, requestId: newId() }, config, body: transferBody(from, to) as unknown as CreateTransferBody };
   };
   let transfers = 0;
   let refused = 0;

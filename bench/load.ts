@@ -55,6 +55,16 @@ async function run(options: LoadOptions, request: autocannon.Request): Promise<L
   };
 }
 
+/** The body of every transfer the bench makes: 1.00 from one account to another of the business. */
+export function transferBody(from: string, to: string) {
+  return { source: { id: from }, destination: { destination_type: 'internal_account', id: to }, amount: '1.00' };
+}
+
+/** A latency quantile of `sorted` (ascending, ms), rounded to 0.1 ms; NaN when empty. */
+export function quantileMs(sorted: number[], q: number): number {
+  return Math.round((sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? NaN) * 10) / 10;
+}
+
 /** autocannon's request for POST /v1/transfers of 1.00 between the pairs `pick` returns, a fresh Idempotency-Key each. */
 export function transferRequest(key: string, pick: () => [string, string]) {
   return {
@@ -65,7 +75,7 @@ export function transferRequest(key: string, pick: () => [string, string]) {
       return {
         ...req,
         headers: { ...VIA_PROXY, 'content-type': 'application/json', 'api-key': key, 'idempotency-key': randomUUID() },
-        body: JSON.stringify({ source: { id: from }, destination: { destination_type: 'internal_account', id: to }, amount: '1.00' }),
+        body: JSON.stringify(transferBody(from, to)),
       };
     },
   };

@@ -3,6 +3,7 @@ import { promisify } from 'node:util';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { quantileMs } from './load.js';
 import { endedChildrenCpuMs, trackPostgresCpu } from './server.js';
 
 export interface PgbenchResult {
@@ -77,6 +78,11 @@ export function loggedLatenciesMs(log: string): number[] {
   return latencies;
 }
 
+/** The latencies (ms) of every per-transaction log pgbench wrote into `dir` (one file per thread). */
+export function latenciesOfLogDir(dir: string): number[] {
+  return readdirSync(dir).flatMap((file) => loggedLatenciesMs(readFileSync(join(dir, file), 'utf8')));
+}
+
 /**
  * TPC-B at a fixed rate (`-R`), every transaction logged (`-l`): the database's own latency at the
  * rate our open-loop load offers. A transaction's latency counts from when it was scheduled (the
@@ -88,10 +94,13 @@ export function pgbenchAtRate(dbUrl: string, seconds: number, rate: number, clie
   const args = ['-n', '-c', String(clients), '-j', '2', '-T', String(seconds), '-R', String(rate), '-l'];
   try {
     execFileSync('pgbench', [...args, `--log-prefix=${join(dir, 'tx')}`, dbUrl], { stdio: ['ignore', 'ignore', 'pipe'] });
-    const latencies = readdirSync(dir).flatMap((file) => loggedLatenciesMs(readFileSync(join(dir, file), 'utf8')));
-    latencies.sort((a, b) => a - b);
-    const at = (q: number) => Math.round((latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] ?? NaN) * 10) / 10;
-    return { count: latencies.length, p50: at(0.5), p99: at(0.99), command: `pgbench ${args.join(' ')}` };
+    const latencies = latenciesOfLogDir(dir).sort((a, b) => a - b);
+    return {
+      count: latencies.length,
+      p50: quantileMs(latencies, 0.5),
+      p99: quantileMs(latencies, 0.99),
+      command: `pgbench ${args.join(' ')}`,
+    };
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

@@ -1,6 +1,6 @@
 import { connect, type Socket } from 'node:net';
 import { randomUUID } from 'node:crypto';
-import { VIA_PROXY, type LoadResult } from './load.js';
+import { quantileMs, transferBody, VIA_PROXY, type LoadResult } from './load.js';
 
 /**
  * Open-loop load at an even rate: request i is due at start + i / rate and is sent then whatever
@@ -54,22 +54,21 @@ export async function steadyTransfers(
   for (const c of idle) c.socket.destroy();
   latencies.sort((a, b) => a - b);
   sendLags.sort((a, b) => a - b);
-  const quantile = (xs: number[], q: number) => Math.round((xs[Math.min(xs.length - 1, Math.floor(q * xs.length))] ?? NaN) * 10) / 10;
   const failed = [...failures.values()].reduce((a, b) => a + b, 0);
   return {
     ok: latencies.length,
     failed,
     failures: [...failures].map(([k, v]) => `${k}x${v}`).join(' ') || 'none',
     perSecond: latencies.length / options.seconds,
-    p50: quantile(latencies, 0.5),
-    p99: quantile(latencies, 0.99),
-    sendLagP99: quantile(sendLags, 0.99),
+    p50: quantileMs(latencies, 0.5),
+    p99: quantileMs(latencies, 0.99),
+    sendLagP99: quantileMs(sendLags, 0.99),
   };
 }
 
 /** POST /v1/transfers of 1.00 between a pair, a fresh Idempotency-Key, as the bytes sent. */
 function transferRequestBytes(host: string, key: string, [from, to]: [string, string]): Buffer {
-  const body = JSON.stringify({ source: { id: from }, destination: { destination_type: 'internal_account', id: to }, amount: '1.00' });
+  const body = JSON.stringify(transferBody(from, to));
   const headers = {
     host,
     ...VIA_PROXY,

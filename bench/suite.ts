@@ -7,7 +7,7 @@ import { openPGlite, openPostgres, type DatabaseHandle } from '../src/db/client.
 import { reconcile } from '../src/ledger/index.js';
 import { LIMIT_ORDER_SCAN, scanWaitingOrders, settleDue, settleLimitOrder } from '../src/modules/fx/worker.js';
 import { seedHistory } from './history.js';
-import { accountReadLoad, fxOrderLoad, healthzLoad, transferLoad, VIA_PROXY, type LoadResult } from './load.js';
+import { accountReadLoad, fxOrderLoad, healthzLoad, transferBody, transferLoad, VIA_PROXY, type LoadResult } from './load.js';
 import { pgbenchAtRate, pgbenchInit, pgbenchRun, type PgbenchLatency, type PgbenchResult } from './pgbench.js';
 import {
   admin,
@@ -656,12 +656,7 @@ export async function runBench(o: BenchOptions): Promise<{ rows: Row[]; reconcil
     const batch = () => ({
       transfers: Array.from({ length: 1000 }, (_, i) => {
         const [from, to] = pick();
-        return {
-          client_reference: `bulk-${randomUUID()}-${i}`,
-          source: { id: from },
-          destination: { destination_type: 'internal_account', id: to },
-          amount: '1.00',
-        };
+        return { client_reference: `bulk-${randomUUID()}-${i}`, ...transferBody(from, to) };
       }),
     });
     const deadline = Date.now() + o.loadSeconds * 1000;

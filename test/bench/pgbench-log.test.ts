@@ -1,20 +1,14 @@
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
-import { loggedLatenciesMs } from '../../bench/pgbench.js';
+import { havePgbench, latenciesOfLogDir, loggedLatenciesMs } from '../../bench/pgbench.js';
+import { withDatabase } from '../../bench/server.js';
 
 const pgUrl = process.env.DATABASE_URL;
-const hasPgbench = (() => {
-  try {
-    execFileSync('pgbench', ['--version'], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-})();
+const hasPgbench = havePgbench();
 
 describe("pgbench's per-transaction log, read by the bench", () => {
   it('takes the latency field as it is: with --rate it already holds the schedule lag', () => {
@@ -31,19 +25,18 @@ describe("pgbench's per-transaction log, read by the bench", () => {
       const dir = mkdtempSync(join(tmpdir(), 'fsapi-pgbench-log-test-'));
       try {
         await admin.query(`create database ${name}`);
-        const url = new URL(pgUrl!);
-        url.pathname = `/${name}`;
-        execFileSync('pgbench', ['-i', '-q', '-s', '1', url.toString()], { stdio: 'ignore' });
+        const url = withDatabase(pgUrl!, name);
+        execFileSync('pgbench', ['-i', '-q', '-s', '1', url], { stdio: 'ignore' });
         const out = execFileSync(
           'pgbench',
-          ['-n', '-c', '2', '-j', '1', '-T', '2', '-R', '300', '-l', `--log-prefix=${join(dir, 'tx')}`, url.toString()],
+          ['-n', '-c', '2', '-j', '1', '-T', '2', '-R', '300', '-l', `--log-prefix=${join(dir, 'tx')}`, url],
           {
             encoding: 'utf8',
           },
         );
         const reported = Number(/latency average = ([\d.]+) ms/.exec(out)?.[1]);
         const lagged = Number(/schedule lag: avg ([\d.]+)/.exec(out)?.[1]);
-        const latencies = readdirSync(dir).flatMap((f) => loggedLatenciesMs(readFileSync(join(dir, f), 'utf8')));
+        const latencies = latenciesOfLogDir(dir);
         const mean = latencies.reduce((a, b) => a + b, 0) / latencies.length;
         expect(latencies.length).toBeGreaterThan(300);
         expect(lagged).toBeGreaterThan(0);
