@@ -98,13 +98,13 @@ export interface EventPayload {
 
 type EventScope = Pick<RequestContext, 'tenantId' | 'environment'>;
 
-function eventOf(ctx: EventScope, eventType: EventType, data: { id?: string } & object, groupId?: string): EventPayload {
+function eventOf(ctx: EventScope, eventType: EventType, data: { id?: string } & object, timestamp: string, groupId?: string): EventPayload {
   const id = newId();
   return {
     event_id: id,
     tenant_id: ctx.tenantId,
     environment: ctx.environment,
-    timestamp: clockTime().toISOString(),
+    timestamp,
     event_type: eventType,
     event_category: eventType.split('.')[0] as string,
     event_group_id: groupId ?? data.id ?? id,
@@ -172,7 +172,11 @@ export async function recordEvents(
   to: Writer,
   list: { ctx: EventScope; eventType: EventType; data: { id?: string } & object; groupId?: string }[],
 ): Promise<EventPayload[]> {
-  const payloads = list.map((e) => eventOf(e.ctx, e.eventType, e.data, e.groupId));
+  // One reading of the clock for the statement: its events are written together, and their rows
+  // then share the timestamp's column (db/compiled.ts insertPerShape): a timestamp read per
+  // event would fall in one millisecond or not by chance, and the statement's text with it.
+  const timestamp = clockTime().toISOString();
+  const payloads = list.map((e) => eventOf(e.ctx, e.eventType, e.data, timestamp, e.groupId));
   if (payloads.length === 0) return payloads;
   await write(to, (db) => insertEvents(db, payloads.map(eventRow)));
   return payloads;
