@@ -10,15 +10,25 @@ interface CpuPer {
   load: number;
 }
 
-/** Our p99 at a fixed rate against PostgreSQL's own (TPC-B at the same rate, the same run). */
-export function tailRatio(what: string, ours: LoadResult, ref: PgbenchLatency): Row {
-  const r = ours.p99 / ref.p99;
+/** PostgreSQL's own tail at a rate (pgbench), and the floor's: the same transaction behind a bare HTTP server (bench/floor.ts). */
+export interface TailReference {
+  pgbench: PgbenchLatency;
+  floor: LoadResult;
+}
+
+/** Our p99 at a fixed rate against PostgreSQL's own (TPC-B at the same rate, the same run), with the floor's ratio beside it. */
+export function tailRatio(what: string, ours: LoadResult, ref: TailReference): Row {
+  const { pgbench, floor } = ref;
+  const r = ours.p99 / pgbench.p99;
   return {
     name: `p99 at ${what} ÷ PostgreSQL's p99 at the same rate`,
     measured:
       `p50 ${ours.p50} ms, p99 ${ours.p99} ms (${fmt(ours.ok)} transfers)` +
       (ours.sendLagP99 === undefined ? '' : `; the load generator sent p99 ${ours.sendLagP99} ms late`),
-    reference: `${ref.command} (TPC-B -s 10): p50 ${ref.p50} ms, p99 ${ref.p99} ms (${fmt(ref.count)} transactions)`,
+    reference:
+      `${pgbench.command} (TPC-B -s 10): p50 ${pgbench.p50} ms, p99 ${pgbench.p99} ms (${fmt(pgbench.count)} transactions); ` +
+      `the floor, that transaction behind a bare node:http server (bench/floor-server.ts), same load: p50 ${floor.p50} ms, ` +
+      `p99 ${floor.p99} ms${floor.failed > 0 ? `, ${floor.failed} failed` : ''}, ${fmt(floor.p99 / pgbench.p99, 2)}× pgbench's p99`,
     ratio: r,
     target: '≤ 1.5×',
     met: r <= 1.5 && ours.failed === 0,

@@ -8,7 +8,8 @@ import { reconcile } from '../src/ledger/index.js';
 import { LIMIT_ORDER_SCAN, scanWaitingOrders, settleDue, settleLimitOrder } from '../src/modules/fx/worker.js';
 import { seedHistory } from './history.js';
 import { accountReadLoad, fxOrderLoad, healthzLoad, transferBody, transferLoad, VIA_PROXY, type LoadResult } from './load.js';
-import { pgbenchAtRate, pgbenchInit, pgbenchRun, type PgbenchLatency, type PgbenchResult } from './pgbench.js';
+import { floorAtRate } from './floor.js';
+import { pgbenchAtRate, pgbenchInit, pgbenchRun, type PgbenchResult } from './pgbench.js';
 import {
   admin,
   appConfig,
@@ -32,7 +33,7 @@ import { steadyTransfers } from './steady.js';
 import { coreTransfers } from './core.js';
 import { webhookBench } from './webhooks.js';
 import { settledWriteSnapshot, writesPerTransfer, writesText } from './writes.js';
-import { cpuRatioRow, healthzRatioRow, tailRatio, walRow } from './ratios.js';
+import { cpuRatioRow, healthzRatioRow, tailRatio, walRow, type TailReference } from './ratios.js';
 
 export const SCENARIOS = ['spread', 'hot', 'reads', 'steady', 'pglite', 'bulk', 'history', 'requestlog', 'fx', 'core', 'webhooks'] as const;
 export type Scenario = (typeof SCENARIOS)[number];
@@ -317,14 +318,18 @@ export async function runBench(o: BenchOptions): Promise<{ rows: Row[]; reconcil
   /**
    * TPC-B -s 10 at `rate` a second for `seconds`, every transaction's latency logged, while our
    * server is paused: the database's own tail at the rate our steady load offers, in this run.
+   * Then the same transaction behind a bare HTTP server at that rate (bench/floor-server.ts): the
+   * share of the ratio that any Node.js HTTP service over this database pays.
    */
-  const tailReference = async (rate: number, seconds: number, paused: Server[]): Promise<PgbenchLatency> => {
+  const tailReference = async (rate: number, seconds: number, paused: Server[]): Promise<TailReference> => {
     await new Promise((r) => setTimeout(r, 1000));
     paused.forEach((s) => s.pause());
     try {
       const url = await pgbenchDb(10);
       log(`pgbench TPC-B -s 10 at -R ${rate} for ${seconds} s (the tail reference)`);
-      return pgbenchAtRate(url, seconds, rate);
+      const pgbench = pgbenchAtRate(url, seconds, rate);
+      log(`the same transaction behind a bare node:http server at ${rate}/s for ${seconds} s (the floor)`);
+      return { pgbench, floor: await floorAtRate(url, 10, seconds, rate) };
     } finally {
       paused.forEach((s) => s.resume());
       await new Promise((r) => setTimeout(r, 3000));
