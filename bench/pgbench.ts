@@ -4,7 +4,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { quantileMs } from './load.js';
-import { endedChildrenCpuMs, trackPostgresCpu } from './server.js';
+import { admin, endedChildrenCpuMs, trackPostgresCpu, withDatabase } from './server.js';
 
 export interface PgbenchResult {
   tps: number;
@@ -28,6 +28,21 @@ export function havePgbench(): boolean {
 /** `pgbench -i -s scale`: the TPC-B-like tables (100,000 accounts per scale unit). */
 export function pgbenchInit(dbUrl: string, scale: number): void {
   execFileSync('pgbench', ['-i', '-q', '-s', String(scale), dbUrl], { stdio: ['ignore', 'ignore', 'pipe'] });
+}
+
+/**
+ * A database of its own, named `name`, that `pgbench -i -s scale` initialized: handed to `work`
+ * (its URL), then dropped whatever happens.
+ */
+export async function withPgbenchDatabase<T>(adminUrl: string, name: string, scale: number, work: (url: string) => Promise<T>): Promise<T> {
+  await admin(adminUrl, (c) => c.query(`create database ${name}`));
+  try {
+    const url = withDatabase(adminUrl, name);
+    pgbenchInit(url, scale);
+    return await work(url);
+  } finally {
+    await admin(adminUrl, (c) => c.query(`drop database if exists ${name} with (force)`));
+  }
 }
 
 /**

@@ -325,11 +325,13 @@ export async function runBench(o: BenchOptions): Promise<{ rows: Row[]; reconcil
     await new Promise((r) => setTimeout(r, 1000));
     paused.forEach((s) => s.pause());
     try {
-      const url = await pgbenchDb(10);
-      log(`pgbench TPC-B -s 10 at -R ${rate} for ${seconds} s (the tail reference)`);
+      // The floor draws its rows from the scale the database was initialized at.
+      const scale = 10;
+      const url = await pgbenchDb(scale);
+      log(`pgbench TPC-B -s ${scale} at -R ${rate} for ${seconds} s (the tail reference)`);
       const pgbench = pgbenchAtRate(url, seconds, rate);
       log(`the same transaction behind a bare node:http server at ${rate}/s for ${seconds} s (the floor)`);
-      return { pgbench, floor: await floorAtRate(url, 10, seconds, rate) };
+      return { pgbench, floor: await floorAtRate(url, scale, seconds, rate) };
     } finally {
       paused.forEach((s) => s.resume());
       await new Promise((r) => setTimeout(r, 3000));

@@ -1,9 +1,7 @@
-import { execFileSync } from 'node:child_process';
-import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { floorAtRate, startFloorServer } from '../../bench/floor.js';
-import { havePgbench } from '../../bench/pgbench.js';
-import { withDatabase } from '../../bench/server.js';
+import { havePgbench, withPgbenchDatabase } from '../../bench/pgbench.js';
+import { admin } from '../../bench/server.js';
 
 const pgUrl = process.env.DATABASE_URL;
 
@@ -14,14 +12,7 @@ const pgUrl = process.env.DATABASE_URL;
  */
 describe.skipIf(!pgUrl || !havePgbench())("the bench's floor server", () => {
   it("answers each request with pgbench's whole transaction, and a body it cannot parse with a 400", async () => {
-    const name = `fsapi_floor_${process.pid}`;
-    const admin = new pg.Client({ connectionString: pgUrl });
-    await admin.connect();
-    try {
-      await admin.query(`create database ${name}`);
-      const url = withDatabase(pgUrl!, name);
-      execFileSync('pgbench', ['-i', '-q', '-s', '1', url], { stdio: 'ignore' });
-
+    await withPgbenchDatabase(pgUrl!, `fsapi_floor_${process.pid}`, 1, async (url) => {
       const floor = await startFloorServer(url, 1);
       try {
         const bad = await fetch(`${floor.base}/v1/transfers`, { method: 'POST', body: '{"amount":' });
@@ -36,25 +27,18 @@ describe.skipIf(!pgUrl || !havePgbench())("the bench's floor server", () => {
       // One second at 50/s after a second's warm-up at the same rate: 100 transactions in all.
       const run = await floorAtRate(url, 1, 1, 50);
       expect(run).toMatchObject({ ok: 50, failed: 0 });
-      const db = new pg.Client({ connectionString: url });
-      await db.connect();
-      try {
-        const { rows } = await db.query<{ n: string; history: string; accounts: string; tellers: string; branches: string }>(`
+      const { rows } = await admin(url, (c) =>
+        c.query<{ n: string; history: string; accounts: string; tellers: string; branches: string }>(`
           select (select count(*) from pgbench_history) as n,
             (select coalesce(sum(delta), 0) from pgbench_history) as history,
             (select sum(abalance) from pgbench_accounts) as accounts,
             (select sum(tbalance) from pgbench_tellers) as tellers,
-            (select sum(bbalance) from pgbench_branches) as branches`);
-        const sums = rows[0]!;
-        expect(Number(sums.n)).toBe(101);
-        // Every update of every transaction applied: the three balances each sum to the history's deltas.
-        expect([sums.accounts, sums.tellers, sums.branches]).toEqual([sums.history, sums.history, sums.history]);
-      } finally {
-        await db.end();
-      }
-    } finally {
-      await admin.query(`drop database if exists ${name} with (force)`);
-      await admin.end();
-    }
+            (select sum(bbalance) from pgbench_branches) as branches`),
+      );
+      const sums = rows[0]!;
+      expect(Number(sums.n)).toBe(101);
+      // Every update of every transaction applied: the three balances each sum to the history's deltas.
+      expect([sums.accounts, sums.tellers, sums.branches]).toEqual([sums.history, sums.history, sums.history]);
+    });
   }, 60_000);
 });

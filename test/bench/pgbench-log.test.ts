@@ -2,10 +2,8 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import pg from 'pg';
 import { describe, expect, it } from 'vitest';
-import { havePgbench, latenciesOfLogDir, loggedLatenciesMs } from '../../bench/pgbench.js';
-import { withDatabase } from '../../bench/server.js';
+import { havePgbench, latenciesOfLogDir, loggedLatenciesMs, withPgbenchDatabase } from '../../bench/pgbench.js';
 
 const pgUrl = process.env.DATABASE_URL;
 const hasPgbench = havePgbench();
@@ -19,33 +17,27 @@ describe("pgbench's per-transaction log, read by the bench", () => {
 
   describe.skipIf(!pgUrl || !hasPgbench)('against pgbench itself', () => {
     it('gives the mean pgbench reports as its own latency average at a fixed rate', async () => {
-      const name = `fsapi_pgbench_log_${process.pid}`;
-      const admin = new pg.Client({ connectionString: pgUrl });
-      await admin.connect();
       const dir = mkdtempSync(join(tmpdir(), 'fsapi-pgbench-log-test-'));
       try {
-        await admin.query(`create database ${name}`);
-        const url = withDatabase(pgUrl!, name);
-        execFileSync('pgbench', ['-i', '-q', '-s', '1', url], { stdio: 'ignore' });
-        const out = execFileSync(
-          'pgbench',
-          ['-n', '-c', '2', '-j', '1', '-T', '2', '-R', '300', '-l', `--log-prefix=${join(dir, 'tx')}`, url],
-          {
-            encoding: 'utf8',
-          },
-        );
-        const reported = Number(/latency average = ([\d.]+) ms/.exec(out)?.[1]);
-        const lagged = Number(/schedule lag: avg ([\d.]+)/.exec(out)?.[1]);
-        const latencies = latenciesOfLogDir(dir);
-        const mean = latencies.reduce((a, b) => a + b, 0) / latencies.length;
-        expect(latencies.length).toBeGreaterThan(300);
-        expect(lagged).toBeGreaterThan(0);
-        // pgbench prints the average to the µs; the log's sum gives the same figure.
-        expect(Math.abs(mean - reported)).toBeLessThan(0.002);
+        await withPgbenchDatabase(pgUrl!, `fsapi_pgbench_log_${process.pid}`, 1, async (url) => {
+          const out = execFileSync(
+            'pgbench',
+            ['-n', '-c', '2', '-j', '1', '-T', '2', '-R', '300', '-l', `--log-prefix=${join(dir, 'tx')}`, url],
+            {
+              encoding: 'utf8',
+            },
+          );
+          const reported = Number(/latency average = ([\d.]+) ms/.exec(out)?.[1]);
+          const lagged = Number(/schedule lag: avg ([\d.]+)/.exec(out)?.[1]);
+          const latencies = latenciesOfLogDir(dir);
+          const mean = latencies.reduce((a, b) => a + b, 0) / latencies.length;
+          expect(latencies.length).toBeGreaterThan(300);
+          expect(lagged).toBeGreaterThan(0);
+          // pgbench prints the average to the µs; the log's sum gives the same figure.
+          expect(Math.abs(mean - reported)).toBeLessThan(0.002);
+        });
       } finally {
         rmSync(dir, { recursive: true, force: true });
-        await admin.query(`drop database if exists ${name} with (force)`);
-        await admin.end();
       }
     }, 30_000);
   });
