@@ -102,21 +102,26 @@ export function latenciesOfLogDir(dir: string): number[] {
  * TPC-B at a fixed rate (`-R`), every transaction logged (`-l`): the database's own latency at the
  * rate our open-loop load offers. A transaction's latency counts from when it was scheduled (the
  * log's 3rd field), as the open-loop load counts ours from when a request was due, so a stall
- * delays what is queued behind it in both.
+ * delays what is queued behind it in both. Every transaction's latency (ms), and the command.
  */
-export function pgbenchAtRate(dbUrl: string, seconds: number, rate: number, clients = 16): PgbenchLatency {
+export function pgbenchLatenciesAtRate(
+  dbUrl: string,
+  seconds: number,
+  rate: number,
+  clients = 16,
+): { latencies: number[]; command: string } {
   const dir = mkdtempSync(join(tmpdir(), 'fsapi-pgbench-log-'));
   const args = ['-n', '-c', String(clients), '-j', '2', '-T', String(seconds), '-R', String(rate), '-l'];
   try {
     execFileSync('pgbench', [...args, `--log-prefix=${join(dir, 'tx')}`, dbUrl], { stdio: ['ignore', 'ignore', 'pipe'] });
-    const latencies = latenciesOfLogDir(dir).sort((a, b) => a - b);
-    return {
-      count: latencies.length,
-      p50: quantileMs(latencies, 0.5),
-      p99: quantileMs(latencies, 0.99),
-      command: `pgbench ${args.join(' ')}`,
-    };
+    return { latencies: latenciesOfLogDir(dir), command: `pgbench ${args.join(' ')}` };
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/** The figures of pgbench's latencies, of one run or of several pooled (bench/tails.ts). */
+export function pgbenchLatency(runs: { latencies: number[]; command: string }): PgbenchLatency {
+  const latencies = [...runs.latencies].sort((a, b) => a - b);
+  return { count: latencies.length, p50: quantileMs(latencies, 0.5), p99: quantileMs(latencies, 0.99), command: runs.command };
 }

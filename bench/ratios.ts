@@ -1,6 +1,5 @@
-import type { LoadResult } from './load.js';
-import type { PgbenchLatency } from './pgbench.js';
 import type { Row } from './suite.js';
+import type { Tails } from './tails.js';
 
 const fmt = (n: number, digits = 0) => n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
 
@@ -10,20 +9,14 @@ interface CpuPer {
   load: number;
 }
 
-/** PostgreSQL's own tail at a rate (pgbench), and the floor's: the same transaction behind a bare HTTP server (bench/floor.ts). */
-export interface TailReference {
-  pgbench: PgbenchLatency;
-  floor: LoadResult;
-}
-
-/** Our p99 at a fixed rate against PostgreSQL's own (TPC-B at the same rate, the same run), with the floor's ratio beside it. */
-export function tailRatio(what: string, ours: LoadResult, ref: TailReference): Row {
-  const { pgbench, floor } = ref;
+/** Our p99 at a fixed rate against PostgreSQL's own (TPC-B at the same rate, in turns with ours), with the floor's ratio beside it. */
+export function tailRatio(what: string, tails: Tails): Row {
+  const { ours, pgbench, floor, rounds } = tails;
   const r = ours.p99 / pgbench.p99;
   return {
-    name: `p99 at ${what} ÷ PostgreSQL's p99 at the same rate`,
+    name: `p99 at ${what} ÷ PostgreSQL's p99 at the same rate (${rounds} turns each, bench/tails.ts)`,
     measured:
-      `p50 ${ours.p50} ms, p99 ${ours.p99} ms (${fmt(ours.ok)} transfers)` +
+      `p50 ${ours.p50} ms, p99 ${ours.p99} ms (${fmt(ours.ok)} transfers${ours.failed > 0 ? `, ${ours.failed} failed` : ''})` +
       (ours.sendLagP99 === undefined ? '' : `; the load generator sent p99 ${ours.sendLagP99} ms late`),
     reference:
       `${pgbench.command} (TPC-B -s 10): p50 ${pgbench.p50} ms, p99 ${pgbench.p99} ms (${fmt(pgbench.count)} transactions); ` +

@@ -20,7 +20,7 @@ import { quantileMs, transferBody, VIA_PROXY, type LoadResult } from './load.js'
 export async function steadyTransfers(
   options: { base: string; key: string; seconds: number; rate: number },
   pick: () => [string, string],
-): Promise<LoadResult> {
+): Promise<SteadyResult> {
   const url = new URL(options.base);
   const total = Math.round(options.seconds * options.rate);
   const requests = Array.from({ length: total }, () => transferRequestBytes(url.host, options.key, pick()));
@@ -52,17 +52,38 @@ export async function steadyTransfers(
   }
   await Promise.all(answered);
   for (const c of idle) c.socket.destroy();
-  latencies.sort((a, b) => a - b);
-  sendLags.sort((a, b) => a - b);
-  const failed = [...failures.values()].reduce((a, b) => a + b, 0);
+  return steadyResult([{ latencies, sendLags, failures, seconds: options.seconds }]);
+}
+
+/** An open-loop run's figures, with the samples they were taken from. */
+export interface SteadyResult extends LoadResult {
+  samples: SteadySamples;
+}
+
+/** Each answered request's latency and each request's send lag (ms), and the failures by status. */
+export interface SteadySamples {
+  latencies: number[];
+  sendLags: number[];
+  failures: Map<string, number>;
+  seconds: number;
+}
+
+/** The figures of one open-loop run, or of several runs' samples pooled (bench/tails.ts). */
+export function steadyResult(runs: SteadySamples[]): SteadyResult {
+  const latencies = runs.flatMap((r) => r.latencies).sort((a, b) => a - b);
+  const sendLags = runs.flatMap((r) => r.sendLags).sort((a, b) => a - b);
+  const failures = new Map<string, number>();
+  for (const [why, n] of runs.flatMap((r) => [...r.failures])) failures.set(why, (failures.get(why) ?? 0) + n);
+  const seconds = runs.reduce((t, r) => t + r.seconds, 0);
   return {
     ok: latencies.length,
-    failed,
+    failed: [...failures.values()].reduce((a, b) => a + b, 0),
     failures: [...failures].map(([k, v]) => `${k}x${v}`).join(' ') || 'none',
-    perSecond: latencies.length / options.seconds,
+    perSecond: latencies.length / seconds,
     p50: quantileMs(latencies, 0.5),
     p99: quantileMs(latencies, 0.99),
     sendLagP99: quantileMs(sendLags, 0.99),
+    samples: { latencies, sendLags, failures, seconds },
   };
 }
 

@@ -8,8 +8,7 @@ import { reconcile } from '../src/ledger/index.js';
 import { LIMIT_ORDER_SCAN, scanWaitingOrders, settleDue, settleLimitOrder } from '../src/modules/fx/worker.js';
 import { seedHistory } from './history.js';
 import { accountReadLoad, fxOrderLoad, healthzLoad, transferBody, transferLoad, VIA_PROXY, type LoadResult } from './load.js';
-import { floorAtRate } from './floor.js';
-import { pgbenchAtRate, pgbenchInit, pgbenchRun, type PgbenchResult } from './pgbench.js';
+import { pgbenchInit, pgbenchRun, type PgbenchResult } from './pgbench.js';
 import {
   admin,
   appConfig,
@@ -33,7 +32,8 @@ import { steadyTransfers } from './steady.js';
 import { coreTransfers } from './core.js';
 import { webhookBench } from './webhooks.js';
 import { settledWriteSnapshot, writesPerTransfer, writesText } from './writes.js';
-import { cpuRatioRow, healthzRatioRow, tailRatio, walRow, type TailReference } from './ratios.js';
+import { cpuRatioRow, healthzRatioRow, tailRatio, walRow } from './ratios.js';
+import { tailsInTurns } from './tails.js';
 
 export const SCENARIOS = ['spread', 'hot', 'reads', 'steady', 'pglite', 'bulk', 'history', 'requestlog', 'fx', 'core', 'webhooks'] as const;
 export type Scenario = (typeof SCENARIOS)[number];
@@ -316,26 +316,24 @@ export async function runBench(o: BenchOptions): Promise<{ rows: Row[]; reconcil
     return url;
   };
   /**
-   * TPC-B -s 10 at `rate` a second for `seconds`, every transaction's latency logged, while our
-   * server is paused: the database's own tail at the rate our steady load offers, in this run.
-   * Then the same transaction behind a bare HTTP server at that rate (bench/floor-server.ts): the
-   * share of the ratio that any Node.js HTTP service over this database pays.
+   * Our p99 at `rate`, pgbench's TPC-B -s 10 at that rate and the floor's (bench/floor-server.ts),
+   * in turns (bench/tails.ts): five rounds of `seconds` ÷ 2.5 each, twice a continuous run's
+   * samples, as the tail of a few seconds is mostly whether the disk stalled in them.
    */
-  const tailReference = async (rate: number, seconds: number, paused: Server[]): Promise<TailReference> => {
-    await new Promise((r) => setTimeout(r, 1000));
-    paused.forEach((s) => s.pause());
-    try {
-      // The floor draws its rows from the scale the database was initialized at.
-      const scale = 10;
-      const url = await pgbenchDb(scale);
-      log(`pgbench TPC-B -s ${scale} at -R ${rate} for ${seconds} s (the tail reference)`);
-      const pgbench = pgbenchAtRate(url, seconds, rate);
-      log(`the same transaction behind a bare node:http server at ${rate}/s for ${seconds} s (the floor)`);
-      return { pgbench, floor: await floorAtRate(url, scale, seconds, rate) };
-    } finally {
-      paused.forEach((s) => s.resume());
-      await new Promise((r) => setTimeout(r, 3000));
-    }
+  const tails = async (server: Server, key: string, rate: number, seconds: number, pick: () => [string, string]) => {
+    const scale = 10;
+    const rounds = 5;
+    log(`tails at ${rate}/s: ours, pgbench TPC-B -s ${scale} at -R ${rate}, the floor, in ${rounds} turns`);
+    return tailsInTurns({
+      server,
+      ours: (s) => steadyTransfers({ base: server.base, key, seconds: s, rate }, pick),
+      pgbenchUrl: await pgbenchDb(scale),
+      scale,
+      rate,
+      rounds,
+      slice: Math.max(1, Math.round((2 * seconds) / rounds)),
+      log,
+    });
   };
 
   const cores = cpus().length;
@@ -416,7 +414,7 @@ export async function runBench(o: BenchOptions): Promise<{ rows: Row[]; reconcil
           target: 'p99 < 50 ms',
           met: half.p99 < 50 && half.failed === 0,
         });
-        rows.push(tailRatio(`half the maximum (${fmt(rate)}/s)`, half, await tailReference(rate, o.loadSeconds, [server])));
+        rows.push(tailRatio(`half the maximum (${fmt(rate)}/s)`, await tails(server, key, rate, o.loadSeconds, pairs(ids))));
         rows.push(pausesRow(`half the maximum`, pauses, o.loadSeconds, half.ok));
       }
       if (has('core')) {
@@ -500,7 +498,7 @@ export async function runBench(o: BenchOptions): Promise<{ rows: Row[]; reconcil
           target: 'p50 < 5 ms',
           met: run.p50 < 5 && run.failed === 0,
         });
-        rows.push(tailRatio('a steady 100 transfers/s', run, await tailReference(100, seconds, [server])));
+        rows.push(tailRatio('a steady 100 transfers/s', await tails(server, key, 100, seconds, pairs(ids))));
         rows.push(pausesRow('a steady 100 transfers/s', steadyPauses, seconds, run.ok));
         rows.push({
           name: 'CPU per transfer at a steady 100/s (batches of one)',
