@@ -1,5 +1,6 @@
 import { sql, type CompiledQuery } from 'kysely';
 import type { Queryable } from './client.js';
+import { compiledPerShape } from './compiled.js';
 
 /**
  * `plan_cache_mode` for the rest of the transaction, a generic plan or PostgreSQL's own choice
@@ -13,9 +14,16 @@ import type { Queryable } from './client.js';
  * on a large one.
  */
 function planCacheMode(db: Queryable, generic: boolean): CompiledQuery<unknown> {
-  return sql`select set_config('plan_cache_mode', ${generic ? 'force_generic_plan' : 'auto'}, true),
-    set_config('enable_seqscan', ${generic ? 'off' : 'on'}, true)`.compile(db);
+  return generic ? planCacheModeOnce(db, 'force_generic_plan', 'off') : planCacheModeOnce(db, 'auto', 'on');
 }
+
+/** Built and compiled by Kysely once for each mode (db/compiled.ts). */
+const planCacheModeOnce = compiledPerShape(
+  (db: Queryable, mode: string, seqscan: string) => ({
+    compile: () => sql`select set_config('plan_cache_mode', ${mode}, true), set_config('enable_seqscan', ${seqscan}, true)`.compile(db),
+  }),
+  (mode, seqscan) => ({ shape: mode, parameters: [mode, seqscan] }),
+);
 
 /**
  * `statement` sent on a generic plan: between `set_config('plan_cache_mode', 'force_generic_plan',

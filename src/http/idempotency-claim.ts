@@ -1,5 +1,6 @@
-import { sql, type CompiledQuery } from 'kysely';
+import { sql, type CompiledQuery, type RawBuilder } from 'kysely';
 import type { Queryable } from '../db/client.js';
+import { compiledPerShape } from '../db/compiled.js';
 import { isUniqueViolation } from '../db/errors.js';
 import { onGenericPlan } from '../db/generic-plan.js';
 import { STALE_AFTER_SECONDS } from '../db/instance.js';
@@ -17,11 +18,21 @@ export interface KeyClaim {
 }
 
 /** The arrays of a set of claims, as unnest's arguments: scope, fingerprint, token. */
-function arraysOf(claims: KeyClaim[]) {
-  const col = (f: (c: KeyClaim) => string) => claims.map(f);
-  return sql`${col((c) => c.tenantId)}::uuid[], ${col((c) => c.environment)}::text[], ${col((c) => c.key)}::text[],
-                           ${col((c) => c.fingerprint)}::text[], ${col((c) => c.token)}::uuid[]`;
-}
+const arraysOf = (claims: KeyClaim[]) =>
+  [
+    claims.map((c) => c.tenantId),
+    claims.map((c) => c.environment),
+    claims.map((c) => c.key),
+    claims.map((c) => c.fingerprint),
+    claims.map((c) => c.token),
+  ] as const;
+type ClaimArrays = ReturnType<typeof arraysOf>;
+
+/** A raw statement as compiledPerShape builds it: compiled on `db`. */
+const compilable = <R>(db: Queryable, statement: RawBuilder<R>) => ({ compile: () => statement.compile(db) });
+
+/** The arrays in unnest's argument list, typed. */
+const unnestArgs = ([t, e, k, f, c]: ClaimArrays) => sql`${t}::uuid[], ${e}::text[], ${k}::text[], ${f}::text[], ${c}::uuid[]`;
 
 /**
  * The advisory lock of one key, as both paths take it (same text, same hash): a 64-bit hash of
@@ -37,12 +48,24 @@ const keyLock = (t: string, e: string, k: string) =>
  * holder before.
  */
 export function lockKeys(db: Queryable, claims: KeyClaim[]): CompiledQuery<unknown> {
-  return sql`
+  const [t, e, k] = arraysOf(claims);
+  return lockKeysOnce(db, t, e, k);
+}
+
+// The statements of a claim are built and compiled by Kysely once (db/compiled.ts): a batch only
+// fills in its arrays, the owner and the retention.
+const lockKeysOnce = compiledPerShape(
+  (db: Queryable, t: string[], e: string[], k: string[]) =>
+    compilable(
+      db,
+      sql`
     select pg_advisory_xact_lock(h) from (
       select distinct ${keyLock('u.t', 'u.e', 'u.k')} as h
-      from unnest(${claims.map((c) => c.tenantId)}::uuid[], ${claims.map((c) => c.environment)}::text[], ${claims.map((c) => c.key)}::text[]) as u(t, e, k)
-      order by h) s`.compile(db);
-}
+      from unnest(${t}::uuid[], ${e}::text[], ${k}::text[]) as u(t, e, k)
+      order by h) s`,
+    ),
+  (t, e, k) => ({ shape: 'lock', parameters: [t, e, k] }),
+);
 
 /** A record may be taken over: its retention ended, or it is an in-progress claim of the same request whose lease ran out or whose owner is gone. */
 const mayTakeOver = (owner: string) => sql`(r.expires_at < now()
@@ -81,9 +104,16 @@ const takeOver = (owner: string, ttlHours: number) => sql`update idempotency_key
  * DO UPDATE did.
  */
 export function claimKeys(db: Queryable, claims: KeyClaim[], owner: string, ttlHours: number): CompiledQuery<{ claim_token: string }> {
-  return sql<{ claim_token: string }>`
+  return claimKeysOnce(db, arraysOf(claims), owner, ttlHours);
+}
+
+const claimKeysOnce = compiledPerShape(
+  (db: Queryable, arrays: ClaimArrays, owner: string, ttlHours: number) =>
+    compilable(
+      db,
+      sql<{ claim_token: string }>`
     with u (t, e, k, f, c) as (
-      select * from unnest(${arraysOf(claims)})
+      select * from unnest(${unnestArgs(arrays)})
     ),
     locked as (
       select count(*) as n from (
@@ -104,8 +134,14 @@ export function claimKeys(db: Queryable, claims: KeyClaim[], owner: string, ttlH
       where locked.n > 0 and not exists (select 1 from idempotency_keys r where r.tenant_id = u.t and r.environment = u.e and r.key = u.k)
       returning claim_token
     )
-    select claim_token from taken union all select claim_token from fresh`.compile(db);
-}
+    select claim_token from taken union all select claim_token from fresh`,
+    ),
+  // The parameters in the text's order: the arrays, the takeover's (lease, owner, retention), mayTakeOver's, the insert's.
+  (arrays, owner, ttlHours) => ({
+    shape: 'claim',
+    parameters: [...arrays, LEASE_SECONDS, owner, ttlHours, owner, STALE_AFTER_SECONDS, LEASE_SECONDS, owner, ttlHours],
+  }),
+);
 
 /**
  * A batch's claim (idempotency-batch.ts), sent right after `lockKeys` in the batch's transaction:
@@ -120,9 +156,16 @@ export function claimBatchKeys(
   owner: string,
   ttlHours: number,
 ): CompiledQuery<{ claim_token: string; fresh: boolean }> {
-  return sql<{ claim_token: string; fresh: boolean }>`
+  return claimBatchKeysOnce(db, arraysOf(claims), owner, ttlHours);
+}
+
+const claimBatchKeysOnce = compiledPerShape(
+  (db: Queryable, arrays: ClaimArrays, owner: string, ttlHours: number) =>
+    compilable(
+      db,
+      sql<{ claim_token: string; fresh: boolean }>`
     with u (t, e, k, f, c) as (
-      select * from unnest(${arraysOf(claims)})
+      select * from unnest(${unnestArgs(arrays)})
     ),
     taken as (
       ${takeOver(owner, ttlHours)}
@@ -133,8 +176,10 @@ export function claimBatchKeys(
     select claim_token, false as fresh from taken
     union all
     select u.c, true from u
-    where not exists (select 1 from idempotency_keys r where r.tenant_id = u.t and r.environment = u.e and r.key = u.k)`.compile(db);
-}
+    where not exists (select 1 from idempotency_keys r where r.tenant_id = u.t and r.environment = u.e and r.key = u.k)`,
+    ),
+  (arrays, owner, ttlHours) => ({ shape: 'claim', parameters: [...arrays, LEASE_SECONDS, owner, ttlHours, owner, STALE_AFTER_SECONDS] }),
+);
 
 /**
  * A batch's claim as it sends it, first in its transaction: the keys' locks, then the claim on a

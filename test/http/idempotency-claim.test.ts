@@ -159,4 +159,29 @@ describe("a batch's claim", () => {
     expect(plans[0]!.custom_plans).toBe(0);
     expect(plans[0]!.generic_plans).toBeGreaterThanOrEqual(7);
   });
+
+  it('is built and compiled once: a later batch carries only its own arrays, owner and retention', async () => {
+    const claims = (n: number) => Array.from({ length: n }, (_, k) => claimOf(`once-${newId()}-${k}`));
+    batchClaim(t.db, claims(1), owner, 24);
+    const second = batchClaim(t.db, claims(2), owner, 24);
+    const third = claims(3);
+    const otherOwner = newId();
+    const statements = batchClaim(t.db, third, otherOwner, 48);
+    // The same query tree as the batch before: nothing built or compiled for this one.
+    statements.forEach((s, i) => expect(s.query).toBe(second[i]!.query));
+    const [locks, , claim] = statements;
+    expect(locks.parameters).toEqual([third.map((c) => c.tenantId), third.map((c) => c.environment), third.map((c) => c.key)]);
+    expect(claim.parameters).toContain(otherOwner);
+    expect(claim.parameters).toContain(48);
+    expect(claim.parameters.slice(0, 5)).toEqual([
+      third.map((c) => c.tenantId),
+      third.map((c) => c.environment),
+      third.map((c) => c.key),
+      third.map((c) => c.fingerprint),
+      third.map((c) => c.token),
+    ]);
+    // And it claims what it was given: three new keys.
+    const rows = await t.db.transaction().execute((trx) => pipelined(trx, ...statements));
+    expect(rows[2]).toEqual(third.map((c) => ({ claim_token: c.token, fresh: true })));
+  });
 });
