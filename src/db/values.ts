@@ -33,6 +33,17 @@ export function valuesOf(alias: string, columns: Record<string, string>, rows: r
   return sql`(values ${sql.join(list)}) as ${relation}`;
 }
 
+/** valuesOf's text for these rows: one per row count up to VALUES_ROWS_MAX, then one for any count (compiledPerShape's shape). */
+export function valuesShape(rows: readonly (readonly unknown[])[]): string {
+  return rows.length > VALUES_ROWS_MAX ? 'unnest' : String(rows.length);
+}
+
+/** The parameters valuesOf puts in its text, in their order: each row's values, or an array parameter per column. */
+export function valuesParameters(rows: readonly (readonly unknown[])[]): unknown[] {
+  if (rows.length <= VALUES_ROWS_MAX) return rows.flat();
+  return rows[0]!.map((_, i) => arrayParameter(rows.map((row) => row[i])));
+}
+
 /** A JSON escape that PostgreSQL's array text does not have (backslash n, backslash u0001): after an even run of backslashes. */
 const JSON_ONLY_ESCAPE = /(?<!\\)(?:\\\\)*\\[bfnrtu]/;
 

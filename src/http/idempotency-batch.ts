@@ -1,10 +1,11 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { sql } from 'kysely';
 import { Batcher, type BatcherOptions } from '../db/batcher.js';
-import type { Db, Trx } from '../db/client.js';
+import type { Db, Queryable, Trx } from '../db/client.js';
 import { pipelined, type KeyedBatch, type LockPlan } from '../db/pipeline.js';
 import { write, WriteSet } from '../db/write-set.js';
-import { valuesOf } from '../db/values.js';
+import { valuesOf, valuesParameters, valuesShape } from '../db/values.js';
+import { compiledPerShape } from '../db/compiled.js';
 import { canonicalJson } from '../lib/json.js';
 import { sha256Hex, type Sealer } from '../lib/crypto.js';
 import { newId } from '../lib/ids.js';
@@ -271,18 +272,8 @@ export class BatchedIdempotency<I, T> {
    */
   private async insertCompleted(writes: WriteSet, stored: Stored<I>[]) {
     if (stored.length === 0) return;
-    await write(
-      writes,
-      () => sql`
-      insert into idempotency_keys (tenant_id, environment, key, fingerprint, state, expires_at, response_status, response_body,
-        response_event_id)
-      select u.t, u.e, u.k, u.f, 'completed', now() + make_interval(hours => ${this.ttlHours}), u.s, u.b, u.v
-      from ${valuesOf(
-        'u',
-        { t: 'uuid', e: 'text', k: 'text', f: 'text', s: 'int', b: 'text', v: 'uuid' },
-        stored.map((s) => [s.item.tenantId, s.item.environment, s.item.key, s.item.fingerprint, s.status, ...answerOf(s)]),
-      )}`,
-    );
+    const rows = stored.map((s) => [s.item.tenantId, s.item.environment, s.item.key, s.item.fingerprint, s.status, ...answerOf(s)]);
+    await write(writes, (db) => insertCompletedOnce(db, this.ttlHours, rows));
   }
 
   /** Completes every stored outcome of a record taken over with one UPDATE (same transaction as the effects). */
@@ -320,6 +311,19 @@ export class BatchedIdempotency<I, T> {
     );
   }
 }
+
+/** insertCompleted's statement, built and compiled by Kysely once per shape of its rows (db/values.ts valuesShape). */
+const insertCompletedOnce = compiledPerShape(
+  (db: Queryable, ttlHours: number, rows: unknown[][]) => ({
+    compile: () =>
+      sql`
+      insert into idempotency_keys (tenant_id, environment, key, fingerprint, state, expires_at, response_status, response_body,
+        response_event_id)
+      select u.t, u.e, u.k, u.f, 'completed', now() + make_interval(hours => ${ttlHours}), u.s, u.b, u.v
+      from ${valuesOf('u', { t: 'uuid', e: 'text', k: 'text', f: 'text', s: 'int', b: 'text', v: 'uuid' }, rows)}`.compile(db),
+  }),
+  (ttlHours, rows) => ({ shape: valuesShape(rows), parameters: [ttlHours, ...valuesParameters(rows)] }),
+);
 
 /** A stored outcome's record columns response_body and response_event_id: the event when there is one, else the text. */
 function answerOf<I>(s: Stored<I>): [string | null, string | null] {

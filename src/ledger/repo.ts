@@ -4,7 +4,7 @@ import { pipelined } from '../db/pipeline.js';
 import { scoped } from '../db/scoped.js';
 import { compiledPerShape, insertPerShape } from '../db/compiled.js';
 import { write, writeTogether, type Writer } from '../db/write-set.js';
-import { valuesOf } from '../db/values.js';
+import { valuesOf, valuesParameters, valuesShape } from '../db/values.js';
 import type { LedgerScope, SystemRole } from './types.js';
 
 /** Ledger tables: touched only by this file (src/ledger is the only writer of entries and balances). */
@@ -395,15 +395,21 @@ export async function addBalanceDeltas(
 ) {
   if (deltas.length === 0) return;
   const rows = deltas.map((d) => [d.accountId, d.posted.toString(), d.pendingDebits.toString(), d.pendingCredits.toString()]);
-  await write(
-    to,
-    () => sql`
+  await write(to, (db) => addBalanceDeltasOnce(db, rows));
+}
+
+/** Built and compiled by Kysely once per shape of its rows (db/values.ts valuesShape): a batch only fills in its deltas. */
+const addBalanceDeltasOnce = compiledPerShape(
+  (db: Queryable, rows: string[][]) => ({
+    compile: () =>
+      sql`
     update ledger_balances b set posted = b.posted + d.posted, pending_debits = b.pending_debits + d.debits,
       pending_credits = b.pending_credits + d.credits
     from ${valuesOf('d', { id: 'uuid', posted: 'bigint', debits: 'bigint', credits: 'bigint' }, rows)}
-    where b.account_id = d.id`,
-  );
-}
+    where b.account_id = d.id`.compile(db),
+  }),
+  (rows) => ({ shape: valuesShape(rows), parameters: valuesParameters(rows) }),
+);
 
 /** Many new pending holds in one statement (a batch's payouts). */
 export async function insertHolds(

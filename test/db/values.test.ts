@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { arrayParameter, valuesOf } from '../../src/db/values.js';
+import { arrayParameter, valuesOf, valuesParameters, valuesShape } from '../../src/db/values.js';
 import { startTestApp, type TestApp } from '../harness.js';
 
 let t: TestApp;
@@ -64,5 +64,26 @@ describe('a column as one array parameter (arrayParameter)', () => {
     const date = new Date();
     for (const other of [[1.5], [true, false], [date], ['a', 1], [{ a: 1 }], [Number.MAX_SAFE_INTEGER + 2]])
       expect(arrayParameter(other)).toEqual(other);
+  });
+});
+
+describe('valuesOf compiled once per shape (valuesShape, valuesParameters)', () => {
+  const columns = { id: 'uuid', n: 'bigint', s: 'text' };
+  const rowsOf = (count: number) =>
+    Array.from({ length: count }, (_, i) => [`00000000-0000-4000-8000-${String(i).padStart(12, '0')}`, `${i}`, `s,"${i}"`]);
+
+  it("describes the parameters Kysely compiles from valuesOf, in order, as a VALUES list and as unnest's arrays", () => {
+    for (const count of [1, 2, 8, 9, 40]) {
+      const rows = rowsOf(count);
+      const compiled = sql`select * from ${valuesOf('v', columns, rows)}`.compile(t.db);
+      expect(valuesParameters(rows)).toEqual(compiled.parameters);
+    }
+  });
+
+  it('names one shape per row count up to eight, and one for any count beyond', () => {
+    expect([1, 2, 8, 9, 40].map((n) => valuesShape(rowsOf(n)))).toEqual(['1', '2', '8', 'unnest', 'unnest']);
+    const text = (n: number) => sql`select * from ${valuesOf('v', columns, rowsOf(n))}`.compile(t.db).sql;
+    expect(text(9)).toBe(text(40));
+    expect(text(2)).not.toBe(text(3));
   });
 });

@@ -1,4 +1,4 @@
-import { Kysely, type CompiledQuery } from 'kysely';
+import { DefaultQueryCompiler, Kysely, type CompiledQuery } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createMovements } from '../../src/modules/transfers/service.js';
 import { clientFor, startTestApp, type TestApp } from '../harness.js';
@@ -88,5 +88,29 @@ describe('the statements of a batch of transfers', () => {
     expect(statement.parameters.length).toBe(new Set(statement.sql.match(/\$\d+/g)).size);
     expect(statement.parameters.length).toBeLessThan(occurrences * 0.55);
     expect((await api.get(`/v1/accounts/${sink}`)).body.data.balance).toBe('8.00');
+  });
+
+  it('a lone transfer over HTTP, after the first, compiles none of its statements: claim, locks, reads and its write', async () => {
+    const tenant = await t.tenant('Lone Compiled Ltd');
+    const api = clientFor(t, tenant.sandbox.secret_key);
+    const a = (await api.post('/v1/accounts', { currency: 'NGN', label: 'a' })).body.data.id as string;
+    expect((await api.post(`/v1/simulations/accounts/${a}/fund`, { amount: '50.00' })).status).toBe(200);
+    const sink = (await api.post('/v1/accounts', { currency: 'NGN', label: 's' })).body.data.id as string;
+    const compiles = vi.spyOn(DefaultQueryCompiler.prototype, 'compileQuery');
+    // What a transfer sends (a background job of the test app may compile statements of its own meanwhile).
+    const moneyPath = /idempotency_keys|ledger_|pg_advisory_xact_lock|set_config|"(accounts|transactions|transfers|events)"/;
+    try {
+      for (const round of [1, 2, 3]) {
+        compiles.mockClear();
+        const body = { source: { id: a }, destination: { destination_type: 'internal_account', id: sink }, amount: '1.00' };
+        expect((await api.post('/v1/transfers', body, { idempotencyKey: `lone-${round}` })).status).toBe(200);
+        const compiled = compiles.mock.results.map((r) => (r.value as CompiledQuery<unknown>).sql).filter((text) => moneyPath.test(text));
+        // The first may compile (a statement's first use in this process); the third finds every one compiled.
+        if (round === 3) expect(compiled).toEqual([]);
+      }
+    } finally {
+      compiles.mockRestore();
+    }
+    expect((await api.get(`/v1/accounts/${sink}`)).body.data.balance).toBe('3.00');
   });
 });
