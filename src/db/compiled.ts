@@ -1,4 +1,4 @@
-import { createQueryId, RawNode, type CompiledQuery, type Compilable, type Insertable, type QueryResult } from 'kysely';
+import { createQueryId, RawNode, type CompiledQuery, type Compilable, type Insertable, type QueryResult, type RawBuilder } from 'kysely';
 import type { Queryable } from './client.js';
 import type { Database } from './types.js';
 
@@ -61,21 +61,24 @@ function sameParameters(compiled: readonly unknown[], given: readonly unknown[])
  * the statement, in order (undefined: an input it cannot tell, built and compiled as usual).
  * Each shape's first build is checked as in compiledOnce: the compiled parameters must be the
  * ones described, in order, so a description that disagrees with the statement fails at once.
+ * `build` returns a query builder or an `sql` template (a raw statement, compiled on `db`).
  */
 export function compiledPerShape<A extends unknown[], R>(
-  build: (db: Queryable, ...args: A) => Compilable<R>,
+  build: (db: Queryable, ...args: A) => Compilable<R> | RawBuilder<R>,
   describe: (...args: A) => Shaped | undefined,
 ): (db: Queryable, ...args: A) => CompiledQuery<R> {
   const shapes = new Map<string, CompiledQuery<R>>();
+  // A query builder compiles on its own database; an sql template is handed it.
+  const compile = (db: Queryable, args: A) => build(db, ...args).compile(db);
   return (db, ...args) => {
     const described = describe(...args);
-    if (!described) return build(db, ...args).compile();
+    if (!described) return compile(db, args);
     const { shape, parameters } = described;
     // A plugin may change each statement: with one, each is built as usual.
-    if (db.getExecutor().plugins.length > 0) return build(db, ...args).compile();
+    if (db.getExecutor().plugins.length > 0) return compile(db, args);
     const first = shapes.get(shape);
     if (first) return { ...first, parameters, queryId: createQueryId() };
-    const compiled = build(db, ...args).compile();
+    const compiled = compile(db, args);
     if (!sameParameters(compiled.parameters, parameters))
       throw new Error(`compiledPerShape: the statement's parameters are not the ones described, in order: ${compiled.sql}`);
     if (shapes.size >= MAX_SHAPES) shapes.clear();

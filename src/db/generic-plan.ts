@@ -19,9 +19,8 @@ function planCacheMode(db: Queryable, generic: boolean): CompiledQuery<unknown> 
 
 /** Built and compiled by Kysely once for each mode (db/compiled.ts). */
 const planCacheModeOnce = compiledPerShape(
-  (db: Queryable, mode: string, seqscan: string) => ({
-    compile: () => sql`select set_config('plan_cache_mode', ${mode}, true), set_config('enable_seqscan', ${seqscan}, true)`.compile(db),
-  }),
+  (_db: Queryable, mode: string, seqscan: string) =>
+    sql`select set_config('plan_cache_mode', ${mode}, true), set_config('enable_seqscan', ${seqscan}, true)`,
   (mode, seqscan) => ({ shape: mode, parameters: [mode, seqscan] }),
 );
 

@@ -314,14 +314,11 @@ export class BatchedIdempotency<I, T> {
 
 /** insertCompleted's statement, built and compiled by Kysely once per shape of its rows (db/values.ts valuesShape). */
 const insertCompletedOnce = compiledPerShape(
-  (db: Queryable, ttlHours: number, rows: unknown[][]) => ({
-    compile: () =>
-      sql`
+  (_db: Queryable, ttlHours: number, rows: unknown[][]) => sql`
       insert into idempotency_keys (tenant_id, environment, key, fingerprint, state, expires_at, response_status, response_body,
         response_event_id)
       select u.t, u.e, u.k, u.f, 'completed', now() + make_interval(hours => ${ttlHours}), u.s, u.b, u.v
-      from ${valuesOf('u', { t: 'uuid', e: 'text', k: 'text', f: 'text', s: 'int', b: 'text', v: 'uuid' }, rows)}`.compile(db),
-  }),
+      from ${valuesOf('u', { t: 'uuid', e: 'text', k: 'text', f: 'text', s: 'int', b: 'text', v: 'uuid' }, rows)}`,
   (ttlHours, rows) => ({ shape: valuesShape(rows), parameters: [ttlHours, ...valuesParameters(rows)] }),
 );
 

@@ -1,4 +1,4 @@
-import { sql, type CompiledQuery, type RawBuilder } from 'kysely';
+import { sql, type CompiledQuery } from 'kysely';
 import type { Queryable } from '../db/client.js';
 import { compiledPerShape } from '../db/compiled.js';
 import { isUniqueViolation } from '../db/errors.js';
@@ -28,9 +28,6 @@ const arraysOf = (claims: KeyClaim[]) =>
   ] as const;
 type ClaimArrays = ReturnType<typeof arraysOf>;
 
-/** A raw statement as compiledPerShape builds it: compiled on `db`. */
-const compilable = <R>(db: Queryable, statement: RawBuilder<R>) => ({ compile: () => statement.compile(db) });
-
 /** The arrays in unnest's argument list, typed. */
 const unnestArgs = ([t, e, k, f, c]: ClaimArrays) => sql`${t}::uuid[], ${e}::text[], ${k}::text[], ${f}::text[], ${c}::uuid[]`;
 
@@ -55,15 +52,11 @@ export function lockKeys(db: Queryable, claims: KeyClaim[]): CompiledQuery<unkno
 // The statements of a claim are built and compiled by Kysely once (db/compiled.ts): a batch only
 // fills in its arrays, the owner and the retention.
 const lockKeysOnce = compiledPerShape(
-  (db: Queryable, t: string[], e: string[], k: string[]) =>
-    compilable(
-      db,
-      sql`
+  (_db: Queryable, t: string[], e: string[], k: string[]) => sql`
     select pg_advisory_xact_lock(h) from (
       select distinct ${keyLock('u.t', 'u.e', 'u.k')} as h
       from unnest(${t}::uuid[], ${e}::text[], ${k}::text[]) as u(t, e, k)
       order by h) s`,
-    ),
   (t, e, k) => ({ shape: 'lock', parameters: [t, e, k] }),
 );
 
@@ -108,10 +101,7 @@ export function claimKeys(db: Queryable, claims: KeyClaim[], owner: string, ttlH
 }
 
 const claimKeysOnce = compiledPerShape(
-  (db: Queryable, arrays: ClaimArrays, owner: string, ttlHours: number) =>
-    compilable(
-      db,
-      sql<{ claim_token: string }>`
+  (_db: Queryable, arrays: ClaimArrays, owner: string, ttlHours: number) => sql<{ claim_token: string }>`
     with u (t, e, k, f, c) as (
       select * from unnest(${unnestArgs(arrays)})
     ),
@@ -135,7 +125,6 @@ const claimKeysOnce = compiledPerShape(
       returning claim_token
     )
     select claim_token from taken union all select claim_token from fresh`,
-    ),
   // The parameters in the text's order: the arrays, the takeover's (lease, owner, retention), mayTakeOver's, the insert's.
   (arrays, owner, ttlHours) => ({
     shape: 'claim',
@@ -160,10 +149,7 @@ export function claimBatchKeys(
 }
 
 const claimBatchKeysOnce = compiledPerShape(
-  (db: Queryable, arrays: ClaimArrays, owner: string, ttlHours: number) =>
-    compilable(
-      db,
-      sql<{ claim_token: string; fresh: boolean }>`
+  (_db: Queryable, arrays: ClaimArrays, owner: string, ttlHours: number) => sql<{ claim_token: string; fresh: boolean }>`
     with u (t, e, k, f, c) as (
       select * from unnest(${unnestArgs(arrays)})
     ),
@@ -177,7 +163,6 @@ const claimBatchKeysOnce = compiledPerShape(
     union all
     select u.c, true from u
     where not exists (select 1 from idempotency_keys r where r.tenant_id = u.t and r.environment = u.e and r.key = u.k)`,
-    ),
   (arrays, owner, ttlHours) => ({ shape: 'claim', parameters: [...arrays, LEASE_SECONDS, owner, ttlHours, owner, STALE_AFTER_SECONDS] }),
 );
 

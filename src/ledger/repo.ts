@@ -347,7 +347,7 @@ export function lockScopedBalancesStatements(
 
 /** Without system accounts, each of the two has one text whatever the ids: compiled once. */
 const scopedLocksOnce = compiledPerShape(
-  (db: Queryable, scope: LedgerScope, sortedIds: string[]) => ({ compile: () => scopedLocks(db, scope, sortedIds).compile(db) }),
+  (db: Queryable, scope: LedgerScope, sortedIds: string[]) => scopedLocks(db, scope, sortedIds),
   (scope, sortedIds) => ({ shape: '', parameters: [scope.tenantId, scope.environment, sortedIds] }),
 );
 const scopedReadOnce = compiledPerShape(
@@ -400,14 +400,11 @@ export async function addBalanceDeltas(
 
 /** Built and compiled by Kysely once per shape of its rows (db/values.ts valuesShape): a batch only fills in its deltas. */
 const addBalanceDeltasOnce = compiledPerShape(
-  (db: Queryable, rows: string[][]) => ({
-    compile: () =>
-      sql`
+  (_db: Queryable, rows: string[][]) => sql`
     update ledger_balances b set posted = b.posted + d.posted, pending_debits = b.pending_debits + d.debits,
       pending_credits = b.pending_credits + d.credits
     from ${valuesOf('d', { id: 'uuid', posted: 'bigint', debits: 'bigint', credits: 'bigint' }, rows)}
-    where b.account_id = d.id`.compile(db),
-  }),
+    where b.account_id = d.id`,
   (rows) => ({ shape: valuesShape(rows), parameters: valuesParameters(rows) }),
 );
 
