@@ -20,6 +20,7 @@ import {
   prepareDatabase,
   preparePGlite,
   randomPairs,
+  resumed,
   scopePostgresCpu,
   START_FLAGS,
   startServer,
@@ -297,11 +298,7 @@ export async function runBench(o: BenchOptions): Promise<{ rows: Row[]; reconcil
       references.set(id, result);
       return result;
     } finally {
-      paused.forEach((s) => s.resume());
-      // A paused server could not do what it does when idle (V8's idle-time garbage collection,
-      // its timers): let it catch up before the next load, or that load's first second pays for it
-      // (a 300-800 ms stall measured right after a resume; none after 3 s).
-      await new Promise((r) => setTimeout(r, 3000));
+      await resumed(...paused);
     }
   };
 

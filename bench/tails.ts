@@ -1,6 +1,6 @@
 import { startFloorServer } from './floor.js';
 import { pgbenchLatenciesAtRate, pgbenchLatency, type PgbenchLatency } from './pgbench.js';
-import type { Server } from './server.js';
+import { resumed, type Server } from './server.js';
 import { steadyResult, steadyTransfers, type SteadyResult, type SteadySamples } from './steady.js';
 
 /** Our p99 at a rate, PostgreSQL's own (pgbench) and the floor's (bench/floor.ts), taken in turns. */
@@ -44,7 +44,7 @@ export async function tailsInTurns(o: {
     await floorAt(Math.min(2, o.slice)); // its first requests meet a cold process, as ours did in their warm-up
     for (let round = 1; round <= o.rounds; round++) {
       await resumed(o.server);
-      // Not counted: the server's first requests after it was stopped (see `resumed`).
+      // Not counted: the server's first requests after it was stopped (bench/server.ts `resumed`).
       await o.ours(Math.min(1, o.slice));
       ours.push((await o.ours(o.slice)).samples);
       o.server.pause();
@@ -68,13 +68,4 @@ export async function tailsInTurns(o: {
     floor: steadyResult(floors),
     rounds: o.rounds,
   };
-}
-
-/**
- * A stopped server resumed and given time to do what it could not while stopped (V8's idle-time
- * garbage collection, its timers): a load right after a resume met a 300-800 ms stall; none after 3 s.
- */
-async function resumed(server: Server): Promise<void> {
-  server.resume();
-  await new Promise((r) => setTimeout(r, 3000));
 }
