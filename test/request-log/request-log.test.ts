@@ -7,7 +7,7 @@ import { getRequest, listRequests, purgeExpiredRequests, RequestLog, RequestLogR
 import { answerOfEvent } from '../../src/dashboard/request-routes.js';
 import { setSettings } from '../../src/modules/tenants/service.js';
 import { Agent } from '../dashboard-agent.js';
-import { planWithoutSeqScans, sentStatements } from '../plans.js';
+import { explainPrepared, planWithoutSeqScans, sentStatements } from '../plans.js';
 import { clientFor, johnDoe, startTestApp, type Client, type TestApp } from '../harness.js';
 
 /** The API request log: what each /v1 request leaves behind, redacted, and how the dashboard finds it. */
@@ -33,8 +33,9 @@ const capturedEntry = () => ({
   responseBody: null,
   startedAt: Date.now(),
 });
-/** The flusher's insert, in a transaction of its own as the flusher runs it. */
-const insertLog = (rows: logRepo.NewRequestLogRow[]) => t.db.transaction().execute((trx) => logRepo.insertMany(trx, rows));
+/** The flusher's insert, in a transaction of its own as the flusher runs it (`retry`: of a flush that failed). */
+const insertLog = (rows: logRepo.NewRequestLogRow[], retry = false) =>
+  t.db.transaction().execute((trx) => logRepo.insertMany(trx, rows, retry));
 const rows = () => t.db.selectFrom('api_request_log').selectAll().where('tenant_id', '=', tenantId).orderBy('id').execute();
 
 /** A request log row made at `at` (its id's time too): a 200 GET of this business unless `fields` say otherwise. */
@@ -274,13 +275,47 @@ describe('request log', () => {
       created_at: at,
     }));
     await insertLog(many);
-    await insertLog(many.slice(0, 10)); // a retried flush
+    await insertLog(many.slice(0, 10), true); // a retried flush
     const stored = (await rows()).filter((r) => r.request_id?.startsWith('tricky-'));
     expect(stored).toHaveLength(12);
     for (const row of many) {
       const got = stored.find((r) => r.id === row.id)!;
       expect({ ...got, created_at: got.created_at.getTime() }).toEqual({ ...row, created_at: at.getTime() });
     }
+  });
+
+  it('inserts a flush of new rows without reading the log, on the generic plan a connection keeps however large the log grows', async () => {
+    // The fault: every row was checked against the table by a `not exists`, whose generic plan,
+    // made while the table was small, was a hash anti join over a sequential scan of the whole log.
+    const plan = await t.db.transaction().execute(async (trx) => {
+      const sent: CompiledQuery[] = [];
+      const executor = trx.getExecutor();
+      const execute = executor.executeQuery.bind(executor);
+      executor.executeQuery = (query) => (sent.push(query), execute(query));
+      await logRepo.insertMany(trx, [logRow(new Date())]);
+      await sql`set local plan_cache_mode = force_generic_plan`.execute(trx);
+      return explainPrepared(trx, sent[0]!);
+    });
+    expect(plan).toContain('Insert on api_request_log');
+    expect(plan.split('\n').filter((line) => /Scan/.test(line) && line.includes('api_request_log'))).toEqual([]);
+  });
+
+  it('retries a flush whose commit went through though its answer was lost, without doubling a row', async () => {
+    let calls = 0;
+    const log = new RequestLog(async (work) => {
+      const out = await t.db.transaction().execute(work);
+      if (++calls === 1) throw Object.assign(new Error('Connection terminated unexpectedly'), { code: '08006' });
+      return out;
+    });
+    log.record({ ...capturedEntry(), requestId: 'lost-answer-1' });
+    log.record({ ...capturedEntry(), requestId: 'lost-answer-2' });
+    await log.flush();
+    expect(log.pending).toBe(2); // kept: as far as the flusher knows, nothing was written
+    log.record({ ...capturedEntry(), requestId: 'lost-answer-3' });
+    await log.flush();
+    expect(log.pending).toBe(0);
+    const stored = (await rows()).filter((r) => r.request_id?.startsWith('lost-answer-'));
+    expect(stored.map((r) => r.request_id).sort()).toEqual(['lost-answer-1', 'lost-answer-2', 'lost-answer-3']);
   });
 
   it('sends a column of text as array text written by JSON.stringify, and stores it exactly as the array pg wrote', async () => {

@@ -74,28 +74,37 @@ const ROW = sql.raw([...ARRAY_COLUMNS.map(([c]) => c), ...BODY_BOUNDS].join(', '
  * columns are an array parameter each. The bodies, most of a row's bytes, are one bytea parameter
  * of their UTF-8 bytes end to end, cut back into text by offset and length: no JSON or array
  * escaping of every body in JavaScript and no array text for PostgreSQL to unescape; `substring`
- * and `convert_from` are strict, so a NULL offset and length give a NULL body. A row already
- * there (a flush retried after its commit's answer was lost) is left out by `not exists` rather
- * than `on conflict do nothing`: flushes run one at a time, so nothing inserts the same id
- * meanwhile, and a speculative insertion writes one more WAL record a row. The statement also
+ * and `convert_from` are strict, so a NULL offset and length give a NULL body. The statement also
  * sets the transaction's `synchronous_commit` (`set_config(…, true)` is `set local`), which took a
  * statement of its own, a round trip a flush.
+ *
+ * Rows of a first attempt are inserted as they are: their ids were made for them by the flusher,
+ * so none can be there yet, and the statement reads nothing of the table. Checking every row
+ * against the table cost the log its whole history: the connection's generic plan, made while
+ * the table was small, joined the rows to a sequential scan of it, and every later flush scanned
+ * the grown table again (until autovacuum analyzed it; never with it off), about 200 µs of
+ * PostgreSQL's time a row at 60,000 rows (docs/benchmarks.md). Only a retried flush (its commit's
+ * answer may have been lost) skips the rows already there, with `on conflict do nothing`: one more
+ * WAL record a row, on a path a failure takes.
  */
-const insertRows = compiledOnce((db: Queryable, bodies: unknown, ...arrays: unknown[]) => {
-  const types = [...ARRAY_COLUMNS.map(([, type]) => type), ...BODY_BOUNDS.map(() => 'int4')];
-  return db
-    .insertInto('api_request_log')
-    .columns([...ARRAY_COLUMNS.map(([c]) => c), 'request_body', 'response_body'])
-    .expression(
-      // eslint-disable-next-line no-restricted-syntax -- a flush holds many businesses' rows; each row names its own
-      sql`select ${sql.raw(ARRAY_COLUMNS.map(([c]) => `r.${c}`).join(', '))},
-          convert_from(substring(p.bodies from r.request_at for r.request_len), 'UTF8'),
-          convert_from(substring(p.bodies from r.response_at for r.response_len), 'UTF8')
-        from (select ${bodies}::bytea as bodies, set_config('synchronous_commit', 'off', true) as commit_mode) as p,
-          unnest(${sql.join(arrays.map((values, i) => sql`${values}::${sql.raw(types[i]!)}[]`))}) as r(${ROW})
-        where not exists (select 1 from api_request_log l where l.tenant_id = r.tenant_id and l.environment = r.environment and l.id = r.id)`,
-    );
-});
+function insertStatement(retry: boolean) {
+  return compiledOnce((db: Queryable, bodies: unknown, ...arrays: unknown[]) => {
+    const types = [...ARRAY_COLUMNS.map(([, type]) => type), ...BODY_BOUNDS.map(() => 'int4')];
+    const insert = db
+      .insertInto('api_request_log')
+      .columns([...ARRAY_COLUMNS.map(([c]) => c), 'request_body', 'response_body'])
+      .expression(
+        sql`select ${sql.raw(ARRAY_COLUMNS.map(([c]) => `r.${c}`).join(', '))},
+            convert_from(substring(p.bodies from r.request_at for r.request_len), 'UTF8'),
+            convert_from(substring(p.bodies from r.response_at for r.response_len), 'UTF8')
+          from (select ${bodies}::bytea as bodies, set_config('synchronous_commit', 'off', true) as commit_mode) as p,
+            unnest(${sql.join(arrays.map((values, i) => sql`${values}::${sql.raw(types[i]!)}[]`))}) as r(${ROW})`,
+      );
+    return retry ? insert.onConflict((oc) => oc.columns(['tenant_id', 'environment', 'id']).doNothing()) : insert;
+  });
+}
+const insertRows = insertStatement(false);
+const insertRowsAgain = insertStatement(true);
 
 /** The bodies as one buffer of their UTF-8 bytes end to end, and where each row's are in it. */
 function bodyParameters(rows: NewRequestLogRow[]): unknown[] {
@@ -144,16 +153,18 @@ export function insertParameters(rows: NewRequestLogRow[]): [unknown, ...unknown
 }
 
 /**
- * Multi-row inserts; a row already there (a retried flush) is skipped (primary key: tenant_id,
- * environment, id). Nobody waits on these rows, and the log is best-effort already (held in
- * memory between flushes), so their commit does not wait for the WAL to reach the disk: a flush
- * never adds a disk flush beside the money path's commits, which do wait (PostgreSQL writes it
- * within three `wal_writer_delay`s; a crash may lose the last flushes, as it loses the buffer):
- * the insert sets `synchronous_commit` off for its transaction.
+ * Multi-row inserts. `retry`: the rows were in a flush that failed, whose commit may have happened
+ * all the same; those already there (primary key: tenant_id, environment, id) are skipped.
+ * Nobody waits on these rows, and the log is best-effort already (held in memory between
+ * flushes), so their commit does not wait for the WAL to reach the disk: a flush never adds a
+ * disk flush beside the money path's commits, which do wait (PostgreSQL writes it within three
+ * `wal_writer_delay`s; a crash may lose the last flushes, as it loses the buffer): the insert
+ * sets `synchronous_commit` off for its transaction.
  */
-export async function insertMany(trx: Trx, rows: NewRequestLogRow[]): Promise<void> {
+export async function insertMany(trx: Trx, rows: NewRequestLogRow[], retry = false): Promise<void> {
+  const statement = retry ? insertRowsAgain : insertRows;
   for (let i = 0; i < rows.length; i += INSERT_CHUNK) {
-    await insertRows.execute(trx, ...insertParameters(rows.slice(i, i + INSERT_CHUNK)));
+    await statement.execute(trx, ...insertParameters(rows.slice(i, i + INSERT_CHUNK)));
   }
 }
 

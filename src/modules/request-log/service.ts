@@ -131,13 +131,15 @@ export class RequestLog implements RequestLogSink {
   private async flushOnce(): Promise<void> {
     while (this.buffer.length > 0) {
       const batch = this.buffer.splice(0, this.options.chunk);
+      // An entry with an id has been in a flush before (toRow gives it): that flush may have committed.
+      const retry = batch.some((e) => e.id !== undefined);
       let rows: repo.NewRequestLogRow[];
       try {
         rows = batch.map((e) => toRow(e, this.options.maxBodyChars));
-        await this.inTransaction((trx) => repo.insertMany(trx, rows));
+        await this.inTransaction((trx) => repo.insertMany(trx, rows, retry));
         this.written += rows.length;
       } catch (err) {
-        // Keep what fits for the next flush; each entry keeps its id, and insertMany skips ids
+        // Keep what fits for the next flush; each entry keeps its id, and the retried insert skips ids
         // already written, so a retry never doubles a row that did get in.
         const room = this.options.maxBuffered - this.buffer.length;
         this.buffer.unshift(...batch.slice(0, Math.max(0, room)));
