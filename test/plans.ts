@@ -2,13 +2,22 @@ import { CompiledQuery, sql, type Transaction } from 'kysely';
 import type { Db } from '../src/db/client.js';
 import type { Database } from '../src/db/types.js';
 
-/** The statements a call sends, as compiled: it runs on an executor of its own that keeps them. */
-export async function sentStatements(db: Db, call: (db: Db) => Promise<unknown>): Promise<CompiledQuery[]> {
-  const own = db.withPlugin({ transformQuery: (args) => args.node, transformResult: async (args) => args.result });
-  const executor = own.getExecutor();
+/**
+ * Every statement sent through `db`'s executor from now on, as compiled. A transaction has an
+ * executor of its own: record it with the transaction (`recordSent(trx)`).
+ */
+export function recordSent(db: Db | Transaction<Database>): CompiledQuery[] {
+  const executor = db.getExecutor();
   const sent: CompiledQuery[] = [];
   const execute = executor.executeQuery.bind(executor);
   executor.executeQuery = (query) => (sent.push(query), execute(query));
+  return sent;
+}
+
+/** The statements a call sends, as compiled: it runs on an executor of its own that keeps them. */
+export async function sentStatements(db: Db, call: (db: Db) => Promise<unknown>): Promise<CompiledQuery[]> {
+  const own = db.withPlugin({ transformQuery: (args) => args.node, transformResult: async (args) => args.result });
+  const sent = recordSent(own);
   await call(own);
   return sent;
 }

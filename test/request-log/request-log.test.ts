@@ -7,7 +7,7 @@ import { getRequest, listRequests, purgeExpiredRequests, RequestLog, RequestLogR
 import { answerOfEvent } from '../../src/dashboard/request-routes.js';
 import { setSettings } from '../../src/modules/tenants/service.js';
 import { Agent } from '../dashboard-agent.js';
-import { explainPrepared, planWithoutSeqScans, sentStatements } from '../plans.js';
+import { explainPrepared, planWithoutSeqScans, recordSent, sentStatements } from '../plans.js';
 import { clientFor, johnDoe, startTestApp, type Client, type TestApp } from '../harness.js';
 
 /** The API request log: what each /v1 request leaves behind, redacted, and how the dashboard finds it. */
@@ -288,10 +288,7 @@ describe('request log', () => {
     // The fault: every row was checked against the table by a `not exists`, whose generic plan,
     // made while the table was small, was a hash anti join over a sequential scan of the whole log.
     const plan = await t.db.transaction().execute(async (trx) => {
-      const sent: CompiledQuery[] = [];
-      const executor = trx.getExecutor();
-      const execute = executor.executeQuery.bind(executor);
-      executor.executeQuery = (query) => (sent.push(query), execute(query));
+      const sent = recordSent(trx);
       await logRepo.insertMany(trx, [logRow(new Date())]);
       await sql`set local plan_cache_mode = force_generic_plan`.execute(trx);
       return explainPrepared(trx, sent[0]!);
