@@ -5,17 +5,7 @@ import { formatAmount } from '../lib/money.js';
 import { daysEnding, fillDays, svgChart } from './chart.js';
 import { html, type Html } from './html.js';
 import { appPage, badge, idLink, table, when } from './layout.js';
-import {
-  balancesByCurrency,
-  checklist,
-  deliveriesPerDay,
-  recentEvents,
-  recentTransfers,
-  requestsPerDay,
-  transfersPerDay,
-  type Checklist,
-  type CurrencyBalance,
-} from './overview-repo.js';
+import { readOverview, type Checklist, type CurrencyBalance, type RecentEvent, type RecentTransfer } from './overview-repo.js';
 import { sendPage, sessionOf } from './replies.js';
 import type { Session } from './service.js';
 
@@ -52,19 +42,9 @@ function overviewPages(app: FastifyInstance, deps: Deps) {
   });
 }
 
-/** Everything the page shows, read at once: the recent rows and the per-day series since `since`. */
-async function loadOverview(deps: Deps, session: Session, since: Date) {
-  const scope = { tenantId: session.tenantId, environment: session.environment };
-  const [balances, steps, transfers, events, transferDays, requestDays, deliveryDays] = await Promise.all([
-    balancesByCurrency(deps.db, scope),
-    checklist(deps.db, scope),
-    recentTransfers(deps.db, scope, RECENT),
-    recentEvents(deps.db, scope, RECENT),
-    transfersPerDay(deps.db, scope, since),
-    requestsPerDay(deps.db, scope, since),
-    deliveriesPerDay(deps.db, scope, since),
-  ]);
-  return { balances, steps, transfers, events, transferDays, requestDays, deliveryDays };
+/** Everything the page shows, read in one snapshot: the recent rows and the per-day series since `since`. */
+function loadOverview(deps: Deps, session: Session, since: Date) {
+  return readOverview(deps.db, { tenantId: session.tenantId, environment: session.environment }, since, RECENT);
 }
 
 type OverviewData = Awaited<ReturnType<typeof loadOverview>>;
@@ -207,8 +187,8 @@ interface OverviewView {
   range: number;
   balances: CurrencyBalance[];
   steps: Checklist;
-  transfers: Awaited<ReturnType<typeof recentTransfers>>;
-  events: Awaited<ReturnType<typeof recentEvents>>;
+  transfers: RecentTransfer[];
+  events: RecentEvent[];
   charts: Html;
 }
 

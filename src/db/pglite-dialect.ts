@@ -75,7 +75,8 @@ class PGliteDriver implements Driver {
 
   async beginTransaction(connection: DatabaseConnection, settings: TransactionSettings): Promise<void> {
     const level = settings.isolationLevel ? ` isolation level ${settings.isolationLevel}` : '';
-    await connection.executeQuery(CompiledQuery.raw(`begin${level}`));
+    const access = settings.accessMode ? ` ${settings.accessMode}` : '';
+    await connection.executeQuery(CompiledQuery.raw(`begin${level}${access}`));
   }
 
   async commitTransaction(connection: DatabaseConnection): Promise<void> {
