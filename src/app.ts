@@ -173,6 +173,7 @@ function depsOf(app: ServerApp, options: AppOptions): Deps {
     idempotency: new Idempotency(options.db, options.sealer, config.IDEMPOTENCY_TTL_HOURS),
     // A deadlock or serialization failure rolled the unit back whole: it runs again (db/retry.ts).
     inTransaction: (work) => retryOnConflict(() => options.db.transaction().execute(work)),
+    inSnapshot: (work) => options.db.transaction().setIsolationLevel('repeatable read').setAccessMode('read only').execute(work),
     counters: openCounters(config, app.log),
   };
 }

@@ -9,7 +9,7 @@ export class Agent {
   /** The last page answered 200 (error pages do not replace it). */
   lastHtml = '';
   constructor(
-    private readonly t: TestApp,
+    private readonly t: Pick<TestApp, 'app'>,
     private readonly headers: Record<string, string> = {},
   ) {}
 

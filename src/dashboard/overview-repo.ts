@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import type { Db, Queryable } from '../db/client.js';
+import type { Queryable, Trx } from '../db/client.js';
 import { scoped } from '../db/scoped.js';
 import type { Scope } from '../core/context.js';
 import { uuidv7LowerBound } from '../lib/ids.js';
@@ -156,25 +156,20 @@ export async function deliveriesPerDay(db: Queryable, scope: Scope, since: Date)
 }
 
 /**
- * Everything the overview shows, read in one read-only repeatable-read transaction: every figure
- * on the page is of the same moment. Read side by side on separate connections, a request logged
- * between two reads could tick the checklist while the chart still counted no request that day.
+ * Everything the overview shows, read in `trx`: the caller's read-only repeatable-read
+ * transaction, so that every figure on the page is of the same moment. Read side by side on
+ * separate connections, a request logged between two reads could tick the checklist while the
+ * chart beside it still counted no request that day.
  */
-export async function readOverview(db: Db, scope: Scope, since: Date, recent: number) {
-  return db
-    .transaction()
-    .setIsolationLevel('repeatable read')
-    .setAccessMode('read only')
-    .execute(async (trx) => {
-      const [balances, steps, transfers, events, transferDays, requestDays, deliveryDays] = await Promise.all([
-        balancesByCurrency(trx, scope),
-        checklist(trx, scope),
-        recentTransfers(trx, scope, recent),
-        recentEvents(trx, scope, recent),
-        transfersPerDay(trx, scope, since),
-        requestsPerDay(trx, scope, since),
-        deliveriesPerDay(trx, scope, since),
-      ]);
-      return { balances, steps, transfers, events, transferDays, requestDays, deliveryDays };
-    });
+export async function readOverview(trx: Trx, scope: Scope, since: Date, recent: number) {
+  const [balances, steps, transfers, events, transferDays, requestDays, deliveryDays] = await Promise.all([
+    balancesByCurrency(trx, scope),
+    checklist(trx, scope),
+    recentTransfers(trx, scope, recent),
+    recentEvents(trx, scope, recent),
+    transfersPerDay(trx, scope, since),
+    requestsPerDay(trx, scope, since),
+    deliveriesPerDay(trx, scope, since),
+  ]);
+  return { balances, steps, transfers, events, transferDays, requestDays, deliveryDays };
 }

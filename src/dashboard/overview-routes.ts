@@ -44,7 +44,8 @@ function overviewPages(app: FastifyInstance, deps: Deps) {
 
 /** Everything the page shows, read in one snapshot: the recent rows and the per-day series since `since`. */
 function loadOverview(deps: Deps, session: Session, since: Date) {
-  return readOverview(deps.db, { tenantId: session.tenantId, environment: session.environment }, since, RECENT);
+  const scope = { tenantId: session.tenantId, environment: session.environment };
+  return deps.inSnapshot((trx) => readOverview(trx, scope, since, RECENT));
 }
 
 type OverviewData = Awaited<ReturnType<typeof loadOverview>>;

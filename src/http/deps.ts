@@ -24,4 +24,9 @@ export interface Deps {
    * take the transaction and never open one; the entry point owns it.
    */
   inTransaction<T>(work: (trx: Trx) => Promise<T>): Promise<T>;
+  /**
+   * Reads of one moment: a read-only repeatable-read transaction, for a page whose figures must
+   * agree with each other (the dashboard's overview).
+   */
+  inSnapshot<T>(work: (trx: Trx) => Promise<T>): Promise<T>;
 }

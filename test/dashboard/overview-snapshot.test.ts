@@ -1,26 +1,30 @@
+import { randomBytes } from 'node:crypto';
+import type { FastifyInstance } from 'fastify';
 import { Kysely, PostgresDialect, type PostgresPool } from 'kysely';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openPostgres, type DatabaseHandle, type Db } from '../../src/db/client.js';
+import { buildApp } from '../../src/app.js';
+import { loadConfig } from '../../src/config.js';
 import type { Database } from '../../src/db/types.js';
-import { readOverview } from '../../src/dashboard/overview-repo.js';
+import { Sealer } from '../../src/lib/crypto.js';
 import { newId } from '../../src/lib/ids.js';
-import { insertMany } from '../../src/modules/request-log/repo.js';
-import { createTenant } from '../../src/modules/tenants/service.js';
+import { Agent } from '../dashboard-agent.js';
 import { cloneTemplateDatabase } from '../harness.js';
 
 /**
  * The overview's figures are of one moment. A request logged while the page was being read once
  * ticked the checklist's "make a request" while the chart beside it still counted no request that
- * day: the reads went side by side on separate connections of the pool. Here a request is logged
- * (and committed) right after the checklist's read and before the chart's, every time.
- * PostgreSQL only: PGlite's one connection runs the reads one by one, and the log's insert would
- * wait for the overview's transaction to end.
+ * day: the reads went side by side on separate connections of the pool. Here the app runs on a
+ * pool whose statements pass hooks, and a request is made and its log flushed right after the
+ * checklist's read of the log and before the chart's, every time. PostgreSQL only: on PGlite's
+ * one connection the log's insert would wait for the overview's transaction to end.
  */
 const url = process.env.DATABASE_URL;
 
+type Hooks = { before(sql: string): Promise<void>; after(sql: string): Promise<void> };
+
 /** A pool for Kysely whose statements go through `hooks` before and after they run. */
-function hookedPool(connectionString: string, hooks: { before(sql: string): Promise<void>; after(sql: string): Promise<void> }) {
+function hookedPool(connectionString: string, hooks: Hooks) {
   const pool = new pg.Pool({ connectionString, max: 20 });
   const quiet = new WeakSet<pg.PoolClient>();
   const hooked = {
@@ -43,86 +47,73 @@ function hookedPool(connectionString: string, hooks: { before(sql: string): Prom
   return hooked as unknown as PostgresPool;
 }
 
+const readsLog = (sql: string) => /from "api_request_log"/.test(sql);
+const isChartRead = (sql: string) => readsLog(sql) && /count\(\*\)/.test(sql);
+const isChecklistRead = (sql: string) => readsLog(sql) && /limit/.test(sql) && !isChartRead(sql);
+
 describe.skipIf(!url)('the overview on PostgreSQL', () => {
   let clone: { url: string; drop: () => Promise<void> };
-  let handle: DatabaseHandle;
-  let hooked: Db;
-  let scope: { tenantId: string; environment: 'sandbox' };
+  let db: Kysely<Database>;
+  let app: FastifyInstance;
+  let agent: Agent;
+  let secret = '';
+  /** Set before a page load: made once, after the checklist's first read of the log. */
+  let requestAfterChecklist: (() => Promise<void>) | undefined;
   let logged: Promise<void> = Promise.resolve();
-  let logAfterChecklist = false;
-
-  const isChecklistRead = (sql: string) => /from "api_request_log"/.test(sql) && /limit/.test(sql) && !/count\(\*\)/.test(sql);
-  const isChartRead = (sql: string) => /from "api_request_log"/.test(sql) && /count\(\*\)/.test(sql);
-
-  async function logRequest() {
-    const now = new Date();
-    await handle.db.transaction().execute((trx) =>
-      insertMany(trx, [
-        {
-          id: newId(),
-          tenant_id: scope.tenantId,
-          environment: scope.environment,
-          request_id: null,
-          method: 'GET',
-          path: '/v1/customers',
-          query: null,
-          status: 200,
-          status_class: 2,
-          duration_ms: 1,
-          idempotency_key: null,
-          idempotency_replayed: false,
-          key_prefix: null,
-          request_body: null,
-          response_body: null,
-          response_event_id: null,
-          created_at: now,
-        },
-      ]),
-    );
-  }
 
   beforeAll(async () => {
     clone = await cloneTemplateDatabase(url!);
-    handle = openPostgres(clone.url, 4);
-    const tenant = await handle.db.transaction().execute((trx) => createTenant(trx, 'Snapshot Co'));
-    scope = { tenantId: tenant.tenant_id, environment: 'sandbox' };
-    let resolveLogged!: () => void;
-    hooked = new Kysely<Database>({
+    db = new Kysely<Database>({
       dialect: new PostgresDialect({
         pool: hookedPool(clone.url, {
-          // The chart's read waits for the request logged after the checklist's read.
           before: async (sql) => {
             if (isChartRead(sql)) await logged;
           },
           after: async (sql) => {
-            if (!logAfterChecklist || !isChecklistRead(sql)) return;
-            logAfterChecklist = false;
-            await logRequest();
-            resolveLogged();
+            const request = requestAfterChecklist;
+            if (!request || !isChecklistRead(sql)) return;
+            requestAfterChecklist = undefined;
+            await request();
           },
         }),
       }),
     });
-    logged = new Promise<void>((resolve) => (resolveLogged = resolve));
+    const config = loadConfig({}, { LOG_LEVEL: 'silent', DEMO_TENANT: false });
+    app = await buildApp({ config, db, dbKind: 'postgres', sealer: new Sealer(randomBytes(32).toString('base64')), logger: false });
+    await app.ready();
+    agent = new Agent({ app });
+    await agent.signup(`snapshot+${newId().slice(-12)}@example.com`);
+    await agent.get('/dashboard/keys');
+    secret = agent.textOf('new-secret-sandbox')!;
   });
   afterAll(async () => {
-    await hooked?.destroy();
-    await handle?.close();
+    await app?.close();
+    await db?.destroy();
     await clone?.drop();
   });
 
-  it('shows the checklist and the requests chart of the same moment', async () => {
-    const since = new Date(Date.now() - 86_400_000);
-    logAfterChecklist = true;
-    const first = await readOverview(hooked, scope, since, 10);
-    const counted = first.requestDays.reduce((n, d) => n + d.total, 0);
-    expect({ ticked: first.steps.request, counted }).toEqual({ ticked: false, counted: 0 });
+  async function overview() {
+    const page = await agent.get('/dashboard/overview');
+    expect(page.statusCode).toBe(200);
+    const ticked = /data-step="request" data-done="(true|false)"/.exec(page.body)![1] === 'true';
+    const chart = /<svg[^>]*aria-label="API requests per day[^]*?<\/svg>/.exec(page.body)![0];
+    const bars = [...chart.matchAll(/<title>[^<]*: (\d+)<\/title>/g)].map((m) => Number(m[1]));
+    return { ticked, counted: bars.reduce((a, b) => a + b, 0) };
+  }
 
-    // The request was logged all the same: the next read shows it in both.
-    const next = await readOverview(hooked, scope, since, 10);
-    expect({ ticked: next.steps.request, counted: next.requestDays.reduce((n, d) => n + d.total, 0) }).toEqual({
-      ticked: true,
-      counted: 1,
-    });
+  it('shows the checklist and the requests chart of the same moment', async () => {
+    let done!: () => void;
+    logged = new Promise<void>((resolve) => (done = resolve));
+    requestAfterChecklist = async () => {
+      const res = await app.inject({ method: 'GET', url: '/v1/customers', headers: { 'api-key': secret } });
+      expect(res.statusCode).toBe(200);
+      await app.requestLog!.flush();
+      done();
+    };
+    expect(await overview()).toEqual({ ticked: false, counted: 0 });
+    expect(requestAfterChecklist).toBeUndefined();
+
+    // The request was logged all the same: the next page shows it in both.
+    expect(await overview()).toEqual({ ticked: true, counted: 1 });
   });
 });
