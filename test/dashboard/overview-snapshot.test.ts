@@ -114,6 +114,7 @@ describe.skipIf(!url)('the overview on PostgreSQL', () => {
     expect(requestAfterChecklist).toBeUndefined();
 
     // The request was logged all the same: the next page shows it in both.
+    await app.requestLog!.flush();
     expect(await overview()).toEqual({ ticked: true, counted: 1 });
   });
 });
