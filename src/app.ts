@@ -205,9 +205,7 @@ function startRequestLog(app: ServerApp, deps: Deps): void {
   const { config } = deps;
   // The API request log: buffered in memory, written by its own flusher, never on a request's path.
   const requestLog =
-    config.REQUEST_LOG === 'on'
-      ? new RequestLog(deps.inTransaction, { onError: (err) => app.log.warn({ err }, 'request log flush failed') })
-      : null;
+    config.REQUEST_LOG === 'on' ? new RequestLog(deps.db, { onError: (err) => app.log.warn({ err }, 'request log flush failed') }) : null;
   app.decorate('requestLog', requestLog);
   if (requestLog) {
     registerRequestLog(app, requestLog);

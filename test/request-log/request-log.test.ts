@@ -8,6 +8,7 @@ import { answerOfEvent } from '../../src/dashboard/request-routes.js';
 import { setSettings } from '../../src/modules/tenants/service.js';
 import { Agent } from '../dashboard-agent.js';
 import { explainPrepared, planWithoutSeqScans, recordSent, sentStatements } from '../plans.js';
+import type { Queryable } from '../../src/db/client.js';
 import { clientFor, johnDoe, startTestApp, type Client, type TestApp } from '../harness.js';
 
 /** The API request log: what each /v1 request leaves behind, redacted, and how the dashboard finds it. */
@@ -33,9 +34,10 @@ const capturedEntry = () => ({
   responseBody: null,
   startedAt: Date.now(),
 });
-/** The flusher's insert, in a transaction of its own as the flusher runs it (`retry`: of a flush that failed). */
-const insertLog = (rows: logRepo.NewRequestLogRow[], retry = false) =>
-  t.db.transaction().execute((trx) => logRepo.insertMany(trx, rows, retry));
+/** The flusher's insert, each statement its own transaction as the flusher runs it (`retry`: of a flush that failed). */
+const insertLog = (rows: logRepo.NewRequestLogRow[], retry = false) => logRepo.insertMany(t.db, rows, retry);
+const synchronousCommit = async (db: Queryable) =>
+  (await sql<{ value: string }>`select current_setting('synchronous_commit') as value`.execute(db)).rows[0]!.value;
 const rows = () => t.db.selectFrom('api_request_log').selectAll().where('tenant_id', '=', tenantId).orderBy('id').execute();
 
 /** A request log row made at `at` (its id's time too): a 200 GET of this business unless `fields` say otherwise. */
@@ -217,38 +219,40 @@ describe('request log', () => {
   });
 
   it('holds a bounded buffer: beyond it entries are dropped and counted, never waited for', () => {
-    const log = new RequestLog((work) => t.db.transaction().execute(work), { maxBuffered: 2 });
+    const log = new RequestLog(t.db, { maxBuffered: 2 });
     const entry = capturedEntry();
     for (let i = 0; i < 5; i++) log.record({ ...entry });
     expect(log.pending).toBe(2);
     expect(log.dropped).toBe(3);
   });
 
-  it("commits its flushes without waiting for the WAL flush: no disk flush beside the money path's commits", async () => {
-    const seen: string[] = [];
-    const log = new RequestLog((work) =>
-      t.db.transaction().execute(async (trx) => {
-        const out = await work(trx);
-        const { rows: setting } = await sql<{ value: string }>`select current_setting('synchronous_commit') as value`.execute(trx);
-        seen.push(setting[0]!.value);
-        return out;
-      }),
-    );
-    log.record({ ...capturedEntry(), requestId: 'async-commit' });
-    await log.flush();
-    expect(seen).toEqual(['off']);
-    expect((await rows()).filter((r) => r.request_id === 'async-commit')).toHaveLength(1);
+  it("commits its flushes without waiting for the WAL flush, and leaves the connection's setting as it was", async () => {
+    // The insert sets synchronous_commit off for its own transaction: seen inside a transaction
+    // that holds the statement, and gone from the connection once the statement, run alone, committed.
+    const inside = await t.db.transaction().execute(async (trx) => {
+      await logRepo.insertMany(trx, [logRow(new Date(), { request_id: 'async-commit' })]);
+      return synchronousCommit(trx);
+    });
+    const before = await synchronousCommit(t.db);
+    const after = await t.db.connection().execute(async (connection) => {
+      await logRepo.insertMany(connection, [logRow(new Date(), { request_id: 'async-commit-alone' })]);
+      return synchronousCommit(connection);
+    });
+    expect(inside).toBe('off');
+    expect(after).toBe(before);
+    expect((await rows()).filter((r) => r.request_id?.startsWith('async-commit'))).toHaveLength(2);
   });
 
-  it('writes a flush of rows with one statement in its transaction, which also sets the asynchronous commit', async () => {
-    const sent: string[] = [];
-    const counted = t.db.withPlugin({
-      transformQuery: (args) => (sent.push(args.node.kind), args.node),
-      transformResult: async (args) => args.result,
-    });
-    await counted.transaction().execute((trx) => logRepo.insertMany(trx, [logRow(new Date(), { request_id: 'one-statement' })]));
-    expect(sent).toEqual(['InsertQueryNode']);
-    expect((await rows()).filter((r) => r.request_id === 'one-statement')).toHaveLength(1);
+  it('writes a flush with one statement on the pool: its own transaction, one round trip, no begin and commit', async () => {
+    // A statement in a transaction runs on the transaction's executor, not the pool's recorded here.
+    const own = t.db.withPlugin({ transformQuery: (args) => args.node, transformResult: async (args) => args.result });
+    const sent = recordSent(own);
+    const log = new RequestLog(own);
+    log.record({ ...capturedEntry(), requestId: 'one-statement-1' });
+    log.record({ ...capturedEntry(), requestId: 'one-statement-2' });
+    await log.flush();
+    expect(sent.map((q) => q.query.kind)).toEqual(['InsertQueryNode']);
+    expect((await rows()).filter((r) => r.request_id?.startsWith('one-statement'))).toHaveLength(2);
   });
 
   it('stores every character of a flush of many rows as given, and skips rows already there', async () => {
@@ -298,12 +302,16 @@ describe('request log', () => {
   });
 
   it('retries a flush whose commit went through though its answer was lost, without doubling a row', async () => {
+    // The insert committed, then its answer was lost on the way back.
     let calls = 0;
-    const log = new RequestLog(async (work) => {
-      const out = await t.db.transaction().execute(work);
-      if (++calls === 1) throw Object.assign(new Error('Connection terminated unexpectedly'), { code: '08006' });
-      return out;
+    const losing = t.db.withPlugin({
+      transformQuery: (args) => args.node,
+      transformResult: async (args) => {
+        if (++calls === 1) throw Object.assign(new Error('Connection terminated unexpectedly'), { code: '08006' });
+        return args.result;
+      },
     });
+    const log = new RequestLog(losing);
     log.record({ ...capturedEntry(), requestId: 'lost-answer-1' });
     log.record({ ...capturedEntry(), requestId: 'lost-answer-2' });
     await log.flush();

@@ -112,7 +112,7 @@ const cases: [string, unknown, string | null, Partial<CapturedRequest>?][] = [
 
 describe('the rows the request log stores', () => {
   it('are, every column, the rows stored before', async () => {
-    const log = new RequestLog((work) => t.db.transaction().execute(work));
+    const log = new RequestLog(t.db);
     cases.forEach(([url, requestBody, responseBody, extra], i) =>
       log.record({
         tenantId,

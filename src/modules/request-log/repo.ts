@@ -1,5 +1,5 @@
 import { sql, type ColumnType, type Insertable, type Selectable } from 'kysely';
-import type { Queryable, Trx } from '../../db/client.js';
+import type { Queryable } from '../../db/client.js';
 import { compiledOnce } from '../../db/compiled.js';
 import { paginate, type Page, type PageQuery } from '../../db/pagination.js';
 import { scoped } from '../../db/scoped.js';
@@ -59,9 +59,30 @@ const ARRAY_COLUMNS = [
   ['idempotency_key', 'text'],
   ['idempotency_replayed', 'bool'],
   ['key_prefix', 'text'],
-  ['created_at', 'timestamptz'],
+  ['created_at', 'int8'],
   ['response_event_id', 'uuid'],
 ] as const satisfies readonly (readonly [keyof NewRequestLogRow, string])[];
+
+/** A row's values in the order of ARRAY_COLUMNS: absent as null (false for the replay flag), the time as epoch milliseconds. */
+function arrayValues(row: NewRequestLogRow): unknown[] {
+  return [
+    row.id,
+    row.tenant_id,
+    row.environment,
+    row.request_id ?? null,
+    row.method,
+    row.path,
+    row.query ?? null,
+    row.status,
+    row.status_class,
+    row.duration_ms,
+    row.idempotency_key ?? null,
+    row.idempotency_replayed ?? false,
+    row.key_prefix ?? null,
+    row.created_at.getTime(),
+    row.response_event_id ?? null,
+  ];
+}
 
 /** Where each row's bodies are in the bodies parameter: 1-based byte offset and byte length, NULL for no body. */
 const BODY_BOUNDS = ['request_at', 'request_len', 'response_at', 'response_len'] as const;
@@ -74,9 +95,10 @@ const ROW = sql.raw([...ARRAY_COLUMNS.map(([c]) => c), ...BODY_BOUNDS].join(', '
  * columns are an array parameter each. The bodies, most of a row's bytes, are one bytea parameter
  * of their UTF-8 bytes end to end, cut back into text by offset and length: no JSON or array
  * escaping of every body in JavaScript and no array text for PostgreSQL to unescape; `substring`
- * and `convert_from` are strict, so a NULL offset and length give a NULL body. The statement also
- * sets the transaction's `synchronous_commit` (`set_config(…, true)` is `set local`), which took a
- * statement of its own, a round trip a flush.
+ * and `convert_from` are strict, so a NULL offset and length give a NULL body. A time goes as
+ * epoch milliseconds, turned into a timestamptz by PostgreSQL (no ISO text written per row). The
+ * statement also sets its transaction's `synchronous_commit` (`set_config(…, true)` is `set
+ * local`), which took a statement of its own, a round trip a flush.
  *
  * Rows of a first attempt are inserted as they are: their ids were made for them by the flusher,
  * so none can be there yet, and the statement reads nothing of the table. Checking every row
@@ -94,7 +116,7 @@ function insertStatement(retry: boolean) {
       .insertInto('api_request_log')
       .columns([...ARRAY_COLUMNS.map(([c]) => c), 'request_body', 'response_body'])
       .expression(
-        sql`select ${sql.raw(ARRAY_COLUMNS.map(([c]) => `r.${c}`).join(', '))},
+        sql`select ${sql.raw(ARRAY_COLUMNS.map(([c]) => (c === 'created_at' ? 'to_timestamp(r.created_at::float8 / 1000)' : `r.${c}`)).join(', '))},
             convert_from(substring(p.bodies from r.request_at for r.request_len), 'UTF8'),
             convert_from(substring(p.bodies from r.response_at for r.response_len), 'UTF8')
           from (select ${bodies}::bytea as bodies, set_config('synchronous_commit', 'off', true) as commit_mode) as p,
@@ -131,40 +153,37 @@ function bodyParameters(rows: NewRequestLogRow[]): unknown[] {
   return [bodies, ...bounds.map((values) => `{${values.map((v) => (v === null ? 'NULL' : v)).join(',')}}`)];
 }
 
-/** A row's value of one array column, as its array text holds it: absent as NULL (false for the replay flag), a time as ISO text. */
-function arrayValue(row: NewRequestLogRow, column: (typeof ARRAY_COLUMNS)[number][0]): unknown {
-  if (column === 'created_at') return row.created_at.toISOString();
-  if (column === 'idempotency_replayed') return row.idempotency_replayed ?? false;
-  return row[column] ?? null;
-}
-
 /**
  * The statement's parameters for `rows`, in its order (the bodies, then the arrays). Text columns
- * go through `arrayParameter`; numbers, booleans, UUIDs and timestamps need no quotes or escapes
+ * go through `arrayParameter`; numbers, booleans, UUIDs and times (epoch milliseconds) need no quotes or escapes
  * in array text, and the one of them that may be absent (`response_event_id`) is NULL there.
  */
 export function insertParameters(rows: NewRequestLogRow[]): [unknown, ...unknown[]] {
   const [bodies, ...bounds] = bodyParameters(rows);
-  const arrays = ARRAY_COLUMNS.map(([column, type]) => {
-    const values = rows.map((row) => arrayValue(row, column));
-    return type === 'text' ? arrayParameter(values) : `{${values.map((v) => v ?? 'NULL').join(',')}}`;
-  });
+  const columns = ARRAY_COLUMNS.map(() => new Array<unknown>(rows.length));
+  rows.forEach((row, i) => arrayValues(row).forEach((value, c) => (columns[c]![i] = value)));
+  const arrays = columns.map((values, c) =>
+    ARRAY_COLUMNS[c]![1] === 'text' ? arrayParameter(values) : `{${values.map((v) => v ?? 'NULL').join(',')}}`,
+  );
   return [bodies, ...arrays, ...bounds];
 }
 
 /**
- * Multi-row inserts. `retry`: the rows were in a flush that failed, whose commit may have happened
- * all the same; those already there (primary key: tenant_id, environment, id) are skipped.
- * Nobody waits on these rows, and the log is best-effort already (held in memory between
- * flushes), so their commit does not wait for the WAL to reach the disk: a flush never adds a
- * disk flush beside the money path's commits, which do wait (PostgreSQL writes it within three
- * `wal_writer_delay`s; a crash may lose the last flushes, as it loses the buffer): the insert
- * sets `synchronous_commit` off for its transaction.
+ * Multi-row inserts, each statement its own transaction: run on the pool, not inside a
+ * transaction, a statement is one round trip where `begin`, the insert and `commit` were three
+ * (the flusher's share of the server's CPU per logged request; docs/benchmarks.md). A flush of
+ * more than INSERT_CHUNK rows may be written in part: the flusher retries what failed, and
+ * `retry` skips the rows already there (primary key: tenant_id, environment, id), as after a
+ * commit whose answer was lost. Nobody waits on these rows, and the log is best-effort already
+ * (held in memory between flushes), so their commit does not wait for the WAL to reach the disk:
+ * a flush never adds a disk flush beside the money path's commits, which do wait (PostgreSQL
+ * writes it within three `wal_writer_delay`s; a crash may lose the last flushes, as it loses the
+ * buffer): the insert sets `synchronous_commit` off for its own transaction, the statement.
  */
-export async function insertMany(trx: Trx, rows: NewRequestLogRow[], retry = false): Promise<void> {
+export async function insertMany(db: Queryable, rows: NewRequestLogRow[], retry = false): Promise<void> {
   const statement = retry ? insertRowsAgain : insertRows;
   for (let i = 0; i < rows.length; i += INSERT_CHUNK) {
-    await statement.execute(trx, ...insertParameters(rows.slice(i, i + INSERT_CHUNK)));
+    await statement.execute(db, ...insertParameters(rows.slice(i, i + INSERT_CHUNK)));
   }
 }
 
