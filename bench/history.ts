@@ -79,10 +79,10 @@ const HISTORY_ROUNDS = 6;
 
 /**
  * The history figure in turns: in each of HISTORY_ROUNDS rounds the empty ledger's server and the
- * seeded ledger's each run `load` for a slice of 3 s (`seconds` if less), which one goes first alternating, so
- * that a machine whose speed drifts drifts over both alike (one run of each after the other moved
- * the ratio between 0.79× and 1.38× on one machine: docs/benchmarks.md). Each side's transfers a
- * second are over all its turns; its p99 is the highest of its turns'.
+ * seeded ledger's each run `load` for a slice of 3 s (`seconds` if less), which one goes first
+ * alternating, so that a machine whose speed drifts drifts over both alike (one run of each after
+ * the other moved the ratio between 0.79× and 1.38× on one machine: docs/benchmarks.md). Each
+ * side's transfers a second are over all its turns; its p99 is the highest of its turns'.
  */
 export async function historyInTurns<App>(
   load: (app: App, seconds: number) => Promise<LoadResult>,

@@ -245,12 +245,12 @@ describe('request log', () => {
 
   it('writes a flush with one statement on the pool: its own transaction, one round trip, no begin and commit', async () => {
     // A statement in a transaction runs on the transaction's executor, not the pool's recorded here.
-    const own = t.db.withPlugin({ transformQuery: (args) => args.node, transformResult: async (args) => args.result });
-    const sent = recordSent(own);
-    const log = new RequestLog(own);
-    log.record({ ...capturedEntry(), requestId: 'one-statement-1' });
-    log.record({ ...capturedEntry(), requestId: 'one-statement-2' });
-    await log.flush();
+    const sent = await sentStatements(t.db, async (own) => {
+      const log = new RequestLog(own);
+      log.record({ ...capturedEntry(), requestId: 'one-statement-1' });
+      log.record({ ...capturedEntry(), requestId: 'one-statement-2' });
+      await log.flush();
+    });
     expect(sent.map((q) => q.query.kind)).toEqual(['InsertQueryNode']);
     expect((await rows()).filter((r) => r.request_id?.startsWith('one-statement'))).toHaveLength(2);
   });
