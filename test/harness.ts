@@ -5,7 +5,7 @@ import type { FastifyInstance } from 'fastify';
 import { sql } from 'kysely';
 import pg from 'pg';
 import { inject } from 'vitest';
-import { buildApp } from '../src/app.js';
+import { buildApp, type AppOptions } from '../src/app.js';
 import { loadConfig, type Config } from '../src/config.js';
 import { openPGlite, openPostgres, type DatabaseHandle, type Db, type Trx, type UnitOfWork } from '../src/db/client.js';
 import { Sealer } from '../src/lib/crypto.js';
@@ -75,6 +75,24 @@ export async function openTestDatabase(options: { migrated?: boolean } = {}): Pr
   if (!migrated) return openPGlite();
   const dump = readFileSync(inject('pgliteDump'));
   return openPGlite({ loadDataDir: new Blob([dump]) });
+}
+
+/**
+ * The real app on a database the test opened itself (a pool whose statements it counts or
+ * hooks, a data directory a command wrote): a test's settings (nothing logged, no demo
+ * business, `overrides` on top) and a sealing key of its own. The caller closes it.
+ */
+export async function appOnDatabase(
+  db: Db,
+  dbKind: AppOptions['dbKind'],
+  overrides: Partial<Config> = {},
+  options: Partial<Omit<AppOptions, 'db' | 'dbKind' | 'config'>> = {},
+): Promise<FastifyInstance> {
+  const config = loadConfig({}, { LOG_LEVEL: 'silent', DEMO_TENANT: false, ...overrides });
+  const sealer = new Sealer(randomBytes(32).toString('base64'));
+  const app = await buildApp({ config, db, dbKind, sealer, logger: false, ...options });
+  await app.ready();
+  return app;
 }
 
 /**

@@ -1,13 +1,10 @@
-import { randomBytes } from 'node:crypto';
 import type { KyselyPlugin } from 'kysely';
+import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildApp } from '../../src/app.js';
-import { loadConfig } from '../../src/config.js';
 import type { DatabaseHandle } from '../../src/db/client.js';
-import { Sealer } from '../../src/lib/crypto.js';
 import { newId } from '../../src/lib/ids.js';
 import { createTenant } from '../../src/modules/tenants/service.js';
-import { openTestDatabase } from '../harness.js';
+import { appOnDatabase, openTestDatabase } from '../harness.js';
 
 /**
  * Counts the statements the app sends to the database (every query passes the plugin once),
@@ -52,7 +49,7 @@ function statementCounter() {
 
 describe('account read path: round trips per request', () => {
   let handle: DatabaseHandle;
-  let app: Awaited<ReturnType<typeof buildApp>>;
+  let app: FastifyInstance;
   const counter = statementCounter();
   let key: string;
 
@@ -68,10 +65,7 @@ describe('account read path: round trips per request', () => {
 
   beforeAll(async () => {
     handle = await openTestDatabase();
-    const config = loadConfig({}, { LOG_LEVEL: 'silent', DEMO_TENANT: false });
-    const db = handle.db.withPlugin(counter.plugin);
-    app = await buildApp({ config, db, dbKind: handle.kind, sealer: new Sealer(randomBytes(32).toString('base64')), logger: false });
-    await app.ready();
+    app = await appOnDatabase(handle.db.withPlugin(counter.plugin), handle.kind);
     key = (await handle.db.transaction().execute((trx) => createTenant(trx, 'Reader'))).sandbox.secret_key;
   });
   afterAll(async () => {

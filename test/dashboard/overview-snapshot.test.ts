@@ -1,15 +1,11 @@
-import { randomBytes } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { Kysely, PostgresDialect, sql, type PostgresPool } from 'kysely';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildApp } from '../../src/app.js';
-import { loadConfig } from '../../src/config.js';
 import type { Database } from '../../src/db/types.js';
-import { Sealer } from '../../src/lib/crypto.js';
 import { newId } from '../../src/lib/ids.js';
 import { Agent } from '../dashboard-agent.js';
-import { cloneTemplateDatabase } from '../harness.js';
+import { appOnDatabase, cloneTemplateDatabase } from '../harness.js';
 
 /**
  * The overview's figures are of one moment. A request logged while the page was being read once
@@ -78,9 +74,7 @@ describe.skipIf(!url)('the overview on PostgreSQL', () => {
         }),
       }),
     });
-    const config = loadConfig({}, { LOG_LEVEL: 'silent', DEMO_TENANT: false });
-    app = await buildApp({ config, db, dbKind: 'postgres', sealer: new Sealer(randomBytes(32).toString('base64')), logger: false });
-    await app.ready();
+    app = await appOnDatabase(db, 'postgres');
     agent = new Agent({ app });
     await agent.signup(`snapshot+${newId().slice(-12)}@example.com`);
     await agent.get('/dashboard/keys');

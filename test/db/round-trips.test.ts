@@ -1,14 +1,10 @@
-import { randomBytes } from 'node:crypto';
 import { createServer, connect, Socket, type Server } from 'node:net';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildApp } from '../../src/app.js';
-import { loadConfig } from '../../src/config.js';
 import { openPostgres, type DatabaseHandle } from '../../src/db/client.js';
-import { Sealer } from '../../src/lib/crypto.js';
 import { newId } from '../../src/lib/ids.js';
 import { createTenant } from '../../src/modules/tenants/service.js';
-import { cloneTemplateDatabase, johnDoe } from '../harness.js';
+import { appOnDatabase, cloneTemplateDatabase, johnDoe } from '../harness.js';
 
 /**
  * Round trips to PostgreSQL, counted on the wire: a proxy between the app and the server counts
@@ -153,17 +149,9 @@ describe.skipIf(!url)('round trips on the wire (PostgreSQL)', () => {
 
   /** The app on the counted connection, a business of its own, and a POST with a fresh Idempotency-Key. */
   async function appOnTheWire(name: string) {
-    const config = loadConfig({}, { LOG_LEVEL: 'silent', DEMO_TENANT: false, REQUEST_LOG: 'off' });
-    const app = await buildApp({
-      config,
-      db: handle.db,
-      dbKind: 'postgres',
-      sealer: new Sealer(randomBytes(32).toString('base64')),
-      logger: false,
-      // As in production: with a live change feed the key cache keeps its entries (without one, half
-      // a second), so a slow machine's request does not look its key up again.
-      changes: handle.changes,
-    });
+    // As in production: with a live change feed the key cache keeps its entries (without one, half
+    // a second), so a slow machine's request does not look its key up again.
+    const app = await appOnDatabase(handle.db, 'postgres', { REQUEST_LOG: 'off' }, { changes: handle.changes });
     const key = (await handle.db.transaction().execute((trx) => createTenant(trx, name))).sandbox.secret_key;
     const post = async (path: string, body: unknown) => {
       const res = await app.inject({

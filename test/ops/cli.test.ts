@@ -1,13 +1,10 @@
 import { execFileSync } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { buildApp } from '../../src/app.js';
-import { loadConfig } from '../../src/config.js';
 import { openPGlite } from '../../src/db/client.js';
-import { Sealer } from '../../src/lib/crypto.js';
+import { appOnDatabase } from '../harness.js';
 
 /**
  * The first operator comes from the command line: `ops operators add` prints a one-time setup
@@ -35,13 +32,7 @@ describe('cli ops operators', () => {
     expect(created.setupPath).toMatch(/^\/ops\/setup\/[\w-]{43}$/);
 
     const handle = await openPGlite({ dataDir: join(dataDir, 'pglite') });
-    const app = await buildApp({
-      config: loadConfig({}, { LOG_LEVEL: 'silent', DEMO_TENANT: false }),
-      db: handle.db,
-      dbKind: handle.kind,
-      sealer: new Sealer(randomBytes(32).toString('base64')),
-      logger: false,
-    });
+    const app = await appOnDatabase(handle.db, handle.kind);
     try {
       const page = await app.inject({ method: 'GET', url: created.setupPath });
       expect(page.statusCode).toBe(200);
