@@ -32,6 +32,9 @@ describe('the statements of a batch of transfers', () => {
         body: { source: { id: from }, destination: { destination_type: 'internal_account', id: sink }, amount: '1.00' } as never,
       }));
     const inserts = vi.spyOn(Kysely.prototype, 'insertInto');
+    // The tables the batch inserts into: the test app's request log builds its own insert on its
+    // first flush, a timer's, which may fall in any round.
+    const batchInserts = () => inserts.mock.calls.map(([table]) => table).filter((table) => table !== 'api_request_log');
     try {
       for (const round of [1, 2, 3]) {
         inserts.mockClear();
@@ -39,7 +42,7 @@ describe('the statements of a batch of transfers', () => {
         expect(outcomes.every((o) => o.ok)).toBe(true);
         // The first two rounds may build (a shape's first statement; the lock of accounts seen for
         // the first time goes the usual way), the third finds every statement compiled.
-        if (round === 3) expect(inserts).not.toHaveBeenCalled();
+        if (round === 3) expect(batchInserts()).toEqual([]);
       }
     } finally {
       inserts.mockRestore();
