@@ -24,8 +24,8 @@ function statementCounter() {
         type Table = { table?: { identifier?: { name?: string } } };
         const node = args.node as { kind: string; from?: { froms: Table[] }; into?: Table };
         const table = node.kind === 'SelectQueryNode' ? node.from?.froms[0] : node.kind === 'InsertQueryNode' ? node.into : undefined;
-        // The process's own heartbeat (db/instance.ts, every second) and the request log's flush
-        // (its insert, and the `set local synchronous_commit` before it) are no statement of a request.
+        // The process's own heartbeat (db/instance.ts, every second) and background writes (the
+        // request log's insert; a job's `set local synchronous_commit`) are no statement of a request.
         const raw = node.kind === 'RawNode' ? ((node as { sqlFragments?: string[] }).sqlFragments?.join('') ?? '') : '';
         const background = raw.includes('process_instances')
           ? 'process_instances'
