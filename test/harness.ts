@@ -77,10 +77,16 @@ export async function openTestDatabase(options: { migrated?: boolean } = {}): Pr
   return openPGlite({ loadDataDir: new Blob([dump]) });
 }
 
+/** A test's settings: nothing logged, no demo business, `overrides` on top. */
+const testConfig = (overrides: Partial<Config>) => loadConfig({}, { LOG_LEVEL: 'silent', DEMO_TENANT: false, ...overrides });
+
+/** A sealer with a key of its own. */
+const newSealer = () => new Sealer(randomBytes(32).toString('base64'));
+
 /**
  * The real app on a database the test opened itself (a pool whose statements it counts or
- * hooks, a data directory a command wrote): a test's settings (nothing logged, no demo
- * business, `overrides` on top) and a sealing key of its own. The caller closes it.
+ * hooks, a data directory a command wrote): a test's settings (`testConfig`) and a sealing
+ * key of its own. The caller closes it.
  */
 export async function appOnDatabase(
   db: Db,
@@ -88,9 +94,7 @@ export async function appOnDatabase(
   overrides: Partial<Config> = {},
   options: Partial<Omit<AppOptions, 'db' | 'dbKind' | 'config'>> = {},
 ): Promise<FastifyInstance> {
-  const config = loadConfig({}, { LOG_LEVEL: 'silent', DEMO_TENANT: false, ...overrides });
-  const sealer = new Sealer(randomBytes(32).toString('base64'));
-  const app = await buildApp({ config, db, dbKind, sealer, logger: false, ...options });
+  const app = await buildApp({ config: testConfig(overrides), db, dbKind, sealer: newSealer(), logger: false, ...options });
   await app.ready();
   return app;
 }
@@ -104,8 +108,8 @@ export async function appOnDatabase(
 export async function startTestApp(overrides: Partial<Config> = {}, options: { logger?: object } = {}) {
   const handle = await openTestDatabase();
   // Webhook tests deliver to receivers on 127.0.0.1: the development server's loopback setting.
-  const config = loadConfig({}, { LOG_LEVEL: 'silent', DEMO_TENANT: false, WEBHOOK_SANDBOX_LOOPBACK: true, ...overrides });
-  const sealer = new Sealer(randomBytes(32).toString('base64'));
+  const config = testConfig({ WEBHOOK_SANDBOX_LOOPBACK: true, ...overrides });
+  const sealer = newSealer();
   const shared = { config, db: handle.db, dbKind: handle.kind, sealer, changes: handle.changes, poolStats: handle.poolStats };
   const app: FastifyInstance = await buildApp({ ...shared, logger: options.logger ?? (process.env.TEST_LOG ? { level: 'error' } : false) });
   await app.ready();
