@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import type { Db } from '../src/db/client.js';
 import type { LoadResult } from './load.js';
+import { loadsInTurns, TURN_ROUNDS } from './turns.js';
 
 /**
  * Gives the business a history of `entries` ledger entries (entries / 2 completed internal
@@ -74,15 +75,9 @@ export async function seedHistory(db: Db, scope: { tenantId: string; environment
   await sql`analyze`.execute(db);
 }
 
-/** Rounds of the history figure's turns. */
-const HISTORY_ROUNDS = 6;
-
 /**
- * The history figure in turns: in each of HISTORY_ROUNDS rounds the empty ledger's server and the
- * seeded ledger's each run `load` for a slice of 3 s (`seconds` if less), which one goes first
- * alternating, so that a machine whose speed drifts drifts over both alike (one run of each after
- * the other moved the ratio between 0.79× and 1.38× on one machine: docs/benchmarks.md). Each
- * side's transfers a second are over all its turns; its p99 is the highest of its turns'.
+ * The history figure in turns (bench/turns.ts): the empty ledger's server and the seeded ledger's
+ * take turns, which one goes first alternating.
  */
 export async function historyInTurns<App>(
   load: (app: App, seconds: number) => Promise<LoadResult>,
@@ -90,30 +85,9 @@ export async function historyInTurns<App>(
   seconds: number,
   log: (line: string) => void,
 ): Promise<{ rounds: number; empty: LoadResult; full: LoadResult }> {
-  const slice = Math.min(3, seconds);
-  const runs: { empty: LoadResult[]; full: LoadResult[] } = { empty: [], full: [] };
-  for (let round = 1; round <= HISTORY_ROUNDS; round++) {
-    const order = round % 2 === 1 ? (['empty', 'full'] as const) : (['full', 'empty'] as const);
-    for (const side of order) runs[side].push(await load(apps[side], slice));
-    const last = (side: 'empty' | 'full') => Math.round(runs[side].at(-1)!.perSecond);
-    log(`history in turns, round ${round} of ${HISTORY_ROUNDS}: empty ledger ${last('empty')}/s, with history ${last('full')}/s`);
-  }
-  return { rounds: HISTORY_ROUNDS, empty: pooled(runs.empty), full: pooled(runs.full) };
-}
-
-/** Loads taken in turns as one: transfers a second over their time together, the highest p50 and p99. */
-function pooled(runs: LoadResult[]): LoadResult {
-  const ok = runs.reduce((n, r) => n + r.ok, 0);
-  const seconds = runs.reduce((t, r) => t + (r.perSecond > 0 ? r.ok / r.perSecond : 0), 0);
-  return {
-    ok,
-    failed: runs.reduce((n, r) => n + r.failed, 0),
-    failures: runs
-      .map((r) => r.failures)
-      .filter(Boolean)
-      .join('; '),
-    perSecond: seconds > 0 ? ok / seconds : 0,
-    p50: Math.max(...runs.map((r) => r.p50)),
-    p99: Math.max(...runs.map((r) => r.p99)),
-  };
+  return loadsInTurns(load, apps, ['empty', 'full'], seconds, (round, last) =>
+    log(
+      `history in turns, round ${round} of ${TURN_ROUNDS}: empty ledger ${Math.round(last.empty.perSecond)}/s, with history ${Math.round(last.full.perSecond)}/s`,
+    ),
+  );
 }

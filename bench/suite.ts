@@ -7,6 +7,7 @@ import { openPGlite, openPostgres, type DatabaseHandle } from '../src/db/client.
 import { reconcile } from '../src/ledger/index.js';
 import { LIMIT_ORDER_SCAN, scanWaitingOrders, settleDue, settleLimitOrder } from '../src/modules/fx/worker.js';
 import { historyInTurns, seedHistory } from './history.js';
+import { loadsInTurns, TURN_ROUNDS } from './turns.js';
 import { accountReadLoad, fxOrderLoad, healthzLoad, transferBody, transferLoad, VIA_PROXY, type LoadResult } from './load.js';
 import { pgbenchInit, pgbenchRun, type PgbenchResult } from './pgbench.js';
 import {
@@ -136,6 +137,37 @@ const pgbenchCpuText = (ref: PgbenchResult) =>
     : '';
 
 type CpuPer = ReturnType<ReturnType<typeof cpuMeter>>;
+
+/** CPU figures of several windows added up: a request's share over them all. */
+function cpuTotals() {
+  let sum = { server: 0, postgres: 0, user: 0, system: 0, cluster: 0, load: 0, count: 0 };
+  return {
+    add(c: CpuPer, count: number) {
+      sum = {
+        server: sum.server + c.server * count,
+        postgres: sum.postgres + c.postgres * count,
+        user: sum.user + c.postgresParts.user * count,
+        system: sum.system + c.postgresParts.system * count,
+        cluster: sum.cluster + c.postgresParts.cluster * count,
+        load: sum.load + c.load * count,
+        count: sum.count + count,
+      };
+    },
+    reset() {
+      sum = { server: 0, postgres: 0, user: 0, system: 0, cluster: 0, load: 0, count: 0 };
+    },
+    count: () => sum.count,
+    per(): CpuPer {
+      const n = sum.count || 1;
+      return {
+        server: sum.server / n,
+        postgres: sum.postgres / n,
+        postgresParts: { user: sum.user / n, system: sum.system / n, cluster: sum.cluster / n },
+        load: sum.load / n,
+      };
+    },
+  };
+}
 
 const cpuText = (c: CpuPer, count: number, what = 'transfers') =>
   `server ${fmt(c.server, 3)} ms, PostgreSQL ${fmt(c.postgres, 3)} ms (its backends ${fmt(c.postgresParts.user, 3)} user + ` +
@@ -350,12 +382,11 @@ export async function runBench(o: BenchOptions): Promise<{ rows: Row[]; reconcil
   let spreadCpu: ReturnType<ReturnType<typeof cpuMeter>> | undefined;
   let writes: ReturnType<typeof writesPerTransfer> | undefined;
   let reads: (LoadResult & { cpuText: string }) | undefined;
-  let mainRss = NaN;
   try {
     await scopePostgresCpu(o.adminUrl, `fsapi_bench_${stamp}_`);
     log('building dist/ (npm run build)');
     build();
-    const needsMain = (['spread', 'hot', 'reads', 'steady', 'bulk', 'pglite', 'requestlog', 'fx', 'core'] as const).some(has);
+    const needsMain = (['spread', 'hot', 'reads', 'steady', 'bulk', 'pglite', 'fx', 'core'] as const).some(has);
     if (needsMain) {
       const main = await appOnPostgres('app');
       const { server, key, ids, handle, tenantId } = main;
@@ -368,7 +399,7 @@ export async function runBench(o: BenchOptions): Promise<{ rows: Row[]; reconcil
         target: '',
       });
 
-      if (has('spread') || has('pglite') || has('requestlog') || has('fx')) {
+      if (has('spread') || has('pglite') || has('fx')) {
         log('spread: transfers among all accounts, as fast as they go');
         const written = await settledWriteSnapshot(handle);
         const before = await walAndTransfers(handle);
@@ -522,7 +553,6 @@ export async function runBench(o: BenchOptions): Promise<{ rows: Row[]; reconcil
       // Last on this server, and before it stops: the reconcile below then covers the FX postings too.
       if (has('fx') && pgSpread) rows.push(...(await fx(server, handle, key, ids, pgSpread)));
       const rss = server.peakRssMiB();
-      mainRss = rss;
       rows.push({
         name: 'server peak RSS (PostgreSQL)',
         measured: `${fmt(rss)} MiB`,
@@ -534,37 +564,62 @@ export async function runBench(o: BenchOptions): Promise<{ rows: Row[]; reconcil
       await checkLedger('main PostgreSQL database', handle);
     }
 
-    if (has('requestlog') && pgSpread) {
-      // The API request log (dashboard) is on by default: what it costs the transfer path, against
-      // a server of the same build with REQUEST_LOG=off on a database of its own.
-      log('requestlog: the spread load with REQUEST_LOG=off');
-      const app = await appOnPostgres('nolog', { REQUEST_LOG: 'off' });
-      await warmup(app.server, app.key, app.ids);
-      const offCpu = cpuMeter(app.server);
-      const off = await transferLoad(loadOpts(app.server, app.key), pairs(app.ids));
-      const offCpuText = off.ok > 0 ? `; ${cpuText(offCpu(off.ok), off.ok)}` : '';
-      const r = pgSpread.perSecond / off.perSecond;
+    if (has('requestlog')) {
+      // The API request log (dashboard) is on by default: what it costs the transfers and the
+      // reads, against a server of the same build with REQUEST_LOG=off, each on a database of its
+      // own, the two taking turns (bench/turns.ts). Run one after the other, the later server was
+      // the slower one by a third on a noisy machine, whichever it was (docs/benchmarks.md).
+      log('requestlog: a server with the request log on and one with REQUEST_LOG=off, in turns');
+      const apps = {
+        on: { ...(await appOnPostgres('logon')), cpu: cpuTotals() },
+        off: { ...(await appOnPostgres('nolog', { REQUEST_LOG: 'off' })), cpu: cpuTotals() },
+      };
+      for (const app of Object.values(apps)) await warmup(app.server, app.key, app.ids);
+      const metered = async (app: (typeof apps)['on'], run: () => Promise<LoadResult>) => {
+        const meter = cpuMeter(app.server);
+        const result = await run();
+        if (result.ok > 0) app.cpu.add(meter(result.ok), result.ok);
+        return result;
+      };
+      const inTurns = async (what: string, load: (app: (typeof apps)['on'], seconds: number) => Promise<LoadResult>) => {
+        for (const app of Object.values(apps)) app.cpu.reset();
+        const turns = await loadsInTurns(load, apps, ['on', 'off'], o.loadSeconds, (round, last) =>
+          log(
+            `requestlog ${what} in turns, round ${round} of ${TURN_ROUNDS}: log on ${fmt(last.on.perSecond)}/s, off ${fmt(last.off.perSecond)}/s`,
+          ),
+        );
+        const text = (side: 'on' | 'off') =>
+          `${fmt(turns[side].perSecond)}/s, p50 ${turns[side].p50} ms, p99 ${turns[side].p99} ms of its turns${failures(turns[side])}, ` +
+          `peak RSS ${fmt(apps[side].server.peakRssMiB())} MiB; ${cpuText(apps[side].cpu.per(), apps[side].cpu.count(), what)}`;
+        return { turns, text };
+      };
+      const transfers = await inTurns('transfers', (app, seconds) =>
+        metered(app, () => transferLoad(loadOpts(app.server, app.key, { seconds }), pairs(app.ids))),
+      );
       rows.push({
-        name: 'transfers/s with the request log on (the default)',
-        measured: `${fmt(pgSpread.perSecond)}/s, p50 ${pgSpread.p50} ms, p99 ${pgSpread.p99} ms, peak RSS ${fmt(mainRss)} MiB${spreadCpu && wal ? `; ${cpuText(spreadCpu, wal.transfers)}` : ''}`,
-        reference: `REQUEST_LOG=off: ${fmt(off.perSecond)}/s, p50 ${off.p50} ms, p99 ${off.p99} ms, peak RSS ${fmt(app.server.peakRssMiB())} MiB${offCpuText}`,
-        ratio: r,
+        name: `transfers/s with the request log on (the default), ${TURN_ROUNDS} turns each`,
+        measured: transfers.text('on'),
+        reference: `REQUEST_LOG=off: ${transfers.text('off')}`,
+        ratio: transfers.turns.on.perSecond / transfers.turns.off.perSecond,
         target: '',
       });
-      if (reads) {
-        // A read writes a log row too (bodies and all, as #14 asks): what that costs the reads.
-        log('requestlog: the account reads with REQUEST_LOG=off');
-        const { run: offReads, served, cpu } = await readsAtPeak(app.server, app.key, app.ids);
-        rows.push({
-          name: 'GET /v1/accounts/{id} req/s with the request log on (the default); CPU per read',
-          measured: `${fmt(reads.perSecond)}/s, p50 ${reads.p50} ms, p99 ${reads.p99} ms; ${reads.cpuText}`,
-          reference: `REQUEST_LOG=off: ${fmt(offReads.perSecond)}/s, p50 ${offReads.p50} ms, p99 ${offReads.p99} ms; ${cpuText(cpu, served, 'reads')}`,
-          ratio: reads.perSecond / offReads.perSecond,
-          target: '',
-        });
+      // A read writes a log row too (bodies and all, as #14 asks): what that costs the reads.
+      const reads = await inTurns('reads', (app, seconds) =>
+        metered(app, () =>
+          accountReadLoad(loadOpts(app.server, app.key, { seconds }), () => app.ids[Math.floor(Math.random() * app.ids.length)]!),
+        ),
+      );
+      rows.push({
+        name: `GET /v1/accounts/{id} req/s with the request log on (the default), ${TURN_ROUNDS} turns each`,
+        measured: reads.text('on'),
+        reference: `REQUEST_LOG=off: ${reads.text('off')}`,
+        ratio: reads.turns.on.perSecond / reads.turns.off.perSecond,
+        target: '',
+      });
+      for (const app of Object.values(apps)) {
+        await app.server.stop();
+        await checkLedger(app === apps.on ? 'request log on database' : 'request log off database', app.handle);
       }
-      await app.server.stop();
-      await checkLedger('request log off database', app.handle);
     }
 
     if (has('pglite') && pgSpread) {
