@@ -45,7 +45,7 @@ export function cpuRatioRow(c: CpuPer): Row {
 export function healthzRatioRow(read: CpuPer, reads: number, healthz: CpuPer, requests: number): Row {
   const r = read.server / healthz.server;
   return {
-    name: 'server CPU per GET /v1/accounts/{id} ÷ per GET /healthz',
+    name: 'server CPU per GET /v1/accounts/{id} ÷ per GET /healthz (in turns)',
     measured: `${fmt(read.server, 3)} ms a read (${fmt(reads)} reads; PostgreSQL ${fmt(read.postgres, 3)} ms)`,
     reference: `${fmt(healthz.server, 3)} ms a /healthz request (${fmt(requests)} requests)`,
     ratio: r,

@@ -305,6 +305,14 @@ export async function runBench(o: BenchOptions): Promise<{ rows: Row[]; reconcil
     return { ...peak, served, cpu: cpu(served) };
   };
 
+  /** A load whose server and PostgreSQL CPU (of its window alone) is added to `totals`. */
+  const metered = async (server: Server, totals: ReturnType<typeof cpuTotals>, run: () => Promise<LoadResult>) => {
+    const meter = cpuMeter(server);
+    const result = await run();
+    if (result.ok > 0) totals.add(meter(result.ok), result.ok);
+    return result;
+  };
+
   /** pgbench references, measured while our server is paused (SIGSTOP) so it has the CPU. */
   const references = new Map<string, PgbenchResult>();
   const pgbenchDbs = new Map<number, string>();
@@ -499,9 +507,7 @@ export async function runBench(o: BenchOptions): Promise<{ rows: Row[]; reconcil
         rows.push(cpuBudgetRow('reads', 0.5 * ref.tps, cpu));
         // What the HTTP layer alone serves on this machine (no key, no database, no request log):
         // a ceiling for any /v1 read, with the same reference.
-        const bareCpu = cpuMeter(server);
         const bare = await healthzLoad(loadOpts(server, key));
-        const healthzCpu = bareCpu(bare.ok);
         rows.push({
           name: 'GET /healthz req/s (the HTTP layer alone: a ceiling for reads)',
           measured: `${fmt(bare.perSecond)}/s, p50 ${bare.p50} ms, p99 ${bare.p99} ms${failures(bare)}`,
@@ -509,7 +515,21 @@ export async function runBench(o: BenchOptions): Promise<{ rows: Row[]; reconcil
           ratio: bare.perSecond / ref.tps,
           target: '',
         });
-        rows.push(healthzRatioRow(cpu, served, healthzCpu, bare.ok));
+        // The ratio's two CPU figures in turns on this server (bench/turns.ts): taken one after
+        // the other, /healthz alone moved by a third between runs on a noisy machine.
+        const sides = { read: { load: accountReadLoad, cpu: cpuTotals() }, healthz: { load: healthzLoad, cpu: cpuTotals() } };
+        const pick = () => ids[Math.floor(Math.random() * ids.length)]!;
+        await loadsInTurns(
+          (side, seconds) => metered(server, side.cpu, () => side.load(loadOpts(server, key, { seconds }), pick)),
+          sides,
+          ['read', 'healthz'],
+          o.loadSeconds,
+          (round, last) =>
+            log(
+              `reads and /healthz in turns, round ${round} of ${TURN_ROUNDS}: ${fmt(last.read.perSecond)} reads/s, ${fmt(last.healthz.perSecond)} /healthz/s`,
+            ),
+        );
+        rows.push(healthzRatioRow(sides.read.cpu.per(), sides.read.cpu.count(), sides.healthz.cpu.per(), sides.healthz.cpu.count()));
       }
       if (has('steady')) {
         const seconds = Math.max(o.loadSeconds, Math.min(10, o.loadSeconds * 2));
@@ -575,12 +595,6 @@ export async function runBench(o: BenchOptions): Promise<{ rows: Row[]; reconcil
         off: { ...(await appOnPostgres('nolog', { REQUEST_LOG: 'off' })), cpu: cpuTotals() },
       };
       for (const app of Object.values(apps)) await warmup(app.server, app.key, app.ids);
-      const metered = async (app: (typeof apps)['on'], run: () => Promise<LoadResult>) => {
-        const meter = cpuMeter(app.server);
-        const result = await run();
-        if (result.ok > 0) app.cpu.add(meter(result.ok), result.ok);
-        return result;
-      };
       const inTurns = async (what: string, load: (app: (typeof apps)['on'], seconds: number) => Promise<LoadResult>) => {
         for (const app of Object.values(apps)) app.cpu.reset();
         const turns = await loadsInTurns(load, apps, ['on', 'off'], o.loadSeconds, (round, last) =>
@@ -594,7 +608,7 @@ export async function runBench(o: BenchOptions): Promise<{ rows: Row[]; reconcil
         return { turns, text };
       };
       const transfers = await inTurns('transfers', (app, seconds) =>
-        metered(app, () => transferLoad(loadOpts(app.server, app.key, { seconds }), pairs(app.ids))),
+        metered(app.server, app.cpu, () => transferLoad(loadOpts(app.server, app.key, { seconds }), pairs(app.ids))),
       );
       rows.push({
         name: `transfers/s with the request log on (the default), ${TURN_ROUNDS} turns each`,
@@ -605,7 +619,7 @@ export async function runBench(o: BenchOptions): Promise<{ rows: Row[]; reconcil
       });
       // A read writes a log row too (bodies and all, as #14 asks): what that costs the reads.
       const reads = await inTurns('reads', (app, seconds) =>
-        metered(app, () =>
+        metered(app.server, app.cpu, () =>
           accountReadLoad(loadOpts(app.server, app.key, { seconds }), () => app.ids[Math.floor(Math.random() * app.ids.length)]!),
         ),
       );
