@@ -389,7 +389,6 @@ export async function runBench(o: BenchOptions): Promise<{ rows: Row[]; reconcil
   let wal: { bytes: number; records: number; transfers: number } | undefined;
   let spreadCpu: ReturnType<ReturnType<typeof cpuMeter>> | undefined;
   let writes: ReturnType<typeof writesPerTransfer> | undefined;
-  let reads: (LoadResult & { cpuText: string }) | undefined;
   try {
     await scopePostgresCpu(o.adminUrl, `fsapi_bench_${stamp}_`);
     log('building dist/ (npm run build)');
@@ -492,7 +491,7 @@ export async function runBench(o: BenchOptions): Promise<{ rows: Row[]; reconcil
       if (has('reads')) {
         log('reads: GET /v1/accounts/{id}');
         const { run, label, served, cpu } = await readsAtPeak(server, key, ids);
-        reads = { ...run, cpuText: cpuText(cpu, served, 'reads') };
+
         const ref = await reference(10, 'select-only', [server]);
         const r = run.perSecond / ref.tps;
         rows.push({
@@ -503,7 +502,7 @@ export async function runBench(o: BenchOptions): Promise<{ rows: Row[]; reconcil
           target: '≥ 0.5×',
           met: r >= 0.5,
         });
-        rows.push({ name: 'CPU per account read (the reads load)', measured: reads.cpuText, reference: '', target: '' });
+        rows.push({ name: 'CPU per account read (the reads load)', measured: cpuText(cpu, served, 'reads'), reference: '', target: '' });
         rows.push(cpuBudgetRow('reads', 0.5 * ref.tps, cpu));
         // What the HTTP layer alone serves on this machine (no key, no database, no request log):
         // a ceiling for any /v1 read, with the same reference.
@@ -587,8 +586,8 @@ export async function runBench(o: BenchOptions): Promise<{ rows: Row[]; reconcil
     if (has('requestlog')) {
       // The API request log (dashboard) is on by default: what it costs the transfers and the
       // reads, against a server of the same build with REQUEST_LOG=off, each on a database of its
-      // own, the two taking turns (bench/turns.ts). Run one after the other, the later server was
-      // the slower one by a third on a noisy machine, whichever it was (docs/benchmarks.md).
+      // own, the two taking turns (bench/turns.ts). Run one after the other, the later server (the
+      // log-off one) was the slower by a quarter on a noisy machine (docs/benchmarks.md).
       log('requestlog: a server with the request log on and one with REQUEST_LOG=off, in turns');
       const apps = {
         on: { ...(await appOnPostgres('logon')), cpu: cpuTotals() },
