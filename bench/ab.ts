@@ -21,6 +21,7 @@ import { openPostgres } from '../src/db/client.js';
 import { accountReadLoad, healthzLoad, transferLoad } from './load.js';
 import {
   admin,
+  anyOf,
   fundedAccounts,
   prepareDatabase,
   randomPairs,
@@ -101,7 +102,7 @@ try {
   const builds: Build[] = [];
   for (const spec of specs) builds.push(await start(spec.split('=')[0]!, spec.slice(spec.indexOf('=') + 1), url));
   const ids = await fundedAccounts(builds[0]!.server.base, key, 100);
-  const pick = () => ids[Math.floor(Math.random() * ids.length)]!;
+  const pick = () => anyOf(ids);
   const pairs = randomPairs(ids);
   await scopePostgresCpu(adminUrl, database);
   for (const b of builds) {

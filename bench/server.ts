@@ -385,12 +385,15 @@ export async function post(base: string, key: string, path: string, body: unknow
   return { status: res.status, body: (await res.json()) as { data: unknown; error: unknown } };
 }
 
+/** One element of `list`, at random. */
+export const anyOf = <T>(list: readonly T[]): T => list[Math.floor(Math.random() * list.length)]!;
+
 /** Random pairs of two different ids of `ids`: who pays whom in a load. */
 export function randomPairs(ids: string[]): () => [string, string] {
   return () => {
-    const from = ids[Math.floor(Math.random() * ids.length)]!;
+    const from = anyOf(ids);
     let to = from;
-    while (to === from) to = ids[Math.floor(Math.random() * ids.length)]!;
+    while (to === from) to = anyOf(ids);
     return [from, to];
   };
 }

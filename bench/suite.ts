@@ -12,6 +12,7 @@ import { accountReadLoad, fxOrderLoad, healthzLoad, transferBody, transferLoad, 
 import { pgbenchInit, pgbenchRun, type PgbenchResult } from './pgbench.js';
 import {
   admin,
+  anyOf,
   appConfig,
   build,
   customerAccounts,
@@ -152,9 +153,6 @@ function cpuTotals() {
         load: sum.load + c.load * count,
         count: sum.count + count,
       };
-    },
-    reset() {
-      sum = { server: 0, postgres: 0, user: 0, system: 0, cluster: 0, load: 0, count: 0 };
     },
     count: () => sum.count,
     per(): CpuPer {
@@ -297,7 +295,7 @@ export async function runBench(o: BenchOptions): Promise<{ rows: Row[]; reconcil
    * connection count; with the CPU each read cost the server and PostgreSQL over those runs.
    */
   const readsAtPeak = async (server: Server, key: string, ids: string[]) => {
-    const pick = () => ids[Math.floor(Math.random() * ids.length)]!;
+    const pick = () => anyOf(ids);
     await accountReadLoad(loadOpts(server, key, { seconds: Math.min(2, o.loadSeconds) }), pick);
     const cpu = cpuMeter(server);
     const peak = await atPeak((connections) => accountReadLoad(loadOpts(server, key, { connections }), pick));
@@ -475,7 +473,7 @@ export async function runBench(o: BenchOptions): Promise<{ rows: Row[]; reconcil
         const hot = ids[0]!;
         const others = ids.slice(1);
         const { run, label } = await atPeak((connections) =>
-          transferLoad(loadOpts(server, key, { connections }), () => [hot, others[Math.floor(Math.random() * others.length)]!]),
+          transferLoad(loadOpts(server, key, { connections }), () => [hot, anyOf(others)]),
         );
         const ref = await reference(1, 'tpcb', [server]);
         const r = run.perSecond / ref.tps;
@@ -491,7 +489,6 @@ export async function runBench(o: BenchOptions): Promise<{ rows: Row[]; reconcil
       if (has('reads')) {
         log('reads: GET /v1/accounts/{id}');
         const { run, label, served, cpu } = await readsAtPeak(server, key, ids);
-
         const ref = await reference(10, 'select-only', [server]);
         const r = run.perSecond / ref.tps;
         rows.push({
@@ -517,9 +514,8 @@ export async function runBench(o: BenchOptions): Promise<{ rows: Row[]; reconcil
         // The ratio's two CPU figures in turns on this server (bench/turns.ts): taken one after
         // the other, /healthz alone moved by a third between runs on a noisy machine.
         const sides = { read: { load: accountReadLoad, cpu: cpuTotals() }, healthz: { load: healthzLoad, cpu: cpuTotals() } };
-        const pick = () => ids[Math.floor(Math.random() * ids.length)]!;
         await loadsInTurns(
-          (side, seconds) => metered(server, side.cpu, () => side.load(loadOpts(server, key, { seconds }), pick)),
+          (side, seconds) => metered(server, side.cpu, () => side.load(loadOpts(server, key, { seconds }), () => anyOf(ids))),
           sides,
           ['read', 'healthz'],
           o.loadSeconds,
@@ -556,10 +552,7 @@ export async function runBench(o: BenchOptions): Promise<{ rows: Row[]; reconcil
         // The same load from customers' accounts: each transfer also reads the sender's KYC level,
         // takes their spending lock and reads their day's counter (docs/money-path.md).
         const customers = await customerAccounts(server.base, key, 20);
-        const fromCustomers = (): [string, string] => [
-          customers[Math.floor(Math.random() * customers.length)]!,
-          ids[Math.floor(Math.random() * ids.length)]!,
-        ];
+        const fromCustomers = (): [string, string] => [anyOf(customers), anyOf(ids)];
         const { run: own } = await settledSteady(server, key, 100, seconds, fromCustomers);
         rows.push({
           name: "latency at a steady 100 transfers/s from customers' accounts (KYC limits, daily counters)",
@@ -589,25 +582,28 @@ export async function runBench(o: BenchOptions): Promise<{ rows: Row[]; reconcil
       // own, the two taking turns (bench/turns.ts). Run one after the other, the later server (the
       // log-off one) was the slower by a quarter on a noisy machine (docs/benchmarks.md).
       log('requestlog: a server with the request log on and one with REQUEST_LOG=off, in turns');
-      const apps = {
-        on: { ...(await appOnPostgres('logon')), cpu: cpuTotals() },
-        off: { ...(await appOnPostgres('nolog', { REQUEST_LOG: 'off' })), cpu: cpuTotals() },
-      };
+      const apps = { on: await appOnPostgres('logon'), off: await appOnPostgres('nolog', { REQUEST_LOG: 'off' }) };
       for (const app of Object.values(apps)) await warmup(app.server, app.key, app.ids);
       const inTurns = async (what: string, load: (app: (typeof apps)['on'], seconds: number) => Promise<LoadResult>) => {
-        for (const app of Object.values(apps)) app.cpu.reset();
-        const turns = await loadsInTurns(load, apps, ['on', 'off'], o.loadSeconds, (round, last) =>
-          log(
-            `requestlog ${what} in turns, round ${round} of ${TURN_ROUNDS}: log on ${fmt(last.on.perSecond)}/s, off ${fmt(last.off.perSecond)}/s`,
-          ),
+        const cpu = { on: cpuTotals(), off: cpuTotals() };
+        const runs = { on: { ...apps.on, cpu: cpu.on }, off: { ...apps.off, cpu: cpu.off } };
+        const turns = await loadsInTurns(
+          (run, seconds) => metered(run.server, run.cpu, () => load(run, seconds)),
+          runs,
+          ['on', 'off'],
+          o.loadSeconds,
+          (round, last) =>
+            log(
+              `requestlog ${what} in turns, round ${round} of ${TURN_ROUNDS}: log on ${fmt(last.on.perSecond)}/s, off ${fmt(last.off.perSecond)}/s`,
+            ),
         );
         const text = (side: 'on' | 'off') =>
           `${fmt(turns[side].perSecond)}/s, p50 ${turns[side].p50} ms, p99 ${turns[side].p99} ms of its turns${failures(turns[side])}, ` +
-          `peak RSS ${fmt(apps[side].server.peakRssMiB())} MiB; ${cpuText(apps[side].cpu.per(), apps[side].cpu.count(), what)}`;
+          `peak RSS ${fmt(apps[side].server.peakRssMiB())} MiB; ${cpuText(cpu[side].per(), cpu[side].count(), what)}`;
         return { turns, text };
       };
       const transfers = await inTurns('transfers', (app, seconds) =>
-        metered(app.server, app.cpu, () => transferLoad(loadOpts(app.server, app.key, { seconds }), pairs(app.ids))),
+        transferLoad(loadOpts(app.server, app.key, { seconds }), pairs(app.ids)),
       );
       rows.push({
         name: `transfers/s with the request log on (the default), ${TURN_ROUNDS} turns each`,
@@ -618,9 +614,7 @@ export async function runBench(o: BenchOptions): Promise<{ rows: Row[]; reconcil
       });
       // A read writes a log row too (bodies and all, as #14 asks): what that costs the reads.
       const reads = await inTurns('reads', (app, seconds) =>
-        metered(app.server, app.cpu, () =>
-          accountReadLoad(loadOpts(app.server, app.key, { seconds }), () => app.ids[Math.floor(Math.random() * app.ids.length)]!),
-        ),
+        accountReadLoad(loadOpts(app.server, app.key, { seconds }), () => anyOf(app.ids)),
       );
       rows.push({
         name: `GET /v1/accounts/{id} req/s with the request log on (the default), ${TURN_ROUNDS} turns each`,
@@ -768,7 +762,7 @@ export async function runBench(o: BenchOptions): Promise<{ rows: Row[]; reconcil
   async function fx(server: Server, handle: DatabaseHandle, key: string, ngn: string[], spread: LoadResult): Promise<Row[]> {
     log(`fx: market orders, 100.00 NGN sold for USD, ${o.accounts} NGN + ${o.accounts} USD accounts`);
     const usd = await openAccounts(server.base, key, o.accounts, 'USD');
-    const pick = () => [ngn[Math.floor(Math.random() * ngn.length)]!, usd[Math.floor(Math.random() * usd.length)]!] as [string, string];
+    const pick = (): [string, string] => [anyOf(ngn), anyOf(usd)];
     // A route the server has not served yet: its first requests pay for compiling its code.
     await fxOrderLoad(loadOpts(server, key, { seconds: Math.min(3, o.loadSeconds) }), pick);
     const run = await fxOrderLoad(loadOpts(server, key), pick);
