@@ -384,9 +384,6 @@ export async function runBench(o: BenchOptions): Promise<{ rows: Row[]; reconcil
     `pool ${o.poolSize}); load: autocannon, ${o.connections} connections${sweeps}, ${o.accounts} funded NGN accounts, amount 1.00, fresh Idempotency-Key per request`;
 
   let pgSpread: LoadResult | undefined;
-  let wal: { bytes: number; records: number; transfers: number } | undefined;
-  let spreadCpu: ReturnType<ReturnType<typeof cpuMeter>> | undefined;
-  let writes: ReturnType<typeof writesPerTransfer> | undefined;
   try {
     await scopePostgresCpu(o.adminUrl, `fsapi_bench_${stamp}_`);
     log('building dist/ (npm run build)');
@@ -404,6 +401,10 @@ export async function runBench(o: BenchOptions): Promise<{ rows: Row[]; reconcil
         target: '',
       });
 
+      // The spread load's WAL, writes and CPU per transfer, for its rows below.
+      let wal: { bytes: number; records: number; transfers: number } | undefined;
+      let spreadCpu: ReturnType<ReturnType<typeof cpuMeter>> | undefined;
+      let writes: ReturnType<typeof writesPerTransfer> | undefined;
       if (has('spread') || has('pglite') || has('fx')) {
         log('spread: transfers among all accounts, as fast as they go');
         const written = await settledWriteSnapshot(handle);
