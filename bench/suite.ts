@@ -191,15 +191,18 @@ function cpuBudgetRow(what: string, rate: number, c: CpuPer): Row {
 }
 
 /**
- * A CHECKPOINT before the history turns: both ledgers' loads then start with every dirty page
- * written and pay the same full-page writes, instead of running beside the checkpoint that seeding
- * a million entries set off. Without the right (not a superuser) the turns go as they are.
+ * A CHECKPOINT before loads taken in turns: they then start with every dirty page written, in
+ * PostgreSQL's buffers and in the kernel's page cache (it fsyncs every file written since the last
+ * one), and pay the same full-page writes. Else the bench's own set-up is written back during the
+ * turns: the checkpoint that seeding a million entries set off beside the history turns, and the
+ * kernel's write-back of `pgbench -i`'s tables (some 140 MB, 30 s after they were written) in the
+ * first rounds of the tails. Without the right (not a superuser) the turns go as they are.
  */
-async function checkpoint(handle: DatabaseHandle, log: (line: string) => void): Promise<void> {
+async function checkpoint(adminUrl: string, before: string, log: (line: string) => void): Promise<void> {
   try {
-    await sql`checkpoint`.execute(handle.db);
+    await admin(adminUrl, (c) => c.query('checkpoint'));
   } catch (err) {
-    log(`CHECKPOINT refused (${(err as Error).message}): the history runs start without one`);
+    log(`CHECKPOINT refused (${(err as Error).message}): ${before} start without one`);
   }
 }
 
@@ -352,17 +355,19 @@ export async function runBench(o: BenchOptions): Promise<{ rows: Row[]; reconcil
   };
   /**
    * Our p99 at `rate`, pgbench's TPC-B -s 10 at that rate and the floor's (bench/floor-server.ts),
-   * in turns (bench/tails.ts): five rounds of `seconds` ÷ 2.5 each, twice a continuous run's
-   * samples, as the tail of a few seconds is mostly whether the disk stalled in them.
+   * in turns (bench/tails.ts) after a CHECKPOINT: five rounds of `seconds` ÷ 2.5 each, twice a
+   * continuous run's samples, as the tail of a few seconds is mostly whether the disk stalled in them.
    */
   const tails = async (server: Server, key: string, rate: number, seconds: number, pick: () => [string, string]) => {
     const scale = 10;
     const rounds = 5;
     log(`tails at ${rate}/s: ours, pgbench TPC-B -s ${scale} at -R ${rate}, the floor, in ${rounds} turns`);
+    const pgbenchUrl = await pgbenchDb(scale);
+    await checkpoint(o.adminUrl, 'the tails', log);
     return tailsInTurns({
       server,
       ours: (s) => steadyTransfers({ base: server.base, key, seconds: s, rate }, pick),
-      pgbenchUrl: await pgbenchDb(scale),
+      pgbenchUrl,
       scale,
       rate,
       rounds,
@@ -679,7 +684,7 @@ export async function runBench(o: BenchOptions): Promise<{ rows: Row[]; reconcil
       await seedHistory(full.handle.db, { tenantId: full.tenantId, environment: 'sandbox' }, full.ids, o.historyEntries);
       log(`seeded in ${((Date.now() - started) / 1000).toFixed(1)} s`);
       for (const app of [empty, full]) await warmup(app.server, app.key, app.ids);
-      await checkpoint(full.handle, log);
+      await checkpoint(o.adminUrl, 'the history turns', log);
       const turns = await historyInTurns(
         (app, seconds) => transferLoad(loadOpts(app.server, app.key, { seconds }), pairs(app.ids)),
         { empty, full },
