@@ -15,10 +15,11 @@ const uniform = (n: number) => 1 + Math.floor(Math.random() * n);
 
 /**
  * pgbench's built-in "TPC-B (sort of)" script, as `pgbench -s <scale>` runs it, sent as one simple
- * query (its numbers are made here, integers only): one round trip. Sent a statement at a time
- * from a pool of 16, each transaction held its branch row (one of `scale`) across six round trips
- * of this process, and at half load the floor's transactions queued on those rows: a tail of its
- * own, not the HTTP hop's (docs/benchmarks.md, "The half load on the disk again").
+ * query (its numbers are made here, integers only): one round trip, so a transaction holds its
+ * branch row (one of `scale`) only while PostgreSQL runs it. Sent a statement at a time, each
+ * would hold it across six round trips of this process, and at half load the transactions would
+ * queue on those rows: a tail of the floor's own, not the HTTP hop's (docs/benchmarks.md, "The
+ * floor in one round trip").
  */
 async function tpcb(): Promise<string> {
   const [aid, tid, bid] = [uniform(100_000 * scale), uniform(10 * scale), uniform(scale)];

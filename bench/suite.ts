@@ -195,8 +195,8 @@ function cpuBudgetRow(what: string, rate: number, c: CpuPer): Row {
  * PostgreSQL's buffers and in the kernel's page cache (it fsyncs every file written since the last
  * one), and pay the same full-page writes. Else the bench's own set-up is written back during the
  * turns: the checkpoint that seeding a million entries set off beside the history turns, and the
- * kernel's write-back of `pgbench -i`'s tables (some 140 MB, 30 s after they were written) in the
- * first rounds of the tails. Without the right (not a superuser) the turns go as they are.
+ * kernel's write-back of `pgbench -i`'s tables (once they are 30 s old, by default) in the first
+ * rounds of the tails. Without the right (not a superuser) the turns go as they are.
  */
 async function checkpoint(adminUrl: string, before: string, log: (line: string) => void): Promise<void> {
   try {
