@@ -20,6 +20,8 @@ export interface CapturedRequest {
   requestBody: unknown;
   /** The response payload as sent, when it was text (null when `responseEventId` says it). */
   responseBody: string | null;
+  /** The answer's writer knew `responseBody` to hold no key that redaction hides: its keys need no scan. */
+  responseKeysClean?: boolean;
   /** The event whose data the answer is (a transfer's): the log points at it rather than keep the text. */
   responseEventId?: string | null;
   /** Epoch milliseconds when the request arrived. */

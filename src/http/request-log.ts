@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { MAX_CAPTURED_BODY_BYTES, type RequestLogSink } from '../core/request-log.js';
 import { isApiRequest } from './context.js';
+import { answerKeysKnownClean } from './serializer.js';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -10,6 +11,8 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** The response payload kept for the request log (text only). */
     requestLogPayload: string | null;
+    /** Its writer knew it to hold no key that redaction hides (serializer.ts). */
+    requestLogPayloadKeysClean: boolean;
     /**
      * The event written in the request's transaction whose data is its answer (idempotency-batch.ts):
      * the log keeps the event's id instead of the answer's text.
@@ -45,9 +48,13 @@ function bodyTooLarge(request: FastifyRequest): boolean {
 export function registerRequestLog(app: FastifyInstance, log: RequestLogSink): void {
   app.decorateRequest('requestLogPayload', null);
   app.decorateRequest('answerEventId', null);
+  app.decorateRequest('requestLogPayloadKeysClean', false);
 
   app.addHook('onSend', (request: FastifyRequest, _reply: FastifyReply, payload: unknown, done: (err: null, p: unknown) => void) => {
-    if (request.ctx && typeof payload === 'string' && payload.length <= MAX_CAPTURED_BODY_BYTES) request.requestLogPayload = payload;
+    if (request.ctx && typeof payload === 'string' && payload.length <= MAX_CAPTURED_BODY_BYTES) {
+      request.requestLogPayload = payload;
+      request.requestLogPayloadKeysClean = answerKeysKnownClean(payload);
+    }
     done(null, payload);
   });
 
@@ -70,6 +77,7 @@ export function registerRequestLog(app: FastifyInstance, log: RequestLogSink): v
           keyPrefix: keyPrefixOf(request.headers['api-key']),
           requestBody: bodyTooLarge(request) ? `[body of ${request.headers['content-length']} bytes not kept]` : request.body,
           responseBody: request.answerEventId === null ? request.requestLogPayload : null,
+          responseKeysClean: request.requestLogPayloadKeysClean,
           responseEventId: request.answerEventId,
           startedAt: Date.now() - elapsed,
         });

@@ -1,6 +1,7 @@
 import type { FastifySerializerCompiler } from 'fastify';
 import { serializerCompiler as zodSerializerCompiler } from 'fastify-type-provider-zod';
 import { z } from 'zod';
+import { isSensitiveField } from '../lib/redact.js';
 
 /**
  * Response serialization, compiled once per route from its Zod response schema.
@@ -18,6 +19,25 @@ import { z } from 'zod';
 
 /** A node's JSON text, or undefined where JSON.stringify leaves it out (an object member) or writes null (an array element). */
 type Write = (value: unknown) => string | undefined;
+
+/**
+ * Set while an answer is written when it may hold a key the request log redacts (a sensitive key
+ * of the schema or of a record, or keys this file does not see: a nested unknown value, a node
+ * Zod writes). An answer written without it is known to hold none, and the log skips the scan of
+ * its text for keys (`answerKeysKnownClean`); values are still checked there.
+ */
+let keysNeedScan = false;
+
+/** The last answer written here, and whether it is known to hold no sensitive key. */
+let lastAnswer: { text: string; keysClean: boolean } = { text: '', keysClean: false };
+
+/**
+ * Whether `text` is an answer this file wrote and knows to hold no key the request log redacts.
+ * Compared by value: an answer written since (or text from elsewhere) is simply not known.
+ */
+export function answerKeysKnownClean(text: string): boolean {
+  return lastAnswer.keysClean && lastAnswer.text === text;
+}
 
 /** Thrown by a writer when a value is not what its schema accepts: the Zod serializer takes over. */
 class Mismatch extends Error {}
@@ -44,6 +64,7 @@ export const quote = (value: string) => (NEEDS_ESCAPE.test(value) ? JSON.stringi
 /** Zod's encoding of `schema` alone, then its JSON text: the fallback for a node kind not written here. */
 function viaZod(schema: Schema): Write {
   return (value) => {
+    keysNeedScan = true;
     const result = z.core.safeEncode(schema, value);
     if (!result.success) throw MISMATCH;
     return JSON.stringify(result.data);
@@ -83,7 +104,10 @@ function scalarWriter(schema: Schema): Write | null {
     }
     case 'unknown':
     case 'any':
-      return (v) => JSON.stringify(v);
+      return (v) => {
+        if (typeof v === 'object' && v !== null) keysNeedScan = true;
+        return JSON.stringify(v);
+      };
     default:
       return null;
   }
@@ -117,8 +141,10 @@ function objectWriter(schema: Schema): Write | null {
     if (!member) return null;
     members.push(member);
   }
+  const sensitive = members.some((m) => isSensitiveField(m.key));
   return (v) => {
     if (typeof v !== 'object' || v === null || Array.isArray(v)) throw MISMATCH;
+    if (sensitive) keysNeedScan = true;
     const input = v as Record<string, unknown>;
     let out = '';
     for (const m of members) {
@@ -156,6 +182,7 @@ function recordWriter(schema: Schema): Write | null {
     for (const key of Reflect.ownKeys(v)) {
       if (typeof key !== 'string') throw MISMATCH;
       if (key === '__proto__' || !Object.prototype.propertyIsEnumerable.call(v, key)) continue;
+      if (isSensitiveField(key)) keysNeedScan = true;
       const text = value(v[key]);
       if (text !== undefined) out += `${out === '' ? '' : ','}${quote(key)}:${text}`;
     }
@@ -215,12 +242,17 @@ export function answerWriter(
 ): (data: unknown) => string {
   const write = writerOf(schema);
   return (data: unknown) => {
+    keysNeedScan = false;
     try {
       const text = write(data);
-      if (text !== undefined) return text;
+      if (text !== undefined) {
+        lastAnswer = { text, keysClean: !keysNeedScan };
+        return text;
+      }
     } catch {
       // not what the schema accepts (or a value JSON.stringify refuses): Zod's serializer decides
     }
+    lastAnswer = { text: '', keysClean: false };
     return viaZodSerializer(data);
   };
 }

@@ -2,7 +2,8 @@ import { inspect } from 'node:util';
 import { serializerCompiler as zodSerializerCompiler } from 'fastify-type-provider-zod';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
-import { serializerCompiler } from '../../src/http/serializer.js';
+import { answerKeysKnownClean, answerWriter, serializerCompiler } from '../../src/http/serializer.js';
+import { isSensitiveField, redactJsonText } from '../../src/lib/redact.js';
 import { sandboxBusiness, startTestApp, type TestApp } from '../harness.js';
 
 /** Every response schema the app compiles a serializer for (recorded by wrapping the compiler). */
@@ -189,6 +190,31 @@ describe('response serializer', () => {
     expect(written).toBeGreaterThan(routes.length * 12);
   });
 
+  it("vouches for an answer's keys only when none of them is one the request log hides", () => {
+    const routes = [...compiled];
+    let clean = 0;
+    let unknown = 0;
+    for (const route of routes) {
+      const { fast } = bothOf(route.schema as z.ZodType);
+      for (let i = 0; i < 30; i++) {
+        faults = i % 3 === 0 ? 0.02 : 0;
+        const got = outcome(fast, valueOf(route.schema as z.core.$ZodType));
+        if (!('text' in got) || got.text === undefined) continue;
+        if (!answerKeysKnownClean(got.text)) {
+          unknown++;
+          continue;
+        }
+        clean++;
+        const where = `${route.method} ${route.url} ${route.status}: ${got.text}`;
+        expect(sensitiveKeysOf(JSON.parse(got.text)), where).toEqual([]);
+        expect(redactJsonText(got.text, true), where).toBe(redactJsonText(got.text));
+      }
+    }
+    // Both verdicts are common: the generated records hold a sensitive key now and then.
+    expect(clean).toBeGreaterThan(routes.length * 5);
+    expect(unknown).toBeGreaterThan(routes.length);
+  });
+
   it('answers GET /v1/accounts/{id} with the text the Zod serializer writes for it', async () => {
     const { api } = await sandboxBusiness(app, 'Serializer');
     const metadata = { b: 1, a: [true, null], '2': 'x', text: 'quote " and \\ é 😀' };
@@ -199,6 +225,55 @@ describe('response serializer', () => {
     const route = compiled.find((r) => r.method === 'GET' && r.url === '/v1/accounts/:account_id' && r.status === '200')!;
     const { zod } = bothOf(route.schema as z.ZodType);
     expect(read.text).toBe(zod(JSON.parse(read.text)));
+  });
+});
+
+/** Every key of a parsed JSON value, at any depth, that redaction hides. */
+function sensitiveKeysOf(value: unknown): string[] {
+  if (typeof value !== 'object' || value === null) return [];
+  if (Array.isArray(value)) return value.flatMap(sensitiveKeysOf);
+  return Object.entries(value).flatMap(([k, v]) => [...(isSensitiveField(k) ? [k] : []), ...sensitiveKeysOf(v)]);
+}
+
+describe("the answer writer's word on keys (the request log's scan)", () => {
+  const write = answerWriter(
+    z.object({
+      data: z.object({ id: z.string(), metadata: z.record(z.string(), z.unknown()), tags: z.array(z.string()) }),
+      error: z.null(),
+    }),
+  );
+  const answer = (metadata: Record<string, unknown>) => write({ data: { id: 'a', metadata, tags: ['x'] }, error: null });
+
+  it('vouches for an answer whose keys are all the schema names and none of its records holds a sensitive one', () => {
+    const text = answer({ note: 'spin the panel', count: 2, flag: true, none: null });
+    expect(answerKeysKnownClean(text)).toBe(true);
+  });
+
+  it('does not vouch for a record with a sensitive key, in any spelling', () => {
+    for (const key of ['pin', 'cardPin', 'Card-Number', 'api_key', 'access_token'])
+      expect(answerKeysKnownClean(answer({ [key]: '5309' })), key).toBe(false);
+  });
+
+  it('does not vouch for keys it does not write itself: an object or array of unknown values, a node Zod writes', () => {
+    expect(answerKeysKnownClean(answer({ nested: { x: 1 } }))).toBe(false);
+    expect(answerKeysKnownClean(answer({ list: [{ x: 1 }] }))).toBe(false);
+    const viaZod = answerWriter(z.object({ data: z.union([z.object({ a: z.string() }), z.string()]), error: z.null() }));
+    expect(answerKeysKnownClean(viaZod({ data: { a: 'x' }, error: null }))).toBe(false);
+  });
+
+  it('does not vouch for a schema that names a sensitive key, present or not', () => {
+    const card = answerWriter(z.object({ data: z.object({ id: z.string(), card_pin: z.string().optional() }), error: z.null() }));
+    expect(answerKeysKnownClean(card({ data: { id: 'c' }, error: null }))).toBe(false);
+  });
+
+  it('knows only the last answer it wrote, by its text', () => {
+    const first = answer({ note: 'one' });
+    const second = answer({ note: 'two' });
+    expect(answerKeysKnownClean(second)).toBe(true);
+    expect(answerKeysKnownClean(first)).toBe(false);
+    expect(answerKeysKnownClean(`${second} `)).toBe(false);
+    answer({ pin: '1' });
+    expect(answerKeysKnownClean(answer({ pin: '1' }))).toBe(false);
   });
 });
 

@@ -47,6 +47,24 @@ describe('the card PIN', () => {
   });
 });
 
+describe("a read's answer", () => {
+  it('is kept as sent when nothing in it is secret, and redacted where a metadata key or a value is', async () => {
+    const open = async (label: string, metadata: Record<string, unknown>) =>
+      (await api.post('/v1/accounts', { currency: 'NGN', label, metadata })).body.data.id as string;
+    const plain = await open('plain', { note: 'spin the panel' });
+    const keyed = await open('keyed', { cardPin: '5309', note: 'x' });
+    const card = await open('card 4242 4242 4242 4242', {});
+    const answers = new Map<string, string>();
+    for (const id of [plain, keyed, card]) answers.set(id, (await api.get(`/v1/accounts/${id}`)).text);
+    const kept = async (id: string) => (await stored(`/v1/accounts/${id}`))[0]!.response_body!;
+    expect(await kept(plain)).toBe(answers.get(plain));
+    expect(await kept(keyed)).not.toContain('5309');
+    expect(JSON.parse(await kept(keyed)).data.metadata).toEqual({ cardPin: REDACTED, note: 'x' });
+    expect(await kept(card)).not.toContain('4242 4242 4242 4242');
+    expect(JSON.parse(await kept(card)).data.label).toBe(`card ${REDACTED}`);
+  });
+});
+
 /** Every property name and parameter name of the API's OpenAPI document. */
 async function documentedNames(): Promise<Set<string>> {
   const doc = (await t.app.inject({ method: 'GET', url: '/v1/openapi.json' })).json();

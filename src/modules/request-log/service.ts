@@ -42,9 +42,9 @@ function cut(text: string, max: number): string {
   return text.length <= max ? text : `${text.slice(0, max)}… [cut: ${text.length} characters in all]`;
 }
 
-/** An answer's text as the log stores it: redacted, then cut. */
-function storedAnswer(text: string, maxBodyChars: number): string {
-  return cut(redactJsonText(text), maxBodyChars);
+/** An answer's text as the log stores it: redacted (its keys unscanned when its writer knew them clean), then cut. */
+function storedAnswer(text: string, keysClean: boolean, maxBodyChars: number): string {
+  return cut(redactJsonText(text, keysClean), maxBodyChars);
 }
 
 /** One buffered request as a row: redacted bodies, bounded sizes. */
@@ -72,7 +72,7 @@ export function toRow(entry: CapturedRequest, maxBodyChars: number): repo.NewReq
     idempotency_replayed: entry.replayed,
     key_prefix: entry.keyPrefix,
     request_body: requestBody === null ? null : cut(requestBody, maxBodyChars),
-    response_body: entry.responseBody === null ? null : storedAnswer(entry.responseBody, maxBodyChars),
+    response_body: entry.responseBody === null ? null : storedAnswer(entry.responseBody, entry.responseKeysClean === true, maxBodyChars),
     response_event_id: entry.responseEventId ?? null,
     created_at: new Date(entry.startedAt),
   };
@@ -221,7 +221,7 @@ export async function getRequest(
   const row = await repo.find(db, scope, id);
   if (!row) return null;
   const answer = row.response_event === null ? null : writeAnswer(row.response_event);
-  const responseBody = row.response_body ?? (answer === null ? null : storedAnswer(answer, DEFAULTS.maxBodyChars));
+  const responseBody = row.response_body ?? (answer === null ? null : storedAnswer(answer, false, DEFAULTS.maxBodyChars));
   return { ...toSummary(row), request_body: row.request_body, response_body: responseBody };
 }
 
