@@ -28,15 +28,15 @@ type Write = (value: unknown) => string | undefined;
  */
 let keysNeedScan = false;
 
-/** The last answer written here, and whether it is known to hold no sensitive key. */
-let lastAnswer: { text: string; keysClean: boolean } = { text: '', keysClean: false };
+/** The last answer written here, when it is known to hold no sensitive key; null otherwise. */
+let lastCleanAnswer: string | null = null;
 
 /**
  * Whether `text` is an answer this file wrote and knows to hold no key the request log redacts.
  * Compared by value: an answer written since (or text from elsewhere) is simply not known.
  */
 export function answerKeysKnownClean(text: string): boolean {
-  return lastAnswer.keysClean && lastAnswer.text === text;
+  return lastCleanAnswer === text;
 }
 
 /** Thrown by a writer when a value is not what its schema accepts: the Zod serializer takes over. */
@@ -246,13 +246,13 @@ export function answerWriter(
     try {
       const text = write(data);
       if (text !== undefined) {
-        lastAnswer = { text, keysClean: !keysNeedScan };
+        lastCleanAnswer = keysNeedScan ? null : text;
         return text;
       }
     } catch {
       // not what the schema accepts (or a value JSON.stringify refuses): Zod's serializer decides
     }
-    lastAnswer = { text: '', keysClean: false };
+    lastCleanAnswer = null;
     return viaZodSerializer(data);
   };
 }
