@@ -1,5 +1,5 @@
 import type { PostgresPoolClient } from 'kysely';
-import type pg from 'pg';
+import pg from 'pg';
 import { isDatabaseUnavailable, isNotPrimary } from './errors.js';
 import type { HostSelector } from './hosts.js';
 import { isStalePlan } from './retry.js';
@@ -31,6 +31,8 @@ export function tagConnectionError(err: unknown): unknown {
  */
 export class PreparedNames {
   private readonly names = new Map<string, string>();
+  /** The row shape of each named statement's answer, once seen (rowShapes below). */
+  readonly shapes = new Map<string, RowShape>();
   /** Texts seen once (cleared when full: it only delays a preparation). */
   private readonly seen = new Set<string>();
   private next = 0;
@@ -59,6 +61,7 @@ export class PreparedNames {
     if (this.names.size > this.max) {
       const [oldest, oldName] = this.names.entries().next().value!;
       this.names.delete(oldest);
+      this.shapes.delete(oldName);
       this.deallocate(oldName);
     }
     return name;
@@ -67,6 +70,7 @@ export class PreparedNames {
   /** Forgets every name (their statements stay until the connection ends): the next calls prepare anew. */
   reset(): void {
     this.names.clear();
+    this.shapes.clear();
   }
 }
 
@@ -88,6 +92,53 @@ function corkPerRun(socket: { cork(): void; uncork(): void } | undefined): () =>
       socket.uncork();
     });
   };
+}
+
+/** What pg's result builder makes of a row description: a parser per column, and the empty row each row is copied from. */
+interface RowShape {
+  parsers: unknown[];
+  row: Record<string, null>;
+}
+
+/** The parts of pg's result builder (`pg/lib/result.js`) that a row description sets. */
+interface ResultBuilder {
+  fields: pg.FieldDef[];
+  _parsers: unknown[];
+  _prebuiltEmptyResultObject: Record<string, null>;
+  addFields(fields: pg.FieldDef[]): void;
+}
+
+/**
+ * A named prepared statement's call. pg copies a query given as a config object, property
+ * descriptors and all, before every call; given as a text it copies nothing, so the query is made
+ * from its text and values and named afterwards (what pg reads its name from when it sends it).
+ *
+ * pg also rebuilds, at every answer's row description, a type parser per column and the empty row
+ * each row is copied from (a prototype-less object filled key by key). A named statement's columns
+ * never change (PostgreSQL refuses to run it if they would, and db/retry.ts prepares it anew under
+ * a new name), so what its first answer's description built is kept, and its later answers reuse it.
+ */
+function namedQuery(client: pg.PoolClient, named: PreparedNames, name: string, text: string, values: unknown[]): Promise<pg.QueryResult> {
+  return new Promise((resolve, reject) => {
+    const query = new pg.Query(text, values, (err: Error | undefined, result: unknown) =>
+      err ? reject(err) : resolve(result as pg.QueryResult),
+    );
+    (query as pg.Query & { name: string }).name = name;
+    const result = (query as unknown as { _result: ResultBuilder })._result;
+    const own = result.addFields;
+    result.addFields = function (this: ResultBuilder, fields: pg.FieldDef[]) {
+      const known = named.shapes.get(name);
+      if (known && known.parsers.length === fields.length) {
+        this.fields = fields;
+        this._parsers = known.parsers;
+        this._prebuiltEmptyResultObject = known.row;
+        return;
+      }
+      own.call(this, fields);
+      if (fields.length > 0) named.shapes.set(name, { parsers: this._parsers, row: this._prebuiltEmptyResultObject });
+    };
+    client.query(query);
+  });
 }
 
 /** A statement's failure, tagged, after what it tells about the connection's prepared names and its host. */
@@ -125,7 +176,8 @@ export function pipelinedClient(client: pg.PoolClient, prepared: boolean, select
     corkThisRun();
     // Statements with parameters only: BEGIN, COMMIT and migrations' scripts stay simple queries.
     const name = named && typeof args[0] === 'string' && Array.isArray(args[1]) && args[1].length > 0 ? named.nameOf(args[0]) : undefined;
-    const result = name ? client.query({ name, text: args[0], values: args[1] }) : (client.query as (...a: unknown[]) => unknown)(...args);
+    const result =
+      name && named ? namedQuery(client, named, name, args[0], args[1]) : (client.query as (...a: unknown[]) => unknown)(...args);
     if (result instanceof Promise) {
       const answered = result.catch((err: unknown) => Promise.reject(failureOf(err, named, selector)));
       return begun ? Promise.all([begun, answered]).then(([, r]) => r) : answered;

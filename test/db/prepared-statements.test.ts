@@ -72,6 +72,27 @@ describe.skipIf(!url)('named prepared statements on PostgreSQL', () => {
     expect((await preparedHere(plain)).filter((s) => s.includes('prepared_probe'))).toEqual([]);
   });
 
+  it("answers a named statement's later calls with rows equal to an unnamed one's, column for column", async () => {
+    // The later calls reuse the parsers and empty row of the first named answer (namedQuery).
+    const typed = (db: DatabaseHandle['db'], id: number) =>
+      sql<Record<string, unknown>>`select ${id}::int as id, 9007199254740993::int8 as big, '12.50'::numeric as amount,
+        '2026-12-07 01:02:03.456789+00'::timestamptz as at, '{"k":[1,"v"]}'::jsonb as doc, null::text as gone,
+        'first' as dup, 'second' as dup, 'p' as "__proto__"`
+        .execute(db)
+        .then((r) => r.rows);
+    const db = open(true);
+    const plain = open(false);
+    for (const id of [1, 2, 3, 4]) {
+      const [rows, expected] = [await typed(db, id), await typed(plain, id)];
+      expect(rows).toEqual(expected);
+      expect(Object.keys(rows[0]!)).toEqual(Object.keys(expected[0]!));
+      expect(Object.getPrototypeOf(rows[0]!)).toBe(Object.getPrototypeOf(expected[0]!));
+      expect(rows[0]!.big).toBe(9007199254740993n);
+      expect(rows[0]!.at).toBeInstanceOf(Date);
+    }
+    expect((await preparedHere(db)).filter((s) => s.includes('9007199254740993'))).toHaveLength(1);
+  });
+
   it('a table changed under a cached plan fails once as retryable, and the retry succeeds', async () => {
     const db = open(true);
     await read(db);
