@@ -31,7 +31,7 @@ export function tagConnectionError(err: unknown): unknown {
  */
 export class PreparedNames {
   private readonly names = new Map<string, string>();
-  /** The row shape of each named statement's answer, once seen (rowShapes below). */
+  /** The row shape of each named statement's answer, once seen (namedQuery below). */
   readonly shapes = new Map<string, RowShape>();
   /** Texts seen once (cleared when full: it only delays a preparation). */
   private readonly seen = new Set<string>();
