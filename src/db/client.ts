@@ -174,16 +174,42 @@ export function openPool(url: string, poolSize: number, preparedStatements = tru
 }
 
 /**
+ * How long the pool keeps connections nobody uses. `keepOpen` of them stay open however long they
+ * idle: the connections the money path's batch lanes use (`poolKeepOpen`). A spare lane opens when
+ * a commit stalls, and a new connection then costs its batch the connection itself, a backend with
+ * no catalog cached and every statement prepared again, tens of milliseconds while it holds its
+ * rows' locks, just when requests are queuing. Above `keepOpen`, a connection closes after
+ * `idleMs` unused (pg-pool's 10 s by default).
+ */
+export interface IdleConnections {
+  keepOpen: number;
+  idleMs?: number;
+}
+
+/** The connections a process's batch lanes can use at once (base and spare), and one for the rest of its work. */
+export function poolKeepOpen(config: { DB_POOL_SIZE: number; TRANSFER_BATCH_LANES: number; TRANSFER_BATCH_SPARE_LANES: number }): number {
+  return Math.min(config.DB_POOL_SIZE, config.TRANSFER_BATCH_LANES + config.TRANSFER_BATCH_SPARE_LANES + 1);
+}
+
+/**
  * `listenUrl`: a direct URL for LISTEN when `connectionString` goes through PgBouncer.
  * `preparedStatements`: named prepared statements per connection (PreparedNames); off behind a
  * PgBouncer in transaction mode that does not keep them (before 1.21, or max_prepared_statements 0).
  */
-export function openPostgres(connectionString: string, poolSize = 20, listenUrl?: string, preparedStatements = true): DatabaseHandle {
+export function openPostgres(
+  connectionString: string,
+  poolSize = 20,
+  listenUrl?: string,
+  preparedStatements = true,
+  idle: IdleConnections = { keepOpen: 0 },
+): DatabaseHandle {
   // Several hosts or a target_session_attrs (src/db/hosts.ts): each new connection goes to the host in use.
   const selector = new HostSelector(connectionString);
   const pool = new pg.Pool({
     ...(selector.trivial ? { connectionString } : { Client: clientClass(selector, CONNECT_TIMEOUT_MS), keepAlive: true }),
     max: poolSize,
+    min: Math.min(poolSize, idle.keepOpen),
+    ...(idle.idleMs !== undefined ? { idleTimeoutMillis: idle.idleMs } : {}),
     // Statements are written as they are issued, each with its own Sync, instead of one at a time
     // after the last one's answer: what lets BEGIN and a transaction's last write be sent together
     // with the statement after them (see wrap above, and idempotency-batch.ts).
@@ -290,9 +316,13 @@ export async function openDatabase(config: {
   DATA_DIR: string;
   DB_POOL_SIZE: number;
   DB_PREPARED_STATEMENTS?: boolean;
+  TRANSFER_BATCH_LANES: number;
+  TRANSFER_BATCH_SPARE_LANES: number;
 }) {
   return config.DATABASE_URL
-    ? openPostgres(config.DATABASE_URL, config.DB_POOL_SIZE, config.DATABASE_DIRECT_URL, config.DB_PREPARED_STATEMENTS ?? true)
+    ? openPostgres(config.DATABASE_URL, config.DB_POOL_SIZE, config.DATABASE_DIRECT_URL, config.DB_PREPARED_STATEMENTS ?? true, {
+        keepOpen: poolKeepOpen(config),
+      })
     : openPGlite({ dataDir: `${config.DATA_DIR}/pglite` });
 }
 
