@@ -186,7 +186,11 @@ export interface IdleConnections {
   idleMs?: number;
 }
 
-/** The connections a process's batch lanes can use at once (base and spare), and one for the rest of its work. */
+/**
+ * The connections one route's batch lanes can use at once (base and spare: http/idempotency-batch.ts
+ * `gathered`), and one for the rest of the process's work. Each gathering route has lanes of its
+ * own, but a load that stalls commits is mostly one route's (the transfers').
+ */
 export function poolKeepOpen(config: { DB_POOL_SIZE: number; TRANSFER_BATCH_LANES: number; TRANSFER_BATCH_SPARE_LANES: number }): number {
   return Math.min(config.DB_POOL_SIZE, config.TRANSFER_BATCH_LANES + config.TRANSFER_BATCH_SPARE_LANES + 1);
 }
@@ -208,7 +212,8 @@ export function openPostgres(
   const pool = new pg.Pool({
     ...(selector.trivial ? { connectionString } : { Client: clientClass(selector, CONNECT_TIMEOUT_MS), keepAlive: true }),
     max: poolSize,
-    min: Math.min(poolSize, idle.keepOpen),
+    // pg-pool closes an idle connection only while it holds more than `min` (one above `max` keeps them all).
+    min: idle.keepOpen,
     ...(idle.idleMs !== undefined ? { idleTimeoutMillis: idle.idleMs } : {}),
     // Statements are written as they are issued, each with its own Sync, instead of one at a time
     // after the last one's answer: what lets BEGIN and a transaction's last write be sent together
