@@ -153,6 +153,54 @@ describe('Batcher', () => {
     expect(failed).toEqual([1, 2]);
   });
 
+  describe('what running batches touch', () => {
+    /** Two lanes; each batch waits for the test to end it; an item touches its letters ('ab': a and b). */
+    function lettered() {
+      const started: string[][] = [];
+      const gates: ReturnType<typeof gate>[] = [];
+      const batcher = new Batcher<string>(
+        async (batch) => {
+          started.push(batch);
+          const g = gate();
+          gates.push(g);
+          await g.opened;
+        },
+        { maxBatch: 10, lanes: 2, touches: (item) => [...item], fail: () => {} },
+      );
+      return { batcher, started, end: (i: number) => gates[i]!.open() };
+    }
+
+    // The fault: a batch started beside a stalled one took the queue in arrival order, so it
+    // waited on the first row the stalled one held, with its own rows held, and every batch after
+    // it queued behind both (bench/stall.ts).
+    it('a batch started beside a running one leaves out the items touching what it holds, and those behind them on the same rows', async () => {
+      const { batcher, started, end } = lettered();
+      batcher.submit('ab');
+      await turn();
+      // bc touches b (held); cf touches c, which bc (left out) touches: it stays behind bc.
+      ['bc', 'de', 'cf', 'gh'].forEach((item) => batcher.submit(item));
+      await turn();
+      expect(started).toEqual([['ab'], ['de', 'gh']]);
+      end(0);
+      await turn();
+      await turn();
+      expect(started).toEqual([['ab'], ['de', 'gh'], ['bc', 'cf']]);
+    });
+
+    it("with every queued item on a running batch's rows, waits for that batch to end", async () => {
+      const { batcher, started, end } = lettered();
+      batcher.submit('ab');
+      await turn();
+      batcher.submit('ba');
+      await turn();
+      expect(started).toEqual([['ab']]); // a lane is free, but nothing queued may use it yet
+      end(0);
+      await turn();
+      await turn();
+      expect(started).toEqual([['ab'], ['ba']]);
+    });
+  });
+
   describe('spare lanes beside a stalled batch', () => {
     // Fake clocks for the stall timer and performance.now(); setImmediate stays real (turn()).
     const clock = () => vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'performance'] });

@@ -14,6 +14,16 @@ export interface BatcherOptions<I> {
    * predecessors and no spare lane opens (more lanes split the queue into smaller batches).
    */
   spare?: { lanes: number; stallMs: number };
+  /**
+   * What an item's batch will lock (a transfer's accounts). A batch that starts while others run
+   * (a spare lane, or the base lane beside a spare one) takes no item touching what they touch:
+   * it would wait for their commit on the first lock they share, holding its own, and every
+   * batch after it would queue behind that, each commit waiting for the one before instead of
+   * joining its WAL flush. An item left for later also keeps back the items behind it that touch
+   * what it touches, so requests on one account still run in arrival order. Only a hint: the
+   * database's locks still decide, and without it (reads) batches take items in arrival order.
+   */
+  touches?: (item: I) => readonly string[];
   /** The batch-size metric's label (default `transfers`). */
   name?: string;
   /**
@@ -27,6 +37,8 @@ interface Queued<I> {
   item: I;
   /** Absent: the item may share a batch with any other (reads). */
   key: string | undefined;
+  /** What its batch will lock (BatcherOptions.touches). */
+  touches: readonly string[];
   /** When it was submitted (performance.now()): its batch's metrics say how long it waited. */
   at: number;
 }
@@ -48,6 +60,8 @@ export class Batcher<I> {
   /** How long batches took lately (a moving average, ms; from a third of `stallMs`, so one slow batch moves it little). */
   private typicalMs: number;
   private stallTimer: NodeJS.Timeout | null = null;
+  /** What the running batches touch (BatcherOptions.touches), counted once per item that touches it. */
+  private readonly held = new Map<string, number>();
 
   constructor(
     /**
@@ -62,7 +76,7 @@ export class Batcher<I> {
   }
 
   submit(item: I, key?: string): void {
-    this.queue.push({ item, key, at: performance.now() });
+    this.queue.push({ item, key, touches: this.options.touches?.(item) ?? [], at: performance.now() });
     this.schedule();
   }
 
@@ -83,10 +97,13 @@ export class Batcher<I> {
 
   private kick() {
     while (this.running < this.lanesOpen() && this.queue.length > 0) {
-      const oldest = this.queue[0]!.at;
-      const batch = this.take();
+      const taken = this.take();
+      // Every queued item touches what a running batch touches: it waits for one to end.
+      if (taken.length === 0) break;
+      const batch = taken.map((q) => q.item);
+      this.hold(taken, 1);
       const now = performance.now();
-      observeBatchStart(batch.length, now - oldest, this.running >= this.options.lanes, this.options.name);
+      observeBatchStart(batch.length, now - taken[0]!.at, this.running >= this.options.lanes, this.options.name);
       this.running++;
       const started = { at: now };
       this.startedAt.add(started);
@@ -95,6 +112,7 @@ export class Batcher<I> {
         if (released) return;
         released = true;
         this.running--;
+        this.hold(taken, -1);
         this.startedAt.delete(started);
         const took = performance.now() - started.at;
         this.typicalMs = 0.9 * this.typicalMs + 0.1 * took;
@@ -152,25 +170,40 @@ export class Batcher<I> {
     }
   }
 
-  /** Up to maxBatch queued items in arrival order, skipping keys already taken. */
-  private take(): I[] {
+  /**
+   * Up to maxBatch queued items in arrival order, skipping keys already taken and, beside running
+   * batches, items touching what they hold (and what an item skipped for that touches).
+   */
+  private take(): Queued<I>[] {
     const max = this.options.maxBatch;
+    const blocked = this.held.size > 0 ? new Set(this.held.keys()) : undefined;
     // Items without a key (reads) share any batch: the first maxBatch go at once, with no key set.
     let keyless = 0;
-    while (keyless < this.queue.length && keyless < max && this.queue[keyless]!.key === undefined) keyless++;
-    if (keyless === this.queue.length || keyless === max) return this.queue.splice(0, keyless).map((q) => q.item);
+    if (!blocked) while (keyless < this.queue.length && keyless < max && this.queue[keyless]!.key === undefined) keyless++;
+    if (keyless > 0 && (keyless === this.queue.length || keyless === max)) return this.queue.splice(0, keyless);
     const keys = new Set<string>();
-    const batch: I[] = [];
-    for (let i = 0; i < this.queue.length && batch.length < this.options.maxBatch; ) {
+    const batch: Queued<I>[] = [];
+    for (let i = 0; i < this.queue.length && batch.length < max; ) {
       const q = this.queue[i]!;
-      if (q.key !== undefined && keys.has(q.key)) {
+      if ((q.key !== undefined && keys.has(q.key)) || (blocked && q.touches.some((t) => blocked.has(t)))) {
+        q.touches.forEach((t) => blocked?.add(t));
         i++;
         continue;
       }
       if (q.key !== undefined) keys.add(q.key);
-      batch.push(q.item);
+      batch.push(q);
       this.queue.splice(i, 1);
     }
     return batch;
+  }
+
+  /** Counts what a batch's items touch in or out of `held` (+1 when it starts, -1 when it releases its lane). */
+  private hold(items: Queued<I>[], by: 1 | -1) {
+    for (const q of items)
+      for (const t of q.touches) {
+        const n = (this.held.get(t) ?? 0) + by;
+        if (n === 0) this.held.delete(t);
+        else this.held.set(t, n);
+      }
   }
 }

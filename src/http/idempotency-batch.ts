@@ -338,13 +338,15 @@ function errorText(request: FastifyRequest, err: AppError): string {
  * A route's gatherer (docs/money-path.md): its concurrent requests share batches sized and laned
  * as the transfers' (`TRANSFER_BATCH_SIZE`; `TRANSFER_BATCH_LANES` on PostgreSQL, one lane on
  * PGlite, which has one connection), each run by the module's `pipeline`. `name` labels its
- * batch-size metric.
+ * batch-size metric; `touches`, what a request's batch will lock (db/batcher.ts), keeps a batch
+ * started beside running ones off their rows.
  */
 export function gathered<I, T>(
   deps: Pick<Deps, 'db' | 'sealer' | 'config' | 'dbKind'>,
   operation: string,
   name: string,
   pipeline: (batch: KeyedBatch<I, T>) => Promise<void>,
+  touches?: (input: I) => readonly string[],
 ): BatchedIdempotency<I, T> {
   return new BatchedIdempotency(deps.db, deps.sealer, deps.config.IDEMPOTENCY_TTL_HOURS, operation, pipeline, {
     maxBatch: deps.config.TRANSFER_BATCH_SIZE,
@@ -352,6 +354,7 @@ export function gathered<I, T>(
     ...(deps.dbKind === 'postgres' && deps.config.TRANSFER_BATCH_SPARE_LANES > 0
       ? { spare: { lanes: deps.config.TRANSFER_BATCH_SPARE_LANES, stallMs: deps.config.TRANSFER_BATCH_STALL_MS } }
       : {}),
+    ...(touches ? { touches: (item: Item<I>) => touches(item.input) } : {}),
     name,
   });
 }

@@ -68,4 +68,39 @@ describe.skipIf(!onPostgres)('a stalled batch and the transfers behind it', () =
     expect((await api.get(`/v1/accounts/${held}`)).body.data.balance).toBe('9.00');
     expect((await api.get(`/v1/accounts/${c}`)).body.data.balance).toBe('1.00');
   });
+
+  // The fault: the spare lane took the queue in arrival order. A transfer on an account the
+  // stalled batch had locked waited there, holding the spare lane, and a transfer between other
+  // accounts queued behind it until the held row was let go.
+  it('the spare lane leaves out a transfer on an account the stalled batch holds, and takes the one behind it', async () => {
+    const open = async (label: string) => (await api.post('/v1/accounts', { currency: 'NGN', label })).body.data.id as string;
+    // Ids grow with time: the stalled batch locks `locked` (the lower id) before it waits on `held`.
+    const [locked, held, b, c, d] = [await open('locked'), await open('held'), await open('b'), await open('c'), await open('d')];
+    for (const id of [held, b]) expect((await api.post(`/v1/simulations/accounts/${id}/fund`, { amount: '10.00' })).status).toBe(200);
+
+    const release = await holdBalanceRow(t.db, held);
+    try {
+      const stalled = transfer(held, locked);
+      await waitingOnALock();
+      const onLocked = transfer(locked, c);
+      let onLockedDone = false;
+      void onLocked.then(() => (onLockedDone = true));
+      // Long past the stall: before the fix the spare lane had taken `onLocked` by now.
+      await new Promise((r) => setTimeout(r, 200));
+      const beside = transfer(b, d);
+      const first = await Promise.race([beside.then(() => 'beside' as const), new Promise((r) => setTimeout(r, 5_000, 'timeout'))]);
+      expect(first).toBe('beside');
+      expect((await beside).status).toBe(200);
+      expect(onLockedDone).toBe(false);
+      await release();
+      expect((await stalled).status).toBe(200);
+      expect((await onLocked).status).toBe(200);
+    } finally {
+      await release();
+    }
+    // In arrival order on `locked`, which starts empty: 1.00 in from `held`, then 1.00 out to c.
+    expect((await api.get(`/v1/accounts/${locked}`)).body.data.balance).toBe('0.00');
+    expect((await api.get(`/v1/accounts/${c}`)).body.data.balance).toBe('1.00');
+    expect((await api.get(`/v1/accounts/${d}`)).body.data.balance).toBe('1.00');
+  });
 });
