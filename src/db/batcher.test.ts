@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { Batcher } from './batcher.js';
+import { Batcher, type BatcherOptions } from './batcher.js';
 import { metricsRegistry } from '../lib/metrics.js';
 
 /** A promise and its resolver, for a batch held open by the test. */
@@ -10,6 +10,22 @@ function gate() {
 }
 
 const turn = () => new Promise((resolve) => setImmediate(resolve));
+
+/** A batcher (ten items a batch, one lane unless told) whose every batch waits for the test to end it, in order. */
+function heldBatcher<I>(options: Omit<BatcherOptions<I>, 'maxBatch' | 'lanes' | 'fail'> & { lanes?: number } = {}) {
+  const started: I[][] = [];
+  const gates: ReturnType<typeof gate>[] = [];
+  const batcher = new Batcher<I>(
+    async (batch) => {
+      started.push(batch);
+      const g = gate();
+      gates.push(g);
+      await g.opened;
+    },
+    { maxBatch: 10, lanes: 1, ...options, fail: () => {} },
+  );
+  return { batcher, started, end: (i: number) => gates[i]!.open() };
+}
 
 describe('Batcher', () => {
   it('gathers what queued in one turn into one batch, and queues the rest behind a busy lane', async () => {
@@ -154,21 +170,8 @@ describe('Batcher', () => {
   });
 
   describe('what running batches touch', () => {
-    /** Two lanes; each batch waits for the test to end it; an item touches its letters ('ab': a and b). */
-    function lettered() {
-      const started: string[][] = [];
-      const gates: ReturnType<typeof gate>[] = [];
-      const batcher = new Batcher<string>(
-        async (batch) => {
-          started.push(batch);
-          const g = gate();
-          gates.push(g);
-          await g.opened;
-        },
-        { maxBatch: 10, lanes: 2, touches: (item) => [...item], fail: () => {} },
-      );
-      return { batcher, started, end: (i: number) => gates[i]!.open() };
-    }
+    /** Two lanes; an item touches its letters ('ab': a and b). */
+    const lettered = () => heldBatcher<string>({ lanes: 2, touches: (item) => [...item] });
 
     // The fault: a batch started beside a stalled one took the queue in arrival order, so it
     // waited on the first row the stalled one held, with its own rows held, and every batch after
@@ -208,21 +211,8 @@ describe('Batcher', () => {
       vi.useRealTimers();
     });
 
-    /** A batcher whose every batch waits for the test to end it, in order. */
-    function held(spare?: { lanes: number; stallMs: number }, name?: string) {
-      const started: number[][] = [];
-      const gates: ReturnType<typeof gate>[] = [];
-      const batcher = new Batcher<number>(
-        async (batch) => {
-          started.push(batch);
-          const g = gate();
-          gates.push(g);
-          await g.opened;
-        },
-        { maxBatch: 10, lanes: 1, ...(spare ? { spare } : {}), ...(name ? { name } : {}), fail: () => {} },
-      );
-      return { batcher, started, end: (i: number) => gates[i]!.open() };
-    }
+    const held = (spare?: { lanes: number; stallMs: number }, name?: string) =>
+      heldBatcher<number>({ ...(spare ? { spare } : {}), ...(name ? { name } : {}) });
 
     // The fault: with one lane, a batch whose commit stalls holds every request queued behind
     // it until it ends, though their commits could have joined its WAL flush.
