@@ -1,50 +1,77 @@
 /**
  * One stalled batch and the transfers behind it: a steady load of transfers among 100 accounts
- * while, every second, a transaction of this script holds one account's balance row for a while,
- * as a commit held up by the disk holds its batch. With one lane and no spare, every transfer
- * that arrives meanwhile waits for the stalled batch; with spare lanes (the default) only those
- * of the held account do (and those a batch left out behind them, in arrival order on their
- * accounts: db/batcher.ts `touches`). Runs the server with and without spare lanes, one after
- * the other. Its p99 sits near the transfers of the held account itself (2 in 100 name it), so it
- * also prints the share of transfers that took over 100 ms:
+ * while, every second, a transaction of this script holds one account's balance row (one at
+ * random) for a while, as a commit held up by the disk holds its batch. With one lane and no
+ * spare, every transfer that arrives meanwhile waits for the stalled batch; with spare lanes (the
+ * default) only those of the held account do, and those a batch left out behind them, in arrival
+ * order on their accounts (db/batcher.ts `touches`).
  *
- *   BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres npx tsx bench/stall.ts [rate] [seconds] [hold ms]
+ * The servers share one database and its accounts and take turns, a slice each per round, so that
+ * the machine's moments fall on all of them alike (run one after the other, the same build's p50
+ * moved by 3× between runs). Its p99 sits near the transfers of the held account itself (2 in 100
+ * name it), which wait whatever the lanes do, so it also prints the share of transfers that took
+ * over 100 ms:
+ *
+ *   BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres npx tsx bench/stall.ts [rate] [seconds] [hold ms] [rounds] [name=path[:ENV=value] ...]
+ *
+ * Each path must hold a build (dist/); without any, this build with and without spare lanes.
  */
+import { resolve } from 'node:path';
 import { balanceLockOf } from '../src/ledger/repo.js';
-import { fundedAccounts, randomPairs, startServer, withBenchDatabase } from './server.js';
+import { quantileMs } from './load.js';
+import { anyOf, fundedAccounts, randomPairs, startServer, withBenchDatabase, type Server } from './server.js';
 import { steadyTransfers } from './steady.js';
 
 const adminUrl = process.env.BENCH_DATABASE_URL ?? process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
-const [rate = 100, seconds = 10, holdMs = 200] = process.argv.slice(2).map(Number);
+const args = process.argv.slice(2);
+const [rate = 100, seconds = 10, holdMs = 200, rounds = 1] = args.filter((a) => !a.includes('=')).map(Number);
+const specs = args.filter((a) => a.includes('='));
+const variants = specs.length > 0 ? specs : ['no spare lanes=.:TRANSFER_BATCH_SPARE_LANES=0', 'spare lanes=.:TRANSFER_BATCH_SPARE_LANES=3'];
 const name = `fsapi_bench_stall_${process.pid}`;
 
 await withBenchDatabase(adminUrl, name, async ({ url, handle, key }) => {
-  for (const spare of ['0', '3']) {
-    const server = await startServer({ dbUrl: url, poolSize: 8, env: { TRANSFER_BATCH_SPARE_LANES: spare } });
-    try {
-      const ids = await fundedAccounts(server.base, key, 100);
-      const pick = randomPairs(ids);
-      await steadyTransfers({ base: server.base, key, seconds: 2, rate }, pick);
-      let holding = true;
-      const holder = (async () => {
-        for (let i = 0; holding; i++) {
-          await new Promise((r) => setTimeout(r, 1000 - holdMs));
-          await handle.db.transaction().execute(async (trx) => {
-            await balanceLockOf(ids[i % ids.length]!).execute(trx);
-            await new Promise((r) => setTimeout(r, holdMs));
-          });
-        }
-      })();
-      const run = await steadyTransfers({ base: server.base, key, seconds, rate }, pick);
-      holding = false;
-      await holder;
-      const slow = run.samples.latencies.filter((ms) => ms > 100).length;
-      console.log(
-        `spare lanes ${spare}: ${run.ok} transfers at ${rate}/s, one of 100 accounts held ${holdMs} ms a second: p50 ${run.p50} ms, p99 ${run.p99} ms, ` +
-          `over 100 ms ${((100 * slow) / run.ok).toFixed(1)} % (load generator p99 ${run.sendLagP99} ms late)`,
-      );
-    } finally {
-      await server.stop();
+  const servers: { name: string; server: Server; latencies: number[] }[] = [];
+  try {
+    for (const spec of variants) {
+      const [dir, ...settings] = spec.slice(spec.indexOf('=') + 1).split(':');
+      const env = Object.fromEntries(settings.map((s) => s.split('=') as [string, string]));
+      servers.push({
+        name: spec.split('=')[0]!,
+        server: await startServer({ root: resolve(dir!), dbUrl: url, poolSize: 8, env }),
+        latencies: [],
+      });
     }
+    const ids = await fundedAccounts(servers[0]!.server.base, key, 100);
+    const pick = randomPairs(ids);
+    for (const s of servers) await steadyTransfers({ base: s.server.base, key, seconds: 2, rate }, pick);
+    for (let round = 0; round < rounds; round++) {
+      for (const s of servers) {
+        let holding = true;
+        const holder = (async () => {
+          while (holding) {
+            await new Promise((r) => setTimeout(r, 1000 - holdMs));
+            await handle.db.transaction().execute(async (trx) => {
+              await balanceLockOf(anyOf(ids)).execute(trx);
+              await new Promise((r) => setTimeout(r, holdMs));
+            });
+          }
+        })();
+        const run = await steadyTransfers({ base: s.server.base, key, seconds, rate }, pick);
+        holding = false;
+        await holder;
+        s.latencies.push(...run.samples.latencies);
+        console.log(`round ${round} ${s.name}: p50 ${run.p50} ms, p99 ${run.p99} ms (load generator p99 ${run.sendLagP99} ms late)`);
+      }
+    }
+    for (const s of servers) {
+      const sorted = [...s.latencies].sort((a, b) => a - b);
+      const slow = sorted.filter((ms) => ms > 100).length;
+      console.log(
+        `${s.name}: ${sorted.length} transfers at ${rate}/s, one of 100 accounts held ${holdMs} ms a second: p50 ${quantileMs(sorted, 0.5)} ms, ` +
+          `p90 ${quantileMs(sorted, 0.9)} ms, p99 ${quantileMs(sorted, 0.99)} ms, over 100 ms ${((100 * slow) / sorted.length).toFixed(1)} %`,
+      );
+    }
+  } finally {
+    for (const s of servers) await s.server.stop();
   }
 });
