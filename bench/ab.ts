@@ -16,7 +16,6 @@
  * builds' pools included: only the build whose turn it is sends anything) around it.
  */
 import { randomBytes } from 'node:crypto';
-import { resolve } from 'node:path';
 import { openPostgres } from '../src/db/client.js';
 import { accountReadLoad, healthzLoad, transferLoad } from './load.js';
 import {
@@ -26,7 +25,7 @@ import {
   prepareDatabase,
   randomPairs,
   scopePostgresCpu,
-  startServer,
+  startBuild,
   trackPostgresCpu,
   type Server,
   withDatabase,
@@ -38,17 +37,9 @@ interface Build {
   totals: { readMs: number; reads: number; healthzMs: number; healthz: number; transferMs: number; postgresMs: number; transfers: number };
 }
 
-async function start(name: string, spec: string, url: string): Promise<Build> {
-  const [dir, ...settings] = spec.split(':');
-  const server = await startServer({
-    root: resolve(dir!),
-    dbUrl: url,
-    poolSize: 24,
-    env: Object.fromEntries(settings.map((s) => s.split('='))),
-  });
+async function start(spec: string, url: string): Promise<Build> {
   return {
-    name,
-    server,
+    ...(await startBuild(spec, url, 24)),
     totals: { readMs: 0, reads: 0, healthzMs: 0, healthz: 0, transferMs: 0, postgresMs: 0, transfers: 0 },
   };
 }
@@ -100,7 +91,7 @@ try {
   const { key } = await prepareDatabase(handle);
   await handle.close();
   const builds: Build[] = [];
-  for (const spec of specs) builds.push(await start(spec.split('=')[0]!, spec.slice(spec.indexOf('=') + 1), url));
+  for (const spec of specs) builds.push(await start(spec, url));
   const ids = await fundedAccounts(builds[0]!.server.base, key, 100);
   const pick = () => anyOf(ids);
   const pairs = randomPairs(ids);

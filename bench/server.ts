@@ -3,7 +3,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import pg from 'pg';
 import { openPGlite, openPostgres, type DatabaseHandle } from '../src/db/client.js';
 import { loadConfig, type Config } from '../src/config.js';
@@ -67,6 +67,16 @@ export interface Server {
   /** CPU time the server process has used so far (user + system), in ms; NaN where /proc is missing. */
   cpuMs(): number;
   stop(): Promise<void>;
+}
+
+/**
+ * A build named on an A/B script's command line, `name=path[:ENV=value...]` (a directory holding
+ * dist/, and settings of its server only), started on `dbUrl`.
+ */
+export async function startBuild(spec: string, dbUrl: string, poolSize: number): Promise<{ name: string; server: Server }> {
+  const [dir, ...settings] = spec.slice(spec.indexOf('=') + 1).split(':');
+  const env = Object.fromEntries(settings.map((s) => s.split('=') as [string, string]));
+  return { name: spec.split('=')[0]!, server: await startServer({ root: resolve(dir!), dbUrl, poolSize, env }) };
 }
 
 /**

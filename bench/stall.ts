@@ -16,11 +16,10 @@
  *
  * Each path must hold a build (dist/); without any, this build with and without spare lanes.
  */
-import { resolve } from 'node:path';
 import { balanceLockOf } from '../src/ledger/repo.js';
 import { quantileMs } from './load.js';
-import { anyOf, fundedAccounts, randomPairs, startServer, withBenchDatabase, type Server } from './server.js';
-import { steadyTransfers } from './steady.js';
+import { anyOf, fundedAccounts, randomPairs, startBuild, withBenchDatabase, type Server } from './server.js';
+import { steadyResult, steadyTransfers, type SteadySamples } from './steady.js';
 
 const adminUrl = process.env.BENCH_DATABASE_URL ?? process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const args = process.argv.slice(2);
@@ -30,17 +29,9 @@ const variants = specs.length > 0 ? specs : ['no spare lanes=.:TRANSFER_BATCH_SP
 const name = `fsapi_bench_stall_${process.pid}`;
 
 await withBenchDatabase(adminUrl, name, async ({ url, handle, key }) => {
-  const servers: { name: string; server: Server; latencies: number[] }[] = [];
+  const servers: { name: string; server: Server; runs: SteadySamples[] }[] = [];
   try {
-    for (const spec of variants) {
-      const [dir, ...settings] = spec.slice(spec.indexOf('=') + 1).split(':');
-      const env = Object.fromEntries(settings.map((s) => s.split('=') as [string, string]));
-      servers.push({
-        name: spec.split('=')[0]!,
-        server: await startServer({ root: resolve(dir!), dbUrl: url, poolSize: 8, env }),
-        latencies: [],
-      });
-    }
+    for (const spec of variants) servers.push({ ...(await startBuild(spec, url, 8)), runs: [] });
     const ids = await fundedAccounts(servers[0]!.server.base, key, 100);
     const pick = randomPairs(ids);
     for (const s of servers) await steadyTransfers({ base: s.server.base, key, seconds: 2, rate }, pick);
@@ -59,16 +50,17 @@ await withBenchDatabase(adminUrl, name, async ({ url, handle, key }) => {
         const run = await steadyTransfers({ base: s.server.base, key, seconds, rate }, pick);
         holding = false;
         await holder;
-        s.latencies.push(...run.samples.latencies);
+        s.runs.push(run.samples);
         console.log(`round ${round} ${s.name}: p50 ${run.p50} ms, p99 ${run.p99} ms (load generator p99 ${run.sendLagP99} ms late)`);
       }
     }
     for (const s of servers) {
-      const sorted = [...s.latencies].sort((a, b) => a - b);
+      const pooled = steadyResult(s.runs);
+      const sorted = pooled.samples.latencies;
       const slow = sorted.filter((ms) => ms > 100).length;
       console.log(
-        `${s.name}: ${sorted.length} transfers at ${rate}/s, one of 100 accounts held ${holdMs} ms a second: p50 ${quantileMs(sorted, 0.5)} ms, ` +
-          `p90 ${quantileMs(sorted, 0.9)} ms, p99 ${quantileMs(sorted, 0.99)} ms, over 100 ms ${((100 * slow) / sorted.length).toFixed(1)} %`,
+        `${s.name}: ${pooled.ok} transfers at ${rate}/s, one of 100 accounts held ${holdMs} ms a second: p50 ${pooled.p50} ms, ` +
+          `p90 ${quantileMs(sorted, 0.9)} ms, p99 ${pooled.p99} ms, over 100 ms ${((100 * slow) / pooled.ok).toFixed(1)} %`,
       );
     }
   } finally {

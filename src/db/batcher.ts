@@ -180,7 +180,7 @@ export class Batcher<I> {
     // Items without a key (reads) share any batch: the first maxBatch go at once, with no key set.
     let keyless = 0;
     if (!blocked) while (keyless < this.queue.length && keyless < max && this.queue[keyless]!.key === undefined) keyless++;
-    if (keyless > 0 && (keyless === this.queue.length || keyless === max)) return this.queue.splice(0, keyless);
+    if (keyless === this.queue.length || keyless === max) return this.queue.splice(0, keyless);
     const keys = new Set<string>();
     const batch: Queued<I>[] = [];
     for (let i = 0; i < this.queue.length && batch.length < max; ) {

@@ -30,6 +30,9 @@ const transfer = (from: string, to: string) =>
     amount: '1.00',
   });
 
+/** A new NGN account of the business; its id. */
+const open = async (label: string) => (await api.post('/v1/accounts', { currency: 'NGN', label })).body.data.id as string;
+
 /** Until a backend of this database waits on a lock (the first transfer's batch, on the held row). */
 async function waitingOnALock() {
   for (;;) {
@@ -49,7 +52,6 @@ async function answeredWithin(beside: ReturnType<typeof transfer>, ms: number) {
 
 describe.skipIf(!onPostgres)('a stalled batch and the transfers behind it', () => {
   it('a transfer between other accounts goes through while a batch waits on a row', async () => {
-    const open = async (label: string) => (await api.post('/v1/accounts', { currency: 'NGN', label })).body.data.id as string;
     const [held, a, b, c] = [await open('held'), await open('a'), await open('b'), await open('c')];
     for (const id of [held, b]) expect((await api.post(`/v1/simulations/accounts/${id}/fund`, { amount: '10.00' })).status).toBe(200);
 
@@ -78,7 +80,6 @@ describe.skipIf(!onPostgres)('a stalled batch and the transfers behind it', () =
   // stalled batch had locked waited there, holding the spare lane, and a transfer between other
   // accounts queued behind it until the held row was let go.
   it('the spare lane leaves out a transfer on an account the stalled batch holds, and takes the one behind it', async () => {
-    const open = async (label: string) => (await api.post('/v1/accounts', { currency: 'NGN', label })).body.data.id as string;
     // Ids grow with time: the stalled batch locks `locked` (the lower id) before it waits on `held`.
     const [locked, held, b, c, d] = [await open('locked'), await open('held'), await open('b'), await open('c'), await open('d')];
     for (const id of [held, b]) expect((await api.post(`/v1/simulations/accounts/${id}/fund`, { amount: '10.00' })).status).toBe(200);
