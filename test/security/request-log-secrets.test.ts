@@ -58,7 +58,8 @@ describe("a read's answer", () => {
     for (const id of [plain, keyed, card]) answers.set(id, (await api.get(`/v1/accounts/${id}`)).text);
     const kept = async (id: string) => (await stored(`/v1/accounts/${id}`))[0]!.response_body!;
     expect(await kept(plain)).toBe(answers.get(plain));
-    expect(await kept(keyed)).not.toContain('5309');
+    // Quoted: the account number in the same answer is random digits and may hold 5309.
+    expect(await kept(keyed)).not.toContain('"5309"');
     expect(JSON.parse(await kept(keyed)).data.metadata).toEqual({ cardPin: REDACTED, note: 'x' });
     expect(await kept(card)).not.toContain('4242 4242 4242 4242');
     expect(JSON.parse(await kept(card)).data.label).toBe(`card ${REDACTED}`);
