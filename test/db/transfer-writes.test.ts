@@ -1,4 +1,4 @@
-import { sql } from 'kysely';
+import { sql, type RawBuilder } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as ledger from '../../src/ledger/index.js';
 import { newId } from '../../src/lib/ids.js';
@@ -129,5 +129,35 @@ describe('a transfer writes nothing another row already says', () => {
     );
     await expect(sql`update transfers set ledger_transaction_id = ${newId()} where id = ${id}`.execute(t.db)).rejects.toThrow(missing);
     expect((await ledger.reconcile(t.db, ctx.tenantId)).ok).toBe(true);
+  });
+
+  it('refuses a statement inserting several rows, one of them pointing at nothing, and names that row', async () => {
+    const { transfer } = await fundedPair('Statement Checks Ltd');
+    const id = await transfer();
+    const { ledger_transaction_id: tx } = await t.db
+      .selectFrom('transfers')
+      .select('ledger_transaction_id')
+      .where('id', '=', id)
+      .executeTakeFirstOrThrow();
+    // The transfer's rows copied under new ids in one statement, the first copy pointing at nothing:
+    // every table and reference the foreign keys guarded before migration 1240, on insert.
+    const copies = (
+      table: 'ledger_entries' | 'transactions' | 'transfers',
+      where: RawBuilder<unknown>,
+      change: Record<string, string>,
+    ) => sql`
+      insert into ${sql.table(table)}
+      select (jsonb_populate_record(null::${sql.table(table)},
+        to_jsonb(x) || jsonb_build_object('id', gen_random_uuid()) || case when x.n = 1 then ${JSON.stringify(change)}::jsonb else '{}' end)).*
+      from (select r.*, row_number() over (order by r.id) as n from ${sql.table(table)} r where ${where}) x`;
+    const [lost, gone] = [newId(), newId()];
+    const cases = [
+      ['ledger_entries', sql`r.transaction_id = ${tx}`, { account_id: lost }, `ledger_entries: no ledger account ${lost}`],
+      ['ledger_entries', sql`r.transaction_id = ${tx}`, { transaction_id: gone }, `ledger_entries: no ledger transaction ${gone}`],
+      ['transactions', sql`r.reference = ${id}`, { account_id: lost }, `transactions: no ledger account ${lost}`],
+      ['transactions', sql`r.reference = ${id}`, { ledger_transaction_id: gone }, `transactions: no ledger transaction ${gone}`],
+      ['transfers', sql`r.id = ${id}`, { ledger_transaction_id: gone }, `transfers: no ledger transaction ${gone}`],
+    ] as const;
+    for (const [table, where, change, refused] of cases) await expect(copies(table, where, change).execute(t.db)).rejects.toThrow(refused);
   });
 });
