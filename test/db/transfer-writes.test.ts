@@ -32,6 +32,12 @@ async function fundedPair(name: string) {
   return { api, ctx, from, to, transfer };
 }
 
+/** The ledger transaction a transfer posted. */
+async function ledgerTransactionOf(transferId: string) {
+  const row = await t.db.selectFrom('transfers').select('ledger_transaction_id').where('id', '=', transferId).executeTakeFirstOrThrow();
+  return row.ledger_transaction_id!;
+}
+
 /** xmax of each row: a row lock (a foreign key's FOR KEY SHARE included) sets it to the locker's transaction. */
 async function xmaxOf(table: 'ledger_accounts' | 'ledger_transactions', ids: string[]) {
   const { rows } = await sql<{ id: string; xmax: string }>`
@@ -112,17 +118,13 @@ describe('a transfer writes nothing another row already says', () => {
   it('a row that names a missing ledger transaction or ledger account is still refused, as by the foreign keys before', async () => {
     const { ctx, from, transfer } = await fundedPair('Dangling Ltd');
     const id = await transfer();
-    const { ledger_transaction_id: tx } = await t.db
-      .selectFrom('transfers')
-      .select('ledger_transaction_id')
-      .where('id', '=', id)
-      .executeTakeFirstOrThrow();
+    const tx = await ledgerTransactionOf(id);
     const missing = /no ledger (transaction|account)/;
     const entry = (transactionId: string, accountId: string) => sql`
       insert into ledger_entries (id, tenant_id, environment, transaction_id, account_id, currency, amount, balance_after)
       values (gen_random_uuid(), ${ctx.tenantId}, 'sandbox', ${transactionId}, ${accountId}, 'NGN', 1, 1)`;
     await expect(entry(newId(), from).execute(t.db)).rejects.toThrow(missing);
-    await expect(entry(tx!, newId()).execute(t.db)).rejects.toThrow(missing);
+    await expect(entry(tx, newId()).execute(t.db)).rejects.toThrow(missing);
     await expect(sql`update transactions set account_id = ${newId()} where reference = ${id}`.execute(t.db)).rejects.toThrow(missing);
     await expect(sql`update transactions set ledger_transaction_id = ${newId()} where reference = ${id}`.execute(t.db)).rejects.toThrow(
       missing,
@@ -134,11 +136,7 @@ describe('a transfer writes nothing another row already says', () => {
   it('refuses a statement inserting several rows, one of them pointing at nothing, and names that row', async () => {
     const { transfer } = await fundedPair('Statement Checks Ltd');
     const id = await transfer();
-    const { ledger_transaction_id: tx } = await t.db
-      .selectFrom('transfers')
-      .select('ledger_transaction_id')
-      .where('id', '=', id)
-      .executeTakeFirstOrThrow();
+    const tx = await ledgerTransactionOf(id);
     // The transfer's rows copied under new ids in one statement, the first copy pointing at nothing:
     // every table and reference the foreign keys guarded before migration 1240, on insert.
     const copies = (
