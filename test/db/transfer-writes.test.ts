@@ -133,7 +133,7 @@ describe('a transfer writes nothing another row already says', () => {
     expect((await ledger.reconcile(t.db, ctx.tenantId)).ok).toBe(true);
   });
 
-  it('refuses a statement inserting several rows, one of them pointing at nothing, and names that row', async () => {
+  it('refuses a statement inserting several rows, one of them pointing at nothing, and names what it points at', async () => {
     const { transfer } = await fundedPair('Statement Checks Ltd');
     const id = await transfer();
     const tx = await ledgerTransactionOf(id);
