@@ -1,4 +1,5 @@
 import { sql } from 'kysely';
+import { expect } from 'vitest';
 import type { Db } from '../src/db/client.js';
 import { balanceLockOf } from '../src/ledger/repo.js';
 
@@ -35,4 +36,24 @@ export async function waitersAtLeast(db: Db, n: number): Promise<void> {
     if (rows[0]!.n >= n) return;
     await new Promise((r) => setTimeout(r, 20));
   }
+}
+
+/** Until a backend of this database waits on a lock (a batch, on a row held with holdBalanceRow). */
+export async function waitingOnALock(db: Db): Promise<void> {
+  for (;;) {
+    const { rows } = await sql<{ n: number }>`
+      select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`.execute(db);
+    if (rows[0]!.n > 0) return;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+/**
+ * Expects `beside` answered (200) within `ms`: in the tests of spare lanes (db/batcher.ts), while
+ * the row a stalled batch waits on is still held.
+ */
+export async function answeredWithin(beside: Promise<{ status: number }>, ms: number): Promise<void> {
+  const first = await Promise.race([beside.then(() => 'beside' as const), new Promise((r) => setTimeout(r, ms, 'timeout'))]);
+  expect(first).toBe('beside');
+  expect((await beside).status).toBe(200);
 }

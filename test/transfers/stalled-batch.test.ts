@@ -1,7 +1,6 @@
-import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clientFor, startTestApp, type Client, type TestApp } from '../harness.js';
-import { holdBalanceRow } from '../row-locks.js';
+import { answeredWithin, holdBalanceRow, waitingOnALock } from '../row-locks.js';
 
 /**
  * One stalled batch must not hold every transfer behind it (docs/money-path.md, "Gathering").
@@ -33,23 +32,6 @@ const transfer = (from: string, to: string) =>
 /** A new NGN account of the business; its id. */
 const open = async (label: string) => (await api.post('/v1/accounts', { currency: 'NGN', label })).body.data.id as string;
 
-/** Until a backend of this database waits on a lock (the first transfer's batch, on the held row). */
-async function waitingOnALock() {
-  for (;;) {
-    const { rows } = await sql<{ n: number }>`
-      select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`.execute(t.db);
-    if (rows[0]!.n > 0) return;
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
-
-/** Expects `beside` answered (200) within `ms`: in these tests, while the held row is still held. */
-async function answeredWithin(beside: ReturnType<typeof transfer>, ms: number) {
-  const first = await Promise.race([beside.then(() => 'beside' as const), new Promise((r) => setTimeout(r, ms, 'timeout'))]);
-  expect(first).toBe('beside');
-  expect((await beside).status).toBe(200);
-}
-
 describe.skipIf(!onPostgres)('a stalled batch and the transfers behind it', () => {
   it('a transfer between other accounts goes through while a batch waits on a row', async () => {
     const [held, a, b, c] = [await open('held'), await open('a'), await open('b'), await open('c')];
@@ -61,7 +43,7 @@ describe.skipIf(!onPostgres)('a stalled batch and the transfers behind it', () =
       const stalled = transfer(held, a);
       let stalledDone = false;
       void stalled.then(() => (stalledDone = true));
-      await waitingOnALock();
+      await waitingOnALock(t.db);
       const beside = transfer(b, c);
       // Without the spare lane, the second transfer waited behind the first until the row was
       // let go: it would still be waiting when this race ends.
@@ -87,7 +69,7 @@ describe.skipIf(!onPostgres)('a stalled batch and the transfers behind it', () =
     const release = await holdBalanceRow(t.db, held);
     try {
       const stalled = transfer(held, locked);
-      await waitingOnALock();
+      await waitingOnALock(t.db);
       const onLocked = transfer(locked, c);
       let onLockedDone = false;
       void onLocked.then(() => (onLockedDone = true));
