@@ -76,6 +76,18 @@ export function takesBatchPath(ctx: RequestContext, body: CreateOrderBody): bool
   }
 }
 
+/**
+ * The rows an order's batch locks that its request names, for the batcher (db/batcher.ts
+ * `touches`): its quote, its accounts, and its business's fx_position account in each currency of
+ * its pair, which every order of the business in that currency moves. A quoted order's pair is
+ * the quote's, so its positions go unnamed: a hint, and the database's locks still decide.
+ */
+export function rowsNamed({ ctx, body }: OrderRequest): string[] {
+  const ids = [body.quote_id, body.source_id, body.destination_id].filter((id) => id !== undefined);
+  const positions = body.pair ? [body.pair.base, body.pair.quote].map((currency) => `${scopeKey(ctx)}:fx_position:${currency}`) : [];
+  return [...ids, ...positions];
+}
+
 /** An order whose terms and accounts are known. */
 interface Staged {
   i: number;

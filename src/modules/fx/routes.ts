@@ -6,7 +6,7 @@ import { routes } from '../../http/route.js';
 import { pageSchema, PageQuery } from '../../db/pagination.js';
 import { gathered, type BatchedIdempotency } from '../../http/idempotency-batch.js';
 import type { KeyedBatch } from '../../db/pipeline.js';
-import { orderBatch, planFirstLocks, takesBatchPath, type OrderRequest } from './batch.js';
+import { orderBatch, planFirstLocks, rowsNamed, takesBatchPath, type OrderRequest } from './batch.js';
 import * as orders from './orders.js';
 import {
   CreateOrderBody,
@@ -33,10 +33,16 @@ export function fxRoutes(deps: Deps): FastifyPluginAsyncZod {
   // concurrent orders share one transaction, each with its own idempotency record and outcome.
   // The same operation name as the lone path, so a key means the same request on either.
   // The claim, with the first reads and locks when known ahead (docs/money-path.md), the orders, the answers.
-  const batched = gathered(deps, 'fx.orders.create', 'fx_orders', async (batch: KeyedBatch<OrderRequest, OrderResponse>) => {
-    const { claimed, first } = await batch.claim(planFirstLocks(batch.trx, batch.inputs));
-    batch.answer(claimed.length > 0 ? await orderBatch(batch.trx, claimed, batch.writes, first) : []);
-  });
+  const batched = gathered(
+    deps,
+    'fx.orders.create',
+    'fx_orders',
+    async (batch: KeyedBatch<OrderRequest, OrderResponse>) => {
+      const { claimed, first } = await batch.claim(planFirstLocks(batch.trx, batch.inputs));
+      batch.answer(claimed.length > 0 ? await orderBatch(batch.trx, claimed, batch.writes, first) : []);
+    },
+    rowsNamed,
+  );
   return async (app) => {
     const r = routes(app, tags);
     const sim = routes(app, ['Simulations']);
