@@ -61,6 +61,7 @@ export function cardRoutes(deps: Deps): FastifyPluginAsyncZod {
       const { claimed, first } = await batch.claim(withdrawing.planWithdrawalReads(batch.trx, batch.inputs));
       batch.answer(claimed.length > 0 ? await withdrawing.withdrawCards(batch.trx, claimed, batch.writes, first) : []);
     },
+    withdrawing.rowsNamed,
   );
   return async (app) => {
     const r = routes(app, tags);
