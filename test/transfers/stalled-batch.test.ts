@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { cardholder } from '../card-helpers.js';
 import { clientFor, startTestApp, type Client, type TestApp } from '../harness.js';
 import { answeredWithin, holdBalanceRow, waitingOnALock } from '../row-locks.js';
 
@@ -26,6 +27,14 @@ const transfer = (from: string, to: string) =>
   api.post('/v1/transfers', {
     source: { source_type: 'internal_account', id: from },
     destination: { destination_type: 'internal_account', id: to },
+    amount: '1.00',
+  });
+
+/** Funds a card from an account of its holder. */
+const fundCard = (from: string, card: string) =>
+  api.post('/v1/transfers', {
+    source: { source_type: 'internal_account', id: from },
+    destination: { destination_type: 'card', id: card },
     amount: '1.00',
   });
 
@@ -88,5 +97,49 @@ describe.skipIf(!onPostgres)('a stalled batch and the transfers behind it', () =
     expect((await api.get(`/v1/accounts/${locked}`)).body.data.balance).toBe('0.00');
     expect((await api.get(`/v1/accounts/${c}`)).body.data.balance).toBe('1.00');
     expect((await api.get(`/v1/accounts/${d}`)).body.data.balance).toBe('1.00');
+  });
+  // The fault: a card funding named only its source account, so the spare lane took a funding of
+  // a card whose balance row the stalled batch had locked, waited there, and held every
+  // transfer behind it.
+  it('the spare lane leaves out a funding of a card the stalled batch holds, and takes the one behind it', async () => {
+    const customer = await cardholder(api, { physical: true });
+    const usd = async (label: string) =>
+      (await api.post('/v1/accounts', { currency: 'USD', label, customer_id: customer })).body.data.id as string;
+    const own = await usd('own');
+    expect((await api.post(`/v1/simulations/accounts/${own}/fund`, { amount: '10.00' })).status).toBe(200);
+    const created = await api.post('/v1/cards', {
+      customer_id: customer,
+      card_type: 'virtual',
+      card_limit: 10000,
+      name_on_card: 'John Doe',
+    });
+    expect(created.status, created.text).toBe(200);
+    const card = created.body.data.card.id as string;
+    // Ids grow with time: the stalled batch locks the card's balance row (the lower id) before it waits on `held`'s.
+    const held = await usd('held');
+    expect((await api.post(`/v1/simulations/accounts/${held}/fund`, { amount: '10.00' })).status).toBe(200);
+    const [b, c] = [await open('b'), await open('c')];
+    expect((await api.post(`/v1/simulations/accounts/${b}/fund`, { amount: '10.00' })).status).toBe(200);
+
+    const release = await holdBalanceRow(t.db, held);
+    try {
+      const stalled = fundCard(held, card);
+      await waitingOnALock(t.db);
+      const onCard = fundCard(own, card);
+      let onCardDone = false;
+      void onCard.then(() => (onCardDone = true));
+      // Long past the stall: without the fix the spare lane has taken `onCard` by now, and waits on the card.
+      await new Promise((r) => setTimeout(r, 200));
+      await answeredWithin(transfer(b, c), 5_000);
+      expect(onCardDone).toBe(false);
+      await release();
+      expect((await stalled).status).toBe(200);
+      expect((await onCard).status).toBe(200);
+    } finally {
+      await release();
+    }
+    expect((await api.get(`/v1/cards/${card}/balance`)).body.data.balance).toBe('2.00');
+    expect((await api.get(`/v1/accounts/${own}`)).body.data.balance).toBe('9.00');
+    expect((await api.get(`/v1/accounts/${c}`)).body.data.balance).toBe('1.00');
   });
 });

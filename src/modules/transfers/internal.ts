@@ -54,6 +54,13 @@ export const accountsNamed = (body: CreateTransferBody): string[] =>
     ? [body.source.id, body.destination.id]
     : [body.source.id];
 
+/**
+ * The rows a request's batch locks that the request names, for the batcher (db/batcher.ts
+ * `touches`): the accounts it share-locks and, for a card funding, the card's balance row.
+ */
+export const rowsNamed = (body: CreateTransferBody): string[] =>
+  body.destination.destination_type === 'card' && body.destination.id ? [...accountsNamed(body), body.destination.id] : accountsNamed(body);
+
 /** The request's source account among the batch's share-locked rows (404 when it is not one of the business's). */
 export function lockedSource(body: CreateTransferBody, locked: Map<string, accounts.AccountRow>): accounts.AccountRow {
   const source = locked.get(body.source.id);

@@ -4,7 +4,7 @@ import type { RequestContext, Scope } from '../../core/context.js';
 import { AppError, notFound, validationError, type ItemOutcome } from '../../core/errors.js';
 import { withExtra, type Page, type PageExtra } from '../../db/pagination.js';
 import { answer, movementBatch } from './pipeline.js';
-import { accountsNamed, takesBatchPath, type MovementRequest } from './internal.js';
+import { rowsNamed, takesBatchPath, type MovementRequest } from './internal.js';
 import type { PayoutOptions } from './payout-rules.js';
 import { toTransferResponse } from './format.js';
 import * as repo from './repo.js';
@@ -72,7 +72,7 @@ async function alone(trx: Trx, req: MovementRequest): Promise<TransferRow> {
   return outcome!.row;
 }
 
-export { accountsNamed, takesBatchPath, type MovementRequest };
+export { rowsNamed, takesBatchPath, type MovementRequest };
 export { movementPipeline } from './pipeline.js';
 
 /** Movements as one batch in `trx`, outside a gathered batch: one answer per request, in order. */
