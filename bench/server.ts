@@ -75,7 +75,7 @@ export interface Server {
  */
 export async function startBuild(spec: string, dbUrl: string, poolSize: number): Promise<{ name: string; server: Server }> {
   const [dir, ...settings] = spec.slice(spec.indexOf('=') + 1).split(':');
-  const env = Object.fromEntries(settings.map((s) => s.split('=') as [string, string]));
+  const env = Object.fromEntries(settings.map((s) => [s.slice(0, s.indexOf('=')), s.slice(s.indexOf('=') + 1)]));
   return { name: spec.split('=')[0]!, server: await startServer({ root: resolve(dir!), dbUrl, poolSize, env }) };
 }
 
