@@ -367,6 +367,14 @@ export async function simulateCollections(
 }
 
 /**
+ * The rows a collection's batch locks that its request names, for the batcher (db/batcher.ts
+ * `touches`): the collection, and its business's rows that every completion moves (the settlement
+ * and fee accounts, found only once the collection is read, so named for the business as a
+ * whole). Beside a running batch, a spare lane then takes other businesses' collections.
+ */
+export const collectionRowsNamed = (ctx: Scope, id: string): string[] => [id, `${scopeKey(ctx)}:collections`];
+
+/**
  * The collections' lock of a batch of one sandbox business's simulations, as a statement the
  * caller sends right behind the idempotency claim (http/idempotency-batch.ts), and how to read its
  * rows (simulateCollections' `locked`); undefined for any other batch, which simulateCollections

@@ -21,6 +21,7 @@ import {
   SavedCardParams,
   SavedCardResponse,
 } from './schema.js';
+import { collectionRowsNamed } from './lifecycle.js';
 import * as service from './service.js';
 
 const tags = ['Collections'];
@@ -45,6 +46,7 @@ export function collectionRoutes(deps: Deps): FastifyPluginAsyncZod {
       const { claimed, first } = await batch.claim(cards.planChargeReads(batch.trx, batch.inputs));
       batch.answer(claimed.length > 0 ? await cards.chargeCards(batch.trx, claimed, batch.writes, first) : []);
     },
+    (req) => collectionRowsNamed(req.ctx, req.body.payment_intent_id),
   );
   return async (app) => {
     const r = routes(app, tags);

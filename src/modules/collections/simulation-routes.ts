@@ -4,7 +4,13 @@ import type { Deps } from '../../http/deps.js';
 import { routes } from '../../http/route.js';
 import { UuidParam } from '../../lib/validators.js';
 import { simulateCardToken } from './cards.js';
-import { planSimulationLocks, simulateCollections, type SimulationAction, type SimulationRequest } from './lifecycle.js';
+import {
+  collectionRowsNamed,
+  planSimulationLocks,
+  simulateCollections,
+  type SimulationAction,
+  type SimulationRequest,
+} from './lifecycle.js';
 import type { KeyedBatch } from '../../db/pipeline.js';
 import { gathered } from '../../http/idempotency-batch.js';
 import { collectionDeps } from './routes.js';
@@ -26,6 +32,7 @@ function simulationGatherer(deps: Deps, action: SimulationAction) {
       const { claimed, first } = await batch.claim(planSimulationLocks(batch.trx, batch.inputs));
       batch.answer(claimed.length > 0 ? await simulateCollections(batch.trx, claimed, batch.writes, first) : []);
     },
+    (req) => collectionRowsNamed(req.ctx, req.id),
   );
 }
 
