@@ -1,6 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cardholder } from '../card-helpers.js';
-import { clientFor, startTestApp, type Client, type TestApp } from '../harness.js';
+import { verifyDuePayees } from '../../src/modules/external-accounts/service.js';
+import { gtbPayee, nubans, payoutBody } from '../payout-fixtures.js';
+import { approveKyc } from '../kyc-helpers.js';
+import { clientFor, johnDoe, startTestApp, type Client, type TestApp } from '../harness.js';
 import { answeredWithin, holdBalanceRow, waitingOnALock } from '../row-locks.js';
 
 /**
@@ -17,7 +20,7 @@ let t: TestApp;
 let api: Client;
 beforeAll(async () => {
   if (!onPostgres) return;
-  t = await startTestApp({ TRANSFER_BATCH_LANES: 1, TRANSFER_BATCH_SPARE_LANES: 1, TRANSFER_BATCH_STALL_MS: 10 });
+  t = await startTestApp({ TRANSFER_BATCH_LANES: 1, TRANSFER_BATCH_SPARE_LANES: 1, TRANSFER_BATCH_STALL_MS: 10, SANDBOX_RAIL_DELAY_MS: 0 });
   const tenant = await t.tenant('Stalled batch');
   api = clientFor(t, tenant.sandbox.secret_key);
 });
@@ -140,6 +143,54 @@ describe.skipIf(!onPostgres)('a stalled batch and the transfers behind it', () =
     }
     expect((await api.get(`/v1/cards/${card}/balance`)).body.data.balance).toBe('2.00');
     expect((await api.get(`/v1/accounts/${own}`)).body.data.balance).toBe('9.00');
+    expect((await api.get(`/v1/accounts/${c}`)).body.data.balance).toBe('1.00');
+  });
+  // The fault: a payout named only its source account, so the spare lane took a payout of the
+  // stalled batch's business, which waited on the settlement account's balance row that every
+  // payout of the business in that currency credits, and held every transfer behind it.
+  it("the spare lane leaves out a payout of the stalled batch's business, and takes the transfer behind it", async () => {
+    const customer = (await api.post('/v1/customers', johnDoe())).body.data.id as string;
+    await approveKyc(api, customer);
+    const registered = await api.post('/v1/external-accounts', gtbPayee(customer, nubans(700000)()));
+    expect(registered.status, registered.text).toBe(202);
+    await verifyDuePayees(t.db, t.unitOfWork, { SANDBOX_RAIL_DELAY_MS: 0 });
+    const payee = registered.body.data.id as string;
+    const ngn = async (label: string) => {
+      const id = (await api.post('/v1/accounts', { currency: 'NGN', label, customer_id: customer })).body.data.id as string;
+      expect((await api.post(`/v1/simulations/accounts/${id}/fund`, { amount: '1000.00' })).status).toBe(200);
+      return id;
+    };
+    const pay = (from: string) => api.post('/v1/transfers', payoutBody(from, payee, '100.00', { customer_id: customer }));
+    const other = await ngn('other');
+    // A first payout creates the business's NGN settlement account.
+    const first = await pay(other);
+    expect(first.status, first.text).toBe(200);
+    // Ids grow with time: the stalled batch locks the settlement account's balance row (the lower id) before it waits on `held`'s.
+    const held = await ngn('held');
+    const [b, c] = [await open('b'), await open('c')];
+    expect((await api.post(`/v1/simulations/accounts/${b}/fund`, { amount: '10.00' })).status).toBe(200);
+
+    const release = await holdBalanceRow(t.db, held);
+    try {
+      const stalled = pay(held);
+      await waitingOnALock(t.db);
+      const behind = pay(other);
+      let behindDone = false;
+      void behind.then(() => (behindDone = true));
+      // Long past the stall: without the fix the spare lane has taken `behind` by now, and waits on the settlement account.
+      await new Promise((r) => setTimeout(r, 200));
+      await answeredWithin(transfer(b, c), 5_000);
+      expect(behindDone).toBe(false);
+      await release();
+      expect((await stalled).status).toBe(200);
+      expect((await behind).status).toBe(200);
+    } finally {
+      await release();
+    }
+    // Each payout held its 100.00 and its fee once: `other` twice, `held` once, from 1,000.00 each.
+    const available = async (id: string) =>
+      BigInt(((await api.get(`/v1/accounts/${id}`)).body.data.available_balance as string).replace('.', ''));
+    expect(2n * (await available(held)) - (await available(other))).toBe(100000n);
     expect((await api.get(`/v1/accounts/${c}`)).body.data.balance).toBe('1.00');
   });
 });

@@ -1,6 +1,6 @@
 import type { Config } from '../../config.js';
 import type { Trx } from '../../db/client.js';
-import type { RequestContext } from '../../core/context.js';
+import { scopeKey, type RequestContext } from '../../core/context.js';
 import { notFound, validationError } from '../../core/errors.js';
 import { parseAmount } from '../../lib/money.js';
 import type * as ledger from '../../ledger/index.js';
@@ -56,10 +56,16 @@ export const accountsNamed = (body: CreateTransferBody): string[] =>
 
 /**
  * The rows a request's batch locks that the request names, for the batcher (db/batcher.ts
- * `touches`): the accounts it share-locks and, for a card funding, the card's balance row.
+ * `touches`): the accounts it share-locks; for a card funding, the card's balance row; for a
+ * payout, its business's payouts as a whole (each credits the business's settlement or
+ * fx_position account in its currency, found only later).
  */
-export const rowsNamed = (body: CreateTransferBody): string[] =>
-  body.destination.destination_type === 'card' && body.destination.id ? [...accountsNamed(body), body.destination.id] : accountsNamed(body);
+export function rowsNamed({ ctx, body }: Pick<MovementRequest, 'ctx' | 'body'>): string[] {
+  const { destination } = body;
+  if (destination.destination_type === 'card' && destination.id) return [...accountsNamed(body), destination.id];
+  if (destination.destination_type === 'external_account') return [...accountsNamed(body), `${scopeKey(ctx)}:payouts`];
+  return accountsNamed(body);
+}
 
 /** The request's source account among the batch's share-locked rows (404 when it is not one of the business's). */
 export function lockedSource(body: CreateTransferBody, locked: Map<string, accounts.AccountRow>): accounts.AccountRow {

@@ -26,7 +26,7 @@ export function transferRoutes(deps: Deps): FastifyPluginAsyncZod {
   // the batch path (docs/money-path.md): concurrent requests share one transaction and a handful
   // of multi-row statements, each still all-or-nothing with its own idempotency record.
   // A batch started beside a stalled one leaves out the requests on its accounts (db/batcher.ts).
-  const movements = gathered(deps, 'transfers.create', 'transfers', service.movementPipeline, (req) => service.rowsNamed(req.body));
+  const movements = gathered(deps, 'transfers.create', 'transfers', service.movementPipeline, service.rowsNamed);
   const create = (req: FastifyRequest<{ Body: CreateTransferBody }>, reply: FastifyReply) =>
     service.takesBatchPath(req.body)
       ? movements.run(req, reply, { ctx: req.ctx, config: deps.config, body: req.body })
