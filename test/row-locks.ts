@@ -57,3 +57,35 @@ export async function answeredWithin(beside: Promise<{ status: number }>, ms: nu
   expect(first).toBe('beside');
   expect((await beside).status).toBe(200);
 }
+
+/**
+ * A spare lane beside a stalled batch (db/batcher.ts): with `held`'s balance row held, sends
+ * `stalled` (its batch waits on that row, holding the rows it locked before it), then `behind`
+ * (it names one of those rows), then, long past the stall, `beside` (it names none of them).
+ * `beside` must be answered while the row is still held, `behind` must not; once the row is let
+ * go, `stalled` and `behind` are answered (200). Their answers, for the caller's balance checks.
+ */
+export async function besideAStalledBatch<R extends { status: number; text?: string }>(
+  db: Db,
+  held: string,
+  send: { stalled: () => Promise<R>; behind: () => Promise<R>; beside: () => Promise<R> },
+): Promise<{ stalled: R; behind: R }> {
+  const release = await holdBalanceRow(db, held);
+  try {
+    const stalled = send.stalled();
+    await waitingOnALock(db);
+    const behind = send.behind();
+    let behindDone = false;
+    void behind.then(() => (behindDone = true));
+    // Long past the stall: a spare lane taking the queue in arrival order has taken `behind` by now.
+    await new Promise((r) => setTimeout(r, 200));
+    await answeredWithin(send.beside(), 5_000);
+    expect(behindDone).toBe(false);
+    await release();
+    const answers = { stalled: await stalled, behind: await behind };
+    for (const res of Object.values(answers)) expect(res.status, res.text).toBe(200);
+    return answers;
+  } finally {
+    await release();
+  }
+}

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cardholder } from '../card-helpers.js';
 import { sandboxBusiness, startTestApp, type Client, type TestApp } from '../harness.js';
-import { answeredWithin, holdBalanceRow, waitingOnALock } from '../row-locks.js';
+import { besideAStalledBatch } from '../row-locks.js';
 
 /**
  * Card withdrawals share batches as transfers do, and so a batch's spare lane (db/batcher.ts):
@@ -48,23 +48,11 @@ describe.skipIf(!onPostgres)('a stalled batch of card withdrawals and the withdr
     // Ids grow with time: the stalled batch locks the card's balance row (the lower id) before it waits on `held`'s.
     const held = (await api.post('/v1/accounts', { currency: 'USD', label: 'Held', customer_id: mine.customer })).body.data.id as string;
 
-    const release = await holdBalanceRow(t.db, held);
-    try {
-      const stalled = withdraw(mine.card, held);
-      await waitingOnALock(t.db);
-      const onLocked = withdraw(mine.card, mine.account);
-      let onLockedDone = false;
-      void onLocked.then(() => (onLockedDone = true));
-      // Long past the stall: without the fix the spare lane has taken `onLocked` by now, and waits on the card.
-      await new Promise((r) => setTimeout(r, 200));
-      await answeredWithin(withdraw(other.card, other.account), 5_000);
-      expect(onLockedDone).toBe(false);
-      await release();
-      expect((await stalled).status).toBe(200);
-      expect((await onLocked).status).toBe(200);
-    } finally {
-      await release();
-    }
+    await besideAStalledBatch(t.db, held, {
+      stalled: () => withdraw(mine.card, held),
+      behind: () => withdraw(mine.card, mine.account),
+      beside: () => withdraw(other.card, other.account),
+    });
     expect(await balanceOf(`/v1/cards/${mine.card}/balance`)).toBe('98.00');
     expect(await balanceOf(`/v1/accounts/${held}`)).toBe('1.00');
     expect(await balanceOf(`/v1/accounts/${mine.account}`)).toBe('901.00');

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { johnDoe, sandboxBusiness, startTestApp, type Client, type TestApp } from '../harness.js';
-import { answeredWithin, holdBalanceRow, waitingOnALock } from '../row-locks.js';
+import { besideAStalledBatch } from '../row-locks.js';
 
 /**
  * Collection simulations share batches as transfers do, and so a batch's spare lane
@@ -58,23 +58,11 @@ describe.skipIf(!onPostgres)('a stalled batch of collection completions and the 
     const held = await a.account();
     const [stalledOne, sameBusiness, otherBusiness] = [await a.collection(held), await a.collection(open), await b.collection(theirs)];
 
-    const release = await holdBalanceRow(t.db, held);
-    try {
-      const stalled = complete(a.api, stalledOne);
-      await waitingOnALock(t.db);
-      const behind = complete(a.api, sameBusiness);
-      let behindDone = false;
-      void behind.then(() => (behindDone = true));
-      // Long past the stall: without the fix the spare lane has taken `behind` by now, and waits on the settlement account.
-      await new Promise((r) => setTimeout(r, 200));
-      await answeredWithin(complete(b.api, otherBusiness), 5_000);
-      expect(behindDone).toBe(false);
-      await release();
-      expect((await stalled).status).toBe(200);
-      expect((await behind).status).toBe(200);
-    } finally {
-      await release();
-    }
+    await besideAStalledBatch(t.db, held, {
+      stalled: () => complete(a.api, stalledOne),
+      behind: () => complete(a.api, sameBusiness),
+      beside: () => complete(b.api, otherBusiness),
+    });
     // Each completion ran once: 10.00 less its fee into `held`, two into `open` as into `theirs`.
     const fee = (await a.api.get(`/v1/collections/${stalledOne}`)).body.data.fee as string;
     expect(cents(await balance(a.api, held))).toBe(1000n - cents(fee));

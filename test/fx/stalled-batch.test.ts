@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clientFor, startTestApp, type Client, type TestApp } from '../harness.js';
-import { answeredWithin, holdBalanceRow, waitingOnALock } from '../row-locks.js';
+import { besideAStalledBatch } from '../row-locks.js';
 
 /**
  * FX market orders share batches as transfers do, and so a batch's spare lane (db/batcher.ts):
@@ -68,29 +68,16 @@ describe.skipIf(!onPostgres)('a stalled batch of FX orders and the orders behind
     expect(warmUp.status).toBe(200);
     expect((await sellNaira(second, theirNaira, theirDollars)).status).toBe(200);
 
-    const release = await holdBalanceRow(t.db, held);
-    try {
-      const stalled = sellNaira(first, held, locked);
-      await waitingOnALock(t.db);
-      const onLocked = sellDollar(first, locked, naira);
-      let onLockedDone = false;
-      void onLocked.then(() => (onLockedDone = true));
-      // Long past the stall: without the fix the spare lane has taken `onLocked` by now, and waits on `locked`.
-      await new Promise((r) => setTimeout(r, 200));
-      const beside = sellNaira(second, theirNaira, theirDollars);
-      await answeredWithin(beside, 5_000);
-      expect(onLockedDone).toBe(false);
-      await release();
-      expect((await stalled).status).toBe(200);
-      expect((await onLocked).status).toBe(200);
-      // Every order ran once: `locked` holds what the two sales converted into it, less the 1.00
-      // sold from it, and `naira` what that sale converted.
-      const converted = async (res: typeof warmUp | Promise<typeof warmUp>) => cents((await res).body.data.converted_amount as string);
-      const balance = async (id: string) => cents((await first.get(`/v1/accounts/${id}`)).body.data.balance as string);
-      expect(await balance(locked)).toBe(1000n + (await converted(warmUp)) + (await converted(stalled)) - 100n);
-      expect(await balance(naira)).toBe(await converted(onLocked));
-    } finally {
-      await release();
-    }
+    const { stalled, behind } = await besideAStalledBatch(t.db, held, {
+      stalled: () => sellNaira(first, held, locked),
+      behind: () => sellDollar(first, locked, naira),
+      beside: () => sellNaira(second, theirNaira, theirDollars),
+    });
+    // Every order ran once: `locked` holds what the two sales converted into it, less the 1.00
+    // sold from it, and `naira` what that sale converted.
+    const converted = (res: typeof warmUp) => cents(res.body.data.converted_amount as string);
+    const balance = async (id: string) => cents((await first.get(`/v1/accounts/${id}`)).body.data.balance as string);
+    expect(await balance(locked)).toBe(1000n + converted(warmUp) + converted(stalled) - 100n);
+    expect(await balance(naira)).toBe(converted(behind));
   });
 });

@@ -4,7 +4,7 @@ import { verifyDuePayees } from '../../src/modules/external-accounts/service.js'
 import { gtbPayee, nubans, payoutBody } from '../payout-fixtures.js';
 import { approveKyc } from '../kyc-helpers.js';
 import { clientFor, johnDoe, startTestApp, type Client, type TestApp } from '../harness.js';
-import { answeredWithin, holdBalanceRow, waitingOnALock } from '../row-locks.js';
+import { answeredWithin, besideAStalledBatch, holdBalanceRow, waitingOnALock } from '../row-locks.js';
 
 /**
  * One stalled batch must not hold every transfer behind it (docs/money-path.md, "Gathering").
@@ -78,24 +78,11 @@ describe.skipIf(!onPostgres)('a stalled batch and the transfers behind it', () =
     const [locked, held, b, c, d] = [await open('locked'), await open('held'), await open('b'), await open('c'), await open('d')];
     for (const id of [held, b]) expect((await api.post(`/v1/simulations/accounts/${id}/fund`, { amount: '10.00' })).status).toBe(200);
 
-    const release = await holdBalanceRow(t.db, held);
-    try {
-      const stalled = transfer(held, locked);
-      await waitingOnALock(t.db);
-      const onLocked = transfer(locked, c);
-      let onLockedDone = false;
-      void onLocked.then(() => (onLockedDone = true));
-      // Long past the stall: before the fix the spare lane had taken `onLocked` by now.
-      await new Promise((r) => setTimeout(r, 200));
-      const beside = transfer(b, d);
-      await answeredWithin(beside, 5_000);
-      expect(onLockedDone).toBe(false);
-      await release();
-      expect((await stalled).status).toBe(200);
-      expect((await onLocked).status).toBe(200);
-    } finally {
-      await release();
-    }
+    await besideAStalledBatch(t.db, held, {
+      stalled: () => transfer(held, locked),
+      behind: () => transfer(locked, c),
+      beside: () => transfer(b, d),
+    });
     // In arrival order on `locked`, which starts empty: 1.00 in from `held`, then 1.00 out to c.
     expect((await api.get(`/v1/accounts/${locked}`)).body.data.balance).toBe('0.00');
     expect((await api.get(`/v1/accounts/${c}`)).body.data.balance).toBe('1.00');
@@ -124,23 +111,11 @@ describe.skipIf(!onPostgres)('a stalled batch and the transfers behind it', () =
     const [b, c] = [await open('b'), await open('c')];
     expect((await api.post(`/v1/simulations/accounts/${b}/fund`, { amount: '10.00' })).status).toBe(200);
 
-    const release = await holdBalanceRow(t.db, held);
-    try {
-      const stalled = fundCard(held, card);
-      await waitingOnALock(t.db);
-      const onCard = fundCard(own, card);
-      let onCardDone = false;
-      void onCard.then(() => (onCardDone = true));
-      // Long past the stall: without the fix the spare lane has taken `onCard` by now, and waits on the card.
-      await new Promise((r) => setTimeout(r, 200));
-      await answeredWithin(transfer(b, c), 5_000);
-      expect(onCardDone).toBe(false);
-      await release();
-      expect((await stalled).status).toBe(200);
-      expect((await onCard).status).toBe(200);
-    } finally {
-      await release();
-    }
+    await besideAStalledBatch(t.db, held, {
+      stalled: () => fundCard(held, card),
+      behind: () => fundCard(own, card),
+      beside: () => transfer(b, c),
+    });
     expect((await api.get(`/v1/cards/${card}/balance`)).body.data.balance).toBe('2.00');
     expect((await api.get(`/v1/accounts/${own}`)).body.data.balance).toBe('9.00');
     expect((await api.get(`/v1/accounts/${c}`)).body.data.balance).toBe('1.00');
@@ -170,23 +145,7 @@ describe.skipIf(!onPostgres)('a stalled batch and the transfers behind it', () =
     const [b, c] = [await open('b'), await open('c')];
     expect((await api.post(`/v1/simulations/accounts/${b}/fund`, { amount: '10.00' })).status).toBe(200);
 
-    const release = await holdBalanceRow(t.db, held);
-    try {
-      const stalled = pay(held);
-      await waitingOnALock(t.db);
-      const behind = pay(other);
-      let behindDone = false;
-      void behind.then(() => (behindDone = true));
-      // Long past the stall: without the fix the spare lane has taken `behind` by now, and waits on the settlement account.
-      await new Promise((r) => setTimeout(r, 200));
-      await answeredWithin(transfer(b, c), 5_000);
-      expect(behindDone).toBe(false);
-      await release();
-      expect((await stalled).status).toBe(200);
-      expect((await behind).status).toBe(200);
-    } finally {
-      await release();
-    }
+    await besideAStalledBatch(t.db, held, { stalled: () => pay(held), behind: () => pay(other), beside: () => transfer(b, c) });
     // Each payout held its 100.00 and its fee once: `other` twice, `held` once, from 1,000.00 each.
     const available = async (id: string) =>
       BigInt(((await api.get(`/v1/accounts/${id}`)).body.data.available_balance as string).replace('.', ''));
