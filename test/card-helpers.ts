@@ -18,3 +18,10 @@ export async function cardholder(api: Client, options: { physical?: boolean; ove
   }
   return id;
 }
+
+/** A new virtual card of a cardholder (limit 10,000), funded with nothing yet; its id. */
+export async function virtualCard(api: Client, customer: string): Promise<string> {
+  const res = await api.post('/v1/cards', { customer_id: customer, card_type: 'virtual', card_limit: 10000, name_on_card: 'John Doe' });
+  if (res.status !== 200) throw new Error(`card: ${res.text}`);
+  return res.body.data.card.id as string;
+}

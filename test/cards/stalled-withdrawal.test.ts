@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cardholder } from '../card-helpers.js';
+import { cardholder, virtualCard } from '../card-helpers.js';
 import { sandboxBusiness, startTestApp, type Client, type TestApp } from '../harness.js';
 import { besideAStalledBatch } from '../row-locks.js';
 
@@ -26,9 +26,7 @@ async function cardWithAccount() {
   const customer = await cardholder(api, { physical: true });
   const account = (await api.post('/v1/accounts', { currency: 'USD', label: 'Main', customer_id: customer })).body.data.id as string;
   expect((await api.post(`/v1/simulations/accounts/${account}/fund`, { amount: '1000.00' })).status).toBe(200);
-  const created = await api.post('/v1/cards', { customer_id: customer, card_type: 'virtual', card_limit: 10000, name_on_card: 'John Doe' });
-  expect(created.status, created.text).toBe(200);
-  const card = created.body.data.card.id as string;
+  const card = await virtualCard(api, customer);
   const funded = await api.post('/v1/transfers', {
     source: { source_type: 'internal_account', id: account },
     destination: { destination_type: 'card', id: card },

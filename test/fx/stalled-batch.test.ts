@@ -31,27 +31,18 @@ async function open(api: Client, currency: string, amount?: string) {
   return id;
 }
 
-/** Sells 1,500.00 NGN for USD (1.00 at the simulated rate): from an NGN account into a USD one. */
-const sellNaira = (api: Client, from: string, to: string) =>
+/** A market sale of `amount` of `base` for the pair's other currency (NGN/USD at the simulated rate). */
+const sell = (api: Client, base: 'NGN' | 'USD', amount: string, from: string, to: string) =>
   api.post('/v1/fx/orders', {
     order_type: 'market',
     side: 'sell',
-    pair: { base: 'NGN', quote: 'USD' },
-    amount: '1500.00',
+    pair: { base, quote: base === 'NGN' ? 'USD' : 'NGN' },
+    amount,
     source_id: from,
     destination_id: to,
   });
-
-/** Sells 1.00 USD for NGN: from a USD account into an NGN one. */
-const sellDollar = (api: Client, from: string, to: string) =>
-  api.post('/v1/fx/orders', {
-    order_type: 'market',
-    side: 'sell',
-    pair: { base: 'USD', quote: 'NGN' },
-    amount: '1.00',
-    source_id: from,
-    destination_id: to,
-  });
+/** Sells 1,500.00 NGN for USD (1.00 at the simulated rate, less the spread): from an NGN account into a USD one. */
+const sellNaira = (api: Client, from: string, to: string) => sell(api, 'NGN', '1500.00', from, to);
 
 /** An amount of a currency with two decimals, in minor units. */
 const cents = (amount: string) => BigInt(amount.replace('.', ''));
@@ -70,7 +61,7 @@ describe.skipIf(!onPostgres)('a stalled batch of FX orders and the orders behind
 
     const { stalled, behind } = await besideAStalledBatch(t.db, held, {
       stalled: () => sellNaira(first, held, locked),
-      behind: () => sellDollar(first, locked, naira),
+      behind: () => sell(first, 'USD', '1.00', locked, naira),
       beside: () => sellNaira(second, theirNaira, theirDollars),
     });
     // Every order ran once: `locked` holds what the two sales converted into it, less the 1.00

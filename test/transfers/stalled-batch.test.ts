@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cardholder } from '../card-helpers.js';
+import { cardholder, virtualCard } from '../card-helpers.js';
 import { verifyDuePayees } from '../../src/modules/external-accounts/service.js';
 import { gtbPayee, nubans, payoutBody } from '../payout-fixtures.js';
 import { approveKyc } from '../kyc-helpers.js';
@@ -97,14 +97,7 @@ describe.skipIf(!onPostgres)('a stalled batch and the transfers behind it', () =
       (await api.post('/v1/accounts', { currency: 'USD', label, customer_id: customer })).body.data.id as string;
     const own = await usd('own');
     expect((await api.post(`/v1/simulations/accounts/${own}/fund`, { amount: '10.00' })).status).toBe(200);
-    const created = await api.post('/v1/cards', {
-      customer_id: customer,
-      card_type: 'virtual',
-      card_limit: 10000,
-      name_on_card: 'John Doe',
-    });
-    expect(created.status, created.text).toBe(200);
-    const card = created.body.data.card.id as string;
+    const card = await virtualCard(api, customer);
     // Ids grow with time: the stalled batch locks the card's balance row (the lower id) before it waits on `held`'s.
     const held = await usd('held');
     expect((await api.post(`/v1/simulations/accounts/${held}/fund`, { amount: '10.00' })).status).toBe(200);
