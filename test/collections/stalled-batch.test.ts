@@ -3,8 +3,8 @@ import { johnDoe, sandboxBusiness, startTestApp, type Client, type TestApp } fro
 import { besideAStalledBatch } from '../row-locks.js';
 
 /**
- * Collection simulations share batches as transfers do, and so a batch's spare lane
- * (db/batcher.ts): beside a stalled batch it must leave out a collection of that batch's business,
+ * Collection simulations and card charges share batches as transfers do, and so a batch's spare
+ * lane (db/batcher.ts): beside a stalled batch it must leave out a collection of that batch's business,
  * whose completion moves the same settlement account, and take other businesses' behind it. The
  * fault: collections told the batcher nothing of what they lock, so the spare lane took the queue
  * in arrival order; a completion of the stalled business waited on its settlement account's
@@ -37,35 +37,70 @@ async function business(name: string) {
     expect(res.status, res.text).toBe(200);
     return res.body.data.id as string;
   };
-  return { api, account, collection };
+  /** A card payment intent of 10.00 USD into `destination`, and a saved card that pays: the body of its charge. */
+  const cardCharge = async (destination: string) => {
+    const intent = await api.post('/v1/collections/cards/payment-intents', {
+      customer_id: customer,
+      amount: '10.00',
+      currency: 'USD',
+      destination: { destination_type: 'internal_account', id: destination },
+      source: { source_type: 'external', methods: ['card'] },
+    });
+    expect(intent.status, intent.text).toBe(200);
+    const token = await api.post('/v1/simulations/card-tokens', {
+      card_number: '4242424242424242',
+      expiry: '12/30',
+      cvv: '999',
+      customer_id: customer,
+    });
+    expect(token.status, token.text).toBe(200);
+    return { payment_intent_id: intent.body.data.intent_id as string, card_token: token.body.data.card_token as string };
+  };
+  return { api, account, collection, cardCharge };
 }
 
-const complete = (api: Client, id: string) => api.post(`/v1/simulations/collections/${id}/complete`);
 /** An amount with two decimals, in minor units. */
 const cents = (amount: string) => BigInt(amount.replace('.', ''));
 const balance = async (api: Client, id: string) => (await api.get(`/v1/accounts/${id}`)).body.data.balance as string;
 
-describe.skipIf(!onPostgres)('a stalled batch of collection completions and the completions behind it', () => {
-  it("the spare lane leaves out a completion of the stalled batch's business, and takes another business's behind it", async () => {
-    const a = await business('Stalled collections');
-    const b = await business('Collections beside');
-    const open = await a.account();
-    // A first completion creates each business's settlement account.
-    expect((await complete(a.api, await a.collection(open))).status).toBe(200);
-    const theirs = await b.account();
-    expect((await complete(b.api, await b.collection(theirs))).status).toBe(200);
-    // Ids grow with time: the stalled batch locks the settlement account's balance row (the lower id) before it waits on `held`'s.
-    const held = await a.account();
-    const [stalledOne, sameBusiness, otherBusiness] = [await a.collection(held), await a.collection(open), await b.collection(theirs)];
+type Business = Awaited<ReturnType<typeof business>>;
+/** The two ways money arrives through a gathered collection route: what to prepare into an account, and how to send it. */
+const ways = [
+  {
+    way: 'completion',
+    prepare: (biz: Business, destination: string): Promise<unknown> => biz.collection(destination),
+    send: (api: Client, id: unknown) => api.post(`/v1/simulations/collections/${id as string}/complete`),
+  },
+  {
+    way: 'card charge',
+    prepare: (biz: Business, destination: string): Promise<unknown> => biz.cardCharge(destination),
+    send: (api: Client, body: unknown) => api.post('/v1/collections/cards/payment-intents/charge', body),
+  },
+];
 
-    await besideAStalledBatch(t.db, held, {
-      stalled: () => complete(a.api, stalledOne),
-      behind: () => complete(a.api, sameBusiness),
-      beside: () => complete(b.api, otherBusiness),
-    });
-    // Each completion ran once: 10.00 less its fee into `held`, two into `open` as into `theirs`.
-    const fee = (await a.api.get(`/v1/collections/${stalledOne}`)).body.data.fee as string;
-    expect(cents(await balance(a.api, held))).toBe(1000n - cents(fee));
-    expect(await balance(a.api, open)).toBe(await balance(b.api, theirs));
-  });
+describe.skipIf(!onPostgres)('a stalled batch of collections and the collections behind it', () => {
+  it.each(ways)(
+    "the spare lane leaves out a $way of the stalled batch's business, and takes another business's behind it",
+    async ({ way, prepare, send }) => {
+      const a = await business(`Stalled ${way}`);
+      const b = await business(`Beside ${way}`);
+      const open = await a.account();
+      // A first one creates each business's settlement account.
+      expect((await send(a.api, await prepare(a, open))).status).toBe(200);
+      const theirs = await b.account();
+      expect((await send(b.api, await prepare(b, theirs))).status).toBe(200);
+      // Ids grow with time: the stalled batch locks the settlement account's balance row (the lower id) before it waits on `held`'s.
+      const held = await a.account();
+      const [stalledOne, sameBusiness, otherBusiness] = [await prepare(a, held), await prepare(a, open), await prepare(b, theirs)];
+
+      await besideAStalledBatch(t.db, held, {
+        stalled: () => send(a.api, stalledOne),
+        behind: () => send(a.api, sameBusiness),
+        beside: () => send(b.api, otherBusiness),
+      });
+      // Each ran once: `open` and `theirs` took two of 10.00 less its fee, `held` one.
+      expect(await balance(a.api, open)).toBe(await balance(b.api, theirs));
+      expect(2n * cents(await balance(a.api, held))).toBe(cents(await balance(a.api, open)));
+    },
+  );
 });
