@@ -38,16 +38,6 @@ export async function waitersAtLeast(db: Db, n: number): Promise<void> {
   }
 }
 
-/** Until a backend of this database waits on a lock (a batch, on a row held with holdBalanceRow). */
-export async function waitingOnALock(db: Db): Promise<void> {
-  for (;;) {
-    const { rows } = await sql<{ n: number }>`
-      select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`.execute(db);
-    if (rows[0]!.n > 0) return;
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
-
 /**
  * Expects `beside` answered (200) within `ms`: in the tests of spare lanes (db/batcher.ts), while
  * the row a stalled batch waits on is still held.
@@ -73,7 +63,7 @@ export async function besideAStalledBatch<R extends { status: number; text?: str
   const release = await holdBalanceRow(db, held);
   try {
     const stalled = send.stalled();
-    await waitingOnALock(db);
+    await waitersAtLeast(db, 1);
     const behind = send.behind();
     let behindDone = false;
     void behind.then(() => (behindDone = true));

@@ -4,7 +4,7 @@ import { verifyDuePayees } from '../../src/modules/external-accounts/service.js'
 import { gtbPayee, nubans, payoutBody } from '../payout-fixtures.js';
 import { approveKyc } from '../kyc-helpers.js';
 import { clientFor, johnDoe, startTestApp, type Client, type TestApp } from '../harness.js';
-import { answeredWithin, besideAStalledBatch, holdBalanceRow, waitingOnALock } from '../row-locks.js';
+import { answeredWithin, besideAStalledBatch, holdBalanceRow, waitersAtLeast } from '../row-locks.js';
 
 /**
  * One stalled batch must not hold every transfer behind it (docs/money-path.md, "Gathering").
@@ -55,7 +55,7 @@ describe.skipIf(!onPostgres)('a stalled batch and the transfers behind it', () =
       const stalled = transfer(held, a);
       let stalledDone = false;
       void stalled.then(() => (stalledDone = true));
-      await waitingOnALock(t.db);
+      await waitersAtLeast(t.db, 1);
       const beside = transfer(b, c);
       // Without the spare lane, the second transfer waited behind the first until the row was
       // let go: it would still be waiting when this race ends.
