@@ -2,16 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as ledger from '../../src/ledger/index.js';
 import { chargeCards, planChargeReads, type ChargeRequest } from '../../src/modules/collections/cards.js';
 import { planSimulationLocks, simulateCollections, type SimulationRequest } from '../../src/modules/collections/lifecycle.js';
-import {
-  johnDoe,
-  sandboxBusiness,
-  startTestApp,
-  type Client,
-  type TestApp,
-  countStatements,
-  batchSizes,
-  deadlocksDuring,
-} from '../harness.js';
+import { collectionBusiness } from './collection-helpers.js';
+import { startTestApp, type Client, type TestApp, countStatements, batchSizes, deadlocksDuring } from '../harness.js';
 
 /**
  * Collection settlement on the batch path (docs/money-path.md): many collections end in one
@@ -27,47 +19,16 @@ beforeAll(async () => {
 afterAll(async () => t?.close());
 
 async function business(name: string) {
-  const { tenant, api, ctx } = await sandboxBusiness(t, name);
-  const customer = (await api.post('/v1/customers', johnDoe())).body.data.id as string;
-  const account = async () =>
-    (await api.post('/v1/accounts', { currency: 'USD', label: 'c', customer_id: customer })).body.data.id as string;
-  const collection = async (destination: string, amount = '10.00') => {
-    const res = await api.post('/v1/collections', {
-      amount,
-      currency: 'USD',
-      country: 'NG',
-      customer_id: customer,
-      source: { source_type: 'external', methods: ['card'] },
-      destination: { destination_type: 'internal_account', id: destination },
-    });
-    expect(res.status, JSON.stringify(res.body)).toBe(200);
-    return res.body.data.id as string;
-  };
+  const made = await collectionBusiness(t, name);
   const d = { config: t.config, sealer: t.sealer, baseUrl: 'http://localhost' };
   const simulation = (id: string, action: SimulationRequest['action'], reason: string | null = null): SimulationRequest => ({
-    ctx,
+    ctx: made.ctx,
     d,
     id,
     action,
     reason,
   });
-  /** A saved card of the customer (the sandbox's card-token simulation). */
-  const cardToken = async (card_number: string) =>
-    (await api.post('/v1/simulations/card-tokens', { card_number, expiry: '12/30', cvv: '999', customer_id: customer })).body.data
-      .card_token as string;
-  /** A card payment intent of 2.00 USD into `destination`; returns its id. */
-  const paymentIntent = async (destination: string) => {
-    const res = await api.post('/v1/collections/cards/payment-intents', {
-      customer_id: customer,
-      amount: '2.00',
-      currency: 'USD',
-      destination: { destination_type: 'internal_account', id: destination },
-      source: { source_type: 'external', methods: ['card'] },
-    });
-    expect(res.status, JSON.stringify(res.body)).toBe(200);
-    return res.body.data.intent_id as string;
-  };
-  return { tenant, api, customer, account, collection, simulation, cardToken, paymentIntent, ctx, d };
+  return { ...made, simulation, d };
 }
 
 const balance = async (api: Client, id: string) => (await api.get(`/v1/accounts/${id}`)).body.data.balance as string;

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { johnDoe, sandboxBusiness, startTestApp, type Client, type TestApp } from '../harness.js';
+import { startTestApp, type Client, type TestApp } from '../harness.js';
+import { collectionBusiness } from './collection-helpers.js';
 import { besideAStalledBatch } from '../row-locks.js';
 
 /**
@@ -19,44 +20,14 @@ beforeAll(async () => {
 });
 afterAll(async () => t?.close());
 
-/** A business with a customer: its client, a new USD account of the customer, and a card collection of 10.00 into an account. */
+/** A business with a customer (collection-helpers.ts), and the body of a card charge of 10.00 into an account. */
 async function business(name: string) {
-  const { api } = await sandboxBusiness(t, name);
-  const customer = (await api.post('/v1/customers', johnDoe())).body.data.id as string;
-  const account = async () =>
-    (await api.post('/v1/accounts', { currency: 'USD', label: 'in', customer_id: customer })).body.data.id as string;
-  const collection = async (destination: string) => {
-    const res = await api.post('/v1/collections', {
-      amount: '10.00',
-      currency: 'USD',
-      country: 'NG',
-      customer_id: customer,
-      source: { source_type: 'external', methods: ['card'] },
-      destination: { destination_type: 'internal_account', id: destination },
-    });
-    expect(res.status, res.text).toBe(200);
-    return res.body.data.id as string;
-  };
-  /** A card payment intent of 10.00 USD into `destination`, and a saved card that pays: the body of its charge. */
-  const cardCharge = async (destination: string) => {
-    const intent = await api.post('/v1/collections/cards/payment-intents', {
-      customer_id: customer,
-      amount: '10.00',
-      currency: 'USD',
-      destination: { destination_type: 'internal_account', id: destination },
-      source: { source_type: 'external', methods: ['card'] },
-    });
-    expect(intent.status, intent.text).toBe(200);
-    const token = await api.post('/v1/simulations/card-tokens', {
-      card_number: '4242424242424242',
-      expiry: '12/30',
-      cvv: '999',
-      customer_id: customer,
-    });
-    expect(token.status, token.text).toBe(200);
-    return { payment_intent_id: intent.body.data.intent_id as string, card_token: token.body.data.card_token as string };
-  };
-  return { api, account, collection, cardCharge };
+  const made = await collectionBusiness(t, name);
+  const cardCharge = async (destination: string) => ({
+    payment_intent_id: await made.paymentIntent(destination, '10.00'),
+    card_token: await made.cardToken('4242424242424242'),
+  });
+  return { ...made, cardCharge };
 }
 
 /** An amount with two decimals, in minor units. */
