@@ -339,14 +339,15 @@ function errorText(request: FastifyRequest, err: AppError): string {
  * as the transfers' (`TRANSFER_BATCH_SIZE`; `TRANSFER_BATCH_LANES` on PostgreSQL, one lane on
  * PGlite, which has one connection), each run by the module's `pipeline`. `name` labels its
  * batch-size metric; `touches`, what a request's batch will lock (db/batcher.ts), keeps a batch
- * started beside running ones off their rows.
+ * started beside running ones off their rows: every route that gathers says it, as the batcher's
+ * spare lanes otherwise take its queue in arrival order and wait on a stalled batch's rows.
  */
 export function gathered<I, T>(
   deps: Pick<Deps, 'db' | 'sealer' | 'config' | 'dbKind'>,
   operation: string,
   name: string,
   pipeline: (batch: KeyedBatch<I, T>) => Promise<void>,
-  touches?: (input: I) => readonly string[],
+  touches: (input: I) => readonly string[],
 ): BatchedIdempotency<I, T> {
   return new BatchedIdempotency(deps.db, deps.sealer, deps.config.IDEMPOTENCY_TTL_HOURS, operation, pipeline, {
     maxBatch: deps.config.TRANSFER_BATCH_SIZE,
@@ -354,7 +355,7 @@ export function gathered<I, T>(
     ...(deps.dbKind === 'postgres' && deps.config.TRANSFER_BATCH_SPARE_LANES > 0
       ? { spare: { lanes: deps.config.TRANSFER_BATCH_SPARE_LANES, stallMs: deps.config.TRANSFER_BATCH_STALL_MS } }
       : {}),
-    ...(touches ? { touches: (item: Item<I>) => touches(item.input) } : {}),
+    touches: (item: Item<I>) => touches(item.input),
     name,
   });
 }
