@@ -93,6 +93,6 @@ const logLinesDropped = new client.Counter({
 });
 
 /** Called by the process log's destination (lib/log-destination.ts) for each line it drops. */
-export function countDroppedLogLine(): void {
-  logLinesDropped.inc();
+export function countDroppedLogLine(lines = 1): void {
+  logLinesDropped.inc(lines);
 }
