@@ -44,4 +44,14 @@ describe('the process log destination', () => {
     expect(output.writableLength).toBe(2 * lines(0, perChunk).length);
     expect((await droppedLines()) - before).toBe(6 * perChunk);
   });
+
+  it('drops and counts every line once the output fails (a closed pipe), and throws nothing', async () => {
+    const output = new Writable({ write: (_chunk, _encoding, done) => done(Object.assign(new Error('write EPIPE'), { code: 'EPIPE' })) });
+    const destination = processLogDestination({ maxBufferedBytes: 1 << 20, output });
+    const before = await droppedLines();
+    for (let i = 0; i < perChunk; i++) destination.write(line(i)); // written: the stream fails
+    await new Promise((resolve) => setImmediate(resolve));
+    for (let i = 0; i < 2 * perChunk; i++) destination.write(line(i));
+    expect((await droppedLines()) - before).toBe(2 * perChunk);
+  });
 });

@@ -36,12 +36,18 @@ const WRITE_EVERY_MS = 200;
  */
 export function processLogDestination(options: LogDestinationOptions): pino.DestinationStream {
   const output = options.output ?? process.stdout;
+  // A closed pipe (EPIPE: the log collector went away) fails the stream, which would throw
+  // without a listener and end the process: from then on, lines are dropped and counted.
+  let closed = false;
+  output.on('error', () => {
+    closed = true;
+  });
   let waiting = '';
   const handOver = () => {
     if (waiting === '') return;
     const chunk = waiting;
     waiting = '';
-    if (output.writableLength + chunk.length > options.maxBufferedBytes) countDroppedLogLine(linesIn(chunk));
+    if (closed || output.writableLength + chunk.length > options.maxBufferedBytes) countDroppedLogLine(linesIn(chunk));
     else output.write(chunk);
   };
   setInterval(handOver, WRITE_EVERY_MS).unref();
