@@ -4,6 +4,7 @@ import { groupByScope, scopeKey, type Scope } from '../../core/context.js';
 import * as repo from './repo.js';
 
 type AccountRow = repo.AccountRow;
+type MovementAccountRow = repo.MovementAccountRow;
 
 /**
  * For money movements: the accounts, share-locked in id order until the caller commits (a freeze
@@ -36,7 +37,7 @@ export function readForMovementStatement(trx: Queryable, ctx: Scope, ids: string
 function movementAccounts(trx: Queryable, ctx: Scope, ids: string[], lock: 'share' | 'none') {
   return {
     statement: repo.movementAccountsStatement(trx, ctx, [...new Set(ids)].sort(), lock),
-    read: (rows: unknown[]) => remember(ctx, rows as AccountRow[]),
+    read: (rows: unknown[]) => remember(ctx, rows as MovementAccountRow[]),
   };
 }
 
@@ -58,7 +59,7 @@ const known = new Map<string, KnownAccount>();
 const KNOWN_MAX = 50_000;
 
 /** Remembers what never changes about the accounts a movement locked (knownAccount). */
-function remember(ctx: Scope, rows: AccountRow[]): Map<string, AccountRow> {
+function remember<Row extends MovementAccountRow>(ctx: Scope, rows: Row[]): Map<string, Row> {
   const scope = scopeKey(ctx);
   for (const r of rows) {
     // Deleted and set again: a Map keeps insertion order, so the first key is the least recently locked.
@@ -89,7 +90,7 @@ export function lockForMovementsPlan(trx: Queryable, wanted: { ctx: Scope; ids: 
 }
 
 /** The accounts a batch share-locked, by scopeKey, then by id. */
-export type LockedAccounts = Map<string, Map<string, AccountRow>>;
+export type LockedAccounts = Map<string, Map<string, MovementAccountRow>>;
 
 /** lockForMovementsPlan, sent now. */
 export async function lockForMovements(trx: Queryable, wanted: { ctx: Scope; ids: string[] }[]): Promise<LockedAccounts> {

@@ -126,7 +126,7 @@ const accountReads = compiledOnce((db: Queryable, tenantId: string, environment:
  * (freeze, close at zero) cannot slip in between its checks and its commit.
  */
 export async function lockAccountsShared(db: Queryable, ctx: Scope, ids: string[]) {
-  return lockAccountsSharedQuery(db, ctx, ids).execute();
+  return accountsInIdOrder(db, ctx, ids).selectAll().forShare().execute();
 }
 
 /**
@@ -142,15 +142,22 @@ export function movementAccountsStatement(db: Queryable, ctx: Scope, ids: string
 
 /** Its text has one parameter per id: compiled once per count and lock (db/compiled.ts). */
 const movementAccountsOnce = compiledPerShape(
-  (db: Queryable, ctx: Scope, ids: string[], lock: 'share' | 'none') =>
-    lock === 'share' ? lockAccountsSharedQuery(db, ctx, ids) : accountsInIdOrder(db, ctx, ids),
+  (db: Queryable, ctx: Scope, ids: string[], lock: 'share' | 'none') => {
+    const read = accountsInIdOrder(db, ctx, ids).select(MOVEMENT_COLUMNS);
+    return lock === 'share' ? read.forShare() : read;
+  },
   (ctx, ids, lock) => ({ shape: `${lock}:${ids.length}`, parameters: [ctx.tenantId, ctx.environment, ...ids] }),
 );
 
-const lockAccountsSharedQuery = (db: Queryable, ctx: Scope, ids: string[]) => accountsInIdOrder(db, ctx, ids).forShare();
+/**
+ * What a money movement reads of its accounts: whose and of which business, the currency, the
+ * kind, and whether money may move. Not the bank details, metadata or times: no movement uses
+ * them, and every transfer read and parsed them for two accounts.
+ */
+const MOVEMENT_COLUMNS = ['id', 'tenant_id', 'environment', 'customer_id', 'currency', 'type', 'status', 'category'] as const;
+export type MovementAccountRow = Pick<AccountRow, (typeof MOVEMENT_COLUMNS)[number]>;
 
-const accountsInIdOrder = (db: Queryable, ctx: Scope, ids: string[]) =>
-  scoped(db, 'accounts', ctx).selectAll().where('id', 'in', ids).orderBy('id');
+const accountsInIdOrder = (db: Queryable, ctx: Scope, ids: string[]) => scoped(db, 'accounts', ctx).where('id', 'in', ids).orderBy('id');
 
 /** The business's own oldest open account in a currency (where fees go). */
 export async function findBusinessAccount(db: Queryable, ctx: Scope, currency: string) {

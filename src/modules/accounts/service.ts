@@ -18,6 +18,7 @@ import * as repo from './repo.js';
 import type { AccountResponse, CreateAccountBody, ListAccountsQuery } from './schema.js';
 
 export type AccountRow = repo.AccountRow;
+export type MovementAccountRow = repo.MovementAccountRow;
 
 const CAPABILITIES: Record<AccountRow['status'], string[]> = {
   active: ['transfer', 'receive'],
@@ -268,7 +269,7 @@ export async function oldestActiveAccount(db: Queryable, ctx: Scope, customerId:
 }
 
 /** 409 unless money may leave the account. */
-export function assertCanDebit(row: AccountRow, field = 'source.id'): void {
+export function assertCanDebit(row: MovementAccountRow, field = 'source.id'): void {
   if (row.status === 'frozen')
     throw new AppError('account_frozen', undefined, [{ field, code: 'account_frozen', message: 'Frozen accounts cannot send money' }]);
   if (row.status === 'deleted')
@@ -276,7 +277,7 @@ export function assertCanDebit(row: AccountRow, field = 'source.id'): void {
 }
 
 /** 409 unless money may arrive (a frozen account still receives; a deleted one does not). */
-export function assertCanCredit(row: AccountRow, field = 'destination.id'): void {
+export function assertCanCredit(row: MovementAccountRow, field = 'destination.id'): void {
   if (row.status === 'deleted')
     throw new AppError('account_inactive', undefined, [
       { field, code: 'account_inactive', message: 'Deleted accounts cannot receive money' },

@@ -32,7 +32,7 @@ interface Checked {
   i: number;
   ctx: Scope;
   card: repo.CardRow;
-  account: accounts.AccountRow;
+  account: accounts.MovementAccountRow;
   amount: bigint;
 }
 
@@ -91,7 +91,7 @@ async function recordWithdrawals(writes: WriteSet, accepted: Accepted[]): Promis
 /** What planWithdrawalReads read with the claim: the cards and accounts by `scope:id`, the balance rows locked. */
 export interface WithdrawFirstReads {
   cards: Map<string, repo.CardRow>;
-  locked: Map<string, Map<string, accounts.AccountRow>>;
+  locked: Map<string, Map<string, accounts.MovementAccountRow>>;
   balances: ledger.LockedAhead;
 }
 
@@ -134,7 +134,7 @@ async function withdrawalAccount(trx: Trx, ctx: Scope, card: repo.CardRow, accou
 }
 
 /** The checks that need no balance: the account must be the card owner's (or the business's), in the card's currency. */
-function checkWithdrawal(card: repo.CardRow, account: accounts.AccountRow | undefined): accounts.AccountRow {
+function checkWithdrawal(card: repo.CardRow, account: accounts.MovementAccountRow | undefined): accounts.MovementAccountRow {
   if (!account) throw notFound('Account', [{ field: 'account_id', code: 'not_found', message: 'No such account' }]);
   if (account.customer_id !== null && account.customer_id !== card.customer_id) {
     throw validationError([{ field: 'account_id', code: 'mismatch', message: "The account must be the card owner's or the business's" }]);

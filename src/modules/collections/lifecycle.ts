@@ -62,9 +62,9 @@ interface Settlement {
  */
 function settlementOf(
   row: repo.CollectionRow,
-  destination: accounts.AccountRow,
+  destination: accounts.MovementAccountRow,
   fee: bigint,
-  feeAccount: accounts.AccountRow | undefined,
+  feeAccount: accounts.MovementAccountRow | undefined,
   settlementAccount: string | undefined,
 ): Settlement {
   if (feeAccount?.id === destination.id) fee = 0n;
@@ -120,7 +120,7 @@ async function settlements(trx: Trx, ends: End[]): Promise<(Settlement | undefin
     completing.map((e) => ({ ctx: e.ctx, ids: [e.row.destination_account_id] })),
   );
   const settings = keyedOnce<Awaited<ReturnType<typeof settingsOf>>>();
-  const feeAccounts = keyedOnce<accounts.AccountRow>();
+  const feeAccounts = keyedOnce<accounts.MovementAccountRow>();
   const systemAccounts = keyedOnce<string>();
   const out: (Settlement | undefined)[] = [];
   for (const { ctx, d, row, ending } of ends) {

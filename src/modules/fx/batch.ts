@@ -99,8 +99,8 @@ interface Staged {
 
 /** An order whose accounts passed its checks, priced. */
 interface Checked extends Staged {
-  source: accounts.AccountRow;
-  destination: accounts.AccountRow;
+  source: accounts.MovementAccountRow;
+  destination: accounts.MovementAccountRow;
   order: NewOrder;
   p: Executed;
 }
@@ -121,7 +121,7 @@ export interface FxFirstLocks {
   /** The business's rate book. */
   book: RateBook;
   /** The accounts the orders name, share-locked, by scopeKey. */
-  locked: Map<string, Map<string, accounts.AccountRow>>;
+  locked: Map<string, Map<string, accounts.MovementAccountRow>>;
   /** The business, and its fx_position account in each currency looked for (undefined: it has none yet). */
   ctx: Scope;
   positions: Map<string, string | undefined>;

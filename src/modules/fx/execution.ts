@@ -58,8 +58,8 @@ export async function executeConversion(
   ctx: Scope,
   env: ExecutionEnv,
   order: repo.OrderRow,
-  source: accounts.AccountRow,
-  destination: accounts.AccountRow,
+  source: accounts.MovementAccountRow,
+  destination: accounts.MovementAccountRow,
   p: Executed,
 ): Promise<repo.OrderRow> {
   await prepareSettlement(trx, ctx, order);
@@ -86,8 +86,8 @@ export type Executed = Priced & { mid: bigint; rate: bigint };
 
 /** The accounts a conversion moves money between. */
 export interface Parties {
-  source: accounts.AccountRow;
-  destination: accounts.AccountRow;
+  source: accounts.MovementAccountRow;
+  destination: accounts.MovementAccountRow;
   /** The business's account the fee goes to (or the id reserved for its first one: batch.ts). */
   feeAccount: { id: string } | undefined;
 }

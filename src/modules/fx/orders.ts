@@ -171,7 +171,7 @@ export function checkAccounts(
   body: CreateOrderBody,
   terms: Terms,
   ids: { sourceId: string; destinationId: string },
-  locked: Map<string, accounts.AccountRow>,
+  locked: Map<string, accounts.MovementAccountRow>,
   customerExists: boolean,
 ) {
   const source = locked.get(ids.sourceId);
@@ -240,7 +240,7 @@ export function newOrder(
   ctx: Scope,
   id: string,
   terms: Terms,
-  parties: { source: accounts.AccountRow; destination: accounts.AccountRow; instruction?: { id: string } | undefined },
+  parties: { source: accounts.MovementAccountRow; destination: accounts.MovementAccountRow; instruction?: { id: string } | undefined },
   pricing: { spreadBps: number; feeBps: number },
 ): NewOrder {
   const { source, destination, instruction } = parties;

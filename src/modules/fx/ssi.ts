@@ -117,7 +117,7 @@ export async function payOut(
   scope: Scope,
   env: ExecutionEnv,
   order: repo.OrderRow,
-  settlement: accounts.AccountRow,
+  settlement: accounts.MovementAccountRow,
   received: bigint,
 ): Promise<string> {
   const ctx: RequestContext = {

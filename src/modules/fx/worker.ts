@@ -37,7 +37,10 @@ import { REAL_TIME, timelineMs, type Timeline } from '../../core/clock.js';
 export type LimitOutcome = 'idle' | 'waiting' | 'completed' | 'expired' | 'rejected';
 
 /** Why an order's accounts no longer let it execute (gone, frozen, deleted), if they don't. */
-function accountsBlock(source: accounts.AccountRow | undefined, destination: accounts.AccountRow | undefined): string | null {
+function accountsBlock(
+  source: accounts.MovementAccountRow | undefined,
+  destination: accounts.MovementAccountRow | undefined,
+): string | null {
   if (!source || !destination) return 'account_not_found';
   try {
     accounts.assertCanDebit(source, 'source_id');
@@ -56,8 +59,8 @@ function accountsBlock(source: accounts.AccountRow | undefined, destination: acc
 async function blocked(
   trx: Trx,
   order: repo.OrderRow,
-  source: accounts.AccountRow | undefined,
-  destination: accounts.AccountRow | undefined,
+  source: accounts.MovementAccountRow | undefined,
+  destination: accounts.MovementAccountRow | undefined,
 ): Promise<string | null> {
   const reason = accountsBlock(source, destination);
   if (reason || order.destination_type !== 'ssi') return reason;
@@ -307,7 +310,7 @@ async function recordSettlements(trx: Trx, book: ledger.PostingBatch, executed: 
 function decide(
   order: repo.OrderRow,
   holds: Map<string, ledger.Hold>,
-  locked: Map<string, Map<string, accounts.AccountRow>>,
+  locked: Map<string, Map<string, accounts.MovementAccountRow>>,
   action: Exclude<Due, null>,
 ): Decision {
   const hold = order.hold_id ? holds.get(order.hold_id) : undefined;

@@ -32,7 +32,7 @@ export async function prepareFunding(
   trx: Trx,
   req: MovementRequest,
   id: string,
-  locked: Map<string, accounts.AccountRow>,
+  locked: Map<string, accounts.MovementAccountRow>,
 ): Promise<CardFunding> {
   const { ctx, body } = req;
   const source = lockedSource(body, locked);

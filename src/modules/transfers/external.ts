@@ -54,7 +54,7 @@ function payeeNotUsable(status: string): AppError {
   ]);
 }
 
-async function loadParties(trx: Trx, ctx: RequestContext, body: CreateTransferBody, locked: Map<string, accounts.AccountRow>) {
+async function loadParties(trx: Trx, ctx: RequestContext, body: CreateTransferBody, locked: Map<string, accounts.MovementAccountRow>) {
   const payee = await requireExternalAccount(trx, ctx, body.destination.id!);
   if (payee.status !== 'active') throw payeeNotUsable(payee.status);
   const source = lockedSource(body, locked);
@@ -103,7 +103,12 @@ export const isPayout = (p: Prepared): p is Payout => p.kind === 'payout';
  * the amount and fee, the rail's and the institution's limits, the rate, then the
  * international_transfers feature. The KYC limits and the funds are decided by the batch.
  */
-export async function preparePayout(trx: Trx, req: MovementRequest, id: string, locked: Map<string, accounts.AccountRow>): Promise<Payout> {
+export async function preparePayout(
+  trx: Trx,
+  req: MovementRequest,
+  id: string,
+  locked: Map<string, accounts.MovementAccountRow>,
+): Promise<Payout> {
   const { ctx, config, body, payout: options } = req;
   const { payee, source } = await loadParties(trx, ctx, body, locked);
   const currency = source.currency;

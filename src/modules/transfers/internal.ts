@@ -31,7 +31,7 @@ export interface Prepared {
   req: MovementRequest;
   id: string;
   kind: 'internal_transfer' | 'card_funding' | 'payout';
-  source: accounts.AccountRow;
+  source: accounts.MovementAccountRow;
   destination: { id: string; customer_id: string | null };
   currency: string;
   amount: bigint;
@@ -68,14 +68,19 @@ export function rowsNamed({ ctx, body }: Pick<MovementRequest, 'ctx' | 'body'>):
 }
 
 /** The request's source account among the batch's share-locked rows (404 when it is not one of the business's). */
-export function lockedSource(body: CreateTransferBody, locked: Map<string, accounts.AccountRow>): accounts.AccountRow {
+export function lockedSource(body: CreateTransferBody, locked: Map<string, accounts.MovementAccountRow>): accounts.MovementAccountRow {
   const source = locked.get(body.source.id);
   if (!source) throw notFound('Source account', [{ field: 'source.id', code: 'not_found', message: 'No such account' }]);
   return source;
 }
 
 /** With `customer_id` given, the customer exists (404) and owns the source account (400). */
-export async function assertCustomerOwnsSource(trx: Trx, ctx: RequestContext, body: CreateTransferBody, source: accounts.AccountRow) {
+export async function assertCustomerOwnsSource(
+  trx: Trx,
+  ctx: RequestContext,
+  body: CreateTransferBody,
+  source: accounts.MovementAccountRow,
+) {
   if (!body.customer_id) return;
   await requireCustomer(trx, ctx, body.customer_id);
   if (source.customer_id !== body.customer_id) {
@@ -100,7 +105,12 @@ export function checkShape(body: CreateTransferBody): string {
  * Every check of one transfer against its share-locked account rows (404, 409, 422), and its
  * amount and fee. Balances and limits are checked later, in memory, by the batch.
  */
-export async function prepare(trx: Trx, req: MovementRequest, id: string, locked: Map<string, accounts.AccountRow>): Promise<Prepared> {
+export async function prepare(
+  trx: Trx,
+  req: MovementRequest,
+  id: string,
+  locked: Map<string, accounts.MovementAccountRow>,
+): Promise<Prepared> {
   const { body, ctx } = req;
   const destinationId = checkShape(body);
   const source = lockedSource(body, locked);
