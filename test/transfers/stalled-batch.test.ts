@@ -3,7 +3,8 @@ import { cardholder, virtualCard } from '../card-helpers.js';
 import { verifyDuePayees } from '../../src/modules/external-accounts/service.js';
 import { gtbPayee, nubans, payoutBody } from '../payout-fixtures.js';
 import { approveKyc } from '../kyc-helpers.js';
-import { clientFor, johnDoe, startTestApp, type Client, type TestApp } from '../harness.js';
+import { setSettings } from '../../src/modules/tenants/service.js';
+import { clientFor, johnDoe, sandboxBusiness, startTestApp, type Client, type TestApp } from '../harness.js';
 import { answeredWithin, besideAStalledBatch, holdBalanceRow, waitersAtLeast } from '../row-locks.js';
 
 /**
@@ -112,6 +113,34 @@ describe.skipIf(!onPostgres)('a stalled batch and the transfers behind it', () =
     expect((await api.get(`/v1/cards/${card}/balance`)).body.data.balance).toBe('2.00');
     expect((await api.get(`/v1/accounts/${own}`)).body.data.balance).toBe('9.00');
     expect((await api.get(`/v1/accounts/${c}`)).body.data.balance).toBe('1.00');
+  });
+  // The fault: a transfer that pays a fee named only its accounts, so the spare lane took a
+  // fee-paying transfer of the stalled batch's business, which waited on the business's fee
+  // account (every fee of the business in that currency goes there), and held every transfer
+  // behind it.
+  it("the spare lane leaves out a fee-paying transfer of the stalled batch's business, and takes the transfer behind it", async () => {
+    const charging = await sandboxBusiness(t, 'Charges fees');
+    await setSettings(t.db, charging.tenant.tenant_id, { fees: { internal_transfer: { NGN: { flat: '0.10' } } } });
+    const own = async (label: string) => (await charging.api.post('/v1/accounts', { currency: 'NGN', label })).body.data.id as string;
+    const pay = (from: string, to: string) =>
+      charging.api.post('/v1/transfers', {
+        source: { source_type: 'internal_account', id: from },
+        destination: { destination_type: 'internal_account', id: to },
+        amount: '1.00',
+      });
+    // The business's oldest NGN account takes its fees. Ids grow with time: the stalled batch
+    // locks its balance row (the lower id) before it waits on `held`'s.
+    const fees = await own('fees');
+    const [held, a, c, d] = [await own('held'), await own('a'), await own('c'), await own('d')];
+    for (const id of [held, c])
+      expect((await charging.api.post(`/v1/simulations/accounts/${id}/fund`, { amount: '10.00' })).status).toBe(200);
+    const [b, e] = [await open('b'), await open('e')];
+    expect((await api.post(`/v1/simulations/accounts/${b}/fund`, { amount: '10.00' })).status).toBe(200);
+
+    await besideAStalledBatch(t.db, held, { stalled: () => pay(held, a), behind: () => pay(c, d), beside: () => transfer(b, e) });
+    const balance = async (id: string) => (await charging.api.get(`/v1/accounts/${id}`)).body.data.balance as string;
+    expect([await balance(fees), await balance(held), await balance(c), await balance(d)]).toEqual(['0.20', '8.90', '8.90', '1.00']);
+    expect((await api.get(`/v1/accounts/${e}`)).body.data.balance).toBe('1.00');
   });
   // The fault: a payout named only its source account, so the spare lane took a payout of the
   // stalled batch's business, which waited on the settlement account's balance row that every

@@ -58,13 +58,21 @@ export const accountsNamed = (body: CreateTransferBody): string[] =>
  * The rows a request's batch locks that the request names, for the batcher (db/batcher.ts
  * `touches`): the accounts it share-locks; for a card funding, the card's balance row; for a
  * payout, its business's payouts as a whole (each credits the business's settlement or
- * fx_position account in its currency, found only later).
+ * fx_position account in its currency, found only later); and, when it may pay a fee, its
+ * business's fee accounts (a payout always may: the configured payout fees apply by default).
  */
 export function rowsNamed({ ctx, body }: Pick<MovementRequest, 'ctx' | 'body'>): string[] {
   const { destination } = body;
-  if (destination.destination_type === 'card' && destination.id) return [...accountsNamed(body), destination.id];
-  if (destination.destination_type === 'external_account') return [...accountsNamed(body), `${scopeKey(ctx)}:payouts`];
-  return accountsNamed(body);
+  const fees = ctx.settings.fees;
+  // Every fee of the business in a currency goes to one account (batch.ts attachFeeAccounts).
+  const feeAccounts = `${scopeKey(ctx)}:fee_accounts`;
+  const named = accountsNamed(body);
+  if (destination.destination_type === 'external_account') named.push(`${scopeKey(ctx)}:payouts`, feeAccounts);
+  else if (destination.destination_type === 'card') {
+    if (destination.id) named.push(destination.id);
+    if (fees?.card_funding) named.push(feeAccounts);
+  } else if (fees?.internal_transfer) named.push(feeAccounts);
+  return named;
 }
 
 /** The request's source account among the batch's share-locked rows (404 when it is not one of the business's). */
