@@ -1,5 +1,5 @@
 import type pino from 'pino';
-import { countDroppedLogLine } from './metrics.js';
+import { countDroppedLogLines } from './metrics.js';
 
 export interface LogDestinationOptions {
   /** Most bytes of log lines held while standard output does not take them; beyond, lines are dropped. */
@@ -47,7 +47,7 @@ export function processLogDestination(options: LogDestinationOptions): pino.Dest
     if (waiting === '') return;
     const chunk = waiting;
     waiting = '';
-    if (closed || output.writableLength + chunk.length > options.maxBufferedBytes) countDroppedLogLine(linesIn(chunk));
+    if (closed || output.writableLength + chunk.length > options.maxBufferedBytes) countDroppedLogLines(linesIn(chunk));
     else output.write(chunk);
   };
   setInterval(handOver, WRITE_EVERY_MS).unref();

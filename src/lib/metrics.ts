@@ -92,7 +92,7 @@ const logLinesDropped = new client.Counter({
   registers: [metricsRegistry],
 });
 
-/** Called by the process log's destination (lib/log-destination.ts) for each line it drops. */
-export function countDroppedLogLine(lines = 1): void {
+/** Called by the process log's destination (lib/log-destination.ts) with the lines of each chunk it drops. */
+export function countDroppedLogLines(lines: number): void {
   logLinesDropped.inc(lines);
 }
