@@ -27,8 +27,9 @@ beforeAll(async () => {
 });
 afterAll(async () => t?.close());
 
-const transfer = (from: string, to: string) =>
-  api.post('/v1/transfers', {
+/** 1.00 from one account to another, by the test's business (or `by`). */
+const transfer = (from: string, to: string, by: Client = api) =>
+  by.post('/v1/transfers', {
     source: { source_type: 'internal_account', id: from },
     destination: { destination_type: 'internal_account', id: to },
     amount: '1.00',
@@ -42,8 +43,8 @@ const fundCard = (from: string, card: string) =>
     amount: '1.00',
   });
 
-/** A new NGN account of the business; its id. */
-const open = async (label: string) => (await api.post('/v1/accounts', { currency: 'NGN', label })).body.data.id as string;
+/** A new NGN account of the test's business (or `by`); its id. */
+const open = async (label: string, by: Client = api) => (await by.post('/v1/accounts', { currency: 'NGN', label })).body.data.id as string;
 
 describe.skipIf(!onPostgres)('a stalled batch and the transfers behind it', () => {
   it('a transfer between other accounts goes through while a batch waits on a row', async () => {
@@ -121,13 +122,8 @@ describe.skipIf(!onPostgres)('a stalled batch and the transfers behind it', () =
   it("the spare lane leaves out a fee-paying transfer of the stalled batch's business, and takes the transfer behind it", async () => {
     const charging = await sandboxBusiness(t, 'Charges fees');
     await setSettings(t.db, charging.tenant.tenant_id, { fees: { internal_transfer: { NGN: { flat: '0.10' } } } });
-    const own = async (label: string) => (await charging.api.post('/v1/accounts', { currency: 'NGN', label })).body.data.id as string;
-    const pay = (from: string, to: string) =>
-      charging.api.post('/v1/transfers', {
-        source: { source_type: 'internal_account', id: from },
-        destination: { destination_type: 'internal_account', id: to },
-        amount: '1.00',
-      });
+    const own = (label: string) => open(label, charging.api);
+    const pay = (from: string, to: string) => transfer(from, to, charging.api);
     // The business's oldest NGN account takes its fees. Ids grow with time: the stalled batch
     // locks its balance row (the lower id) before it waits on `held`'s.
     const fees = await own('fees');
